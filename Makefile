@@ -1,0 +1,51 @@
+# corestream — build, test and measure.
+#
+# Every target works on a fresh machine with Go on PATH (see .ci/run).
+
+GO       ?= go
+BIN      ?= bin
+PKGS     ?= ./...
+FUZZTIME ?= 10s
+SEEDS    ?= 20000
+
+.PHONY: all build run test test-race bench fuzz lint sim cluster clean
+
+all: build
+
+## build: compile the corestream binary into ./bin
+build:
+	$(GO) build -o $(BIN)/corestream ./cmd/corestream
+
+## run: a single node on embedded defaults (data in ./data, 127.0.0.1:7070)
+run: build
+	./$(BIN)/corestream serve
+
+## test: vet, then every test (unit, simulation seeds, end-to-end)
+test:
+	$(GO) vet $(PKGS)
+	$(GO) test -count=1 -timeout 15m $(PKGS)
+
+## test-race: the unit tests under the race detector
+test-race:
+	$(GO) test -race -count=1 -timeout 20m $(PKGS)
+
+## bench: the package benchmarks (figures go to BENCHMARKS.md)
+bench:
+	$(GO) test -run '^$$' -bench . -benchmem -count=1 -timeout 30m $(PKGS)
+
+## fuzz: each fuzz target for FUZZTIME
+fuzz:
+	@set -e; for pkg in $$($(GO) list $(PKGS)); do \
+	  for f in $$($(GO) test -list '^Fuzz' $$pkg | grep '^Fuzz' || true); do \
+	    echo "== $$pkg $$f"; \
+	    $(GO) test -run '^$$' -fuzz "^$$f$$" -fuzztime $(FUZZTIME) $$pkg; \
+	  done; \
+	done
+
+## lint: gofmt and vet
+lint:
+	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
+	$(GO) vet $(PKGS)
+
+clean:
+	rm -rf $(BIN)
