@@ -1,0 +1,402 @@
+// Package config is the broker's configuration: the TOML schema, its
+// embedded defaults, and validation that names the offending key.
+//
+// A node starts with no file at all (Default), and a file only overrides
+// what it names. Every option is listed in docs/configuration.md with its
+// default and bounds; TestEveryOptionDocumented keeps the two in step.
+package config
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"runtime"
+	"strconv"
+	"strings"
+
+	"github.com/BurntSushi/toml"
+)
+
+// Bounds that the validation enforces. Units are last in each name.
+const (
+	// RosterNodesMax is the largest cluster roster.
+	RosterNodesMax = 32
+	// ReplicationFactorMax is the largest replication factor of a topic.
+	ReplicationFactorMax = 32
+	// ShardsMax bounds shards per node.
+	ShardsMax = 256
+	// FrameBytesMin and FrameBytesMax bound network.max_frame_bytes.
+	FrameBytesMin = 64 << 10
+	FrameBytesMax = 256 << 20
+	// BatchBytesMax bounds storage.max_batch_bytes (the record format's own
+	// bound on one batch).
+	BatchBytesMax = 16 << 20
+	// ReplicaConnectionsPerPeerMax bounds cluster.coordinator.replica_connections_per_peer.
+	ReplicaConnectionsPerPeerMax = 64
+)
+
+// ErrInvalid wraps every validation error; the message names the key.
+var ErrInvalid = errors.New("config")
+
+// Config is the whole configuration of one node.
+type Config struct {
+	Node    Node    `toml:"node"`
+	Shard   Shard   `toml:"shard"`
+	Network Network `toml:"network"`
+	Storage Storage `toml:"storage"`
+	Cluster Cluster `toml:"cluster"`
+	HTTP    HTTP    `toml:"http"`
+	Log     Log     `toml:"log"`
+}
+
+// Node is this node's identity, addresses and data directory.
+type Node struct {
+	// ID is this node's id in the roster (1..2^31-1).
+	ID int `toml:"id"`
+	// DataDir holds every partition directory and the node's state.
+	DataDir string `toml:"data_dir"`
+	// ClientAddr is where the client protocol listens.
+	ClientAddr string `toml:"client_addr"`
+	// ReplicationAddr is where peers connect for replication (clusters only).
+	ReplicationAddr string `toml:"replication_addr"`
+	// HTTPAddr is where the HTTP API listens; empty disables it.
+	HTTPAddr string `toml:"http_addr"`
+}
+
+// Shard configures the per-core runtime.
+type Shard struct {
+	// Count is the number of shards; 0 means one per CPU.
+	Count int `toml:"count"`
+	// PinCores pins shard i to CPU i mod NumCPU.
+	PinCores bool `toml:"pin_cores"`
+	// InboxDepth bounds each shard's cross-shard inbox (messages).
+	InboxDepth int `toml:"inbox_depth"`
+}
+
+// Network configures the client listener.
+type Network struct {
+	// MaxFrameBytes is the largest request frame accepted.
+	MaxFrameBytes int `toml:"max_frame_bytes"`
+	// MaxInflightPerConn bounds requests in flight on one connection.
+	MaxInflightPerConn int `toml:"max_inflight_per_conn"`
+	// MaxConnections bounds client connections per node.
+	MaxConnections int `toml:"max_connections"`
+	// OutboundBytesMax bounds bytes queued for sending on one connection.
+	OutboundBytesMax int `toml:"outbound_bytes_max"`
+}
+
+// Storage configures every partition log on this node (a topic may
+// override retention at creation).
+type Storage struct {
+	// Fsync is the fsync policy: always, interval, messages or never.
+	Fsync string `toml:"fsync"`
+	// FsyncIntervalMs is the period of the interval policy.
+	FsyncIntervalMs int `toml:"fsync_interval_ms"`
+	// FsyncMessages is the record count of the messages policy.
+	FsyncMessages int `toml:"fsync_messages"`
+	// SegmentBytes rolls the active segment at this size.
+	SegmentBytes int64 `toml:"segment_bytes"`
+	// SegmentMs rolls the active segment at this age.
+	SegmentMs int64 `toml:"segment_ms"`
+	// IndexIntervalBytes is the spacing of sparse index entries.
+	IndexIntervalBytes int `toml:"index_interval_bytes"`
+	// RetentionBytes deletes old segments past this size per partition (-1: no limit).
+	RetentionBytes int64 `toml:"retention_bytes"`
+	// RetentionMs deletes segments older than this (-1: no limit).
+	RetentionMs int64 `toml:"retention_ms"`
+	// MaxBatchBytes is the largest record batch a producer may send.
+	MaxBatchBytes int `toml:"max_batch_bytes"`
+}
+
+// Cluster configures the roster and the consensus groups.
+type Cluster struct {
+	// Secret authenticates nodes to each other (challenge-response).
+	Secret string `toml:"secret"`
+	// DefaultReplicationFactor applies when a topic request omits it.
+	DefaultReplicationFactor ReplicationFactor `toml:"default_replication_factor"`
+	// HeartbeatIntervalMs is the primary's heartbeat period.
+	HeartbeatIntervalMs int `toml:"heartbeat_interval_ms"`
+	// ElectionTimeoutMs is the base election timeout (randomised up to 2x).
+	ElectionTimeoutMs int `toml:"election_timeout_ms"`
+	// AutoLeaderRebalance lets the metadata primary move primaries toward balance.
+	AutoLeaderRebalance bool `toml:"auto_leader_rebalance"`
+	// LeaderImbalancePercent is the tolerated deviation from the ideal count.
+	LeaderImbalancePercent int `toml:"leader_imbalance_percent"`
+	// LeaderBalanceIntervalMs is how often the balancer looks.
+	LeaderBalanceIntervalMs int `toml:"leader_balance_interval_ms"`
+	// Coordinator configures node-to-node connections.
+	Coordinator Coordinator `toml:"coordinator"`
+	// Nodes is the roster; empty means a single node made of [node].
+	Nodes []RosterNode `toml:"nodes"`
+}
+
+// Coordinator configures node-to-node connections.
+type Coordinator struct {
+	// ReplicaConnectionsPerPeer is K, the replication connections to each
+	// peer; every node must use the same K.
+	ReplicaConnectionsPerPeer int `toml:"replica_connections_per_peer"`
+}
+
+// RosterNode is one member of the roster with its advertised addresses.
+type RosterNode struct {
+	ID              int    `toml:"id"`
+	ClientAddr      string `toml:"client_addr"`
+	ReplicationAddr string `toml:"replication_addr"`
+	HTTPAddr        string `toml:"http_addr"`
+}
+
+// HTTP configures the HTTP API.
+type HTTP struct {
+	// JWTSecret signs forwarding proofs; every node must share it.
+	JWTSecret string `toml:"jwt_secret"`
+}
+
+// Log configures the server's own log output.
+type Log struct {
+	// Level is debug, info, warn or error.
+	Level string `toml:"level"`
+}
+
+// ReplicationFactor is a topic's number of copies: All or 1..32. Values
+// outside the bounds are kept as decoded so that Validate can name the key.
+type ReplicationFactor int
+
+// All is the replication factor that means "every node of the roster".
+const All ReplicationFactor = -1
+
+// UnmarshalTOML accepts "all" or an integer.
+func (f *ReplicationFactor) UnmarshalTOML(v any) error {
+	switch x := v.(type) {
+	case string:
+		if x == "all" {
+			*f = All
+			return nil
+		}
+		n, err := strconv.Atoi(x)
+		if err != nil {
+			return fmt.Errorf("%q is neither \"all\" nor a number", x)
+		}
+		*f = ReplicationFactor(n)
+	case int64:
+		if x < 0 || x > 1<<20 {
+			x = 0 // out of any sane range: Validate reports it
+		}
+		*f = ReplicationFactor(x)
+	default:
+		return fmt.Errorf("want \"all\" or 1..%d, got %v", ReplicationFactorMax, v)
+	}
+	return nil
+}
+
+// String renders "all" or the number.
+func (f ReplicationFactor) String() string {
+	if f == All {
+		return "all"
+	}
+	return strconv.Itoa(int(f))
+}
+
+// Resolve returns the number of copies for a roster of n nodes.
+func (f ReplicationFactor) Resolve(rosterNodes int) int {
+	if f == All {
+		return rosterNodes
+	}
+	return int(f)
+}
+
+// Default returns the embedded defaults: a single node that needs no file.
+func Default() Config {
+	return Config{
+		Node: Node{ID: 1, DataDir: "./data", ClientAddr: "127.0.0.1:7070",
+			ReplicationAddr: "127.0.0.1:7071", HTTPAddr: "127.0.0.1:7072"},
+		Shard:   Shard{Count: 0, InboxDepth: 4096},
+		Network: Network{MaxFrameBytes: 16<<20 + 64<<10, MaxInflightPerConn: 256, MaxConnections: 10000, OutboundBytesMax: 8 << 20},
+		Storage: Storage{Fsync: "always", FsyncIntervalMs: 1000, FsyncMessages: 10000,
+			SegmentBytes: 1 << 30, SegmentMs: 7 * 24 * 3600 * 1000, IndexIntervalBytes: 4096,
+			RetentionBytes: -1, RetentionMs: 7 * 24 * 3600 * 1000, MaxBatchBytes: 4 << 20},
+		Cluster: Cluster{DefaultReplicationFactor: All, HeartbeatIntervalMs: 100, ElectionTimeoutMs: 1000,
+			AutoLeaderRebalance: true, LeaderImbalancePercent: 10, LeaderBalanceIntervalMs: 30000,
+			Coordinator: Coordinator{ReplicaConnectionsPerPeer: 1}},
+		Log: Log{Level: "info"},
+	}
+}
+
+// Load reads path over the defaults. Unknown keys and invalid values are
+// errors that name the key. An empty path returns the validated defaults.
+func Load(path string) (Config, error) {
+	c := Default()
+	if path == "" {
+		return c, c.Validate()
+	}
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return c, fmt.Errorf("%w: %v", ErrInvalid, err)
+	}
+	return Parse(string(data))
+}
+
+// Parse decodes TOML text over the defaults and validates the result.
+func Parse(text string) (Config, error) {
+	c := Default()
+	md, err := toml.Decode(text, &c)
+	if err != nil {
+		var perr toml.ParseError
+		if errors.As(err, &perr) {
+			return c, fmt.Errorf("%w: %s", ErrInvalid, perr.ErrorWithPosition())
+		}
+		return c, fmt.Errorf("%w: %v", ErrInvalid, err)
+	}
+	if und := md.Undecoded(); len(und) > 0 {
+		keys := make([]string, len(und))
+		for i, k := range und {
+			keys[i] = k.String()
+		}
+		return c, fmt.Errorf("%w: unknown key %s", ErrInvalid, strings.Join(keys, ", "))
+	}
+	return c, c.Validate()
+}
+
+// Shards returns the effective shard count.
+func (c *Config) Shards() int {
+	if c.Shard.Count == 0 {
+		return runtime.NumCPU()
+	}
+	return c.Shard.Count
+}
+
+// Roster returns the cluster's members; a node without [[cluster.nodes]]
+// forms a roster of itself.
+func (c *Config) Roster() []RosterNode {
+	if len(c.Cluster.Nodes) > 0 {
+		return c.Cluster.Nodes
+	}
+	return []RosterNode{{ID: c.Node.ID, ClientAddr: c.Node.ClientAddr,
+		ReplicationAddr: c.Node.ReplicationAddr, HTTPAddr: c.Node.HTTPAddr}}
+}
+
+func bad(key, format string, args ...any) error {
+	return fmt.Errorf("%w: %s: %s", ErrInvalid, key, fmt.Sprintf(format, args...))
+}
+
+func inRange(key string, v, lo, hi int64) error {
+	if v < lo || v > hi {
+		return bad(key, "%d is outside %d..%d", v, lo, hi)
+	}
+	return nil
+}
+
+func addr(key, v string, optional bool) error {
+	if v == "" && optional {
+		return nil
+	}
+	if _, _, err := net.SplitHostPort(v); err != nil {
+		return bad(key, "%q is not HOST:PORT", v)
+	}
+	return nil
+}
+
+// Validate checks every value against its bounds and the roster rules.
+func (c *Config) Validate() error {
+	checks := []error{
+		inRange("node.id", int64(c.Node.ID), 1, 1<<31-1),
+		addr("node.client_addr", c.Node.ClientAddr, false),
+		addr("node.replication_addr", c.Node.ReplicationAddr, true),
+		addr("node.http_addr", c.Node.HTTPAddr, true),
+		inRange("shard.count", int64(c.Shard.Count), 0, ShardsMax),
+		inRange("shard.inbox_depth", int64(c.Shard.InboxDepth), 16, 1<<20),
+		inRange("network.max_frame_bytes", int64(c.Network.MaxFrameBytes), FrameBytesMin, FrameBytesMax),
+		inRange("network.max_inflight_per_conn", int64(c.Network.MaxInflightPerConn), 1, 65536),
+		inRange("network.max_connections", int64(c.Network.MaxConnections), 1, 1<<20),
+		inRange("network.outbound_bytes_max", int64(c.Network.OutboundBytesMax), 64<<10, 1<<30),
+		inRange("storage.fsync_interval_ms", int64(c.Storage.FsyncIntervalMs), 1, 3600*1000),
+		inRange("storage.fsync_messages", int64(c.Storage.FsyncMessages), 1, 1<<31-1),
+		inRange("storage.segment_bytes", c.Storage.SegmentBytes, 1<<20, 1<<32),
+		inRange("storage.segment_ms", c.Storage.SegmentMs, 1000, 1<<50),
+		inRange("storage.index_interval_bytes", int64(c.Storage.IndexIntervalBytes), 64, 1<<24),
+		inRange("storage.retention_bytes", c.Storage.RetentionBytes, -1, 1<<60),
+		inRange("storage.retention_ms", c.Storage.RetentionMs, -1, 1<<50),
+		inRange("storage.max_batch_bytes", int64(c.Storage.MaxBatchBytes), 1<<10, BatchBytesMax),
+		inRange("cluster.heartbeat_interval_ms", int64(c.Cluster.HeartbeatIntervalMs), 10, 10000),
+		inRange("cluster.election_timeout_ms", int64(c.Cluster.ElectionTimeoutMs), 100, 60000),
+		inRange("cluster.leader_imbalance_percent", int64(c.Cluster.LeaderImbalancePercent), 0, 100),
+		inRange("cluster.leader_balance_interval_ms", int64(c.Cluster.LeaderBalanceIntervalMs), 100, 24*3600*1000),
+		inRange("cluster.coordinator.replica_connections_per_peer", int64(c.Cluster.Coordinator.ReplicaConnectionsPerPeer), 1, ReplicaConnectionsPerPeerMax),
+	}
+	for _, err := range checks {
+		if err != nil {
+			return err
+		}
+	}
+	switch c.Storage.Fsync {
+	case "always", "interval", "messages", "never":
+	default:
+		return bad("storage.fsync", "%q is not one of always, interval, messages, never", c.Storage.Fsync)
+	}
+	switch c.Log.Level {
+	case "debug", "info", "warn", "error":
+	default:
+		return bad("log.level", "%q is not one of debug, info, warn, error", c.Log.Level)
+	}
+	if int64(c.Storage.MaxBatchBytes)+1024 > int64(c.Network.MaxFrameBytes) {
+		return bad("storage.max_batch_bytes", "%d does not fit in network.max_frame_bytes %d with 1 KiB for headers",
+			c.Storage.MaxBatchBytes, c.Network.MaxFrameBytes)
+	}
+	if c.Cluster.ElectionTimeoutMs < 3*c.Cluster.HeartbeatIntervalMs {
+		return bad("cluster.election_timeout_ms", "%d must be at least 3 × cluster.heartbeat_interval_ms (%d)",
+			c.Cluster.ElectionTimeoutMs, c.Cluster.HeartbeatIntervalMs)
+	}
+	return c.validateRoster()
+}
+
+func (c *Config) validateRoster() error {
+	nodes := c.Cluster.Nodes
+	if len(nodes) > RosterNodesMax {
+		return bad("cluster.nodes", "%d nodes, at most %d", len(nodes), RosterNodesMax)
+	}
+	f := int(c.Cluster.DefaultReplicationFactor)
+	if c.Cluster.DefaultReplicationFactor != All {
+		if f < 1 || f > ReplicationFactorMax {
+			return bad("cluster.default_replication_factor", "%d is outside 1..%d", f, ReplicationFactorMax)
+		}
+		if n := len(c.Roster()); f > n {
+			return bad("cluster.default_replication_factor", "%d exceeds the roster of %d nodes", f, n)
+		}
+	}
+	if len(nodes) == 0 {
+		return nil
+	}
+	ids := map[int]bool{}
+	addrs := map[string]string{}
+	self := false
+	for i, n := range nodes {
+		key := fmt.Sprintf("cluster.nodes[%d]", i)
+		if err := inRange(key+".id", int64(n.ID), 1, 1<<31-1); err != nil {
+			return err
+		}
+		if ids[n.ID] {
+			return bad(key+".id", "duplicate node id %d", n.ID)
+		}
+		ids[n.ID] = true
+		self = self || n.ID == c.Node.ID
+		for _, a := range []struct{ k, v string }{{"client_addr", n.ClientAddr}, {"replication_addr", n.ReplicationAddr}, {"http_addr", n.HTTPAddr}} {
+			if err := addr(key+"."+a.k, a.v, a.k == "http_addr"); err != nil {
+				return err
+			}
+			if a.v == "" {
+				continue
+			}
+			if prev, dup := addrs[a.v]; dup {
+				return bad(key+"."+a.k, "address %s is already used by %s", a.v, prev)
+			}
+			addrs[a.v] = key + "." + a.k
+		}
+	}
+	if !self {
+		return bad("node.id", "%d is not in cluster.nodes", c.Node.ID)
+	}
+	if len(nodes) > 1 && c.Cluster.Secret == "" {
+		return bad("cluster.secret", "must be set for a roster of %d nodes", len(nodes))
+	}
+	return nil
+}

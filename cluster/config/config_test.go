@@ -1,0 +1,161 @@
+package config
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strconv"
+	"strings"
+	"testing"
+)
+
+func TestDefaultsValidate(t *testing.T) {
+	c := Default()
+	if err := c.Validate(); err != nil {
+		t.Fatalf("defaults do not validate: %v", err)
+	}
+	if got := c.Roster(); len(got) != 1 || got[0].ID != 1 || got[0].ClientAddr != "127.0.0.1:7070" {
+		t.Fatalf("single-node roster = %+v", got)
+	}
+	if c.Cluster.DefaultReplicationFactor.Resolve(5) != 5 {
+		t.Fatal("default factor must be all")
+	}
+}
+
+func TestParseErrorsNameTheKey(t *testing.T) {
+	roster3 := `
+[node]
+id = 1
+[cluster]
+secret = "s"
+[[cluster.nodes]]
+id = 1
+client_addr = "127.0.0.1:1"
+replication_addr = "127.0.0.1:2"
+[[cluster.nodes]]
+id = 2
+client_addr = "127.0.0.1:3"
+replication_addr = "127.0.0.1:4"
+[[cluster.nodes]]
+id = 3
+client_addr = "127.0.0.1:5"
+replication_addr = "127.0.0.1:6"
+`
+	cases := []struct {
+		name, text, want string
+	}{
+		{"unknown key", "[storage]\nfsyncc = \"always\"\n", "unknown key storage.fsyncc"},
+		{"unknown section", "[stroage]\nfsync = \"always\"\n", "unknown key stroage"},
+		{"bad fsync", "[storage]\nfsync = \"sometimes\"\n", "storage.fsync: \"sometimes\" is not one of"},
+		{"shards over max", "[shard]\ncount = 1000\n", "shard.count: 1000 is outside 0..256"},
+		{"bad addr", "[node]\nclient_addr = \"nowhere\"\n", "node.client_addr: \"nowhere\" is not HOST:PORT"},
+		{"factor 0", "[cluster]\ndefault_replication_factor = 0\n", "cluster.default_replication_factor"},
+		{"factor 33", "[cluster]\ndefault_replication_factor = 33\n", "33 is outside 1..32"},
+		{"factor word", "[cluster]\ndefault_replication_factor = \"most\"\n", "neither \"all\" nor a number"},
+		{"factor over roster", "[cluster]\ndefault_replication_factor = 2\n", "exceeds the roster of 1 nodes"},
+		{"wrong type", "[shard]\ncount = \"two\"\n", "shard.count"},
+		{"syntax", "[shard\n", "At line"},
+		{"duplicate id", strings.Replace(roster3, "id = 3", "id = 2", 1), "cluster.nodes[2].id: duplicate node id 2"},
+		{"duplicate addr", strings.Replace(roster3, "127.0.0.1:6", "127.0.0.1:4", 1), "cluster.nodes[2].replication_addr: address 127.0.0.1:4 is already used by cluster.nodes[1].replication_addr"},
+		{"self missing", strings.Replace(roster3, "[node]\nid = 1", "[node]\nid = 9", 1), "node.id: 9 is not in cluster.nodes"},
+		{"no secret", strings.Replace(roster3, "secret = \"s\"", "", 1), "cluster.secret: must be set"},
+		{"frame vs batch", "[storage]\nmax_batch_bytes = 16777216\n[network]\nmax_frame_bytes = 1048576\n", "storage.max_batch_bytes"},
+		{"election vs heartbeat", "[cluster]\nheartbeat_interval_ms = 500\nelection_timeout_ms = 1000\n", "cluster.election_timeout_ms"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := Parse(tc.text)
+			if err == nil {
+				t.Fatalf("accepted:\n%s", tc.text)
+			}
+			if !errors.Is(err, ErrInvalid) && !strings.Contains(err.Error(), "config") {
+				t.Errorf("error does not wrap ErrInvalid: %v", err)
+			}
+			if !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("error %q does not contain %q", err, tc.want)
+			}
+		})
+	}
+	if _, err := Parse(roster3); err != nil {
+		t.Fatalf("valid roster refused: %v", err)
+	}
+}
+
+func TestRosterOver32(t *testing.T) {
+	var b strings.Builder
+	b.WriteString("[node]\nid = 1\n[cluster]\nsecret = \"s\"\n")
+	for i := 1; i <= 33; i++ {
+		b.WriteString("[[cluster.nodes]]\n")
+		b.WriteString("id = " + itoa(i) + "\n")
+		b.WriteString("client_addr = \"127.0.0.1:" + itoa(10000+i) + "\"\n")
+		b.WriteString("replication_addr = \"127.0.0.1:" + itoa(20000+i) + "\"\n")
+	}
+	_, err := Parse(b.String())
+	if err == nil || !strings.Contains(err.Error(), "cluster.nodes: 33 nodes, at most 32") {
+		t.Fatalf("err = %v", err)
+	}
+}
+
+func itoa(i int) string { return strconv.Itoa(i) }
+
+func TestOverridesKeepOtherDefaults(t *testing.T) {
+	c, err := Parse("[storage]\nfsync = \"never\"\n[cluster]\ndefault_replication_factor = \"all\"\n")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Storage.Fsync != "never" || c.Storage.SegmentBytes != Default().Storage.SegmentBytes {
+		t.Fatalf("got %+v", c.Storage)
+	}
+}
+
+func TestLoadFile(t *testing.T) {
+	p := filepath.Join(t.TempDir(), "c.toml")
+	if err := os.WriteFile(p, []byte("[node]\ndata_dir = \"/tmp/x\"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	c, err := Load(p)
+	if err != nil || c.Node.DataDir != "/tmp/x" {
+		t.Fatalf("c=%+v err=%v", c.Node, err)
+	}
+	if _, err := Load(filepath.Join(t.TempDir(), "missing.toml")); err == nil {
+		t.Fatal("missing file accepted")
+	}
+}
+
+// TestEveryOptionDocumented fails when a TOML key has no entry in
+// docs/configuration.md (written as `section.key` in a table row).
+func TestEveryOptionDocumented(t *testing.T) {
+	doc, err := os.ReadFile("../../docs/configuration.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, key := range keys(reflect.TypeOf(Config{}), "") {
+		if !strings.Contains(string(doc), "`"+key+"`") {
+			t.Errorf("docs/configuration.md does not document `%s`", key)
+		}
+	}
+}
+
+func keys(t reflect.Type, prefix string) []string {
+	var out []string
+	for i := 0; i < t.NumField(); i++ {
+		f := t.Field(i)
+		name := f.Tag.Get("toml")
+		if name == "" {
+			continue
+		}
+		full := prefix + name
+		ft := f.Type
+		if ft.Kind() == reflect.Slice && ft.Elem().Kind() == reflect.Struct {
+			out = append(out, keys(ft.Elem(), full+"[].")...)
+			continue
+		}
+		if ft.Kind() == reflect.Struct {
+			out = append(out, keys(ft, full+".")...)
+			continue
+		}
+		out = append(out, full)
+	}
+	return out
+}
