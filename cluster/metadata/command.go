@@ -1,0 +1,179 @@
+package metadata
+
+import (
+	"encoding/json"
+	"fmt"
+)
+
+// CommandVersion is the encoding version of commands and snapshots. Apply
+// refuses a command of a newer version instead of guessing.
+const CommandVersion = 1
+
+// Op names a command.
+type Op string
+
+// The commands.
+const (
+	OpCreateTopic       Op = "create_topic"
+	OpDeleteTopic       Op = "delete_topic"
+	OpAddPartitions     Op = "add_partitions"
+	OpAllocateProducers Op = "allocate_producer_ids"
+)
+
+// Command is one metadata change. Only the fields of its Op are set.
+type Command struct {
+	Version int `json:"v"`
+	Op      Op  `json:"op"`
+	// CreateTopic: the whole new topic, placement included.
+	Topic *Topic `json:"topic,omitempty"`
+	// DeleteTopic, AddPartitions: which topic, by name and id (the id
+	// guards against acting on a topic recreated meanwhile).
+	Name string  `json:"name,omitempty"`
+	ID   TopicID `json:"id,omitempty"`
+	// AddPartitions: replica sets of the new partitions.
+	NewReplicas [][]NodeID `json:"new_replicas,omitempty"`
+	// AllocateProducerIDs: how many ids.
+	Count int64 `json:"count,omitempty"`
+}
+
+// Encode returns the command's bytes (JSON: the control plane is small and
+// a readable log is worth more than a few bytes).
+func (c *Command) Encode() []byte {
+	b, err := json.Marshal(c)
+	if err != nil {
+		panic(fmt.Sprintf("metadata: encoding a command cannot fail: %v", err))
+	}
+	return b
+}
+
+// DecodeCommand parses bytes written by Encode.
+func DecodeCommand(b []byte) (Command, error) {
+	var c Command
+	if err := json.Unmarshal(b, &c); err != nil {
+		return c, fmt.Errorf("%w: %v", ErrInvalidCommand, err)
+	}
+	if c.Version < 1 || c.Version > CommandVersion {
+		return c, fmt.Errorf("%w: version %d, this node understands up to %d", ErrInvalidCommand, c.Version, CommandVersion)
+	}
+	return c, nil
+}
+
+// Result is what applying a command produced.
+type Result struct {
+	// Topic is the created or changed topic.
+	Topic *Topic
+	// FirstProducerID is the first id of an allocation.
+	FirstProducerID int64
+}
+
+// Apply applies c. A command that is invalid against the current state
+// (the topic exists, is gone, was recreated) changes nothing and returns
+// the error; every node reaches the same verdict.
+func (s *State) Apply(c Command) (Result, error) {
+	switch c.Op {
+	case OpCreateTopic:
+		return s.applyCreate(c)
+	case OpDeleteTopic:
+		t, err := s.lookup(c.Name, c.ID)
+		if err != nil {
+			return Result{}, err
+		}
+		delete(s.topics, t.Name)
+		delete(s.byID, t.ID)
+		return Result{Topic: t}, nil
+	case OpAddPartitions:
+		return s.applyAddPartitions(c)
+	case OpAllocateProducers:
+		if c.Count < 1 || c.Count > ProducerIDsPerAllocationMax {
+			return Result{}, fmt.Errorf("%w: allocate %d producer ids", ErrInvalidCommand, c.Count)
+		}
+		first := s.nextProducerID
+		s.nextProducerID += c.Count
+		return Result{FirstProducerID: first}, nil
+	}
+	return Result{}, fmt.Errorf("%w: unknown op %q", ErrInvalidCommand, c.Op)
+}
+
+func (s *State) lookup(name string, id TopicID) (*Topic, error) {
+	t := s.topics[name]
+	if t == nil || (!id.IsZero() && t.ID != id) {
+		return nil, fmt.Errorf("%w: %s (id %s)", ErrUnknownTopic, name, id)
+	}
+	return t, nil
+}
+
+func (s *State) applyCreate(c Command) (Result, error) {
+	t := c.Topic
+	if t == nil {
+		return Result{}, fmt.Errorf("%w: create_topic without a topic", ErrInvalidCommand)
+	}
+	if err := ValidateTopicName(t.Name); err != nil {
+		return Result{}, err
+	}
+	if s.topics[t.Name] != nil {
+		return Result{}, fmt.Errorf("%w: %s", ErrTopicExists, t.Name)
+	}
+	if t.ID.IsZero() || s.byID[t.ID] != nil {
+		return Result{}, fmt.Errorf("%w: topic id %s is zero or in use", ErrInvalidCommand, t.ID)
+	}
+	if len(s.topics) >= TopicsMax {
+		return Result{}, fmt.Errorf("%w: the cluster already has %d topics", ErrInvalidCommand, TopicsMax)
+	}
+	if err := checkReplicas(t.Replicas, t.ReplicationFactor, 1); err != nil {
+		return Result{}, err
+	}
+	cp := *t
+	cp.Replicas = cloneReplicas(t.Replicas)
+	s.topics[cp.Name] = &cp
+	s.byID[cp.ID] = &cp
+	return Result{Topic: &cp}, nil
+}
+
+func (s *State) applyAddPartitions(c Command) (Result, error) {
+	t, err := s.lookup(c.Name, c.ID)
+	if err != nil {
+		return Result{}, err
+	}
+	if len(t.Replicas)+len(c.NewReplicas) > PartitionsPerTopicMax {
+		return Result{}, fmt.Errorf("%w: %d + %d exceeds %d", ErrInvalidPartitions, len(t.Replicas), len(c.NewReplicas), PartitionsPerTopicMax)
+	}
+	if err := checkReplicas(c.NewReplicas, t.ReplicationFactor, 1); err != nil {
+		return Result{}, err
+	}
+	// Copy on write: readers may hold the old *Topic.
+	cp := *t
+	cp.Replicas = append(cloneReplicas(t.Replicas), cloneReplicas(c.NewReplicas)...)
+	s.topics[cp.Name] = &cp
+	s.byID[cp.ID] = &cp
+	return Result{Topic: &cp}, nil
+}
+
+func checkReplicas(reps [][]NodeID, rf, minParts int) error {
+	if rf < 1 || rf > ReplicationFactorMax {
+		return fmt.Errorf("%w: %d is outside 1..%d", ErrInvalidReplication, rf, ReplicationFactorMax)
+	}
+	if len(reps) < minParts || len(reps) > PartitionsPerTopicMax {
+		return fmt.Errorf("%w: %d is outside %d..%d", ErrInvalidPartitions, len(reps), minParts, PartitionsPerTopicMax)
+	}
+	for p, r := range reps {
+		if len(r) != rf {
+			return fmt.Errorf("%w: partition %d has %d replicas, factor is %d", ErrInvalidCommand, p, len(r), rf)
+		}
+		seen := map[NodeID]bool{}
+		for _, n := range r {
+			if seen[n] {
+				return fmt.Errorf("%w: partition %d lists node %d twice", ErrInvalidCommand, p, n)
+			}
+			seen[n] = true
+		}
+	}
+	return nil
+}
+
+func cloneReplicas(in [][]NodeID) [][]NodeID {
+	out := make([][]NodeID, len(in))
+	for i, r := range in {
+		out[i] = append([]NodeID(nil), r...)
+	}
+	return out
+}

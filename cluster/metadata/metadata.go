@@ -1,0 +1,170 @@
+// Package metadata is the cluster's metadata state machine: topics (name,
+// id, partition count, replication factor, per-topic config), each
+// partition's replica set with its preferred primary first, and the
+// producer-id allocator.
+//
+// The state changes only by applying commands, in log order, and Apply is
+// deterministic: every node that applies the same commands holds the same
+// state. Decisions that are not deterministic (a new topic's UUID, the
+// placement computed from the roster at that moment) are made before the
+// command is proposed (see Plan*), and travel inside it. On a single node
+// the commands are applied from a local log; in a cluster they are the
+// entries of the metadata consensus group.
+package metadata
+
+import (
+	"errors"
+	"fmt"
+	"sort"
+
+	"github.com/corestream/corestream/cluster/placement"
+	"github.com/google/uuid"
+)
+
+// NodeID identifies a roster node.
+type NodeID = placement.NodeID
+
+// TopicID is a topic's UUID, fixed at creation: the history of its
+// partitions. A topic deleted and created again gets a new id, so a request
+// routed with the old one is refused.
+type TopicID [16]byte
+
+// String renders the canonical UUID text.
+func (id TopicID) String() string { return uuid.UUID(id).String() }
+
+// MarshalText renders the canonical UUID text (used by JSON).
+func (id TopicID) MarshalText() ([]byte, error) { return []byte(id.String()), nil }
+
+// UnmarshalText parses the canonical UUID text.
+func (id *TopicID) UnmarshalText(b []byte) error {
+	u, err := uuid.ParseBytes(b)
+	if err != nil {
+		return fmt.Errorf("topic id: %w", err)
+	}
+	*id = TopicID(u)
+	return nil
+}
+
+// IsZero reports whether id is unset.
+func (id TopicID) IsZero() bool { return id == TopicID{} }
+
+// ParseTopicID parses the canonical UUID text.
+func ParseTopicID(s string) (TopicID, error) {
+	u, err := uuid.Parse(s)
+	return TopicID(u), err
+}
+
+// Bounds on what a command may ask for.
+const (
+	// PartitionsPerTopicMax bounds one topic's partition count.
+	PartitionsPerTopicMax = 65536
+	// ReplicationFactorMax bounds a topic's copies.
+	ReplicationFactorMax = 32
+	// TopicsMax bounds the number of topics in the cluster.
+	TopicsMax = 100000
+	// ProducerIDsPerAllocationMax bounds one producer-id allocation.
+	ProducerIDsPerAllocationMax = 1 << 20
+)
+
+// Errors returned by Apply and the planners. They map one to one onto wire
+// error codes.
+var (
+	ErrTopicExists        = errors.New("metadata: topic already exists")
+	ErrUnknownTopic       = errors.New("metadata: unknown topic")
+	ErrInvalidPartitions  = errors.New("metadata: invalid partition count")
+	ErrInvalidReplication = errors.New("metadata: invalid replication factor")
+	ErrInvalidTopicName   = errors.New("metadata: invalid topic name")
+	ErrInvalidConfig      = errors.New("metadata: invalid topic config")
+	ErrInvalidCommand     = errors.New("metadata: invalid command")
+)
+
+// TopicConfig holds per-topic overrides; zero values mean "the node's
+// storage default".
+type TopicConfig struct {
+	RetentionMs    int64 `json:"retention_ms,omitempty"`
+	RetentionBytes int64 `json:"retention_bytes,omitempty"`
+}
+
+// Topic is one topic.
+type Topic struct {
+	Name              string  `json:"name"`
+	ID                TopicID `json:"id"`
+	ReplicationFactor int     `json:"replication_factor"`
+	// Replicas holds, per partition, its replica set; the first replica is
+	// the preferred primary. Invariant: every entry has ReplicationFactor
+	// distinct nodes; len(Replicas) is the partition count.
+	Replicas  [][]NodeID  `json:"replicas"`
+	Config    TopicConfig `json:"config"`
+	CreatedMs int64       `json:"created_ms"`
+}
+
+// Partitions is the topic's partition count.
+func (t *Topic) Partitions() int { return len(t.Replicas) }
+
+// State is the metadata. It is owned by one goroutine; readers get copies
+// through Snapshot or the accessors' returned values, which they must not
+// modify.
+type State struct {
+	topics map[string]*Topic
+	byID   map[TopicID]*Topic
+	// nextProducerID is the first producer id not yet handed out.
+	// Invariant: nextProducerID >= 0 and only grows.
+	nextProducerID int64
+}
+
+// New returns an empty state.
+func New() *State {
+	return &State{topics: map[string]*Topic{}, byID: map[TopicID]*Topic{}}
+}
+
+// Topic returns the topic named name, or nil.
+func (s *State) Topic(name string) *Topic { return s.topics[name] }
+
+// TopicByID returns the topic with id, or nil.
+func (s *State) TopicByID(id TopicID) *Topic { return s.byID[id] }
+
+// Topics returns every topic sorted by name.
+func (s *State) Topics() []*Topic {
+	out := make([]*Topic, 0, len(s.topics))
+	for _, t := range s.topics {
+		out = append(out, t)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	return out
+}
+
+// NextProducerID is the first producer id not yet allocated.
+func (s *State) NextProducerID() int64 { return s.nextProducerID }
+
+// Load counts, per node, the replicas and preferred primaries it holds.
+func (s *State) Load() map[NodeID]placement.Load {
+	load := map[NodeID]placement.Load{}
+	for _, t := range s.topics {
+		for _, reps := range t.Replicas {
+			for i, n := range reps {
+				l := load[n]
+				l.Replicas++
+				if i == 0 {
+					l.Preferred++
+				}
+				load[n] = l
+			}
+		}
+	}
+	return load
+}
+
+// ValidateTopicName applies Kafka's rules: 1..249 characters of
+// [a-zA-Z0-9._-], not "." or "..". Names starting with "__" are internal.
+func ValidateTopicName(name string) error {
+	if name == "" || len(name) > 249 || name == "." || name == ".." {
+		return fmt.Errorf("%w: %q must be 1..249 characters and not \".\" or \"..\"", ErrInvalidTopicName, name)
+	}
+	for i := 0; i < len(name); i++ {
+		c := name[i]
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '.' || c == '_' || c == '-') {
+			return fmt.Errorf("%w: %q has %q; allowed are letters, digits, '.', '_' and '-'", ErrInvalidTopicName, name, c)
+		}
+	}
+	return nil
+}

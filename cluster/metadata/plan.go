@@ -1,0 +1,80 @@
+package metadata
+
+import (
+	"fmt"
+
+	"github.com/corestream/corestream/cluster/placement"
+	"github.com/google/uuid"
+)
+
+// CreateRequest is what a client asks for.
+type CreateRequest struct {
+	Name       string
+	Partitions int
+	// ReplicationFactor 0 means the cluster default.
+	ReplicationFactor int
+	Config            TopicConfig
+}
+
+// PlanCreateTopic validates req against the state and the roster and
+// returns the command to propose: a fresh UUID and a placement over the
+// eligible nodes that evens out the current load. defaultRF is the
+// resolved cluster default (already ≤ the roster).
+func (s *State) PlanCreateTopic(req CreateRequest, roster, eligible []NodeID, defaultRF int, nowMs int64) (Command, error) {
+	if err := ValidateTopicName(req.Name); err != nil {
+		return Command{}, err
+	}
+	if s.topics[req.Name] != nil {
+		return Command{}, fmt.Errorf("%w: %s", ErrTopicExists, req.Name)
+	}
+	if req.Partitions < 1 || req.Partitions > PartitionsPerTopicMax {
+		return Command{}, fmt.Errorf("%w: %d is outside 1..%d", ErrInvalidPartitions, req.Partitions, PartitionsPerTopicMax)
+	}
+	rf := req.ReplicationFactor
+	if rf == 0 {
+		rf = defaultRF
+	}
+	if rf < 1 || rf > ReplicationFactorMax {
+		return Command{}, fmt.Errorf("%w: %d is outside 1..%d", ErrInvalidReplication, rf, ReplicationFactorMax)
+	}
+	if rf > len(roster) {
+		return Command{}, fmt.Errorf("%w: %d exceeds the %d nodes of the roster", ErrInvalidReplication, rf, len(roster))
+	}
+	if req.Config.RetentionMs < -1 || req.Config.RetentionBytes < -1 {
+		return Command{}, fmt.Errorf("%w: retention must be -1 (unlimited), 0 (node default) or positive", ErrInvalidConfig)
+	}
+	reps, err := placement.Place(eligible, s.Load(), req.Partitions, rf)
+	if err != nil {
+		return Command{}, fmt.Errorf("%w: %v (live nodes: %d)", ErrInvalidReplication, err, len(eligible))
+	}
+	t := &Topic{Name: req.Name, ID: TopicID(uuid.New()), ReplicationFactor: rf,
+		Replicas: reps, Config: req.Config, CreatedMs: nowMs}
+	return Command{Version: CommandVersion, Op: OpCreateTopic, Topic: t}, nil
+}
+
+// PlanAddPartitions returns the command that grows name to total
+// partitions, keeping its replication factor.
+func (s *State) PlanAddPartitions(name string, id TopicID, total int, eligible []NodeID) (Command, error) {
+	t, err := s.lookup(name, id)
+	if err != nil {
+		return Command{}, err
+	}
+	if total <= len(t.Replicas) || total > PartitionsPerTopicMax {
+		return Command{}, fmt.Errorf("%w: %s has %d partitions; the new total %d must be larger and at most %d",
+			ErrInvalidPartitions, name, len(t.Replicas), total, PartitionsPerTopicMax)
+	}
+	reps, err := placement.Place(eligible, s.Load(), total-len(t.Replicas), t.ReplicationFactor)
+	if err != nil {
+		return Command{}, fmt.Errorf("%w: %v", ErrInvalidReplication, err)
+	}
+	return Command{Version: CommandVersion, Op: OpAddPartitions, Name: name, ID: t.ID, NewReplicas: reps}, nil
+}
+
+// PlanDeleteTopic returns the command that deletes name.
+func (s *State) PlanDeleteTopic(name string, id TopicID) (Command, error) {
+	t, err := s.lookup(name, id)
+	if err != nil {
+		return Command{}, err
+	}
+	return Command{Version: CommandVersion, Op: OpDeleteTopic, Name: name, ID: t.ID}, nil
+}
