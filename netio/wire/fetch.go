@@ -1,0 +1,217 @@
+package wire
+
+// FetchRequest reads committed records of one partition from an offset.
+//
+// Body v0 (after the PartitionRef):
+//
+//	fetch_offset  int64   first offset wanted
+//	max_bytes     uint32  soft bound on the records returned
+//	min_bytes     uint32  answer early once this many bytes are available
+//	max_wait_ms   uint32  long-poll bound while fewer than min_bytes exist
+//
+// The server returns only committed records (below the high watermark). It
+// answers at once when at least MinBytes are available or the request
+// cannot be served (an error), and otherwise when MaxWaitMs passes, with
+// whatever is available then (possibly nothing). The server caps MaxBytes at
+// RecordsBytesMax and MaxWaitMs at FetchWaitMsMax.
+type FetchRequest struct {
+	PartitionRef
+	// FetchOffset is the first offset wanted; it must lie in
+	// [log start offset, high watermark] (else OFFSET_OUT_OF_RANGE).
+	FetchOffset int64
+	// MaxBytes bounds the records returned, except that the first batch
+	// at or after FetchOffset is returned whole even when it is larger, so
+	// that a consumer always makes progress.
+	MaxBytes uint32
+	// MinBytes makes the server wait for this many bytes; 0 answers at once.
+	MinBytes uint32
+	// MaxWaitMs bounds the wait for MinBytes.
+	MaxWaitMs uint32
+}
+
+// FetchWaitMsMax caps a fetch's long-poll wait (60 s).
+const FetchWaitMsMax = 60_000
+
+func (*FetchRequest) isRequest() {}
+
+// APIKey returns APIFetch.
+func (*FetchRequest) APIKey() APIKey { return APIFetch }
+
+// AppendBody encodes the body. It allocates only if dst must grow.
+func (r *FetchRequest) AppendBody(dst []byte, version uint16) []byte {
+	dst = r.PartitionRef.append(dst)
+	dst = be.AppendUint64(dst, uint64(r.FetchOffset))
+	dst = be.AppendUint32(dst, r.MaxBytes)
+	dst = be.AppendUint32(dst, r.MinBytes)
+	return be.AppendUint32(dst, r.MaxWaitMs)
+}
+
+// DecodeBody decodes the body; it does not allocate when the topic name is
+// unchanged from the struct's previous value.
+func (r *FetchRequest) DecodeBody(body []byte, version uint16) error {
+	d := newDecoder(body, APIFetch, version, false)
+	r.PartitionRef.decode(&d)
+	r.FetchOffset = d.i64("fetch_offset")
+	r.MaxBytes = d.u32("max_bytes")
+	r.MinBytes = d.u32("min_bytes")
+	r.MaxWaitMs = d.u32("max_wait_ms")
+	return d.done()
+}
+
+// Validate checks the PartitionRef and a non-negative FetchOffset
+// (INVALID_OFFSET).
+func (r *FetchRequest) Validate() error {
+	if err := r.PartitionRef.Validate(); err != nil {
+		return err
+	}
+	if r.FetchOffset < 0 {
+		return Errorf(ErrInvalidOffset, "fetch offset %d is negative", r.FetchOffset)
+	}
+	return nil
+}
+
+// FetchResponse carries records of one partition. The records come last
+// and their length is in the fixed part, so a server writes the first
+// FetchResponseHeaderBytes from memory (AppendFetchResponseHeader) and then
+// sends the records straight from segment files (sendfile).
+//
+// Body v0:
+//
+//	high_watermark    int64   exclusive: the next offset to be committed
+//	log_start_offset  int64   the partition's first offset
+//	records           bytes   whole batches, except that the last one may
+//	                          be cut short; may start with a batch holding
+//	                          offsets below fetch_offset
+//
+// A client skips records below its fetch offset, and ignores a trailing
+// partial batch (it fetches again from the offset after the last whole
+// batch).
+type FetchResponse struct {
+	HighWatermark  int64
+	LogStartOffset int64
+	// Records aliases the frame after DecodeBody: valid only while the
+	// frame's buffer is neither reused nor modified.
+	Records []byte
+}
+
+// FetchResponseHeaderBytes is the size of everything before the records in
+// a fetch response frame: size field, response header, high watermark, log
+// start offset and records length.
+const FetchResponseHeaderBytes = SizeFieldBytes + ResponseHeaderBytes + 8 + 8 + 4
+
+// AppendFetchResponseHeader appends a complete successful fetch response
+// frame except for its records: the caller sends exactly recordsLen bytes of
+// records right after it (from memory or with sendfile). It appends
+// FetchResponseHeaderBytes bytes and allocates only if dst must grow.
+// REQUIRES: 0 <= recordsLen <= RecordsBytesMax; version is supported.
+func AppendFetchResponseHeader(dst []byte, correlationID uint32, version uint16, highWatermark, logStartOffset int64, recordsLen int) []byte {
+	dst = AppendResponseHeader(dst, ResponseHeader{CorrelationID: correlationID}, 8+8+4+recordsLen)
+	dst = be.AppendUint64(dst, uint64(highWatermark))
+	dst = be.AppendUint64(dst, uint64(logStartOffset))
+	return be.AppendUint32(dst, uint32(recordsLen))
+}
+
+func (*FetchResponse) isResponse() {}
+
+// APIKey returns APIFetch.
+func (*FetchResponse) APIKey() APIKey { return APIFetch }
+
+// AppendBody encodes the body, records included.
+func (r *FetchResponse) AppendBody(dst []byte, version uint16) []byte {
+	dst = be.AppendUint64(dst, uint64(r.HighWatermark))
+	dst = be.AppendUint64(dst, uint64(r.LogStartOffset))
+	return appendBytes(dst, r.Records)
+}
+
+// DecodeBody decodes the body without copying the records.
+func (r *FetchResponse) DecodeBody(body []byte, version uint16) error {
+	d := newDecoder(body, APIFetch, version, true)
+	r.HighWatermark = d.i64("high_watermark")
+	r.LogStartOffset = d.i64("log_start_offset")
+	r.Records = d.bytes32("records", RecordsBytesMax)
+	return d.done()
+}
+
+// ListOffsetsRequest finds an offset of one partition.
+//
+// Body v0 (after the PartitionRef):
+//
+//	timestamp  int64  -2 earliest, -1 latest, else milliseconds since the
+//	                  Unix epoch: the first offset whose batch max timestamp
+//	                  is at or after it
+type ListOffsetsRequest struct {
+	PartitionRef
+	// Timestamp is TimestampEarliest, TimestampLatest or a time in ms.
+	Timestamp int64
+}
+
+func (*ListOffsetsRequest) isRequest() {}
+
+// APIKey returns APIListOffsets.
+func (*ListOffsetsRequest) APIKey() APIKey { return APIListOffsets }
+
+// AppendBody encodes the body.
+func (r *ListOffsetsRequest) AppendBody(dst []byte, version uint16) []byte {
+	dst = r.PartitionRef.append(dst)
+	return be.AppendUint64(dst, uint64(r.Timestamp))
+}
+
+// DecodeBody decodes the body.
+func (r *ListOffsetsRequest) DecodeBody(body []byte, version uint16) error {
+	d := newDecoder(body, APIListOffsets, version, false)
+	r.PartitionRef.decode(&d)
+	r.Timestamp = d.i64("timestamp")
+	return d.done()
+}
+
+// Validate checks the PartitionRef and a timestamp of at least -2
+// (INVALID_TIMESTAMP).
+func (r *ListOffsetsRequest) Validate() error {
+	if err := r.PartitionRef.Validate(); err != nil {
+		return err
+	}
+	if r.Timestamp < TimestampEarliest {
+		return Errorf(ErrInvalidTimestamp, "timestamp %d: want -2 (earliest), -1 (latest) or milliseconds >= 0", r.Timestamp)
+	}
+	return nil
+}
+
+// ListOffsetsResponse answers a ListOffsets.
+//
+// Body v0:
+//
+//	offset            int64  the offset found; -1 when no batch has a
+//	                         timestamp at or after the one asked for
+//	timestamp         int64  that batch's max timestamp; -1 for earliest,
+//	                         latest and not found
+//	log_start_offset  int64
+//	high_watermark    int64
+type ListOffsetsResponse struct {
+	Offset         int64
+	Timestamp      int64
+	LogStartOffset int64
+	HighWatermark  int64
+}
+
+func (*ListOffsetsResponse) isResponse() {}
+
+// APIKey returns APIListOffsets.
+func (*ListOffsetsResponse) APIKey() APIKey { return APIListOffsets }
+
+// AppendBody encodes the body.
+func (r *ListOffsetsResponse) AppendBody(dst []byte, version uint16) []byte {
+	dst = be.AppendUint64(dst, uint64(r.Offset))
+	dst = be.AppendUint64(dst, uint64(r.Timestamp))
+	dst = be.AppendUint64(dst, uint64(r.LogStartOffset))
+	return be.AppendUint64(dst, uint64(r.HighWatermark))
+}
+
+// DecodeBody decodes the body.
+func (r *ListOffsetsResponse) DecodeBody(body []byte, version uint16) error {
+	d := newDecoder(body, APIListOffsets, version, true)
+	r.Offset = d.i64("offset")
+	r.Timestamp = d.i64("timestamp")
+	r.LogStartOffset = d.i64("log_start_offset")
+	r.HighWatermark = d.i64("high_watermark")
+	return d.done()
+}
