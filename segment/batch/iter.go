@@ -37,7 +37,8 @@ type Records struct {
 }
 
 // Reset starts iterating over the batch b: it runs Validate (header bounds
-// and CRC) and decompresses the records. The batch must stay unchanged
+// and CRC), checks the producer fields as ValidateRecords does, and
+// decompresses the records. The batch must stay unchanged
 // while its records are in use: uncompressed records alias it.
 // It returns the error of Validate, or one wrapping ErrCorrupt when the
 // records cannot be decompressed or cannot hold RecordCount records; Err
@@ -53,6 +54,10 @@ func (it *Records) Reset(b []byte) error {
 
 // resetValidated is Reset for a batch that Validate has accepted as h.
 func (it *Records) resetValidated(h Header, b []byte) error {
+	if err := checkProducer(&h); err != nil {
+		it.fail(h, err)
+		return err
+	}
 	it.h, it.pos, it.next, it.err, it.done = h, 0, 0, nil, false
 	it.maxTS = minInt64
 	it.dec.rec = Record{}

@@ -31,9 +31,6 @@ func ValidateRecords(b []byte) (Header, error) {
 	if err != nil {
 		return h, err
 	}
-	if err := checkProducer(&h); err != nil {
-		return h, err
-	}
 	it := validators.Get().(*Records)
 	defer func() {
 		if cap(it.buf) > maxPooledBufBytes {
