@@ -1,0 +1,489 @@
+package segment
+
+import (
+	"fmt"
+
+	"github.com/corestream/corestream/segment/batch"
+	"github.com/corestream/corestream/segment/vfs"
+)
+
+// AppendLeader appends one batch as the partition's leader: it validates b
+// (batch.Validate), stamps the base offset (the log end offset) and epoch
+// into the log's copy (b itself is not modified), and returns the offsets
+// assigned. The batch is copied into the log's write buffer; it reaches
+// the file on the next Flush of the IO (or sooner, when the buffer fills),
+// and is durable when DurableOffset reaches last.
+//
+// Errors: ErrInvalidBatch, ErrBatchTooLarge, ErrStaleEpoch (epoch below the
+// last epoch, or negative), ErrNoSpace while a rewind is pending,
+// ErrLogFailed, ErrClosed, or a file-system error from rolling a segment or
+// persisting a new epoch. On error nothing is appended.
+func (l *Log) AppendLeader(b []byte, epoch int32) (base, last int64, err error) {
+	if err := l.appendable(); err != nil {
+		return 0, 0, err
+	}
+	h, err := l.validate(b)
+	if err != nil {
+		return 0, 0, err
+	}
+	if epoch < 0 || epoch < l.epochs.last() {
+		return 0, 0, fmt.Errorf("%w: epoch %d after %d", ErrStaleEpoch, epoch, l.epochs.last())
+	}
+	if err := l.maybeRoll(len(b), int64(h.LastOffsetDelta)); err != nil {
+		return 0, 0, err
+	}
+	base = l.leo
+	if err := l.noteEpoch(epoch, base); err != nil {
+		return 0, 0, err
+	}
+	if err := l.copyIn(b, &h, base, epoch, true); err != nil {
+		return 0, 0, err
+	}
+	return base, base + int64(h.LastOffsetDelta), nil
+}
+
+// AppendFollower appends batches replicated from the leader, unchanged. b
+// holds one or more whole batches; each must validate, the first must start
+// at the log end offset and each the next offset after the previous one
+// (ErrNotContiguous), and epochs must never decrease (ErrStaleEpoch). All of
+// b is checked before anything is appended. If rolling a segment or
+// persisting an epoch then fails, the batches before the failing one stay
+// appended and LogEndOffset says where to resume.
+func (l *Log) AppendFollower(b []byte) error {
+	if err := l.appendable(); err != nil {
+		return err
+	}
+	next, epoch := l.leo, l.epochs.last()
+	for rest := b; len(rest) > 0; {
+		h, err := batch.ReadHeader(rest)
+		if err != nil || h.Size() > len(rest) {
+			if err == nil {
+				err = batch.ErrShort
+			}
+			return fmt.Errorf("%w: at byte %d: %w", ErrInvalidBatch, len(b)-len(rest), err)
+		}
+		if _, err := l.validate(rest[:h.Size()]); err != nil {
+			return err
+		}
+		if h.BaseOffset != next {
+			return fmt.Errorf("%w: base offset %d, want %d", ErrNotContiguous, h.BaseOffset, next)
+		}
+		if h.PartitionLeaderEpoch < 0 || h.PartitionLeaderEpoch < epoch {
+			return fmt.Errorf("%w: epoch %d after %d", ErrStaleEpoch, h.PartitionLeaderEpoch, epoch)
+		}
+		next, epoch = h.LastOffset()+1, h.PartitionLeaderEpoch
+		rest = rest[h.Size():]
+	}
+	for len(b) > 0 {
+		h, _ := batch.ReadHeader(b)
+		n := h.Size()
+		if err := l.maybeRoll(n, int64(h.LastOffsetDelta)); err != nil {
+			return err
+		}
+		if h.BaseOffset != l.leo {
+			// A rewind during the roll moved the end.
+			return fmt.Errorf("%w: base offset %d, want %d", ErrNotContiguous, h.BaseOffset, l.leo)
+		}
+		if err := l.noteEpoch(h.PartitionLeaderEpoch, h.BaseOffset); err != nil {
+			return err
+		}
+		if err := l.copyIn(b[:n], &h, h.BaseOffset, h.PartitionLeaderEpoch, false); err != nil {
+			return err
+		}
+		b = b[n:]
+	}
+	return nil
+}
+
+func (l *Log) appendable() error {
+	if err := l.usable(); err != nil {
+		return err
+	}
+	if l.stall != nil {
+		return l.stall.cause
+	}
+	return nil
+}
+
+func (l *Log) validate(b []byte) (batch.Header, error) {
+	if len(b) > l.cfg.BatchBytesMax {
+		return batch.Header{}, fmt.Errorf("%w: %d bytes, at most %d", ErrBatchTooLarge, len(b), l.cfg.BatchBytesMax)
+	}
+	h, err := batch.Validate(b)
+	if err != nil {
+		return h, fmt.Errorf("%w: %w", ErrInvalidBatch, err)
+	}
+	return h, nil
+}
+
+// noteEpoch persists a new epoch before the first batch that carries it.
+func (l *Log) noteEpoch(epoch int32, start int64) error {
+	if epoch == l.epochs.last() {
+		return nil
+	}
+	saved := append([]EpochEntry(nil), l.epochs.entries...)
+	l.epochs.assign(epoch, start)
+	if err := l.persistEpochs(); err != nil {
+		l.epochs.entries = saved
+		return err
+	}
+	return nil
+}
+
+// copyIn appends one validated batch to the write buffer and the active
+// segment's bookkeeping. REQUIRES: the active segment has room (maybeRoll).
+func (l *Log) copyIn(b []byte, h *batch.Header, base int64, epoch int32, stamp bool) error {
+	n := len(b)
+	if l.cur != nil && l.cur.free() < n {
+		l.bufClass = min(l.bufClass+1, classFor(l.cfg.WriteBufferBytes))
+		l.submitCur(false)
+		if err := l.appendable(); err != nil {
+			// The wait for a free write slot met a failure.
+			return err
+		}
+	}
+	s := l.active()
+	if l.cur == nil {
+		l.newBuffer(n)
+	}
+	dst := l.cur.mem[l.cur.n : l.cur.n+n]
+	copy(dst, b)
+	if stamp {
+		batch.SetBaseOffset(dst, base)
+		batch.SetPartitionLeaderEpoch(dst, epoch)
+	}
+	l.cur.n += n
+	if s.empty() {
+		s.rollAtMs = l.cfg.NowMs()
+	}
+	s.idx.add(uint32(base-s.base), s.size, n, h.MaxTimestamp, l.cfg.IndexIntervalBytes)
+	s.size += int64(n)
+	s.last = base + int64(h.LastOffsetDelta)
+	l.leo = s.last + 1
+	l.unsyncedRecords += int64(h.RecordCount)
+	l.preallocate(s)
+	l.io.markDirty(l)
+	if l.cfg.Fsync == FsyncInterval {
+		l.io.markLagging(l)
+	}
+	if l.cur.free() == 0 || l.cur.n >= l.cfg.WriteBufferBytes {
+		l.submitCur(false)
+	}
+	return nil
+}
+
+// newBuffer starts a buffer for appends at the active segment's end.
+func (l *Log) newBuffer(need int) {
+	class := max(l.bufClass, classFor(need))
+	b, err := l.io.pool.get(class)
+	if err != nil {
+		// Out of address space for buffers is as fatal as a failed write.
+		l.poison(fmt.Errorf("write buffer: %w", err))
+		panic(fmt.Sprintf("segment: cannot map a %d-byte write buffer: %v", classBytes(class), err))
+	}
+	s := l.active()
+	l.cur, l.curPos, l.curFirst = b, s.size, l.leo
+}
+
+// preallocate reserves space ahead of the write position, in steps of
+// Config.PreallocateBytes, once the position passes half the reservation.
+func (l *Log) preallocate(s *segment) {
+	step := l.cfg.PreallocateBytes
+	if step <= 0 || s.size+step/2 < s.preallocEnd || s.preallocEnd >= l.cfg.SegmentBytes {
+		return
+	}
+	from := max(s.preallocEnd, s.size)
+	n := min(step, l.cfg.SegmentBytes-from)
+	// A failure is not fatal: the write itself will say whether space is
+	// there. Not retried until the next step.
+	_ = s.file.f.Preallocate(from, n, true)
+	s.preallocEnd = from + n
+}
+
+// maybeRoll rolls the active segment when a batch of size bytes and
+// lastDelta would not fit, or the segment is old enough.
+func (l *Log) maybeRoll(size int, lastDelta int64) error {
+	s := l.active()
+	if s.empty() {
+		return nil
+	}
+	full := s.size+int64(size) > l.cfg.SegmentBytes || l.leo+lastDelta-s.base > maxRel
+	old := l.cfg.SegmentMs > 0 && l.cfg.NowMs()-s.rollAtMs >= l.cfg.SegmentMs
+	if !full && !old {
+		return nil
+	}
+	return l.roll()
+}
+
+// roll seals the active segment and starts a new one at the log end.
+// Sealing waits for the log's writes, trims the preallocated space, syncs
+// the file (under every policy: a sealed segment is always durable) and
+// writes its index files; the new segment's creation syncs the directory.
+func (l *Log) roll() error {
+	if err := l.drainAll(); err != nil {
+		return err
+	}
+	s := l.active()
+	if err := s.file.f.Truncate(s.size); err != nil {
+		return err
+	}
+	s.preallocEnd = s.size
+	if err := s.file.f.Sync(); err != nil {
+		l.poison(err)
+		return l.failed
+	}
+	l.durable = l.written
+	if err := l.writeIndexFiles(s); err != nil {
+		return err
+	}
+	ns, err := l.createSegment(l.leo)
+	if err != nil {
+		return err
+	}
+	s.sealed = true
+	l.segs = append(l.segs, ns)
+	return nil
+}
+
+// drainAll submits the buffer and waits for every operation of the log.
+// It returns the log's failure, or the cause of a rewind it went through.
+func (l *Log) drainAll() error {
+	before := l.lastFailure
+	if l.cur != nil {
+		l.submitCur(false)
+	}
+	if err := l.drain(); err != nil {
+		return err
+	}
+	if err := l.usable(); err != nil {
+		return err
+	}
+	if l.lastFailure != before {
+		return l.lastFailure
+	}
+	return nil
+}
+
+// drain waits for every operation of the log in flight.
+func (l *Log) drain() error {
+	return l.io.waitFor(func() bool { return len(l.chains) == 0 && l.syncsInFlight == 0 })
+}
+
+// syncDue says whether the next write must carry an fdatasync.
+func (l *Log) syncDue() bool {
+	switch l.cfg.Fsync {
+	case FsyncAlways:
+		return true
+	case FsyncInterval:
+		return l.cfg.NowMs()-l.lastSyncMs >= l.cfg.FsyncIntervalMs
+	case FsyncMessages:
+		return l.unsyncedRecords >= l.cfg.FsyncMessages
+	}
+	return false
+}
+
+// submitCur hands the buffer to the engine as one write, with its sync when
+// forced or due. When the log has ChainsInFlight writes in flight it first
+// waits for one to complete; a failure seen while waiting drops the submit
+// (the failure handling owns the buffer's fate).
+func (l *Log) submitCur(forceSync bool) {
+	if len(l.chains) >= l.cfg.ChainsInFlight {
+		_ = l.io.waitFor(func() bool { return len(l.chains) < l.cfg.ChainsInFlight })
+	}
+	if l.cur == nil || l.failed != nil || l.stall != nil {
+		return
+	}
+	o := l.io.newOp()
+	s := l.active()
+	*o = op{log: l, file: s.file, seg: s, buf: l.cur, pos: l.curPos,
+		first: l.curFirst, last: l.leo - 1, coversAll: len(l.chains) == 0}
+	o.sync = forceSync || l.syncDue()
+	if o.sync {
+		l.unsyncedRecords, l.lastSyncMs = 0, l.cfg.NowMs()
+	}
+	s.file.acquire()
+	l.cur = nil
+	l.chains = append(l.chains, o)
+	l.io.start(o)
+}
+
+// submitSync queues a standalone fdatasync of the active segment covering
+// what is written now.
+func (l *Log) submitSync() {
+	o := l.io.newOp()
+	s := l.active()
+	*o = op{log: l, file: s.file, seg: s, standalone: true, covers: l.written}
+	l.unsyncedRecords, l.lastSyncMs = 0, l.cfg.NowMs()
+	s.file.acquire()
+	l.syncsInFlight++
+	l.io.start(o)
+}
+
+// flush is the log's part of IO.Flush: submit the buffer.
+func (l *Log) flush() {
+	if l.closed || l.failed != nil || l.stall != nil || l.cur == nil {
+		return
+	}
+	if l.cur.n*4 < len(l.cur.mem) {
+		l.bufClass = max(l.bufClass-1, 0)
+	}
+	l.submitCur(false)
+}
+
+// flushLagging is the log's part of IO.Flush under FsyncInterval: sync what
+// is written once the interval has passed. It reports whether the log still
+// has data that is not durable.
+func (l *Log) flushLagging() bool {
+	if l.closed || l.failed != nil {
+		return false
+	}
+	if l.durable >= l.leo-1 {
+		return false
+	}
+	if l.stall == nil && l.syncsInFlight == 0 && l.durable < l.written && l.syncDue() {
+		l.submitSync()
+	}
+	return true
+}
+
+// Sync makes everything appended so far durable and waits for it, whatever
+// the policy. It returns ErrNoSpace (after the rewind) or ErrLogFailed when
+// that failed.
+func (l *Log) Sync() error {
+	if err := l.usable(); err != nil {
+		return err
+	}
+	target := l.leo - 1
+	before := l.lastFailure
+	if l.cur != nil && l.stall == nil {
+		l.submitCur(true)
+	}
+	if err := l.drain(); err != nil {
+		return err
+	}
+	if l.failed == nil && l.durable < l.written {
+		l.submitSync()
+		if err := l.drain(); err != nil {
+			return err
+		}
+	}
+	if err := l.usable(); err != nil {
+		return err
+	}
+	if l.lastFailure != before || l.durable < target {
+		if l.lastFailure != nil {
+			return l.lastFailure
+		}
+		return fmt.Errorf("%w: durable offset %d short of %d", ErrLogFailed, l.durable, target)
+	}
+	return nil
+}
+
+// complete handles one engine completion for this log.
+func (l *Log) complete(o *op, err error) {
+	pool := &l.io.pool
+	if o.standalone {
+		l.syncsInFlight--
+		if err != nil {
+			l.poison(fmt.Errorf("fdatasync: %w", err))
+		} else if l.failed == nil && l.stall == nil && o.covers > l.durable {
+			l.durable = o.covers
+			l.io.queueNotify(l)
+		}
+		o.file.release()
+		l.io.freeOp(o)
+		return
+	}
+	o.done, o.err = true, err
+	for len(l.chains) > 0 && l.chains[0].done {
+		h := l.chains[0]
+		copy(l.chains, l.chains[1:])
+		l.chains[len(l.chains)-1] = nil
+		l.chains = l.chains[:len(l.chains)-1]
+		l.retire(h)
+		pool.put(h.buf)
+		h.file.release()
+		l.io.freeOp(h)
+	}
+	if l.stall != nil && len(l.chains) == 0 {
+		l.rewind()
+	}
+}
+
+// retire applies one completed write, in submission order.
+func (l *Log) retire(o *op) {
+	if l.failed != nil || l.stall != nil || l.closed {
+		return
+	}
+	if o.err != nil {
+		if vfs.IsNoSpace(o.err) {
+			l.stall = &stall{first: o.first, pos: o.pos, cause: fmt.Errorf("%w: %w", ErrNoSpace, o.err)}
+			return
+		}
+		l.poison(o.err)
+		return
+	}
+	prev := l.written
+	l.written = o.last
+	o.seg.writtenSize = max(o.seg.writtenSize, o.pos+int64(o.buf.n))
+	if o.sync && (l.durable == prev || o.coversAll) {
+		l.durable = o.last
+	}
+	l.io.queueNotify(l)
+}
+
+// rewind undoes the appends from the first write that found no space on:
+// the buffer is dropped, the file truncated back (and synced, so the
+// dropped batches cannot reappear after a crash), the log end moved back.
+// REQUIRES: no write of the log in flight.
+func (l *Log) rewind() {
+	st := l.stall
+	l.stall = nil
+	if l.cur != nil {
+		l.io.pool.put(l.cur)
+		l.cur = nil
+	}
+	s := l.active()
+	if err := s.file.f.Truncate(st.pos); err != nil {
+		l.poison(fmt.Errorf("rewind after %v: %w", st.cause, err))
+		return
+	}
+	if err := s.file.f.Sync(); err != nil {
+		l.poison(fmt.Errorf("rewind after %v: %w", st.cause, err))
+		return
+	}
+	l.cutActive(s, st.pos, st.first)
+	l.lastFailure = st.cause
+	l.io.queueNotify(l)
+}
+
+// cutActive moves the active segment's bookkeeping back to pos / offset
+// end (the file is already truncated).
+func (l *Log) cutActive(s *segment, pos, end int64) {
+	s.idx.truncate(uint32(end-s.base), pos)
+	l.refreshMaxTs(s, pos)
+	s.size, s.writtenSize, s.preallocEnd = pos, min(s.writtenSize, pos), min(s.preallocEnd, pos)
+	s.last = end - 1
+	l.leo = end
+	l.written = min(l.written, end-1)
+	l.durable = min(l.durable, end-1)
+	l.unsyncedRecords = 0
+	l.epochs.truncateFromEnd(end)
+}
+
+// refreshMaxTs restores the segment's maximum timestamp after a cut: the
+// time entries that remain cover every batch before the last offset entry,
+// and the batches from there to pos are read.
+func (l *Log) refreshMaxTs(s *segment, pos int64) {
+	from, _, _ := s.idx.floor(^uint32(0))
+	for p := from; p < pos; {
+		h, err := readHeader(s.file.f, p, &l.hdr)
+		if err != nil {
+			return
+		}
+		if h.MaxTimestamp > s.idx.maxTs {
+			s.idx.maxTs, s.idx.maxTsRel = h.MaxTimestamp, uint32(h.BaseOffset-s.base)
+		}
+		p += int64(h.Size())
+	}
+}

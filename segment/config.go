@@ -1,0 +1,176 @@
+package segment
+
+import (
+	"fmt"
+	"math"
+	"time"
+
+	"github.com/corestream/corestream/segment/batch"
+)
+
+// FsyncPolicy says when appended data is made durable.
+type FsyncPolicy uint8
+
+// The fsync policies. Their String forms are the configuration values.
+const (
+	// FsyncAlways syncs every write: each buffer the log submits is a
+	// write linked to an fdatasync, and appends coalesced into one buffer
+	// share that one sync (group commit). Acknowledge against
+	// DurableOffset.
+	FsyncAlways FsyncPolicy = iota
+	// FsyncInterval syncs when FsyncIntervalMs has passed since the last
+	// sync and there is unsynced data (checked on Flush).
+	FsyncInterval
+	// FsyncMessages syncs once FsyncMessages records have been appended
+	// since the last sync (checked on Flush).
+	FsyncMessages
+	// FsyncNever leaves data in the page cache: it survives a process
+	// crash but not a power loss or kernel crash. The log still syncs when
+	// a segment is sealed, on Sync and on Close.
+	FsyncNever
+)
+
+var fsyncNames = [...]string{"always", "interval", "messages", "never"}
+
+// String returns the policy's configuration name.
+func (p FsyncPolicy) String() string {
+	if int(p) < len(fsyncNames) {
+		return fsyncNames[p]
+	}
+	return fmt.Sprintf("FsyncPolicy(%d)", p)
+}
+
+// ParseFsyncPolicy parses "always", "interval", "messages" or "never".
+func ParseFsyncPolicy(s string) (FsyncPolicy, error) {
+	for i, n := range fsyncNames {
+		if n == s {
+			return FsyncPolicy(i), nil
+		}
+	}
+	return 0, fmt.Errorf("%w: fsync policy %q (want always, interval, messages or never)", ErrConfig, s)
+}
+
+// Defaults and bounds of Config. A zero field takes its default.
+const (
+	// SegmentBytesDefault is the size at which the active segment rolls.
+	SegmentBytesDefault = 1 << 30
+	// SegmentBytesMax bounds SegmentBytes: positions in the offset index
+	// are 32-bit.
+	SegmentBytesMax = math.MaxInt32
+	// SegmentMsDefault rolls a segment a week after its first append.
+	SegmentMsDefault = 7 * 24 * 3600 * 1000
+	// IndexIntervalBytesDefault is the spacing of sparse index entries.
+	IndexIntervalBytesDefault = 4096
+	// FsyncIntervalMsDefault is the interval of FsyncInterval.
+	FsyncIntervalMsDefault = 1000
+	// FsyncMessagesDefault is the record count of FsyncMessages.
+	FsyncMessagesDefault = 10000
+	// BatchBytesMaxDefault is the largest batch an append accepts.
+	BatchBytesMaxDefault = 1 << 20
+	// RetentionMsDefault keeps data a week.
+	RetentionMsDefault = 7 * 24 * 3600 * 1000
+	// PreallocateBytesDefault is how far ahead of the write position the
+	// active segment is preallocated (see docs/design/segment.md).
+	PreallocateBytesDefault = 8 << 20
+	// WriteBufferBytesDefault is the most a log coalesces into one write
+	// before submitting it without waiting for Flush.
+	WriteBufferBytesDefault = 1 << 20
+	// ChainsInFlightDefault bounds the writes (each with its sync, under
+	// FsyncAlways) one log has in flight.
+	ChainsInFlightDefault = 4
+)
+
+// Config configures a Log. The zero value is valid: every zero field takes
+// its default.
+type Config struct {
+	// SegmentBytes rolls the active segment before it would grow past
+	// this size (default 1 GiB, at most SegmentBytesMax).
+	SegmentBytes int64
+	// SegmentMs rolls a non-empty active segment this long after its
+	// first append (default 7 days; -1 never).
+	SegmentMs int64
+	// IndexIntervalBytes is the number of log bytes between two sparse
+	// index entries (default 4096).
+	IndexIntervalBytes int64
+	// Fsync is the fsync policy (default FsyncAlways).
+	Fsync FsyncPolicy
+	// FsyncIntervalMs is FsyncInterval's interval (default 1000).
+	FsyncIntervalMs int64
+	// FsyncMessages is FsyncMessages' record count (default 10000).
+	FsyncMessages int64
+	// BatchBytesMax is the largest batch accepted (default 1 MiB, at most
+	// batch.BatchBytesMax).
+	BatchBytesMax int
+	// RetentionBytes deletes the oldest segments while the log is larger
+	// (default -1: no size limit).
+	RetentionBytes int64
+	// RetentionMs deletes segments whose newest timestamp is older
+	// (default 7 days; -1: no age limit).
+	RetentionMs int64
+	// PreallocateBytes is reserved ahead of the active segment's write
+	// position, in steps of this size (default 8 MiB; -1 disables).
+	PreallocateBytes int64
+	// WriteBufferBytes is the largest write the log coalesces appends into
+	// (default 1 MiB). A full buffer is submitted at once.
+	WriteBufferBytes int
+	// ChainsInFlight bounds the log's writes in flight (default 4). When
+	// the bound is reached, submitting blocks until one completes.
+	ChainsInFlight int
+	// NowMs returns the wall clock in milliseconds (default: time.Now).
+	// Rolling by age, the interval policy and retention by age read it.
+	NowMs func() int64
+}
+
+func (c Config) withDefaults() (Config, error) {
+	def := func(v *int64, d int64) {
+		if *v == 0 {
+			*v = d
+		}
+	}
+	def(&c.SegmentBytes, SegmentBytesDefault)
+	def(&c.SegmentMs, SegmentMsDefault)
+	def(&c.IndexIntervalBytes, IndexIntervalBytesDefault)
+	def(&c.FsyncIntervalMs, FsyncIntervalMsDefault)
+	def(&c.FsyncMessages, FsyncMessagesDefault)
+	def(&c.RetentionBytes, -1)
+	def(&c.RetentionMs, RetentionMsDefault)
+	def(&c.PreallocateBytes, PreallocateBytesDefault)
+	if c.BatchBytesMax == 0 {
+		c.BatchBytesMax = BatchBytesMaxDefault
+	}
+	if c.WriteBufferBytes == 0 {
+		c.WriteBufferBytes = WriteBufferBytesDefault
+	}
+	if c.ChainsInFlight == 0 {
+		c.ChainsInFlight = ChainsInFlightDefault
+	}
+	if c.NowMs == nil {
+		c.NowMs = func() int64 { return time.Now().UnixMilli() }
+	}
+	switch {
+	case c.Fsync > FsyncNever:
+		return c, fmt.Errorf("%w: fsync policy %d", ErrConfig, c.Fsync)
+	case c.SegmentBytes < 1024 || c.SegmentBytes > SegmentBytesMax:
+		return c, fmt.Errorf("%w: SegmentBytes %d not in [1024, %d]", ErrConfig, c.SegmentBytes, SegmentBytesMax)
+	case c.SegmentMs < -1:
+		return c, fmt.Errorf("%w: SegmentMs %d", ErrConfig, c.SegmentMs)
+	case c.IndexIntervalBytes < 0:
+		return c, fmt.Errorf("%w: IndexIntervalBytes %d", ErrConfig, c.IndexIntervalBytes)
+	case c.FsyncIntervalMs < 0 || c.FsyncMessages < 0:
+		return c, fmt.Errorf("%w: fsync interval %d ms / %d messages", ErrConfig, c.FsyncIntervalMs, c.FsyncMessages)
+	case c.BatchBytesMax < batch.HeaderSize || c.BatchBytesMax > batch.BatchBytesMax:
+		return c, fmt.Errorf("%w: BatchBytesMax %d not in [%d, %d]", ErrConfig, c.BatchBytesMax, batch.HeaderSize, batch.BatchBytesMax)
+	case c.RetentionBytes < -1 || c.RetentionMs < -1:
+		return c, fmt.Errorf("%w: retention %d bytes / %d ms", ErrConfig, c.RetentionBytes, c.RetentionMs)
+	case c.PreallocateBytes < -1:
+		return c, fmt.Errorf("%w: PreallocateBytes %d", ErrConfig, c.PreallocateBytes)
+	case c.WriteBufferBytes < 4096 || c.WriteBufferBytes > bufBytesMax:
+		return c, fmt.Errorf("%w: WriteBufferBytes %d not in [4096, %d]", ErrConfig, c.WriteBufferBytes, bufBytesMax)
+	case c.ChainsInFlight < 1 || c.ChainsInFlight > chainsInFlightMax:
+		return c, fmt.Errorf("%w: ChainsInFlight %d not in [1, %d]", ErrConfig, c.ChainsInFlight, chainsInFlightMax)
+	}
+	return c, nil
+}
+
+// chainsInFlightMax bounds Config.ChainsInFlight.
+const chainsInFlightMax = 64

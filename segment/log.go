@@ -1,0 +1,261 @@
+package segment
+
+import (
+	"fmt"
+
+	"github.com/corestream/corestream/segment/batch"
+	"github.com/corestream/corestream/segment/vfs"
+)
+
+// Log is one partition's durable log: a directory of segments, each a
+// <base offset>.log of whole batches with a sparse .index and .timeindex.
+//
+// A Log is owned by one goroutine (the shard that owns the partition), the
+// same that owns its IO: appends, reads, truncation, retention and Close
+// all run there. Only the Spans a Read returns travel to other goroutines.
+//
+// Watermarks (offsets):
+//
+//	LogStartOffset  first offset present (inclusive)
+//	WrittenOffset   last offset the kernel has accepted (inclusive); reads stop here
+//	DurableOffset   last offset on stable storage (inclusive); FsyncAlways acknowledges against it
+//	LogEndOffset    next offset to assign (exclusive)
+//
+// LogStartOffset-1 <= DurableOffset <= WrittenOffset < LogEndOffset.
+// Completions may arrive out of order; the written and durable watermarks
+// only advance over a contiguous prefix of completed writes.
+type Log struct {
+	fs    vfs.FS
+	dir   string
+	cfg   Config
+	io    *IO
+	ownIO bool
+
+	// segs is ordered by base. Invariants: len(segs) >= 1; bases strictly
+	// increase; every segment but the last is sealed and its last offset
+	// is the next one's base - 1; the last is active.
+	segs []*segment
+	// Invariant: segs[0].base <= logStart <= leo.
+	logStart int64
+	// leo == active().last + 1.
+	leo int64
+	// Invariant: logStart-1 <= durable <= written < leo.
+	written int64
+	durable int64
+	epochs  epochCache
+
+	// The write path. cur holds appended batches not yet handed to the
+	// engine: file position curPos, offsets curFirst..leo-1.
+	cur      *wbuf
+	curPos   int64
+	curFirst int64
+	bufClass int
+	// chains are this log's writes in flight, in submission order.
+	chains        []*op
+	syncsInFlight int
+	// unsyncedRecords and lastSyncMs drive FsyncMessages and FsyncInterval.
+	unsyncedRecords int64
+	lastSyncMs      int64
+
+	// stall is set when a write found no space: the log rewinds once its
+	// in-flight writes are done. failed is set (wrapping ErrLogFailed) when
+	// a write or sync failed otherwise; it is permanent.
+	stall       *stall
+	failed      error
+	lastFailure error
+	closed      bool
+	report      RecoveryReport
+	// scanEpochs holds the epoch changes the recovery scan saw (open only).
+	scanEpochs []EpochEntry
+
+	// Membership flags of the IO's lists.
+	inDirty, inLagging, inNotify bool
+	// hdr is scratch space for header reads.
+	hdr [batch.HeaderSize]byte
+}
+
+// stall records the first write that found no space.
+type stall struct {
+	first int64
+	pos   int64
+	cause error
+}
+
+// op is one engine operation: a write of one buffer (with its sync when
+// sync is set), or a standalone sync.
+type op struct {
+	log  *Log
+	file *segFile // referenced while in flight
+	seg  *segment
+	buf  *wbuf
+	pos  int64
+	// first..last are the offsets the write carries.
+	first, last int64
+	sync        bool
+	// coversAll: when submitted, every earlier write of the log had been
+	// reaped, so this op's sync covers them all.
+	coversAll  bool
+	standalone bool
+	// covers is a standalone sync's reach: the written offset when queued.
+	covers int64
+	done   bool
+	err    error
+}
+
+// OpenLog opens (creating when needed) the log in dir and recovers it:
+// stray temporary files are removed, segments below the persisted log start
+// are deleted, and unless the log was closed cleanly the active segment is
+// scanned, a torn or garbage tail truncated and its index rebuilt.
+// Recovery() reports what was found and dropped.
+//
+// d is the dispatcher to share; nil gives the log a private one on the
+// pwrite engine (closed with the log).
+func OpenLog(fsys vfs.FS, dir string, cfg Config, d *IO) (*Log, error) {
+	c, err := cfg.withDefaults()
+	if err != nil {
+		return nil, err
+	}
+	l := &Log{fs: fsys, dir: dir, cfg: c, io: d}
+	if d == nil {
+		l.io, l.ownIO = NewIO(NewPwriteEngine()), true
+	}
+	l.bufClass = classFor(64 << 10)
+	if err := l.recover(); err != nil {
+		l.releaseAll()
+		if l.ownIO {
+			_ = l.io.Close()
+		}
+		return nil, fmt.Errorf("segment: open %s: %w", dir, err)
+	}
+	l.lastSyncMs = l.cfg.NowMs()
+	return l, nil
+}
+
+// Dir is the log's directory.
+func (l *Log) Dir() string { return l.dir }
+
+// IO is the dispatcher the log submits through.
+func (l *Log) IO() *IO { return l.io }
+
+// Recovery reports what OpenLog found.
+func (l *Log) Recovery() RecoveryReport { return l.report }
+
+// LogStartOffset is the first offset in the log (inclusive).
+func (l *Log) LogStartOffset() int64 { return l.logStart }
+
+// LogEndOffset is the next offset to assign (exclusive; Kafka's LEO). It
+// counts appends not yet written.
+func (l *Log) LogEndOffset() int64 { return l.leo }
+
+// WrittenOffset is the last offset the kernel has accepted (inclusive),
+// LogStartOffset()-1 when none. Read never returns anything above it.
+func (l *Log) WrittenOffset() int64 { return l.written }
+
+// DurableOffset is the last offset on stable storage (inclusive),
+// LogStartOffset()-1 when none (-1 for a new log). Under FsyncAlways,
+// acknowledge producers up to it.
+func (l *Log) DurableOffset() int64 { return l.durable }
+
+// Err is the error that failed the log (wrapping ErrLogFailed), or nil.
+func (l *Log) Err() error { return l.failed }
+
+// Size is the bytes of all segments, appended data included.
+func (l *Log) Size() int64 {
+	var n int64
+	for _, s := range l.segs {
+		n += s.size
+	}
+	return n
+}
+
+// SegmentCount is the number of segments.
+func (l *Log) SegmentCount() int { return len(l.segs) }
+
+// LastEpoch is the leader epoch of the last batch appended, -1 when none.
+func (l *Log) LastEpoch() int32 { return l.epochs.last() }
+
+// Epochs returns a copy of the leader-epoch cache.
+func (l *Log) Epochs() []EpochEntry { return append([]EpochEntry(nil), l.epochs.entries...) }
+
+// TermAt returns the leader epoch of the batch holding offset.
+// ErrOffsetOutOfRange when offset is outside [LogStartOffset, LogEndOffset).
+func (l *Log) TermAt(offset int64) (int32, error) {
+	if offset < l.logStart || offset >= l.leo {
+		return 0, fmt.Errorf("%w: %d not in [%d, %d)", ErrOffsetOutOfRange, offset, l.logStart, l.leo)
+	}
+	e, ok := l.epochs.termAt(offset)
+	if !ok {
+		return 0, fmt.Errorf("%w: no epoch recorded for offset %d", ErrCorrupt, offset)
+	}
+	return e, nil
+}
+
+// EndOffsetForEpoch answers Kafka's OffsetsForLeaderEpoch: it returns the
+// largest epoch <= epoch the log holds and the offset where the next higher
+// epoch starts (LogEndOffset when epoch is the last epoch). A follower
+// truncates to that offset. (-1, -1) when epoch is above the last epoch or
+// negative; (epoch, first start offset) when it is below every epoch.
+func (l *Log) EndOffsetForEpoch(epoch int32) (int32, int64) {
+	return l.epochs.endOffsetFor(epoch, l.leo)
+}
+
+func (l *Log) active() *segment { return l.segs[len(l.segs)-1] }
+
+func (l *Log) usable() error {
+	switch {
+	case l.closed:
+		return ErrClosed
+	case l.failed != nil:
+		return l.failed
+	}
+	return nil
+}
+
+// poison fails the log for good (until reopened).
+func (l *Log) poison(cause error) {
+	if l.failed == nil {
+		l.failed = fmt.Errorf("%w: %w", ErrLogFailed, cause)
+		l.lastFailure = l.failed
+	}
+	l.io.queueNotify(l)
+}
+
+// releaseAll drops the log's references to its segment files.
+func (l *Log) releaseAll() {
+	for _, s := range l.segs {
+		s.file.release()
+	}
+	l.segs = nil
+}
+
+// Close makes everything appended durable, writes the active segment's
+// index files and a clean-shutdown record (so the next OpenLog need not
+// scan), and releases the log's files (spans still out keep theirs open).
+// A failed log is closed without any of that; reopening recovers it.
+func (l *Log) Close() error {
+	if l.closed {
+		return ErrClosed
+	}
+	var err error
+	if l.failed == nil {
+		err = l.Sync()
+	}
+	if derr := l.drain(); err == nil && derr != nil {
+		err = derr
+	}
+	if l.failed == nil && err == nil {
+		err = l.writeClean()
+	}
+	if l.cur != nil {
+		l.io.pool.put(l.cur)
+		l.cur = nil
+	}
+	l.releaseAll()
+	l.closed = true
+	if l.ownIO {
+		if cerr := l.io.Close(); err == nil {
+			err = cerr
+		}
+	}
+	return err
+}

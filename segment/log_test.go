@@ -1,0 +1,323 @@
+package segment
+
+import (
+	"bytes"
+	"errors"
+	"testing"
+
+	"github.com/corestream/corestream/segment/batch"
+	"github.com/corestream/corestream/segment/vfs"
+)
+
+func TestAppendReadRoundTrip(t *testing.T) {
+	forEach(t, func(t *testing.T, fsys vfs.FS, dir string, newEngine func() Engine) {
+		rng := newRNG(1)
+		l := openLog(t, fsys, dir, Config{SegmentBytes: 64 << 10, IndexIntervalBytes: 512}, newEngine())
+		want := map[int64][]byte{}
+		for i := 0; i < 300; i++ {
+			records := 1 + rng.IntN(5)
+			b := makeBatch(rng, records, rng.IntN(2000), int64(1000+i))
+			leo := l.LogEndOffset()
+			base, last, err := l.AppendLeader(b, 3)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if base != leo || last-base != int64(records-1) || l.LogEndOffset() != last+1 {
+				t.Fatalf("append at LEO %d got [%d, %d] for %d records", leo, base, last, records)
+			}
+			want[base] = stamped(b, base, 3)
+			if i%7 == 0 {
+				mustFlush(t, l)
+			}
+		}
+		if err := l.Sync(); err != nil {
+			t.Fatal(err)
+		}
+		if l.SegmentCount() < 3 {
+			t.Fatalf("expected several segments, got %d", l.SegmentCount())
+		}
+		if l.DurableOffset() != l.LogEndOffset()-1 || l.WrittenOffset() != l.LogEndOffset()-1 {
+			t.Fatalf("watermarks %d/%d, LEO %d", l.WrittenOffset(), l.DurableOffset(), l.LogEndOffset())
+		}
+		got := readAll(t, l)
+		if len(got) != len(want) {
+			t.Fatalf("read %d batches, appended %d", len(got), len(want))
+		}
+		for off, b := range want {
+			if !bytes.Equal(got[off], b) {
+				t.Fatalf("batch at %d differs", off)
+			}
+		}
+		if err := l.Close(); err != nil {
+			t.Fatal(err)
+		}
+		// Clean reopen: nothing scanned, same contents.
+		l = openLog(t, fsys, dir, Config{SegmentBytes: 64 << 10, IndexIntervalBytes: 512}, newEngine())
+		if r := l.Recovery(); !r.Clean || r.ScannedBytes != 0 {
+			t.Fatalf("clean reopen scanned: %v", r)
+		}
+		got = readAll(t, l)
+		for off, b := range want {
+			if !bytes.Equal(got[off], b) {
+				t.Fatalf("after reopen, batch at %d differs", off)
+			}
+		}
+		l.Close()
+	})
+}
+
+func TestReadBounds(t *testing.T) {
+	rng := newRNG(2)
+	fsys := vfs.NewMem()
+	l := openLog(t, fsys, "/d", Config{SegmentBytes: 8 << 10, IndexIntervalBytes: 256}, NewPwriteEngine())
+	defer l.Close()
+	var bases []int64
+	var sizes []int
+	for i := 0; i < 100; i++ {
+		b := makeBatch(rng, 3, 200, 5)
+		base, _, err := l.AppendLeader(b, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		bases = append(bases, base)
+		sizes = append(sizes, len(b))
+	}
+	// Nothing is readable before the write completes (rolls have written
+	// the sealed segments, not the active one's buffer).
+	if l.WrittenOffset() >= l.LogEndOffset()-1 {
+		t.Fatalf("written %d before any flush, LEO %d", l.WrittenOffset(), l.LogEndOffset())
+	}
+	spans, err := l.Read(0, 1<<30, 1<<40)
+	if err != nil || len(spans) == 0 || spans[len(spans)-1].LastOffset != l.WrittenOffset() {
+		t.Fatalf("read before flush: %+v, %v; written %d", spans, err, l.WrittenOffset())
+	}
+	ReleaseSpans(spans)
+	mustFlush(t, l)
+	total := func(spans []Span) (n int64) {
+		for _, s := range spans {
+			n += s.Len
+		}
+		return n
+	}
+	for _, tc := range []struct {
+		name           string
+		off            int64
+		maxBytes       int
+		upTo           int64
+		wantFirst      int64
+		wantLast       int64
+		wantBytesAtMost int64
+	}{
+		{"from start, small budget returns one batch", 0, 1, 1 << 40, 0, 2, int64(sizes[0])},
+		{"middle of a batch starts at its base", 4, 1 << 20, 1 << 40, 3, 299, 1 << 20},
+		{"upTo inside a batch excludes it", 0, 1 << 20, 10, 0, 8, 1 << 20},
+		{"upTo below the batch returns nothing", 4, 1 << 20, 2, -1, -1, 0},
+		{"budget of three batches", 30, 3 * sizes[0], 1 << 40, 30, 38, int64(3 * sizes[0])},
+		{"at the end", 300, 100, 1 << 40, -1, -1, 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			spans, err := l.Read(tc.off, tc.maxBytes, tc.upTo)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer ReleaseSpans(spans)
+			if tc.wantFirst < 0 {
+				if len(spans) != 0 {
+					t.Fatalf("got %d spans, want none", len(spans))
+				}
+				return
+			}
+			if len(spans) == 0 {
+				t.Fatal("no spans")
+			}
+			if spans[0].FirstOffset != tc.wantFirst || spans[len(spans)-1].LastOffset != tc.wantLast {
+				t.Fatalf("offsets %d..%d, want %d..%d", spans[0].FirstOffset, spans[len(spans)-1].LastOffset, tc.wantFirst, tc.wantLast)
+			}
+			if n := total(spans); n > tc.wantBytesAtMost {
+				t.Fatalf("%d bytes, want at most %d", n, tc.wantBytesAtMost)
+			}
+			for i := 1; i < len(spans); i++ {
+				if spans[i].FirstOffset != spans[i-1].LastOffset+1 {
+					t.Fatalf("spans not contiguous: %+v", spans)
+				}
+			}
+		})
+	}
+	for _, off := range []int64{-1, 301} {
+		if _, err := l.Read(off, 100, 1<<40); !errors.Is(err, ErrOffsetOutOfRange) {
+			t.Fatalf("Read(%d): %v, want ErrOffsetOutOfRange", off, err)
+		}
+	}
+	_ = bases
+}
+
+func TestWatermarksByPolicy(t *testing.T) {
+	now := int64(1_000_000)
+	clock := func() int64 { return now }
+	for _, tc := range []struct {
+		cfg Config
+		// durable after the appends and one Flush
+		wantDurable func(leo int64) int64
+	}{
+		{Config{Fsync: FsyncAlways}, func(leo int64) int64 { return leo - 1 }},
+		{Config{Fsync: FsyncNever}, func(int64) int64 { return -1 }},
+		{Config{Fsync: FsyncMessages, FsyncMessages: 1000}, func(int64) int64 { return -1 }},
+		{Config{Fsync: FsyncMessages, FsyncMessages: 5}, func(leo int64) int64 { return leo - 1 }},
+		{Config{Fsync: FsyncInterval, FsyncIntervalMs: 100}, func(int64) int64 { return -1 }},
+	} {
+		t.Run(tc.cfg.Fsync.String(), func(t *testing.T) {
+			rng := newRNG(3)
+			cfg := tc.cfg
+			cfg.NowMs = clock
+			l := openLog(t, vfs.NewMem(), "/d", cfg, NewPwriteEngine())
+			defer l.Close()
+			for i := 0; i < 3; i++ {
+				if _, _, err := l.AppendLeader(makeBatch(rng, 2, 100, 1), 1); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if l.WrittenOffset() != -1 || l.DurableOffset() != -1 {
+				t.Fatalf("before flush: written %d durable %d", l.WrittenOffset(), l.DurableOffset())
+			}
+			mustFlush(t, l)
+			if l.WrittenOffset() != l.LogEndOffset()-1 {
+				t.Fatalf("written %d, LEO %d", l.WrittenOffset(), l.LogEndOffset())
+			}
+			if got, want := l.DurableOffset(), tc.wantDurable(l.LogEndOffset()); got != want {
+				t.Fatalf("durable %d, want %d", got, want)
+			}
+			if cfg.Fsync == FsyncInterval {
+				now += 100
+				mustFlush(t, l)
+				if l.DurableOffset() != l.LogEndOffset()-1 {
+					t.Fatalf("interval elapsed, durable %d, LEO %d", l.DurableOffset(), l.LogEndOffset())
+				}
+			}
+			if err := l.Sync(); err != nil || l.DurableOffset() != l.LogEndOffset()-1 {
+				t.Fatalf("Sync: %v, durable %d", err, l.DurableOffset())
+			}
+		})
+	}
+}
+
+func TestNotifyAndGroupCommit(t *testing.T) {
+	e := &countingEngine{Engine: NewPwriteEngine()}
+	d := NewIO(e)
+	var notified []int64
+	d.SetNotify(func(l *Log) { notified = append(notified, l.DurableOffset()) })
+	l, err := OpenLog(vfs.NewMem(), "/d", Config{}, d)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rng := newRNG(4)
+	for i := 0; i < 10; i++ {
+		if _, _, err := l.AppendLeader(makeBatch(rng, 1, 1000, 1), 1); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := d.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	if e.writes != 1 || e.syncs != 1 {
+		t.Fatalf("ten appends, one flush: %d writes with %d syncs, want 1 and 1", e.writes, e.syncs)
+	}
+	if len(notified) != 1 || notified[0] != 9 {
+		t.Fatalf("notified %v, want [9]", notified)
+	}
+	l.Close()
+	d.Close()
+}
+
+type countingEngine struct {
+	Engine
+	writes, syncs int
+}
+
+func (e *countingEngine) Write(f vfs.File, buf []byte, off int64, sync bool, token uint64) error {
+	e.writes++
+	if sync {
+		e.syncs++
+	}
+	return e.Engine.Write(f, buf, off, sync, token)
+}
+
+func TestFollowerAppend(t *testing.T) {
+	rng := newRNG(5)
+	l := openLog(t, vfs.NewMem(), "/d", Config{}, NewPwriteEngine())
+	defer l.Close()
+	b0 := stamped(makeBatch(rng, 3, 50, 1), 0, 2)
+	b1 := stamped(makeBatch(rng, 2, 50, 1), 3, 2)
+	b2 := stamped(makeBatch(rng, 1, 50, 1), 5, 4)
+	if err := l.AppendFollower(append(append(bytes.Clone(b0), b1...), b2...)); err != nil {
+		t.Fatal(err)
+	}
+	if l.LogEndOffset() != 6 || l.LastEpoch() != 4 {
+		t.Fatalf("LEO %d, last epoch %d", l.LogEndOffset(), l.LastEpoch())
+	}
+	for _, tc := range []struct {
+		name string
+		b    []byte
+		want error
+	}{
+		{"gap", stamped(makeBatch(rng, 1, 10, 1), 7, 4), ErrNotContiguous},
+		{"overlap", stamped(makeBatch(rng, 1, 10, 1), 5, 4), ErrNotContiguous},
+		{"stale epoch", stamped(makeBatch(rng, 1, 10, 1), 6, 3), ErrStaleEpoch},
+		{"second batch not contiguous", append(stamped(makeBatch(rng, 1, 10, 1), 6, 4), stamped(makeBatch(rng, 1, 10, 1), 9, 4)...), ErrNotContiguous},
+		{"trailing garbage", append(stamped(makeBatch(rng, 1, 10, 1), 6, 4), 1, 2, 3), ErrInvalidBatch},
+	} {
+		if err := l.AppendFollower(tc.b); !errors.Is(err, tc.want) {
+			t.Errorf("%s: %v, want %v", tc.name, err, tc.want)
+		}
+		if l.LogEndOffset() != 6 {
+			t.Fatalf("%s: a refused append moved the LEO to %d", tc.name, l.LogEndOffset())
+		}
+	}
+	if err := l.Sync(); err != nil {
+		t.Fatal(err)
+	}
+	got := readAll(t, l)
+	if !bytes.Equal(got[0], b0) || !bytes.Equal(got[3], b1) || !bytes.Equal(got[5], b2) {
+		t.Fatal("follower batches not stored unchanged")
+	}
+}
+
+func TestRefusesBadBatches(t *testing.T) {
+	rng := newRNG(6)
+	l := openLog(t, vfs.NewMem(), "/d", Config{BatchBytesMax: 4096}, NewPwriteEngine())
+	defer l.Close()
+	good := makeBatch(rng, 2, 100, 1)
+	flip := bytes.Clone(good)
+	flip[len(flip)-1] ^= 1
+	badMagic := bytes.Clone(good)
+	badMagic[16] = 1
+	for _, tc := range []struct {
+		name  string
+		b     []byte
+		epoch int32
+		want  error
+	}{
+		{"checksum", flip, 1, batch.ErrChecksum},
+		{"magic", badMagic, 1, batch.ErrCorrupt},
+		{"short", good[:40], 1, batch.ErrShort},
+		{"empty", nil, 1, batch.ErrShort},
+		{"too large", makeBatch(rng, 1, 5000, 1), 1, ErrBatchTooLarge},
+		{"negative epoch", good, -1, ErrStaleEpoch},
+	} {
+		_, _, err := l.AppendLeader(tc.b, tc.epoch)
+		if !errors.Is(err, tc.want) {
+			t.Errorf("%s: %v, want %v", tc.name, err, tc.want)
+		}
+		if tc.want != ErrBatchTooLarge && tc.want != ErrStaleEpoch && !errors.Is(err, ErrInvalidBatch) {
+			t.Errorf("%s: %v does not wrap ErrInvalidBatch", tc.name, err)
+		}
+	}
+	if l.LogEndOffset() != 0 || l.Size() != 0 {
+		t.Fatal("a refused batch reached the log")
+	}
+	if _, _, err := l.AppendLeader(good, 5); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := l.AppendLeader(good, 4); !errors.Is(err, ErrStaleEpoch) {
+		t.Fatalf("epoch going back: %v", err)
+	}
+}

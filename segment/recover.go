@@ -1,0 +1,421 @@
+package segment
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io/fs"
+	"slices"
+	"sort"
+	"strings"
+
+	"github.com/corestream/corestream/segment/checkpoint"
+)
+
+// RecoveryReport says what OpenLog found and what it dropped.
+type RecoveryReport struct {
+	// Clean is true when the log had been closed cleanly and nothing was
+	// scanned.
+	Clean bool
+	// Segments is the number of segments after recovery.
+	Segments int
+	// ScannedBytes is the bytes of .log validated batch by batch.
+	ScannedBytes int64
+	// TruncatedBytes were cut off the active segment's tail: a torn or
+	// garbage tail (TruncatedReason says what stopped the scan) or unused
+	// preallocated space (ZeroTail).
+	TruncatedBytes  int64
+	TruncatedReason error
+	ZeroTail        bool
+	// RemovedFiles lists files deleted: temporary files, segments below
+	// the log start, index files without a segment or out of date.
+	RemovedFiles []string
+	// IndexesRebuilt counts segments whose index was rebuilt by a scan.
+	IndexesRebuilt int
+	// EpochsRebuilt is true when the leader-epoch checkpoint was missing or
+	// damaged and was rebuilt from batch headers; EpochsRepaired when it was
+	// valid but had to be corrected against the log.
+	EpochsRebuilt  bool
+	EpochsRepaired bool
+	// LogStartOffset and LogEndOffset after recovery.
+	LogStartOffset, LogEndOffset int64
+}
+
+// DataDropped reports whether recovery cut off bytes that were not unused
+// space (a torn or corrupt tail).
+func (r RecoveryReport) DataDropped() bool { return r.TruncatedBytes > 0 && !r.ZeroTail }
+
+func (r RecoveryReport) String() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "offsets [%d, %d) in %d segments", r.LogStartOffset, r.LogEndOffset, r.Segments)
+	if r.Clean {
+		b.WriteString(", clean")
+	} else {
+		fmt.Fprintf(&b, ", scanned %d bytes", r.ScannedBytes)
+	}
+	if r.TruncatedBytes > 0 {
+		what := "torn tail"
+		if r.ZeroTail {
+			what = "unused space"
+		}
+		fmt.Fprintf(&b, ", truncated %d bytes of %s (%v)", r.TruncatedBytes, what, r.TruncatedReason)
+	}
+	if len(r.RemovedFiles) > 0 {
+		fmt.Fprintf(&b, ", removed %v", r.RemovedFiles)
+	}
+	if r.IndexesRebuilt > 0 {
+		fmt.Fprintf(&b, ", rebuilt %d indexes", r.IndexesRebuilt)
+	}
+	if r.EpochsRebuilt {
+		b.WriteString(", rebuilt the epoch cache")
+	} else if r.EpochsRepaired {
+		b.WriteString(", repaired the epoch cache")
+	}
+	return b.String()
+}
+
+// Checkpoint files of a log directory.
+const (
+	logStartFile = "log-start-offset.checkpoint"
+	cleanFile    = "clean-shutdown.checkpoint"
+)
+
+var (
+	// Payload version 1: logStartOffset int64.
+	logStartKind = checkpoint.Kind{'L', 'S', 'O', '1'}
+	// Payload version 1: activeBase int64, activeBytes int64, logEnd int64.
+	cleanKind = checkpoint.Kind{'C', 'L', 'S', 'D'}
+)
+
+type cleanRecord struct{ activeBase, activeBytes, leo int64 }
+
+func (l *Log) writeLogStart(start int64) error {
+	var b [8]byte
+	binary.BigEndian.PutUint64(b[:], uint64(start))
+	return checkpoint.Write(l.fs, l.path(logStartFile), logStartKind, 1, b[:])
+}
+
+func (l *Log) readLogStart() (int64, bool) {
+	v, p, err := checkpoint.Read(l.fs, l.path(logStartFile), logStartKind)
+	if err != nil || v != 1 || len(p) != 8 || int64(binary.BigEndian.Uint64(p)) < 0 {
+		return 0, false
+	}
+	return int64(binary.BigEndian.Uint64(p)), true
+}
+
+func (l *Log) readClean() (cleanRecord, bool) {
+	v, p, err := checkpoint.Read(l.fs, l.path(cleanFile), cleanKind)
+	if err != nil || v != 1 || len(p) != 24 {
+		return cleanRecord{}, false
+	}
+	be := binary.BigEndian
+	return cleanRecord{int64(be.Uint64(p)), int64(be.Uint64(p[8:])), int64(be.Uint64(p[16:]))}, true
+}
+
+// writeClean trims the active segment, syncs it, writes its index files and
+// the clean-shutdown record. REQUIRES: nothing in flight, nothing buffered.
+func (l *Log) writeClean() error {
+	s := l.active()
+	if err := s.file.f.Truncate(s.size); err != nil {
+		return err
+	}
+	if err := s.file.f.Sync(); err != nil {
+		l.poison(err)
+		return l.failed
+	}
+	if err := l.writeIndexFiles(s); err != nil {
+		return err
+	}
+	var b [24]byte
+	be := binary.BigEndian
+	be.PutUint64(b[:], uint64(s.base))
+	be.PutUint64(b[8:], uint64(s.size))
+	be.PutUint64(b[16:], uint64(l.leo))
+	// checkpoint.Write syncs the directory, which also makes the index
+	// files' entries durable.
+	return checkpoint.Write(l.fs, l.path(cleanFile), cleanKind, 1, b[:])
+}
+
+func (l *Log) removeFile(name string) error {
+	if err := l.fs.Remove(l.path(name)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return err
+	}
+	l.report.RemovedFiles = append(l.report.RemovedFiles, name)
+	return nil
+}
+
+// recover opens the directory (see OpenLog).
+func (l *Log) recover() error {
+	if err := l.fs.MkdirAll(l.dir, 0o755); err != nil {
+		return err
+	}
+	names, err := l.fs.List(l.dir)
+	if err != nil {
+		return err
+	}
+	var bases []int64
+	indexes := map[int64][]string{}
+	for _, n := range names {
+		if b, ok := parseSegName(n, logSuffix); ok {
+			bases = append(bases, b)
+		} else if b, ok := parseSegName(n, indexSuffix); ok {
+			indexes[b] = append(indexes[b], n)
+		} else if b, ok := parseSegName(n, timeIndexSuffix); ok {
+			indexes[b] = append(indexes[b], n)
+		} else if checkpoint.IsTemp(n) {
+			if err := l.removeFile(n); err != nil {
+				return err
+			}
+		}
+	}
+	sort.Slice(bases, func(i, j int) bool { return bases[i] < bases[j] })
+
+	start, hasStart := l.readLogStart()
+	clean, hasClean := l.readClean()
+	dirChanged := false
+	if hasClean {
+		// From here on the directory no longer describes a clean shutdown.
+		if err := l.removeFile(cleanFile); err != nil {
+			return err
+		}
+		l.report.RemovedFiles = l.report.RemovedFiles[:len(l.report.RemovedFiles)-1]
+		dirChanged = true
+	}
+
+	// Segments wholly below the log start are leftovers of retention or a
+	// Reset that a crash interrupted.
+	if hasStart && len(bases) > 0 {
+		if bases[len(bases)-1] < start {
+			for _, b := range bases {
+				if err := l.removeSegmentFiles(b); err != nil {
+					return err
+				}
+			}
+			bases, dirChanged = nil, true
+		} else {
+			i := 0
+			for i+1 < len(bases) && bases[i+1] <= start {
+				if err := l.removeSegmentFiles(bases[i]); err != nil {
+					return err
+				}
+				i, dirChanged = i+1, true
+			}
+			bases = bases[i:]
+		}
+	}
+	for b, files := range indexes {
+		if i := sort.Search(len(bases), func(i int) bool { return bases[i] >= b }); i == len(bases) || bases[i] != b {
+			for _, n := range files {
+				if err := l.removeFile(n); err != nil {
+					return err
+				}
+			}
+			dirChanged = true
+		}
+	}
+	if len(bases) == 0 {
+		if !hasStart {
+			start = 0
+		}
+		s, err := l.createSegment(start)
+		if err != nil {
+			return err
+		}
+		l.segs = []*segment{s}
+		l.logStart, l.leo = start, start
+		l.written, l.durable = start-1, start-1
+		l.epochs = epochCache{}
+		if err := l.persistEpochs(); err != nil {
+			return err
+		}
+		l.finishReport()
+		return nil
+	}
+	if err := l.openSegments(bases, clean, hasClean); err != nil {
+		return err
+	}
+	l.logStart = l.segs[0].base
+	if hasStart && start > l.logStart {
+		l.logStart = start
+	}
+	if err := l.recoverEpochs(); err != nil {
+		return err
+	}
+	if dirChanged {
+		if err := l.fs.SyncDir(l.dir); err != nil {
+			return err
+		}
+	}
+	l.finishReport()
+	return nil
+}
+
+func (l *Log) finishReport() {
+	l.report.Segments = len(l.segs)
+	l.report.LogStartOffset, l.report.LogEndOffset = l.logStart, l.leo
+}
+
+func (l *Log) removeSegmentFiles(base int64) error {
+	for _, suf := range []string{logSuffix, indexSuffix, timeIndexSuffix} {
+		if err := l.fs.Remove(l.path(segName(base, suf))); err == nil {
+			l.report.RemovedFiles = append(l.report.RemovedFiles, segName(base, suf))
+		} else if !errors.Is(err, fs.ErrNotExist) {
+			return err
+		}
+	}
+	return nil
+}
+
+// openSegments opens every segment; sealed ones are taken at their size,
+// the active one is trusted on a clean shutdown and scanned otherwise.
+func (l *Log) openSegments(bases []int64, clean cleanRecord, hasClean bool) error {
+	for i, b := range bases {
+		f, err := l.fs.OpenReadWrite(l.path(segName(b, logSuffix)))
+		if err != nil {
+			return err
+		}
+		s := &segment{base: b, file: newSegFile(f), rollAtMs: l.cfg.NowMs()}
+		l.segs = append(l.segs, s)
+		if s.size, err = f.Size(); err != nil {
+			return err
+		}
+		s.writtenSize, s.preallocEnd = s.size, s.size
+		if i+1 < len(bases) {
+			s.sealed, s.last = true, bases[i+1]-1
+			continue
+		}
+		if hasClean && clean.activeBase == b && clean.activeBytes == s.size && clean.leo >= b {
+			s.last = clean.leo - 1
+			l.report.Clean = true
+			if err := l.loadIndex(s); err != nil {
+				// The record was clean but the segment does not match it:
+				// fall back to a scan.
+				s.damaged = nil
+				l.report.Clean = false
+			}
+		}
+		if !l.report.Clean {
+			if err := l.scanActive(s); err != nil {
+				return err
+			}
+		}
+		l.leo = s.last + 1
+		l.written, l.durable = s.last, s.last
+	}
+	return nil
+}
+
+// scanActive validates the active segment, truncates what does not check
+// out, makes the result durable and drops its stale index files.
+func (l *Log) scanActive(s *segment) error {
+	r := scanSegment(s.file.f, s.base, s.size, 0, l.cfg.IndexIntervalBytes)
+	l.report.ScannedBytes += r.end
+	s.idx, s.last = r.idx, r.last
+	l.scanEpochs = r.epochs
+	if r.end < s.size {
+		l.report.TruncatedBytes = s.size - r.end
+		l.report.TruncatedReason = r.stop
+		l.report.ZeroTail = r.zeroTail
+		if err := s.file.f.Truncate(r.end); err != nil {
+			return err
+		}
+		s.size, s.writtenSize, s.preallocEnd = r.end, r.end, r.end
+	}
+	if err := s.file.f.Sync(); err != nil {
+		return err
+	}
+	return l.removeIndexFiles(s.base)
+}
+
+// recoverEpochs loads the leader-epoch checkpoint and reconciles it with
+// the log, or rebuilds it from batch headers.
+func (l *Log) recoverEpochs() error {
+	v, p, err := checkpoint.Read(l.fs, l.path(epochFile), epochKind)
+	var entries []EpochEntry
+	if err == nil {
+		entries, err = decodeEpochs(v, p)
+	}
+	if err != nil {
+		return l.rebuildAndPersistEpochs()
+	}
+	orig := slices.Clone(entries)
+	l.epochs = epochCache{entries: entries}
+	l.epochs.truncateFromStart(l.logStart)
+	l.epochs.truncateFromEnd(l.leo)
+	if !l.report.Clean {
+		// The scan is the truth for the active segment: an epoch persisted
+		// ahead of a batch that never reached the disk is dropped here.
+		l.epochs.truncateFromEnd(l.active().base)
+		for _, e := range l.scanEpochs {
+			if e.Epoch < l.epochs.last() {
+				// Older segments disagree with the active one.
+				return l.rebuildAndPersistEpochs()
+			}
+			l.epochs.assign(e.Epoch, max(e.StartOffset, l.logStart))
+		}
+	}
+	l.scanEpochs = nil
+	if len(l.epochs.entries) == 0 && l.leo > l.logStart {
+		return l.rebuildAndPersistEpochs()
+	}
+	if !slices.Equal(orig, l.epochs.entries) {
+		l.report.EpochsRepaired = true
+		return l.persistEpochs()
+	}
+	return nil
+}
+
+func (l *Log) rebuildAndPersistEpochs() error {
+	l.report.EpochsRebuilt = true
+	if err := l.rebuildEpochs(); err != nil {
+		return err
+	}
+	return l.persistEpochs()
+}
+
+// rebuildEpochs walks every batch header of the log.
+func (l *Log) rebuildEpochs() error {
+	l.epochs = epochCache{}
+	for _, s := range l.segs {
+		pos, want := int64(0), s.base
+		for pos < s.writtenSize {
+			h, err := readHeader(s.file.f, pos, &l.hdr)
+			if err != nil {
+				return err
+			}
+			if h.BaseOffset != want {
+				return fmt.Errorf("%w: segment %d: base offset %d at %d, want %d", ErrCorrupt, s.base, h.BaseOffset, pos, want)
+			}
+			if h.PartitionLeaderEpoch > l.epochs.last() {
+				l.epochs.assign(h.PartitionLeaderEpoch, max(h.BaseOffset, l.logStart))
+			}
+			pos += int64(h.Size())
+			want = h.LastOffset() + 1
+		}
+	}
+	l.scanEpochs = nil
+	return nil
+}
+
+func (l *Log) persistEpochs() error {
+	return checkpoint.Write(l.fs, l.path(epochFile), epochKind, epochVersion, l.epochs.encode())
+}
+
+// createSegment creates an empty segment file at base and makes its entry
+// durable.
+func (l *Log) createSegment(base int64) (*segment, error) {
+	if err := l.removeIndexFiles(base); err != nil {
+		return nil, err
+	}
+	name := l.path(segName(base, logSuffix))
+	f, err := l.fs.Create(name)
+	if err != nil {
+		return nil, err
+	}
+	if err := l.fs.SyncDir(l.dir); err != nil {
+		_ = f.Close()
+		_ = l.fs.Remove(name)
+		return nil, err
+	}
+	return &segment{base: base, file: newSegFile(f), last: base - 1, idx: newSegIndex(), rollAtMs: l.cfg.NowMs()}, nil
+}

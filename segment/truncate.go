@@ -1,0 +1,209 @@
+package segment
+
+import (
+	"fmt"
+)
+
+// TruncateTo removes every batch at or after end, so that afterwards
+// LogEndOffset() == end (consensus log divergence). end must be a batch's
+// base offset or the log end offset (ErrNotBatchBoundary otherwise) and in
+// [LogStartOffset, LogEndOffset] (ErrOffsetOutOfRange). It waits for the
+// log's writes, deletes later segments (newest first), cuts the segment
+// holding end and syncs it, so the removed batches cannot reappear after a
+// crash. Spans already handed out over the removed range must not be used
+// past this call; raft never truncates below its commit index, so
+// committed reads are unaffected.
+func (l *Log) TruncateTo(end int64) error {
+	if err := l.usable(); err != nil {
+		return err
+	}
+	if end < l.logStart || end > l.leo {
+		return fmt.Errorf("%w: truncate to %d, log is [%d, %d]", ErrOffsetOutOfRange, end, l.logStart, l.leo)
+	}
+	if end == l.leo {
+		return nil
+	}
+	if err := l.drainAll(); err != nil {
+		return err
+	}
+	if end == l.leo { // a rewind already got there
+		return nil
+	}
+	i := l.segFor(end)
+	s := l.segs[i]
+	if err := l.loadIndex(s); err != nil {
+		return err
+	}
+	pos := int64(0)
+	if end > s.base {
+		p, base, err := l.positionOf(s, end)
+		if err != nil {
+			return err
+		}
+		if base != end {
+			return fmt.Errorf("%w: %d is inside the batch at %d", ErrNotBatchBoundary, end, base)
+		}
+		pos = p
+	}
+	// Newest first: a crash part-way leaves a shorter log, never a gap.
+	for j := len(l.segs) - 1; j > i; j-- {
+		if err := l.dropSegment(l.segs[j]); err != nil {
+			return err
+		}
+		l.segs = l.segs[:j]
+	}
+	if err := l.fs.SyncDir(l.dir); err != nil {
+		return err
+	}
+	if err := s.file.f.Truncate(pos); err != nil {
+		l.poison(fmt.Errorf("truncate: %w", err))
+		return l.failed
+	}
+	if err := s.file.f.Sync(); err != nil {
+		l.poison(fmt.Errorf("truncate: %w", err))
+		return l.failed
+	}
+	if s.sealed {
+		s.sealed = false
+		if err := l.removeIndexFiles(s.base); err != nil {
+			return err
+		}
+	}
+	l.cutActive(s, pos, end)
+	s.rollAtMs = l.cfg.NowMs()
+	return l.persistEpochs()
+}
+
+// dropSegment removes a segment's files and the log's reference (spans
+// keep the file open until released).
+func (l *Log) dropSegment(s *segment) error {
+	for _, suf := range []string{logSuffix, indexSuffix, timeIndexSuffix} {
+		if err := l.removeFileQuiet(segName(s.base, suf)); err != nil {
+			return err
+		}
+	}
+	s.file.release()
+	return nil
+}
+
+func (l *Log) removeFileQuiet(name string) error {
+	saved := len(l.report.RemovedFiles)
+	err := l.removeFile(name)
+	l.report.RemovedFiles = l.report.RemovedFiles[:saved]
+	return err
+}
+
+// Reset drops the whole log and starts it empty at newStart: a follower
+// whose leader has already deleted the offsets it needs (Kafka's
+// truncateFullyAndStartAt). The new log start is persisted first, so a
+// crash part-way finishes the reset on the next open.
+func (l *Log) Reset(newStart int64) error {
+	if err := l.usable(); err != nil {
+		return err
+	}
+	if newStart < 0 {
+		return fmt.Errorf("%w: reset to %d", ErrOffsetOutOfRange, newStart)
+	}
+	// Wait out the writes in flight; a rewind is irrelevant here.
+	_ = l.drainAll()
+	if err := l.usable(); err != nil {
+		return err
+	}
+	if l.cur != nil {
+		l.io.pool.put(l.cur)
+		l.cur = nil
+	}
+	if err := l.writeLogStart(newStart); err != nil {
+		return err
+	}
+	for j := len(l.segs) - 1; j >= 0; j-- {
+		if err := l.dropSegment(l.segs[j]); err != nil {
+			return err
+		}
+		l.segs = l.segs[:j]
+	}
+	l.epochs = epochCache{}
+	if err := l.persistEpochs(); err != nil {
+		return err
+	}
+	s, err := l.createSegment(newStart)
+	if err != nil {
+		// The directory now has no segment; the next open creates it.
+		l.poison(fmt.Errorf("reset: %w", err))
+		return l.failed
+	}
+	l.segs = []*segment{s}
+	l.logStart, l.leo = newStart, newStart
+	l.written, l.durable = newStart-1, newStart-1
+	l.unsyncedRecords = 0
+	return nil
+}
+
+// RetentionResult says what ApplyRetention deleted.
+type RetentionResult struct {
+	Segments int
+	Bytes    int64
+	// LogStartOffset after the deletion.
+	LogStartOffset int64
+}
+
+// ApplyRetention deletes whole segments, oldest first, while the log is
+// over Config.RetentionBytes or the segment's newest timestamp is older
+// than Config.RetentionMs, never the active segment and never a segment
+// holding an offset above limit (pass the commit index, or the minimum
+// offset every consumer of interest still needs). The new log start offset
+// is persisted before any file is deleted.
+func (l *Log) ApplyRetention(limit int64) (RetentionResult, error) {
+	var res RetentionResult
+	if err := l.usable(); err != nil {
+		return res, err
+	}
+	total := l.Size()
+	now := l.cfg.NowMs()
+	n := 0
+	for n < len(l.segs)-1 {
+		s := l.segs[n]
+		if s.last > limit {
+			break
+		}
+		bySize := l.cfg.RetentionBytes >= 0 && total-s.size >= l.cfg.RetentionBytes
+		byAge := false
+		if l.cfg.RetentionMs >= 0 && !bySize {
+			if err := l.loadIndex(s); err == nil && s.idx.maxTs != noTimestamp {
+				byAge = now-s.idx.maxTs > l.cfg.RetentionMs
+			}
+		}
+		if !bySize && !byAge {
+			break
+		}
+		total -= s.size
+		res.Bytes += s.size
+		n++
+	}
+	res.LogStartOffset = l.logStart
+	if n == 0 {
+		return res, nil
+	}
+	newStart := l.segs[n].base
+	if err := l.writeLogStart(newStart); err != nil {
+		return RetentionResult{LogStartOffset: l.logStart}, err
+	}
+	for j := 0; j < n; j++ {
+		if err := l.dropSegment(l.segs[j]); err != nil {
+			// The log start is persisted: the next open finishes the job.
+			l.segs = l.segs[j:]
+			l.logStart = max(l.logStart, newStart)
+			return res, err
+		}
+	}
+	l.segs = append(l.segs[:0], l.segs[n:]...)
+	l.logStart = newStart
+	l.written, l.durable = max(l.written, newStart-1), max(l.durable, newStart-1)
+	if l.epochs.truncateFromStart(newStart) {
+		if err := l.persistEpochs(); err != nil {
+			return res, err
+		}
+	}
+	res.Segments, res.LogStartOffset = n, newStart
+	return res, l.fs.SyncDir(l.dir)
+}
