@@ -69,7 +69,8 @@
 // write that makes no progress, or is short more than shortWritesMax times,
 // fails with io.ErrShortWrite; a negative res fails with its errno (an
 // *OpError wrapping syscall.Errno, so errors.Is(err, syscall.ENOSPC)
-// works). Buffers larger than pieceBytesMax (1 GiB; the kernel caps one
+// works); a failed fdatasync is wrapped once more in *vfs.SyncError, which
+// the log reads as "durable contents unknown, never retry". Buffers larger than pieceBytesMax (1 GiB; the kernel caps one
 // write below 2 GiB) are written as consecutive pieces the same way, with
 // the fdatasync linked to the last piece only.
 //

@@ -27,6 +27,9 @@ func TestOpSettle(t *testing.T) {
 		cqes     []cqe
 		wantDone bool
 		wantErr  error // matched with errors.Is; nil means no error
+		// syncFailed: the error must be a *vfs.SyncError (the sync ran and
+		// failed), never for a write failure
+		syncFailed bool
 		// what the next submission must be when not done
 		nextLen  int
 		nextSync bool
@@ -50,7 +53,7 @@ func TestOpSettle(t *testing.T) {
 			{cqes: []cqe{{roleWrite, -int32(unix.ENOSPC)}, {roleSync, canceled}}, wantDone: true, wantErr: syscall.ENOSPC},
 		}},
 		{"sync fails", 100, true, true, 1 << 20, []step{
-			{cqes: []cqe{{roleWrite, 100}, {roleSync, -int32(unix.EIO)}}, wantDone: true, wantErr: syscall.EIO},
+			{cqes: []cqe{{roleWrite, 100}, {roleSync, -int32(unix.EIO)}}, wantDone: true, wantErr: syscall.EIO, syncFailed: true},
 		}},
 		{"short write: cancelled sync ignored, remainder resubmitted with sync", 100, true, true, 1 << 20, []step{
 			{cqes: []cqe{{roleWrite, 60}, {roleSync, canceled}}, nextLen: 40, nextSync: true},
@@ -80,8 +83,11 @@ func TestOpSettle(t *testing.T) {
 		{"lone sync", 0, true, false, 100, []step{
 			{cqes: []cqe{{roleSync, 0}}, wantDone: true},
 		}},
+		{"sync says ENOSPC: still a sync failure, not retryable", 100, true, true, 1 << 20, []step{
+			{cqes: []cqe{{roleWrite, 100}, {roleSync, -int32(unix.ENOSPC)}}, wantDone: true, wantErr: syscall.ENOSPC, syncFailed: true},
+		}},
 		{"lone sync fails", 0, true, false, 100, []step{
-			{cqes: []cqe{{roleSync, -int32(unix.EIO)}}, wantDone: true, wantErr: syscall.EIO},
+			{cqes: []cqe{{roleSync, -int32(unix.EIO)}}, wantDone: true, wantErr: syscall.EIO, syncFailed: true},
 		}},
 	}
 	for _, c := range cases {
@@ -104,6 +110,13 @@ func TestOpSettle(t *testing.T) {
 				}
 				if (st.wantErr == nil) != (err == nil) || (err != nil && !errors.Is(err, st.wantErr)) {
 					t.Fatalf("step %d: err %v, want %v", i, err, st.wantErr)
+				}
+				var se *vfs.SyncError
+				if isSync := errors.As(err, &se); isSync != (err != nil && st.syncFailed) {
+					t.Fatalf("step %d: err %v wrapped in *vfs.SyncError: %v, want %v", i, err, isSync, st.syncFailed)
+				}
+				if st.syncFailed && vfs.IsNoSpace(err) {
+					t.Fatalf("step %d: failed sync %v classified as retryable no-space", i, err)
 				}
 				if done {
 					if i != len(c.steps)-1 {

@@ -53,7 +53,9 @@ func (e *UnavailableError) Is(target error) bool { return target == ErrUnavailab
 
 // OpError is the error an Engine reports for a failed operation. It wraps
 // the kernel's errno (a syscall.Errno, so errors.Is(err, syscall.ENOSPC) and
-// errors.Is(err, fs.ErrPermission) work) or io.ErrShortWrite.
+// errors.Is(err, fs.ErrPermission) work) or io.ErrShortWrite. A failed
+// fdatasync's OpError is itself wrapped in a *vfs.SyncError, the log's sign
+// that durable contents are unknown and nothing may be retried.
 type OpError struct {
 	// Op is "write" or "fdatasync".
 	Op string

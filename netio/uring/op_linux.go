@@ -100,6 +100,7 @@ func (o *op) record(role int, res int32) bool {
 // (and with which error) or needs another submission (a short write's
 // remainder, or the next piece of a large buffer).
 //
+// A failed fdatasync is reported as a *vfs.SyncError wrapping an *OpError.
 // A linked fdatasync whose write was short or failed was cancelled by the
 // kernel (-ECANCELED) and did not run: it is ignored, never counted as a
 // sync, and the resubmitted remainder carries a new one.
@@ -122,7 +123,9 @@ func (o *op) settle() (done bool, err error) {
 		}
 	}
 	if o.pieceSync && o.syncRes < 0 {
-		return true, o.opError("fdatasync", syscall.Errno(-o.syncRes))
+		// Wrapped so the log never mistakes a failed sync (even one that
+		// says ENOSPC) for a write that can be retried: vfs.SyncError.
+		return true, &vfs.SyncError{Err: o.opError("fdatasync", syscall.Errno(-o.syncRes))}
 	}
 	return true, nil
 }

@@ -126,18 +126,21 @@ func (h *harness) within(what string, fn func()) {
 	}
 }
 
-// reap calls Reap once and returns what it reported.
-func (h *harness) reap(wait bool) map[uint64]error {
+// done is one completion as Reap reported it.
+type done struct {
+	token uint64
+	err   error
+}
+
+// reap calls Reap once and returns what it reported, in callback order.
+func (h *harness) reap(wait bool) []done {
 	h.t.Helper()
-	got := map[uint64]error{}
+	var got []done
 	var n int
 	var err error
 	h.within(fmt.Sprintf("Reap(wait=%v)", wait), func() {
 		n, err = h.e.Reap(wait, func(token uint64, opErr error) {
-			if _, dup := got[token]; dup {
-				h.t.Errorf("token %d reported twice in one Reap", token)
-			}
-			got[token] = opErr
+			got = append(got, done{token, opErr})
 		})
 	})
 	if err != nil {
@@ -149,9 +152,9 @@ func (h *harness) reap(wait bool) map[uint64]error {
 	return got
 }
 
-// reapAll reaps until want tokens came back, checking each comes back once
-// and only tokens that were written come back. It returns the errors by
-// token in arrival order of tokens.
+// reapAll reaps until every token in want came back, checking each comes
+// back once and only tokens that were written come back. It returns the
+// errors by token and the tokens in arrival order.
 func (h *harness) reapAll(want map[uint64]bool) (errs map[uint64]error, order []uint64) {
 	h.t.Helper()
 	errs = map[uint64]error{}
@@ -163,15 +166,15 @@ func (h *harness) reapAll(want map[uint64]bool) (errs map[uint64]error, order []
 		if len(got) == 0 {
 			h.t.Fatalf("Reap(wait=true) reported nothing with %d in flight", h.e.InFlight())
 		}
-		for tok, err := range got {
-			if !want[tok] {
-				h.t.Fatalf("unknown token %d reported", tok)
+		for _, d := range got {
+			if !want[d.token] {
+				h.t.Fatalf("unknown token %d reported", d.token)
 			}
-			if _, dup := errs[tok]; dup {
-				h.t.Fatalf("token %d reported twice", tok)
+			if _, dup := errs[d.token]; dup {
+				h.t.Fatalf("token %d reported twice", d.token)
 			}
-			errs[tok] = err
-			order = append(order, tok)
+			errs[d.token] = d.err
+			order = append(order, d.token)
 		}
 	}
 	if n := h.e.InFlight(); n != 0 {
@@ -401,11 +404,8 @@ func testReapWaitBlocks(h *harness) {
 	h.write(f, pattern(3, 128<<10), 0, true, 42)
 	h.submit()
 	got := h.reap(true)
-	if len(got) != 1 {
-		h.t.Fatalf("Reap(true) with one op in flight reported %v", got)
-	}
-	if err, ok := got[42]; !ok || err != nil {
-		h.t.Fatalf("Reap(true) reported %v, want token 42 with nil error", got)
+	if len(got) != 1 || got[0].token != 42 || got[0].err != nil {
+		h.t.Fatalf("Reap(true) with one op in flight reported %v, want token 42 with nil error", got)
 	}
 	if n := h.e.InFlight(); n != 0 {
 		h.t.Fatalf("InFlight = %d after the only op was reaped", n)
@@ -454,15 +454,14 @@ func testTokensExactlyOnce(h *harness) {
 	h.submit()
 	seen := map[uint64]bool{}
 	for polls := 0; len(seen) < len(want); polls++ {
-		got := h.reap(polls%2 == 1)
-		for tok, err := range got {
-			if err != nil {
-				h.t.Fatalf("token %d: %v", tok, err)
+		for _, d := range h.reap(polls%2 == 1) {
+			if d.err != nil {
+				h.t.Fatalf("token %d: %v", d.token, d.err)
 			}
-			if !want[tok] || seen[tok] {
-				h.t.Fatalf("token %d reported but not expected (or twice)", tok)
+			if !want[d.token] || seen[d.token] {
+				h.t.Fatalf("token %d reported but not expected (or twice)", d.token)
 			}
-			seen[tok] = true
+			seen[d.token] = true
 		}
 		if polls > 1_000_000 {
 			h.t.Fatalf("only %d of %d tokens after %d Reaps", len(seen), len(want), polls)
