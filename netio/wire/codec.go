@@ -73,21 +73,19 @@ func (d *decoder) failf(field, format string, args ...any) {
 		if d.response {
 			d.err = fmt.Errorf("%w: %s v%d: field %s at byte %d: %s",
 				ErrMalformedResponse, d.key, d.version, field, d.off, detail)
-			return
+		} else {
+			d.err = &ErrorResponse{Err: ErrInvalidRequest,
+				Message: fmt.Sprintf("%s v%d request: field %s at byte %d: %s", d.key, d.version,
+					field, d.off, detail)}
 		}
-		d.err = &ErrorResponse{Err: ErrInvalidRequest,
-			Message: fmt.Sprintf("%s v%d request: field %s at byte %d: %s", d.key, d.version,
-				field, d.off, detail)}
+		d.b, d.off = nil, 0 // every later read now fails without a check of err
 	}
 }
 
 // take returns the next n bytes, or nil after recording a failure.
 func (d *decoder) take(field string, n int) []byte {
-	if d.err != nil {
-		return nil
-	}
-	if left := len(d.b) - d.off; n > left {
-		d.failf(field, "need %d bytes, have %d", n, left)
+	if n > len(d.b)-d.off {
+		d.short(field, n)
 		return nil
 	}
 	p := d.b[d.off : d.off+n : d.off+n]
@@ -95,31 +93,50 @@ func (d *decoder) take(field string, n int) []byte {
 	return p
 }
 
-func (d *decoder) u8(field string) uint8 {
-	if p := d.take(field, 1); p != nil {
-		return p[0]
+// short records that field needs n bytes that are not there. It is kept
+// out of line so that the fixed-width readers inline.
+//
+//go:noinline
+func (d *decoder) short(field string, n int) {
+	if d.err == nil {
+		d.failf(field, "need %d bytes, have %d", n, len(d.b)-d.off)
 	}
+}
+
+func (d *decoder) u8(field string) uint8 {
+	if d.off < len(d.b) {
+		v := d.b[d.off]
+		d.off++
+		return v
+	}
+	d.short(field, 1)
 	return 0
 }
 
 func (d *decoder) u16(field string) uint16 {
-	if p := d.take(field, 2); p != nil {
+	if p := d.b[d.off:]; len(p) >= 2 {
+		d.off += 2
 		return be.Uint16(p)
 	}
+	d.short(field, 2)
 	return 0
 }
 
 func (d *decoder) u32(field string) uint32 {
-	if p := d.take(field, 4); p != nil {
+	if p := d.b[d.off:]; len(p) >= 4 {
+		d.off += 4
 		return be.Uint32(p)
 	}
+	d.short(field, 4)
 	return 0
 }
 
 func (d *decoder) u64(field string) uint64 {
-	if p := d.take(field, 8); p != nil {
+	if p := d.b[d.off:]; len(p) >= 8 {
+		d.off += 8
 		return be.Uint64(p)
 	}
+	d.short(field, 8)
 	return 0
 }
 
@@ -131,6 +148,7 @@ func (d *decoder) i64(field string) int64 { return int64(d.u64(field)) }
 func (d *decoder) boolean(field string) bool {
 	v := d.u8(field)
 	if v > 1 {
+		d.off-- // report the field's own offset
 		d.failf(field, "bool is %d, want 0 or 1", v)
 	}
 	return v == 1

@@ -183,7 +183,7 @@ func TestDecodeErrorMessages(t *testing.T) {
 		{"count over bytes", &MetadataRequest{}, manyTopics,
 			"INVALID_REQUEST: Metadata v0 request: field topics at byte 0: count 1000 needs at least 2000 bytes, have 0"},
 		{"bad bool", &CreateTopicRequest{}, badBool,
-			"INVALID_REQUEST: CreateTopic v0 request: field validate_only at byte 14: bool is 2, want 0 or 1"},
+			"INVALID_REQUEST: CreateTopic v0 request: field validate_only at byte 13: bool is 2, want 0 or 1"},
 		{"empty body trailing", &ListTopicsRequest{}, []byte{0},
 			"INVALID_REQUEST: ListTopics v0 request: field (end) at byte 0: 1 trailing bytes after the body"},
 	}

@@ -1,0 +1,88 @@
+package wire
+
+import (
+	"errors"
+	"fmt"
+	"testing"
+)
+
+// frozenCodes is the published error table. NEVER edit or delete a line:
+// a code keeps its name forever. Add lines only, for new codes.
+var frozenCodes = map[int16]string{
+	1: "UNKNOWN_SERVER_ERROR", 2: "INVALID_REQUEST", 3: "UNSUPPORTED_VERSION", 4: "CORRUPT_MESSAGE",
+	5: "MESSAGE_TOO_LARGE", 6: "UNKNOWN_TOPIC_OR_PARTITION", 7: "NOT_PRIMARY", 8: "STALE_GENERATION",
+	9: "PRIMARY_NOT_AVAILABLE", 10: "NOT_METADATA_PRIMARY", 11: "REQUEST_TIMED_OUT", 12: "NOT_ENOUGH_REPLICAS",
+	13: "STORAGE_ERROR", 14: "OFFSET_OUT_OF_RANGE", 15: "TOPIC_ALREADY_EXISTS", 16: "INVALID_TOPIC_NAME",
+	17: "INVALID_PARTITIONS", 18: "INVALID_REPLICATION_FACTOR", 19: "INVALID_CONFIG", 20: "DUPLICATE_SEQUENCE",
+	21: "OUT_OF_ORDER_SEQUENCE", 22: "INVALID_PRODUCER_EPOCH", 23: "UNKNOWN_PRODUCER_ID", 24: "BUSY",
+	25: "NOT_IN_SYNC_REPLICA", 26: "REBALANCE_IN_PROGRESS", 27: "UNKNOWN_CONSUMER", 28: "INVALID_CONSUMER_NAME",
+	29: "NOT_COORDINATOR", 30: "NOT_REPLICA", 31: "NODE_NOT_AVAILABLE", 32: "INVALID_TIMESTAMP",
+	33: "INVALID_OFFSET", 34: "INVALID_PRODUCER_ID_MAPPING",
+}
+
+// frozenKeys is the published API key list, under the same rule.
+var frozenKeys = map[APIKey]string{
+	0: "Handshake", 1: "Produce", 2: "Fetch", 3: "ListOffsets", 4: "Metadata", 5: "CreateTopic",
+	6: "DeleteTopic", 7: "ListTopics", 8: "DescribeTopic", 9: "AddPartitions", 10: "CommitOffsets",
+	11: "FetchOffsets", 12: "InitProducer", 13: "ClusterStatus", 14: "MovePrimary", 15: "Rebalance",
+	16: "DescribePartition",
+}
+
+func TestErrorCodesAppendOnly(t *testing.T) {
+	for code, name := range frozenCodes {
+		e, ok := ErrorForCode(code).(*Error)
+		if !ok || e.Name != name {
+			t.Errorf("code %d must stay %s, is %v", code, name, e)
+		}
+	}
+	names := map[string]bool{}
+	for i, e := range Errors() {
+		if e.Code != int16(i+1) {
+			t.Errorf("table entry %d has code %d: keep the table dense and in code order", i, e.Code)
+		}
+		if names[e.Name] {
+			t.Errorf("name %s used twice", e.Name)
+		}
+		names[e.Name] = true
+		if frozenCodes[e.Code] == "" {
+			t.Errorf("code %d (%s) is not in frozenCodes: add it there", e.Code, e.Name)
+		}
+		if e.Description == "" {
+			t.Errorf("%s has no description", e.Name)
+		}
+	}
+	for key, name := range frozenKeys {
+		if key.String() != name {
+			t.Errorf("API key %d must stay %s, is %s", key, name, key)
+		}
+	}
+	if len(APIs()) != len(frozenKeys) {
+		t.Errorf("API table has %d keys, frozenKeys %d: add new keys there", len(APIs()), len(frozenKeys))
+	}
+}
+
+func TestErrorMatching(t *testing.T) {
+	if ErrorForCode(CodeNone) != nil {
+		t.Fatal("code 0 must map to nil")
+	}
+	if ErrorForCode(7) != ErrNotPrimary {
+		t.Fatal("code 7")
+	}
+	wrapped := fmt.Errorf("send: %w", &ErrorResponse{Err: ErrNotPrimary, Message: "x"})
+	if !errors.Is(wrapped, ErrNotPrimary) || errors.Is(wrapped, ErrStaleGeneration) {
+		t.Fatal("errors.Is must match by code")
+	}
+	if !errors.Is(ErrorForCode(7), &Error{Code: 7}) {
+		t.Fatal("a copy with the same code must match")
+	}
+	unknown := ErrorForCode(500)
+	if !errors.Is(unknown, &Error{Code: 500}) || IsRetriable(unknown) || CodeOf(unknown) != 500 {
+		t.Fatalf("unknown code: %v", unknown)
+	}
+	if CodeOf(nil) != CodeNone || CodeOf(errors.New("x")) != ErrUnknownServerError.Code || CodeOf(wrapped) != 7 {
+		t.Fatal("CodeOf")
+	}
+	if !IsRetriable(wrapped) || IsRetriable(ErrInvalidRequest) || IsRetriable(errors.New("x")) {
+		t.Fatal("IsRetriable")
+	}
+}
