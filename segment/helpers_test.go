@@ -189,3 +189,5 @@ func (e *reorderEngine) Reap(wait bool, fn func(uint64, error)) (int, error) {
 func (e *reorderEngine) InFlight() int { return e.inner.inFlight }
 func (e *reorderEngine) WakeFd() int   { return -1 }
 func (e *reorderEngine) Close() error  { return e.inner.Close() }
+
+func readHeaderBytes(b []byte) (batch.Header, error) { return batch.ReadHeader(b) }

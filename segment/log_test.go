@@ -100,12 +100,12 @@ func TestReadBounds(t *testing.T) {
 		return n
 	}
 	for _, tc := range []struct {
-		name           string
-		off            int64
-		maxBytes       int
-		upTo           int64
-		wantFirst      int64
-		wantLast       int64
+		name            string
+		off             int64
+		maxBytes        int
+		upTo            int64
+		wantFirst       int64
+		wantLast        int64
 		wantBytesAtMost int64
 	}{
 		{"from start, small budget returns one batch", 0, 1, 1 << 40, 0, 2, int64(sizes[0])},

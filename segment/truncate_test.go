@@ -1,0 +1,251 @@
+package segment
+
+import (
+	"bytes"
+	"errors"
+	"testing"
+
+	"github.com/corestream/corestream/segment/vfs"
+)
+
+// fill appends n batches of 2 records each (epoch from epochOf), flushes,
+// and returns their bytes by base offset.
+func fill(t *testing.T, l *Log, n int, epochOf func(i int) int32, tsOf func(i int) int64) map[int64][]byte {
+	t.Helper()
+	rng := newRNG(uint64(l.LogEndOffset()) + 99)
+	out := map[int64][]byte{}
+	for i := 0; i < n; i++ {
+		b := makeBatch(rng, 2, 300, tsOf(i))
+		base, _, err := l.AppendLeader(b, epochOf(i))
+		if err != nil {
+			t.Fatal(err)
+		}
+		out[base] = stamped(b, base, epochOf(i))
+	}
+	if err := l.Sync(); err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+func constEpoch(e int32) func(int) int32 { return func(int) int32 { return e } }
+func constTs(ts int64) func(int) int64   { return func(int) int64 { return ts } }
+
+func TestTruncateTo(t *testing.T) {
+	forEach(t, func(t *testing.T, fsys vfs.FS, dir string, newEngine func() Engine) {
+		cfg := Config{SegmentBytes: 4096, IndexIntervalBytes: 700}
+		l := openLog(t, fsys, dir, cfg, newEngine())
+		want := fill(t, l, 60, func(i int) int32 { return int32(i / 20) }, constTs(1))
+		segsBefore := l.SegmentCount()
+		if err := l.TruncateTo(61); !errors.Is(err, ErrNotBatchBoundary) {
+			t.Fatalf("inside a batch: %v", err)
+		}
+		if err := l.TruncateTo(121); !errors.Is(err, ErrOffsetOutOfRange) {
+			t.Fatalf("past the end: %v", err)
+		}
+		// Cut into an earlier segment: later segments go, epochs follow.
+		if err := l.TruncateTo(50); err != nil {
+			t.Fatal(err)
+		}
+		if l.LogEndOffset() != 50 || l.WrittenOffset() != 49 || l.DurableOffset() != 49 {
+			t.Fatalf("after truncate: LEO %d written %d durable %d", l.LogEndOffset(), l.WrittenOffset(), l.DurableOffset())
+		}
+		if l.SegmentCount() >= segsBefore {
+			t.Fatalf("segments %d, were %d", l.SegmentCount(), segsBefore)
+		}
+		if got := l.Epochs(); len(got) != 2 || got[1] != (EpochEntry{1, 40}) {
+			t.Fatalf("epochs after truncate: %v", got)
+		}
+		// Append again with a new epoch, reopen unclean-style: consistent.
+		more := fill(t, l, 10, constEpoch(7), constTs(2))
+		for k, v := range more {
+			want[k] = v
+		}
+		for k := range want {
+			if k >= 70 {
+				delete(want, k)
+			}
+		}
+		got := readAll(t, l)
+		if len(got) != len(want) {
+			t.Fatalf("%d batches, want %d", len(got), len(want))
+		}
+		for k, v := range want {
+			if !bytes.Equal(got[k], v) {
+				t.Fatalf("batch %d differs", k)
+			}
+		}
+		if e, _ := l.TermAt(55); e != 7 {
+			t.Fatalf("TermAt(55) = %d", e)
+		}
+		l.Close()
+		l = openLog(t, fsys, dir, cfg, newEngine())
+		defer l.Close()
+		if l.LogEndOffset() != 70 || len(readAll(t, l)) != len(want) {
+			t.Fatalf("reopened: LEO %d", l.LogEndOffset())
+		}
+		if got := l.Epochs(); len(got) != 3 || got[2] != (EpochEntry{7, 50}) {
+			t.Fatalf("epochs after reopen: %v", got)
+		}
+		// Truncate everything.
+		if err := l.TruncateTo(0); err != nil {
+			t.Fatal(err)
+		}
+		if l.LogEndOffset() != 0 || l.SegmentCount() != 1 || l.LastEpoch() != -1 {
+			t.Fatalf("empty: LEO %d, %d segments, epoch %d", l.LogEndOffset(), l.SegmentCount(), l.LastEpoch())
+		}
+	})
+}
+
+func TestReset(t *testing.T) {
+	fsys := vfs.NewMem()
+	cfg := Config{SegmentBytes: 4096}
+	l := openLog(t, fsys, "/d", cfg, NewPwriteEngine())
+	fill(t, l, 40, constEpoch(1), constTs(1))
+	if err := l.Reset(1000); err != nil {
+		t.Fatal(err)
+	}
+	if l.LogStartOffset() != 1000 || l.LogEndOffset() != 1000 || l.DurableOffset() != 999 || l.SegmentCount() != 1 {
+		t.Fatalf("after reset: start %d end %d durable %d segs %d", l.LogStartOffset(), l.LogEndOffset(), l.DurableOffset(), l.SegmentCount())
+	}
+	if _, err := l.Read(5, 100, 1<<40); !errors.Is(err, ErrOffsetOutOfRange) {
+		t.Fatalf("read below the new start: %v", err)
+	}
+	rng := newRNG(1)
+	b := stamped(makeBatch(rng, 1, 10, 1), 1000, 3)
+	if err := l.AppendFollower(b); err != nil {
+		t.Fatal(err)
+	}
+	l.Close()
+	l = openLog(t, fsys, "/d", cfg, NewPwriteEngine())
+	defer l.Close()
+	if l.LogStartOffset() != 1000 || l.LogEndOffset() != 1001 {
+		t.Fatalf("reopened: [%d, %d)", l.LogStartOffset(), l.LogEndOffset())
+	}
+}
+
+func TestRetention(t *testing.T) {
+	now := int64(10_000)
+	cfg := Config{SegmentBytes: 4096, RetentionBytes: 10_000, RetentionMs: -1, NowMs: func() int64 { return now }}
+	fsys := vfs.NewMem()
+	l := openLog(t, fsys, "/d", cfg, NewPwriteEngine())
+	fill(t, l, 100, constEpoch(1), func(i int) int64 { return int64(i) })
+	size, segs := l.Size(), l.SegmentCount()
+	// A span into the first segment must survive its deletion.
+	spans, err := l.Read(0, 100, 1<<40)
+	if err != nil || len(spans) != 1 {
+		t.Fatal(err)
+	}
+	firstBytes, _ := spans[0].AppendTo(nil)
+
+	// The limit holds retention back.
+	res, err := l.ApplyRetention(-1)
+	if err != nil || res.Segments != 0 {
+		t.Fatalf("limit -1 deleted %+v, %v", res, err)
+	}
+	res, err = l.ApplyRetention(1 << 40)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Segments == 0 || l.Size() > 10_000+4096 || l.Size() != size-res.Bytes || l.SegmentCount() != segs-res.Segments {
+		t.Fatalf("retention by size: %+v, size %d of %d", res, l.Size(), size)
+	}
+	if l.LogStartOffset() != res.LogStartOffset || l.LogStartOffset() == 0 {
+		t.Fatalf("log start %d, result %+v", l.LogStartOffset(), res)
+	}
+	if _, err := l.Read(0, 100, 1<<40); !errors.Is(err, ErrOffsetOutOfRange) {
+		t.Fatalf("read below start: %v", err)
+	}
+	again, err := spans[0].AppendTo(nil)
+	if err != nil || !bytes.Equal(again, firstBytes) {
+		t.Fatalf("span over a deleted segment: %v", err)
+	}
+	ReleaseSpans(spans)
+	if e := l.Epochs(); len(e) != 1 || e[0].StartOffset != l.LogStartOffset() {
+		t.Fatalf("epochs after retention: %v", e)
+	}
+
+	// By age: segments whose newest timestamp is old enough go.
+	l.cfg.RetentionBytes, l.cfg.RetentionMs = -1, now-150
+	res, err = l.ApplyRetention(1 << 40)
+	if err != nil || res.Segments == 0 {
+		t.Fatalf("retention by age: %+v, %v", res, err)
+	}
+	start := l.LogStartOffset()
+	l.Close()
+	l = openLog(t, fsys, "/d", cfg, NewPwriteEngine())
+	defer l.Close()
+	if l.LogStartOffset() != start {
+		t.Fatalf("log start %d after reopen, want %d", l.LogStartOffset(), start)
+	}
+}
+
+func TestEpochQueries(t *testing.T) {
+	l := openLog(t, vfs.NewMem(), "/d", Config{}, NewPwriteEngine())
+	defer l.Close()
+	// Epochs 2 at [0,20), 5 at [20,40), 9 at [40,60).
+	fill(t, l, 30, func(i int) int32 { return []int32{2, 5, 9}[i/10] }, constTs(1))
+	for _, tc := range []struct {
+		off  int64
+		want int32
+	}{{0, 2}, {19, 2}, {20, 5}, {39, 5}, {40, 9}, {59, 9}} {
+		if got, err := l.TermAt(tc.off); err != nil || got != tc.want {
+			t.Errorf("TermAt(%d) = %d, %v; want %d", tc.off, got, err, tc.want)
+		}
+	}
+	if _, err := l.TermAt(60); !errors.Is(err, ErrOffsetOutOfRange) {
+		t.Errorf("TermAt(LEO): %v", err)
+	}
+	for _, tc := range []struct {
+		epoch     int32
+		wantEpoch int32
+		wantEnd   int64
+	}{
+		{9, 9, 60}, // latest: the log end
+		{5, 5, 40},
+		{6, 5, 40}, // between: the floor epoch, where the next starts
+		{3, 2, 20},
+		{1, 1, 0}, // below every epoch
+		{10, -1, -1},
+		{-1, -1, -1},
+	} {
+		e, end := l.EndOffsetForEpoch(tc.epoch)
+		if e != tc.wantEpoch || end != tc.wantEnd {
+			t.Errorf("EndOffsetForEpoch(%d) = (%d, %d), want (%d, %d)", tc.epoch, e, end, tc.wantEpoch, tc.wantEnd)
+		}
+	}
+}
+
+func TestOffsetForTimestamp(t *testing.T) {
+	fsys := vfs.NewMem()
+	cfg := Config{SegmentBytes: 4096, IndexIntervalBytes: 500}
+	l := openLog(t, fsys, "/d", cfg, NewPwriteEngine())
+	// Timestamps rise by 10 per batch with a dip every 7th batch.
+	ts := func(i int) int64 {
+		if i%7 == 6 {
+			return int64(i*10 - 100)
+		}
+		return int64(i * 10)
+	}
+	fill(t, l, 80, constEpoch(1), ts)
+	check := func() {
+		t.Helper()
+		for _, tc := range []struct {
+			ts   int64
+			want int64
+		}{{-1000, 0}, {0, 0}, {5, 2}, {10, 2}, {11, 4}, {500, 100}, {790, 158}} {
+			got, err := l.OffsetForTimestamp(tc.ts)
+			if err != nil || got != tc.want {
+				t.Errorf("OffsetForTimestamp(%d) = %d, %v; want %d", tc.ts, got, err, tc.want)
+			}
+		}
+		if _, err := l.OffsetForTimestamp(791); !errors.Is(err, ErrNotFound) {
+			t.Errorf("after the newest timestamp: %v", err)
+		}
+	}
+	check()
+	l.Close()
+	l = openLog(t, fsys, "/d", cfg, NewPwriteEngine())
+	defer l.Close()
+	check()
+}
