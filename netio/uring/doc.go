@@ -85,9 +85,9 @@
 //
 // WakeFd is an eventfd registered with IORING_REGISTER_EVENTFD: the kernel
 // signals it on every CQE, so a shard can block on it beside its inbox.
-// Reap drains it before harvesting CQEs (a CQE posted after the drain
-// signals again, so no wake-up is lost) and skips the drain when no SQE was
-// submitted since the last one that found nothing outstanding. Close
+// Every Reap drains it before harvesting CQEs (a CQE posted after the drain
+// signals again, so no wake-up is lost; a signal that trails a CQE already
+// harvested costs one spurious wake, cleared by the next Reap). Close
 // submits anything queued, waits until every operation settled (their
 // completions are dropped), then closes the eventfd and the ring.
 package uring

@@ -74,7 +74,6 @@ type Engine struct {
 	ready, spare []completion
 	cqes         []CQE // harvest scratch
 
-	wakeDirty   bool // the eventfd may hold a count that Reap must drain
 	resubmitted bool // harvest prepared SQEs that no one has submitted yet
 	reaping     bool // Reap's callbacks are running
 	closed      bool
@@ -138,9 +137,10 @@ func NewEngine(opts Options) (*Engine, error) {
 // Name returns "io_uring".
 func (e *Engine) Name() string { return "io_uring" }
 
-// WakeFd returns the eventfd the kernel signals on every completion. Reap
-// drains it, so it is left readable only while completions wait (plus at
-// most one spurious wake after a Reap that raced a late completion).
+// WakeFd returns the eventfd the kernel signals on every completion. Every
+// Reap drains it, so it is left readable only while completions wait, plus
+// at most one spurious wake when a signal trails a CQE that a Reap already
+// took (the next Reap clears it).
 func (e *Engine) WakeFd() int { return e.wakeFd }
 
 // InFlight is the number of operations written but not yet reported by Reap.
@@ -257,18 +257,21 @@ func (e *Engine) Submit() error {
 }
 
 // submit submits until nothing prepared remains, riding out EAGAIN/EBUSY
-// by reaping (and, with nothing to reap, waiting for) completions.
+// (and a call that consumed nothing) by reaping, or waiting for,
+// completions; at most submitRetriesMax such stalls per call.
 func (e *Engine) submit() error {
 	e.resubmitted = false
-	for attempt := 0; e.ring.SQPending() > 0; attempt++ {
+	for stalls := 0; e.ring.SQPending() > 0; {
 		n, err := e.ring.Submit()
 		if n > 0 {
-			e.wakeDirty = true
-		}
-		if err == nil {
 			continue
 		}
-		if attempt >= submitRetriesMax || !(errors.Is(err, unix.EAGAIN) || errors.Is(err, unix.EBUSY)) {
+		if err == nil {
+			err = errNoProgress
+		}
+		stalls++
+		if stalls > submitRetriesMax ||
+			!(errors.Is(err, unix.EAGAIN) || errors.Is(err, unix.EBUSY) || err == errNoProgress) {
 			return err
 		}
 		got, herr := e.harvest()
@@ -284,6 +287,10 @@ func (e *Engine) submit() error {
 	}
 	return nil
 }
+
+// errNoProgress is what submit reports when io_uring_enter keeps accepting
+// none of the prepared SQEs without saying why.
+var errNoProgress = errors.New("uring: io_uring_enter consumed no SQEs")
 
 // wait submits what is prepared and blocks until at least one CQE has been
 // harvested (which may settle an op, or only resubmit it).
@@ -367,13 +374,14 @@ func (e *Engine) Reap(wait bool, fn func(token uint64, err error)) (int, error) 
 	if e.reaping {
 		panic("uring: Reap called from a Reap callback")
 	}
-	if e.wakeDirty {
-		// Drain before harvesting: a CQE posted after the drain signals the
-		// eventfd again, so no wake-up is lost.
-		e.wakeDirty = e.cqesOut > 0
-		var b [8]byte
-		_, _ = unix.Read(e.wakeFd, b[:])
-	}
+	// Drain before harvesting: a CQE posted after the drain signals the
+	// eventfd again, so no wake-up is lost. The drain runs on every call
+	// (one non-blocking read): the kernel signals the eventfd just after it
+	// publishes a CQE, so a signal can trail a CQE already harvested, and
+	// only draining unconditionally guarantees such a stale signal costs
+	// one spurious wake instead of leaving WakeFd readable forever.
+	var b [8]byte
+	_, _ = unix.Read(e.wakeFd, b[:])
 	if _, err := e.harvest(); err != nil {
 		return 0, err
 	}
@@ -418,6 +426,9 @@ func (e *Engine) deliver(fn func(token uint64, err error)) int {
 func (e *Engine) Close() error {
 	if e.closed {
 		return ErrClosed
+	}
+	if e.reaping {
+		panic("uring: Close called from a Reap callback")
 	}
 	var err error
 	for e.active > 0 && err == nil {
