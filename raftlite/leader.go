@@ -1,0 +1,333 @@
+package raftlite
+
+import (
+	"errors"
+	"fmt"
+)
+
+// becomeLeader takes leadership of the current term and appends the no-op
+// entry that lets earlier terms' entries commit.
+func (n *Node) becomeLeader() {
+	n.role, n.lead = RoleLeader, n.id
+	n.resetRoleState()
+	n.leaderTicks = 0
+	next := n.log.end()
+	ids := n.members.IDs()
+	n.prs = make([]progress, len(ids))
+	for i, id := range ids {
+		n.prs[i] = progress{id: id, match: -1, next: next, commit: -1, recentActive: true}
+	}
+	n.prs[n.selfIndex()].match = n.durable
+	n.appendAsLeader(Entry{Base: next, Last: next, Term: n.term, Bytes: n.lim.NoopBytes, Kind: EntryLeaderNoop})
+}
+
+// appendAsLeader appends e (created by this leader) and schedules sending.
+func (n *Node) appendAsLeader(e Entry) {
+	n.log.appendLeader(e)
+	self := &n.prs[n.selfIndex()]
+	self.state, self.next = ProgressReplicate, e.Last+1
+	n.uncommitted = append(n.uncommitted, inflight{last: e.Last, bytes: int64(e.Bytes)})
+	n.uncommittedBytes += int64(e.Bytes)
+	n.needBcast = true
+}
+
+// progress returns the leader's progress for id, or nil.
+func (n *Node) progress(id NodeID) *progress {
+	for i := range n.prs {
+		if n.prs[i].id == id {
+			return &n.prs[i]
+		}
+	}
+	return nil
+}
+
+// selfIndex is the index of this node in prs.
+// REQUIRES: leader.
+func (n *Node) selfIndex() int {
+	for i := range n.prs {
+		if n.prs[i].id == n.id {
+			return i
+		}
+	}
+	panic("raftlite: leader without its own progress")
+}
+
+// tickLeader runs the leader's timers: check-quorum, transfer timeout,
+// heartbeats.
+func (n *Node) tickLeader() {
+	n.leaderTicks++
+	n.heartbeatElapsed++
+	n.electionElapsed++
+	if n.electionElapsed >= n.lim.ElectionTicks {
+		n.electionElapsed = 0
+		if !n.quorumActive() {
+			// Check-quorum: a leader that has not heard from a majority
+			// in a whole election timeout steps down, so that it stops
+			// accepting writes it could never commit.
+			n.becomeFollower(n.term, None)
+			return
+		}
+		for i := range n.prs {
+			n.prs[i].recentActive = n.prs[i].id == n.id
+		}
+	}
+	if n.transferee != None {
+		n.transferElapsed++
+		if n.transferElapsed >= n.lim.TransferTicksMax {
+			n.transferee, n.transferElapsed = None, 0
+		}
+	}
+	if n.heartbeatElapsed >= n.lim.HeartbeatTicks {
+		n.heartbeatElapsed = 0
+		n.bcastHeartbeat()
+	}
+}
+
+// quorumActive reports whether a majority (this leader included) was heard
+// from in the current interval.
+func (n *Node) quorumActive() bool {
+	active := 0
+	for i := range n.prs {
+		if n.prs[i].recentActive || n.prs[i].id == n.id {
+			active++
+		}
+	}
+	return active >= n.members.Quorum()
+}
+
+// bcastHeartbeat sends one heartbeat to each follower. When the group is
+// idle and everyone is caught up it asks them to quiesce and stops ticking.
+func (n *Node) bcastHeartbeat() {
+	quiesce := n.lim.Quiesce && n.canQuiesce()
+	for i := range n.prs {
+		if pr := &n.prs[i]; pr.id != n.id {
+			n.send(Message{Type: MsgHeartbeat, To: pr.id, Commit: n.commit, Quiesce: quiesce})
+		}
+	}
+	if quiesce {
+		n.quiesced = true
+	}
+}
+
+// canQuiesce reports whether nothing is left to do: every entry is durable
+// everywhere and committed, and every member knows the commit.
+func (n *Node) canQuiesce() bool {
+	last := n.log.last()
+	if n.transferee != None || n.needBcast || len(n.uncommitted) > 0 || n.commit != last || n.durable != last {
+		return false
+	}
+	for i := range n.prs {
+		pr := &n.prs[i]
+		if pr.id != n.id && (pr.match != last || pr.commit != last || pr.state != ProgressReplicate || !pr.recentActive) {
+			return false
+		}
+	}
+	return true
+}
+
+// bcastAppend sends what each follower is missing, as far as flow control
+// allows.
+func (n *Node) bcastAppend() {
+	for i := range n.prs {
+		if pr := &n.prs[i]; pr.id != n.id {
+			n.sendAppends(pr)
+		}
+	}
+}
+
+// sendAppends sends MsgApps to pr until it is paused or caught up. The loop
+// is bounded by InflightMsgsMax (each send in replicate state adds one
+// in-flight message; a probe sends one).
+func (n *Node) sendAppends(pr *progress) {
+	for i := int32(0); i <= n.lim.InflightMsgsMax; i++ {
+		if !n.sendAppend(pr, false) || pr.state != ProgressReplicate {
+			return
+		}
+	}
+}
+
+// sendAppend sends one MsgApp to pr from pr.next (empty only when
+// sendIfEmpty), or a MsgReset when the entries it needs are compacted. It
+// reports whether it sent something.
+func (n *Node) sendAppend(pr *progress, sendIfEmpty bool) bool {
+	if pr.paused(n.lim) {
+		return false
+	}
+	prevLast := pr.next - 1
+	prevTerm, err := n.log.termAt(prevLast)
+	if err != nil {
+		return n.sendResetOr(pr, err)
+	}
+	var ents []Entry
+	if pr.next < n.log.end() {
+		ents, err = n.log.entries(pr.next, n.log.end(), n.lim.AppendBytesMax, nil)
+		if err != nil {
+			return n.sendResetOr(pr, err)
+		}
+		if ents[0].Base != pr.next {
+			panic(fmt.Sprintf("raftlite: group %d: next %d for %d is inside batch %v", n.group, pr.next, pr.id, ents[0]))
+		}
+	}
+	if len(ents) == 0 && !sendIfEmpty {
+		return false
+	}
+	var bytes int64
+	last := prevLast
+	for _, e := range ents {
+		bytes += int64(e.Bytes)
+		last = e.Last
+	}
+	n.send(Message{Type: MsgApp, To: pr.id, Index: prevLast, LogTerm: prevTerm, Entries: ents, Commit: n.commit})
+	pr.sent(last, bytes)
+	return true
+}
+
+// sendResetOr sends a MsgReset when err says the entries are compacted,
+// and panics otherwise (the log broke its contract).
+func (n *Node) sendResetOr(pr *progress, err error) bool {
+	if !errors.Is(err, ErrCompacted) {
+		panic(fmt.Sprintf("raftlite: group %d: reading log for %d at %d: %v", n.group, pr.id, pr.next, err))
+	}
+	at := n.log.start() - 1
+	prevTerm, err := n.log.termAt(at)
+	if err != nil {
+		panic(fmt.Sprintf("raftlite: group %d: term before log start %d: %v", n.group, at+1, err))
+	}
+	if at > n.commit {
+		panic(fmt.Sprintf("raftlite: group %d: log start %d beyond commit %d", n.group, at+1, n.commit))
+	}
+	n.send(Message{Type: MsgReset, To: pr.id, Index: at, LogTerm: prevTerm, Commit: n.commit})
+	pr.becomeReset(at, n.leaderTicks)
+	return true
+}
+
+// stepLeader handles messages for the leader.
+func (n *Node) stepLeader(m Message) {
+	pr := n.progress(m.From)
+	switch m.Type {
+	case MsgAppResp:
+		pr.recentActive = true
+		if m.Reject {
+			n.handleAppReject(m, pr)
+		} else {
+			n.handleAppAck(m, pr)
+		}
+	case MsgHeartbeatResp:
+		pr.recentActive = true
+		pr.commit = m.Commit
+		switch {
+		case pr.state == ProgressProbe:
+			pr.probeSent = false
+		case pr.state == ProgressReplicate && pr.paused(n.lim):
+			pr.freeFirst()
+		case pr.state == ProgressReset && n.leaderTicks-pr.resetSentTick >= int64(n.lim.ResetRetryTicks):
+			pr.becomeProbe() // the MsgReset or its answer was lost: retry
+		}
+		if pr.match < n.log.last() {
+			n.sendAppend(pr, true)
+		}
+	}
+}
+
+// handleAppAck records an accepted append and sends what follows.
+func (n *Node) handleAppAck(m Message, pr *progress) {
+	if m.Index > n.log.last() {
+		return // cannot be: a follower acknowledges only what we sent
+	}
+	if !pr.acked(m.Index) {
+		if pr.state == ProgressProbe {
+			pr.probeSent = false
+		}
+		return
+	}
+	switch {
+	case pr.state == ProgressProbe:
+		pr.becomeReplicate()
+	case pr.state == ProgressReset && pr.match >= pr.resetAt:
+		pr.becomeReplicate()
+	}
+	n.maybeCommit()
+	if n.transferee == pr.id && pr.match == n.log.last() {
+		n.send(Message{Type: MsgTimeoutNow, To: pr.id})
+	}
+	n.sendAppends(pr)
+}
+
+// handleAppReject moves pr.next back after a log-matching failure, using
+// the follower's hint to skip a whole divergent term at a time.
+func (n *Node) handleAppReject(m Message, pr *progress) {
+	switch pr.state {
+	case ProgressReplicate:
+		if m.Index <= pr.match {
+			return // stale
+		}
+		pr.becomeProbe()
+	case ProgressProbe:
+		if m.Index != pr.next-1 {
+			return // stale
+		}
+		pr.next = max(n.probeTarget(m)+1, pr.match+1)
+		pr.probeSent = false
+	default:
+		return // a MsgReset is outstanding
+	}
+	n.sendAppend(pr, true)
+}
+
+// probeTarget returns where a rejected follower's log may match ours: the
+// largest offset <= its hint whose term is <= the hint's term, snapped back
+// to a batch end. A target below our log start-1 makes the next send a
+// MsgReset; so does a probe at our log start that failed (log matching
+// cannot look further back).
+func (n *Node) probeTarget(m Message) int64 {
+	start := n.log.start()
+	probe := min(m.Index, m.Hint)
+	if probe < start-1 {
+		return probe
+	}
+	to, _ := n.log.findConflictByTerm(probe, m.HintTerm)
+	if to >= start {
+		if b, err := n.log.batchAt(to); err == nil && b.Last != to {
+			to = b.Base - 1
+		}
+	}
+	if to >= m.Index {
+		return start - 2
+	}
+	return to
+}
+
+// maybeCommit advances the commit to the highest offset durable on a
+// quorum, if it was created in this term. It reports whether it moved.
+func (n *Node) maybeCommit() bool {
+	var matches [NodeIDMax]int64
+	k := 0
+	for i := range n.prs {
+		v := n.prs[i].match
+		// Insertion sort, descending: at most 32 members.
+		j := k
+		for ; j > 0 && matches[j-1] < v; j-- {
+			matches[j] = matches[j-1]
+		}
+		matches[j] = v
+		k++
+	}
+	q := matches[n.members.Quorum()-1]
+	if q <= n.commit {
+		return false
+	}
+	if t, err := n.log.termAt(q); err != nil || t != n.term {
+		return false // Raft §5.4.2: count replicas only for our own term
+	}
+	n.commit = q
+	i := 0
+	for i < len(n.uncommitted) && n.uncommitted[i].last <= q {
+		n.uncommittedBytes -= n.uncommitted[i].bytes
+		i++
+	}
+	n.uncommitted = n.uncommitted[i:]
+	if len(n.uncommitted) == 0 {
+		n.uncommitted = nil
+	}
+	return true
+}

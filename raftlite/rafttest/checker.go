@@ -1,0 +1,220 @@
+package rafttest
+
+import (
+	"bytes"
+	"fmt"
+	"hash/fnv"
+	"sort"
+
+	"github.com/corestream/corestream/raftlite"
+)
+
+// checker holds the simulator's global knowledge and checks Raft's safety
+// properties against it:
+//
+//   - election safety: at most one leader per term;
+//   - log matching: an entry is identified by (term, base); every sighting
+//     of it has the same extent, data and predecessor term, so logs that
+//     share an (offset, term) are identical up to it (by induction);
+//   - leader append-only: a term's entries are created at increasing
+//     offsets;
+//   - state-machine safety: every node's committed prefix agrees with one
+//     global committed log, no committed entry is ever removed from a log
+//     (except below a reset's start, where it is compacted), and every
+//     committed entry is durable on a majority of disks when it commits;
+//   - commit monotonicity within a node's incarnation.
+type checker struct {
+	members raftlite.ReplicaSet
+	// leaders maps a term to the node seen leading it.
+	leaders map[int32]raftlite.NodeID
+	// canon maps (term, base) to the entry's identity.
+	canon map[canonKey]canonEntry
+	// termLast is the highest last offset created in each term.
+	termLast map[int32]int64
+	// committed is the global committed log, contiguous from offset 0.
+	committed []raftlite.Entry
+}
+
+type canonKey struct {
+	term int32
+	base int64
+}
+
+type canonEntry struct {
+	last     int64
+	kind     raftlite.EntryKind
+	prevTerm int32
+	data     []byte
+}
+
+func newChecker(members raftlite.ReplicaSet) *checker {
+	return &checker{
+		members:  members,
+		leaders:  map[int32]raftlite.NodeID{},
+		canon:    map[canonKey]canonEntry{},
+		termLast: map[int32]int64{},
+	}
+}
+
+// observeRole records a node's role; two leaders in one term fail.
+func (c *checker) observeRole(id raftlite.NodeID, role raftlite.Role, term int32) error {
+	if role != raftlite.RoleLeader {
+		return nil
+	}
+	if other, ok := c.leaders[term]; ok && other != id {
+		return fmt.Errorf("election safety: nodes %d and %d both led term %d", other, id, term)
+	}
+	c.leaders[term] = id
+	return nil
+}
+
+// observeEntries checks entries about to be appended to a log whose term
+// at ents[0].Base-1 is prevTerm, recording first sightings as canonical.
+func (c *checker) observeEntries(id raftlite.NodeID, prevTerm int32, ents []raftlite.Entry) error {
+	for _, e := range ents {
+		k := canonKey{e.Term, e.Base}
+		ce, ok := c.canon[k]
+		if !ok {
+			if last, seen := c.termLast[e.Term]; seen && e.Base <= last {
+				return fmt.Errorf("leader append-only: node %d has new entry %v at or below %d, already used in term %d", id, e, last, e.Term)
+			}
+			c.canon[k] = canonEntry{last: e.Last, kind: e.Kind, prevTerm: prevTerm, data: e.Data}
+			c.termLast[e.Term] = max(c.termLast[e.Term], e.Last)
+		} else if ce.last != e.Last || ce.kind != e.Kind || ce.prevTerm != prevTerm || (e.Data != nil && !bytes.Equal(ce.data, e.Data)) {
+			return fmt.Errorf("log matching: node %d has entry %v (prev term %d) but it was created as last=%d prev term %d", id, e, prevTerm, ce.last, ce.prevTerm)
+		}
+		prevTerm = e.Term
+	}
+	return nil
+}
+
+// commitIndex returns the index in c.committed of the entry with base,
+// or -1.
+func (c *checker) commitIndex(base int64) int {
+	i := sort.Search(len(c.committed), func(i int) bool { return c.committed[i].Last >= base })
+	if i < len(c.committed) && c.committed[i].Base == base {
+		return i
+	}
+	return -1
+}
+
+// isCommitted reports whether e (by base and term) is in the global log.
+func (c *checker) isCommitted(e raftlite.Entry) bool {
+	i := c.commitIndex(e.Base)
+	return i >= 0 && c.committed[i].Term == e.Term
+}
+
+// committedLast is the global commit offset.
+func (c *checker) committedLast() int64 {
+	if n := len(c.committed); n > 0 {
+		return c.committed[n-1].Last
+	}
+	return -1
+}
+
+// observeRemoved checks entries a truncation, reset or crash removed from a
+// log. Committed entries may go only below a reset's start.
+func (c *checker) observeRemoved(id raftlite.NodeID, removed []raftlite.Entry, resetStart int64) error {
+	for _, e := range removed {
+		if e.Last < resetStart {
+			continue
+		}
+		if c.isCommitted(e) {
+			return fmt.Errorf("state-machine safety: node %d removed committed entry %v", id, e)
+		}
+	}
+	return nil
+}
+
+// observeCommit checks node id's commit moving from old to new over log
+// and extends the global committed log. disks are every node's disk, to
+// check that newly committed entries are durable on a majority.
+func (c *checker) observeCommit(id raftlite.NodeID, old, new int64, log *raftlite.MemLog, disks []*Disk) error {
+	if new < old {
+		return fmt.Errorf("commit went backwards on node %d: %d -> %d", id, old, new)
+	}
+	if new == old {
+		return nil
+	}
+	lo := max(old+1, log.StartOffset())
+	ents, err := log.Entries(lo, new+1, 1<<62, nil)
+	if err != nil {
+		return fmt.Errorf("node %d committed %d..%d but its log [%d, %d) lacks them: %v",
+			id, old+1, new, log.StartOffset(), log.EndOffset(), err)
+	}
+	if len(ents) > 0 && ents[len(ents)-1].Last != new {
+		return fmt.Errorf("node %d commit %d is inside batch %v", id, new, ents[len(ents)-1])
+	}
+	for _, e := range ents {
+		if i := c.commitIndex(e.Base); i >= 0 {
+			if g := c.committed[i]; g.Term != e.Term || g.Last != e.Last {
+				return fmt.Errorf("state-machine safety: node %d committed %v where %v was committed", id, e, g)
+			}
+			continue
+		}
+		if want := c.committedLast() + 1; e.Base != want {
+			return fmt.Errorf("node %d committed %v but the global log ends at %d", id, e, want-1)
+		}
+		if n := c.durableCopies(e, disks); n < c.members.Quorum() {
+			return fmt.Errorf("durability: entry %v committed (by node %d) but durable on only %d disks", e, id, n)
+		}
+		c.committed = append(c.committed, e)
+	}
+	return nil
+}
+
+// durableCopies counts the disks whose synced log holds e (or has
+// compacted past it).
+func (c *checker) durableCopies(e raftlite.Entry, disks []*Disk) int {
+	n := 0
+	for _, d := range disks {
+		s := d.Synced
+		if s.StartOffset() > e.Last {
+			n++
+			continue
+		}
+		if t, err := s.TermAt(e.Last); err == nil && t == e.Term {
+			n++
+		}
+	}
+	return n
+}
+
+// checkPairs checks log matching directly on two logs: for their highest
+// common (offset, term), every entry up to it is identical.
+func checkPairs(a, b *raftlite.MemLog, ida, idb raftlite.NodeID) error {
+	ae := a.All()
+	for i := len(ae) - 1; i >= 0; i-- {
+		e := ae[i]
+		if t, err := b.TermAt(e.Last); err != nil || t != e.Term {
+			continue
+		}
+		lo := max(a.StartOffset(), b.StartOffset())
+		x, _ := a.Entries(lo, e.Last+1, 1<<62, nil)
+		y, _ := b.Entries(lo, e.Last+1, 1<<62, nil)
+		if len(x) != len(y) {
+			return fmt.Errorf("log matching: nodes %d and %d share %v but differ below it: %s vs %s",
+				ida, idb, e, formatEntries(x), formatEntries(y))
+		}
+		for j := range x {
+			if x[j].Base != y[j].Base || x[j].Last != y[j].Last || x[j].Term != y[j].Term || !bytes.Equal(x[j].Data, y[j].Data) {
+				return fmt.Errorf("log matching: nodes %d and %d share %v but differ at %v vs %v", ida, idb, e, x[j], y[j])
+			}
+		}
+		return nil
+	}
+	return nil
+}
+
+// snapshotOf encodes the metadata-group "state machine" at offset last: a
+// hash of the committed log up to it.
+func (c *checker) snapshotOf(last int64) []byte {
+	h := fnv.New64a()
+	for _, e := range c.committed {
+		if e.Last > last {
+			break
+		}
+		fmt.Fprintf(h, "%d/%d-%d:%s;", e.Term, e.Base, e.Last, e.Data)
+	}
+	return []byte(fmt.Sprintf("%d:%x", last, h.Sum64()))
+}

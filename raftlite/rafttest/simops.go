@@ -1,0 +1,390 @@
+package rafttest
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"math"
+	"time"
+
+	"github.com/anishathalye/porcupine"
+	"github.com/corestream/corestream/raftlite"
+)
+
+// injectFaults draws this tick's faults: partitions (and heals), crashes,
+// log compaction, leadership transfers and spontaneous campaigns.
+func (s *sim) injectFaults() error {
+	p := s.p
+	if s.net.partitioned() {
+		if s.tick >= s.healAt {
+			s.tracef("heal")
+			s.net.heal()
+		}
+	} else if s.rng.IntN(1000) < p.partitionPermille && p.n > 1 {
+		s.partition()
+	}
+	if s.rng.IntN(1000) < p.crashPermille {
+		if sn := s.nodes[s.rng.IntN(p.n)]; sn.node != nil {
+			s.crash(sn, "at random")
+		}
+	}
+	if s.rng.IntN(1000) < p.compactPermille {
+		s.compact(s.nodes[s.rng.IntN(p.n)])
+	}
+	if s.rng.IntN(1000) < p.transferPermille {
+		if l := s.leader(); l != nil {
+			to := raftlite.NodeID(1 + s.rng.IntN(p.n))
+			s.res.Transfers++
+			s.tracef("transfer leadership %d -> %d: %v", l.id, to, l.node.TransferLeadership(to))
+		}
+	}
+	if s.rng.IntN(1000) < p.campaignPermille {
+		if sn := s.nodes[s.rng.IntN(p.n)]; sn.node != nil {
+			s.tracef("node %d campaigns", sn.id)
+			sn.node.Campaign()
+			return s.observe(sn)
+		}
+	}
+	return nil
+}
+
+// partition cuts the network: one node isolated, or a random split, and
+// sometimes only in one direction.
+func (s *sim) partition() {
+	s.res.Partitions++
+	side := make([]int, s.p.n)
+	if s.rng.IntN(2) == 0 {
+		side[s.rng.IntN(s.p.n)] = 1
+	} else {
+		for i := range side {
+			side[i] = s.rng.IntN(2)
+		}
+	}
+	oneWay := s.rng.IntN(4) == 0
+	for i := range side {
+		for j := range side {
+			if side[i] != side[j] && (!oneWay || side[i] == 0) {
+				s.net.cut[i][j] = true
+			}
+		}
+	}
+	s.healAt = s.tick + 5 + int64(s.rng.IntN(60))
+	s.tracef("partition %v one-way=%v until tick %d", side, oneWay, s.healAt)
+}
+
+// compact moves a node's log start forward to a random batch boundary at
+// or below both its commit+1 and its durable offset+1 (retention never
+// deletes what is not committed, nor what is not yet on disk).
+func (s *sim) compact(sn *simNode) {
+	if sn.node == nil {
+		return
+	}
+	// The node layer knows the commit only from Readys it handled.
+	limit := min(sn.commit, sn.node.Status().Durable) + 1
+	var bases []int64
+	for _, e := range sn.disk.Log.All() {
+		if e.Base > limit {
+			break
+		}
+		bases = append(bases, e.Base)
+	}
+	if end := sn.disk.Log.EndOffset(); end <= limit {
+		bases = append(bases, end)
+	}
+	if len(bases) == 0 {
+		return
+	}
+	start := bases[s.rng.IntN(len(bases))]
+	if err := sn.disk.Compact(start); err != nil {
+		return // the synced image is shorter: skip this time
+	}
+	if s.p.snapshots && start > 0 {
+		sn.disk.Snapshot = s.chk.snapshotOf(start - 1)
+	}
+	s.tracef("node %d compacts to %d", sn.id, start)
+}
+
+// leader returns a running node that believes it leads, with the highest
+// term, or nil.
+func (s *sim) leader() *simNode {
+	var best *simNode
+	for _, sn := range s.nodes {
+		if sn.node != nil && sn.node.Role() == raftlite.RoleLeader && (best == nil || sn.node.Term() > best.node.Term()) {
+			best = sn
+		}
+	}
+	return best
+}
+
+// runClients times out waiting clients and starts new operations.
+func (s *sim) runClients() error {
+	for ci, c := range s.clients {
+		if c.op != nil && s.tick >= c.deadline {
+			if c.op.state == opPending {
+				c.op.state = opUnknown
+			}
+			c.op = nil
+		}
+		if c.op != nil || !s.faults || s.rng.IntN(1000) >= s.p.opPermille {
+			continue
+		}
+		target := c.leader
+		if target == raftlite.None || s.rng.IntN(10) < 2 {
+			target = raftlite.NodeID(1 + s.rng.IntN(s.p.n))
+		}
+		kind := opAppend
+		if s.rng.IntN(6) == 0 {
+			kind = opRead
+		}
+		c.op = s.propose(target, ci, kind)
+		if c.op == nil {
+			if sn := s.nodes[target-1]; sn.node != nil {
+				c.leader = sn.node.Leader()
+			} else {
+				c.leader = raftlite.None
+			}
+			continue
+		}
+		c.deadline = s.tick + opTimeoutTicks
+	}
+	return nil
+}
+
+// propose issues one client operation at node target; nil when the node is
+// down or refuses (the operation then certainly did not happen and is not
+// recorded).
+func (s *sim) propose(target raftlite.NodeID, client int, kind opKind) *simOp {
+	sn := s.nodes[target-1]
+	if sn.node == nil {
+		return nil
+	}
+	s.nextOp++
+	data := make([]byte, 9+s.rng.IntN(60))
+	binary.BigEndian.PutUint64(data, s.nextOp)
+	data[8] = byte(kind)
+	count := int32(1)
+	if kind == opAppend {
+		count = int32(1 + s.rng.IntN(4))
+	}
+	ent, err := sn.node.Propose(count, data)
+	if err != nil {
+		s.tracef("client %d: propose at %d: %v", client, target, err)
+		return nil
+	}
+	s.res.Proposed++
+	op := &simOp{id: s.nextOp, client: client, kind: kind, ent: ent, node: target, inc: sn.inc, call: s.now, state: opPending}
+	s.tracef("client %d: op %d (%v) proposed at %d as %v", client, op.id, kind, target, ent)
+	sn.pending = append(sn.pending, op)
+	s.ops = append(s.ops, op)
+	return op
+}
+
+// settleOps acknowledges or fails the operations pending at sn once its
+// commit covers them.
+func (s *sim) settleOps(sn *simNode) error {
+	keep := sn.pending[:0]
+	for _, op := range sn.pending {
+		if op.state != opPending {
+			continue
+		}
+		if op.ent.Last > sn.commit {
+			keep = append(keep, op)
+			continue
+		}
+		t, err := sn.disk.Log.TermAt(op.ent.Last)
+		committed := s.chk.isCommitted(op.ent)
+		switch {
+		case err == nil && t == op.ent.Term, errors.Is(err, raftlite.ErrCompacted) && committed:
+			if !committed {
+				return fmt.Errorf("op %d acknowledged by node %d but %v is not in the committed log", op.id, sn.id, op.ent)
+			}
+			if n := s.chk.durableCopies(op.ent, s.disks()); n < s.members.Quorum() {
+				return fmt.Errorf("op %d acknowledged (%v) but durable on only %d disks", op.id, op.ent, n)
+			}
+			op.state, op.ret = opAcked, s.now
+			op.out = s.outputOf(op)
+			s.res.Acked++
+			s.clients[op.client].leader = sn.id
+			s.tracef("op %d acknowledged by %d", op.id, sn.id)
+		default:
+			if committed {
+				return fmt.Errorf("op %d failed at node %d but %v is committed", op.id, sn.id, op.ent)
+			}
+			op.state = opFailed
+		}
+		if c := s.clients[op.client]; c.op == op {
+			c.op = nil
+		}
+	}
+	sn.pending = keep
+	return nil
+}
+
+// outputOf is what a committed operation returns: its offsets, and for a
+// read the (length, hash) of the client log up to its marker.
+func (s *sim) outputOf(op *simOp) opOutput {
+	out := opOutput{base: op.ent.Base, last: op.ent.Last}
+	if op.kind != opRead {
+		return out
+	}
+	for _, e := range s.chk.committed {
+		if e.Last > op.ent.Last {
+			break
+		}
+		if e.Kind != raftlite.EntryData || len(e.Data) < 9 {
+			continue
+		}
+		out.n++
+		out.hash = chainHash(out.hash, binary.BigEndian.Uint64(e.Data))
+	}
+	return out
+}
+
+// checkLogsPairwise checks log matching directly between every pair of
+// written logs.
+func (s *sim) checkLogsPairwise() error {
+	for i, a := range s.nodes {
+		for _, b := range s.nodes[i+1:] {
+			if err := checkPairs(a.disk.Log, b.disk.Log, a.id, b.id); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// finish heals everything and checks liveness: a stable leader within
+// recoverTicksMax, then fresh proposals committed on every node within
+// finalTicksMax. Then it checks the client history.
+func (s *sim) finish() error {
+	s.faults = false
+	s.net.heal()
+	s.net.dropPermille, s.net.dupPermille, s.net.delayMax = 0, 0, 2
+	for _, sn := range s.nodes {
+		sn.restartAt = 0
+	}
+	s.tracef("healed; waiting for a leader")
+	healed := s.tick
+	var lead *simNode
+	for ; s.tick < healed+recoverTicksMax; s.tick++ {
+		if err := s.runTick(); err != nil {
+			return err
+		}
+		if lead = s.stableLeader(); lead != nil {
+			break
+		}
+	}
+	if lead == nil {
+		return fmt.Errorf("liveness: no stable leader %d ticks after healing: %s", recoverTicksMax, s.describe())
+	}
+	s.res.RecoverTick = int(s.tick - healed)
+	var final []*simOp
+	for i := 0; i < 3; i++ {
+		op := s.propose(lead.id, i, opAppend)
+		if op == nil {
+			return fmt.Errorf("liveness: stable leader %d refused a proposal", lead.id)
+		}
+		final = append(final, op)
+	}
+	start := s.tick
+	for ; s.tick < start+finalTicksMax; s.tick++ {
+		if err := s.runTick(); err != nil {
+			return err
+		}
+		if s.allAcked(final) && s.converged() {
+			break
+		}
+	}
+	if !s.allAcked(final) || !s.converged() {
+		return fmt.Errorf("liveness: final proposals not committed everywhere %d ticks after a leader was stable: %s", finalTicksMax, s.describe())
+	}
+	if err := s.checkLogsPairwise(); err != nil {
+		return err
+	}
+	s.res.Committed = len(s.chk.committed)
+	s.res.Terms = len(s.chk.leaders)
+	return s.checkHistory()
+}
+
+// stableLeader returns the leader when every node runs, agrees on its term
+// and follows it, and no leadership transfer is under way.
+func (s *sim) stableLeader() *simNode {
+	l := s.leader()
+	if l == nil || l.node.Transferee() != raftlite.None {
+		return nil
+	}
+	for _, sn := range s.nodes {
+		if sn.node == nil || sn.node.Term() != l.node.Term() || sn.node.Leader() != l.id {
+			return nil
+		}
+	}
+	return l
+}
+
+func (s *sim) allAcked(ops []*simOp) bool {
+	for _, op := range ops {
+		if op.state != opAcked {
+			return false
+		}
+	}
+	return true
+}
+
+// converged reports whether every node's log and commit equal the
+// leader's.
+func (s *sim) converged() bool {
+	l := s.leader()
+	if l == nil {
+		return false
+	}
+	last := l.disk.Log.EndOffset() - 1
+	for _, sn := range s.nodes {
+		if sn.node == nil || sn.commit != last || sn.disk.Log.EndOffset()-1 != last {
+			return false
+		}
+	}
+	return true
+}
+
+func (s *sim) describe() string {
+	out := ""
+	for _, sn := range s.nodes {
+		if sn.node == nil {
+			out += fmt.Sprintf("[%d down] ", sn.id)
+			continue
+		}
+		st := sn.node.Status()
+		out += fmt.Sprintf("[%d %v term=%d lead=%d commit=%d last=%d durable=%d q=%v] ",
+			sn.id, st.Role, st.Term, st.Lead, st.Commit, st.LastOffset, st.Durable, st.Quiesced)
+	}
+	return out
+}
+
+// checkHistory resolves operations whose outcome the client never learned
+// from the final committed log, then checks linearizability.
+func (s *sim) checkHistory() error {
+	var hist []porcupine.Operation
+	for _, op := range s.ops {
+		switch op.state {
+		case opFailed:
+			continue
+		case opPending, opUnknown:
+			if !s.chk.isCommitted(op.ent) {
+				continue
+			}
+			op.out = s.outputOf(op)
+			op.ret = math.MaxInt64 / 2
+		case opAcked:
+			if !s.chk.isCommitted(op.ent) {
+				return fmt.Errorf("op %d acknowledged but %v is not in the final committed log", op.id, op.ent)
+			}
+		}
+		hist = append(hist, porcupine.Operation{
+			ClientId: op.client, Input: opInput{kind: op.kind, id: op.id},
+			Call: op.call, Output: op.out, Return: op.ret,
+		})
+	}
+	checked, err := checkLinearizable(hist, 10*time.Second)
+	s.res.Linearized = checked
+	return err
+}
