@@ -32,7 +32,7 @@ func (e *Error) Error() string { return e.Name + ": " + e.Description }
 // Is reports whether target is an *Error with the same code.
 func (e *Error) Is(target error) bool {
 	t, ok := target.(*Error)
-	return ok && t != nil && t.Code == e.Code
+	return ok && t != nil && e != nil && t.Code == e.Code
 }
 
 // The error table. Codes are the wire format: a code, once published, keeps
@@ -231,7 +231,11 @@ type ErrorResponse struct {
 // Error renders NAME: message, with the hint when there is one.
 func (e *ErrorResponse) Error() string {
 	var b strings.Builder
-	b.WriteString(e.Err.Name)
+	if e.Err == nil {
+		b.WriteString("UNKNOWN_SERVER_ERROR")
+	} else {
+		b.WriteString(e.Err.Name)
+	}
 	if e.Message != "" {
 		b.WriteString(": ")
 		b.WriteString(e.Message)
@@ -245,8 +249,13 @@ func (e *ErrorResponse) Error() string {
 	return b.String()
 }
 
-// Unwrap returns the table entry.
-func (e *ErrorResponse) Unwrap() error { return e.Err }
+// Unwrap returns the table entry (nil when Err is not set).
+func (e *ErrorResponse) Unwrap() error {
+	if e.Err == nil {
+		return nil
+	}
+	return e.Err
+}
 
 // Errorf builds an *ErrorResponse for code err with a formatted message,
 // the form a server hands to AppendErrorResponse.

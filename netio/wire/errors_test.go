@@ -86,3 +86,18 @@ func TestErrorMatching(t *testing.T) {
 		t.Fatal("IsRetriable")
 	}
 }
+
+func TestErrorResponseWithoutErr(t *testing.T) {
+	er := &ErrorResponse{Message: "m"}
+	if er.Error() != "UNKNOWN_SERVER_ERROR: m" || errors.Is(er, ErrUnknownServerError) || er.Unwrap() != nil {
+		t.Fatal("an ErrorResponse without Err must be safe to print and match")
+	}
+	if CodeOf(er) != ErrUnknownServerError.Code {
+		t.Fatal("CodeOf")
+	}
+	frame := AppendErrorResponse(nil, 1, er)
+	h, _, _ := ParseResponseHeader(frame[SizeFieldBytes:])
+	if h.ErrorCode != ErrUnknownServerError.Code {
+		t.Fatalf("sent as %d", h.ErrorCode)
+	}
+}
