@@ -3,9 +3,11 @@ package segment
 import (
 	"bytes"
 	"encoding/binary"
+	"errors"
 	"math/rand/v2"
 	"testing"
 
+	"github.com/corestream/corestream/netio/uring"
 	"github.com/corestream/corestream/segment/batch"
 	"github.com/corestream/corestream/segment/vfs"
 )
@@ -24,6 +26,16 @@ type engineFactory struct {
 var testEngines = []engineFactory{
 	{name: "pwrite", new: func(*testing.T) Engine { return NewPwriteEngine() }},
 	{name: "reorder", new: func(*testing.T) Engine { return newReorderEngine(1) }},
+	{name: "io_uring", needsFd: true, new: func(t *testing.T) Engine {
+		e, err := uring.NewEngine(uring.Options{})
+		if errors.Is(err, uring.ErrUnavailable) {
+			t.Skip(err)
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		return e
+	}},
 }
 
 // fsKind is a file system to run a test on.

@@ -151,19 +151,20 @@ func (d *IO) Close() error {
 	if d.closed {
 		return ErrClosed
 	}
-	err := d.eng.Close()
-	if _, rerr := d.reapAfterClose(); err == nil {
-		err = rerr
+	// Reap what is in flight first, so every buffer and file reference
+	// comes home; then close the engine.
+	var err error
+	for err == nil && d.eng.InFlight() > 0 {
+		if err = d.submit(); err == nil {
+			_, err = d.reap(true)
+		}
+	}
+	if cerr := d.eng.Close(); err == nil {
+		err = cerr
 	}
 	d.closed = true
 	d.pool.close()
 	return err
-}
-
-func (d *IO) reapAfterClose() (int, error) {
-	n, err := d.eng.Reap(false, d.reapFn)
-	d.deliver()
-	return n, err
 }
 
 func (d *IO) submit() error {

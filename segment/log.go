@@ -108,8 +108,8 @@ type op struct {
 // scanned, a torn or garbage tail truncated and its index rebuilt.
 // Recovery() reports what was found and dropped.
 //
-// d is the dispatcher to share; nil gives the log a private one on the
-// pwrite engine (closed with the log).
+// d is the dispatcher to share; nil gives the log a private one on
+// DefaultEngine(fsys) (closed with the log).
 func OpenLog(fsys vfs.FS, dir string, cfg Config, d *IO) (*Log, error) {
 	c, err := cfg.withDefaults()
 	if err != nil {
@@ -117,7 +117,8 @@ func OpenLog(fsys vfs.FS, dir string, cfg Config, d *IO) (*Log, error) {
 	}
 	l := &Log{fs: fsys, dir: dir, cfg: c, io: d}
 	if d == nil {
-		l.io, l.ownIO = NewIO(NewPwriteEngine()), true
+		e, _ := DefaultEngine(fsys)
+		l.io, l.ownIO = NewIO(e), true
 	}
 	l.bufClass = classFor(64 << 10)
 	if err := l.recover(); err != nil {

@@ -166,36 +166,38 @@ func TestWatermarksByPolicy(t *testing.T) {
 		{Config{Fsync: FsyncInterval, FsyncIntervalMs: 100}, func(int64) int64 { return -1 }},
 	} {
 		t.Run(tc.cfg.Fsync.String(), func(t *testing.T) {
-			rng := newRNG(3)
-			cfg := tc.cfg
-			cfg.NowMs = clock
-			l := openLog(t, vfs.NewMem(), "/d", cfg, NewPwriteEngine())
-			defer l.Close()
-			for i := 0; i < 3; i++ {
-				if _, _, err := l.AppendLeader(makeBatch(rng, 2, 100, 1), 1); err != nil {
-					t.Fatal(err)
+			forEach(t, func(t *testing.T, fsys vfs.FS, dir string, newEngine func() Engine) {
+				rng := newRNG(3)
+				cfg := tc.cfg
+				cfg.NowMs = clock
+				l := openLog(t, fsys, dir, cfg, newEngine())
+				defer l.Close()
+				for i := 0; i < 3; i++ {
+					if _, _, err := l.AppendLeader(makeBatch(rng, 2, 100, 1), 1); err != nil {
+						t.Fatal(err)
+					}
 				}
-			}
-			if l.WrittenOffset() != -1 || l.DurableOffset() != -1 {
-				t.Fatalf("before flush: written %d durable %d", l.WrittenOffset(), l.DurableOffset())
-			}
-			mustFlush(t, l)
-			if l.WrittenOffset() != l.LogEndOffset()-1 {
-				t.Fatalf("written %d, LEO %d", l.WrittenOffset(), l.LogEndOffset())
-			}
-			if got, want := l.DurableOffset(), tc.wantDurable(l.LogEndOffset()); got != want {
-				t.Fatalf("durable %d, want %d", got, want)
-			}
-			if cfg.Fsync == FsyncInterval {
-				now += 100
+				if l.WrittenOffset() != -1 || l.DurableOffset() != -1 {
+					t.Fatalf("before flush: written %d durable %d", l.WrittenOffset(), l.DurableOffset())
+				}
 				mustFlush(t, l)
-				if l.DurableOffset() != l.LogEndOffset()-1 {
-					t.Fatalf("interval elapsed, durable %d, LEO %d", l.DurableOffset(), l.LogEndOffset())
+				if l.WrittenOffset() != l.LogEndOffset()-1 {
+					t.Fatalf("written %d, LEO %d", l.WrittenOffset(), l.LogEndOffset())
 				}
-			}
-			if err := l.Sync(); err != nil || l.DurableOffset() != l.LogEndOffset()-1 {
-				t.Fatalf("Sync: %v, durable %d", err, l.DurableOffset())
-			}
+				if got, want := l.DurableOffset(), tc.wantDurable(l.LogEndOffset()); got != want {
+					t.Fatalf("durable %d, want %d", got, want)
+				}
+				if cfg.Fsync == FsyncInterval {
+					now += 100
+					mustFlush(t, l)
+					if l.DurableOffset() != l.LogEndOffset()-1 {
+						t.Fatalf("interval elapsed, durable %d, LEO %d", l.DurableOffset(), l.LogEndOffset())
+					}
+				}
+				if err := l.Sync(); err != nil || l.DurableOffset() != l.LogEndOffset()-1 {
+					t.Fatalf("Sync: %v, durable %d", err, l.DurableOffset())
+				}
+			})
 		})
 	}
 }

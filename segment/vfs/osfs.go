@@ -183,3 +183,15 @@ func (f *osFile) Close() error {
 	}
 	return nil
 }
+
+// FdBacked reports that every file of the OS file system has a real
+// descriptor (see FdBacked).
+func (osFS) FdBacked() bool { return true }
+
+// FdBacked reports whether fsys hands out files with operating-system
+// descriptors (so io_uring and sendfile can use them): true for OS(), and
+// for any FS with a method FdBacked() bool that returns true.
+func FdBacked(fsys FS) bool {
+	fb, ok := fsys.(interface{ FdBacked() bool })
+	return ok && fb.FdBacked()
+}
