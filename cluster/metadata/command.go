@@ -18,6 +18,7 @@ const (
 	OpDeleteTopic       Op = "delete_topic"
 	OpAddPartitions     Op = "add_partitions"
 	OpAllocateProducers Op = "allocate_producer_ids"
+	OpCommitOffsets     Op = "commit_offsets"
 )
 
 // Command is one metadata change. Only the fields of its Op are set.
@@ -34,6 +35,9 @@ type Command struct {
 	NewReplicas [][]NodeID `json:"new_replicas,omitempty"`
 	// AllocateProducerIDs: how many ids.
 	Count int64 `json:"count,omitempty"`
+	// CommitOffsets: the consumer and its offsets.
+	Consumer string        `json:"consumer,omitempty"`
+	Offsets  []OffsetEntry `json:"offsets,omitempty"`
 }
 
 // Encode returns the command's bytes (JSON: the control plane is small and
@@ -64,6 +68,8 @@ type Result struct {
 	Topic *Topic
 	// FirstProducerID is the first id of an allocation.
 	FirstProducerID int64
+	// Errors holds, for a commit, one verdict per offset (nil: stored).
+	Errors []error
 }
 
 // Apply applies c. A command that is invalid against the current state
@@ -80,9 +86,12 @@ func (s *State) Apply(c Command) (Result, error) {
 		}
 		delete(s.topics, t.Name)
 		delete(s.byID, t.ID)
+		s.dropOffsets(t.Name)
 		return Result{Topic: t}, nil
 	case OpAddPartitions:
 		return s.applyAddPartitions(c)
+	case OpCommitOffsets:
+		return s.applyCommit(c)
 	case OpAllocateProducers:
 		if c.Count < 1 || c.Count > ProducerIDsPerAllocationMax {
 			return Result{}, fmt.Errorf("%w: allocate %d producer ids", ErrInvalidCommand, c.Count)

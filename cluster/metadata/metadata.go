@@ -110,11 +110,13 @@ type State struct {
 	// nextProducerID is the first producer id not yet handed out.
 	// Invariant: nextProducerID >= 0 and only grows.
 	nextProducerID int64
+	// offsets holds committed consumer offsets by consumer name.
+	offsets map[string]map[OffsetKey]Committed
 }
 
 // New returns an empty state.
 func New() *State {
-	return &State{topics: map[string]*Topic{}, byID: map[TopicID]*Topic{}}
+	return &State{topics: map[string]*Topic{}, byID: map[TopicID]*Topic{}, offsets: map[string]map[OffsetKey]Committed{}}
 }
 
 // Topic returns the topic named name, or nil.

@@ -175,3 +175,41 @@ func TestApplyRefusesBadCommands(t *testing.T) {
 		t.Fatal("a refused command changed the state")
 	}
 }
+
+func TestCommitOffsets(t *testing.T) {
+	s := New()
+	r, _ := apply(t, s, mustPlanCreate(t, s, "t", 2, 1))
+	id := r.Topic.ID
+	c := Command{Version: 1, Op: OpCommitOffsets, Consumer: "c1", Offsets: []OffsetEntry{
+		{OffsetKey{"t", 0}, Committed{TopicID: id, Offset: 42, Metadata: "m"}},
+		{OffsetKey{"t", 5}, Committed{Offset: 1}},
+		{OffsetKey{"nope", 0}, Committed{Offset: 1}},
+		{OffsetKey{"t", 1}, Committed{TopicID: TopicID{9}, Offset: 1}},
+		{OffsetKey{"t", 1}, Committed{Offset: 7}},
+	}}
+	res, err := apply(t, s, c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, want := range []bool{true, false, false, false, true} {
+		if (res.Errors[i] == nil) != want {
+			t.Errorf("entry %d: err = %v", i, res.Errors[i])
+		}
+	}
+	got, ok := s.Committed("c1", OffsetKey{"t", 0})
+	if !ok || got.Offset != 42 || got.Metadata != "m" || got.TopicID != id {
+		t.Fatalf("got %+v", got)
+	}
+	if got, _ := s.Committed("c1", OffsetKey{"t", 1}); got.TopicID != id {
+		t.Fatal("a commit without an id must store the topic's id")
+	}
+	s2, err := Restore(s.Snapshot())
+	if err != nil || !reflect.DeepEqual(s2.CommittedAll("c1"), s.CommittedAll("c1")) {
+		t.Fatalf("restore: %v", err)
+	}
+	del, _ := s.PlanDeleteTopic("t", id)
+	apply(t, s, del)
+	if len(s.CommittedAll("c1")) != 0 {
+		t.Fatal("offsets outlived their topic")
+	}
+}

@@ -2,19 +2,36 @@ package metadata
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
+	"sort"
 )
 
 type snapshot struct {
-	Version        int      `json:"v"`
-	Topics         []*Topic `json:"topics"`
-	NextProducerID int64    `json:"next_producer_id"`
+	Version        int               `json:"v"`
+	Topics         []*Topic          `json:"topics"`
+	NextProducerID int64             `json:"next_producer_id"`
+	Offsets        []consumerOffsets `json:"offsets,omitempty"`
+}
+
+type consumerOffsets struct {
+	Consumer string        `json:"consumer"`
+	Offsets  []OffsetEntry `json:"offsets"`
 }
 
 // Snapshot encodes the whole state. The caller frames it with a checksum
 // when it stores or sends it.
 func (s *State) Snapshot() []byte {
-	b, err := json.Marshal(snapshot{Version: CommandVersion, Topics: s.Topics(), NextProducerID: s.nextProducerID})
+	snap := snapshot{Version: CommandVersion, Topics: s.Topics(), NextProducerID: s.nextProducerID}
+	names := make([]string, 0, len(s.offsets))
+	for c := range s.offsets {
+		names = append(names, c)
+	}
+	sort.Strings(names)
+	for _, c := range names {
+		snap.Offsets = append(snap.Offsets, consumerOffsets{Consumer: c, Offsets: s.CommittedAll(c)})
+	}
+	b, err := json.Marshal(snap)
 	if err != nil {
 		panic(fmt.Sprintf("metadata: encoding a snapshot cannot fail: %v", err))
 	}
@@ -40,5 +57,16 @@ func Restore(b []byte) (*State, error) {
 		return nil, fmt.Errorf("%w: snapshot producer id %d", ErrInvalidCommand, snap.NextProducerID)
 	}
 	s.nextProducerID = snap.NextProducerID
+	for _, co := range snap.Offsets {
+		res, err := s.applyCommit(Command{Consumer: co.Consumer, Offsets: co.Offsets})
+		if err == nil {
+			for _, e := range res.Errors {
+				err = errors.Join(err, e)
+			}
+		}
+		if err != nil {
+			return nil, fmt.Errorf("snapshot offsets of %q: %w", co.Consumer, err)
+		}
+	}
 	return s, nil
 }
