@@ -56,9 +56,11 @@ const (
 
 // io_uring_register opcodes.
 const (
-	registerEventfd   = 4 // IORING_REGISTER_EVENTFD
-	unregisterEventfd = 5 // IORING_UNREGISTER_EVENTFD
-	registerProbe     = 8 // IORING_REGISTER_PROBE (5.6)
+	registerEventfd   = 4  // IORING_REGISTER_EVENTFD
+	unregisterEventfd = 5  // IORING_UNREGISTER_EVENTFD
+	registerProbe     = 8  // IORING_REGISTER_PROBE (5.6)
+	registerIOWQAff   = 17 // IORING_REGISTER_IOWQ_AFF (5.14)
+	registerIOWQMax   = 19 // IORING_REGISTER_IOWQ_MAX_WORKERS (5.15)
 )
 
 // FsyncDatasync asks IORING_OP_FSYNC for fdatasync semantics

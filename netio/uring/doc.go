@@ -31,6 +31,14 @@
 // unless they hold runtime.LockOSThread. The log's own tests and benchmarks
 // do not lock threads; a shard, which does, may turn it on.
 //
+// Writes that cannot complete inline (on ext4 here, most buffered writes)
+// and every fsync run on the kernel's io-wq worker threads, which inherit
+// the submitting thread's CPU affinity: a shard pinned to one CPU would
+// have its disk work compete for that CPU. Options.WorkerCPUs
+// (IORING_REGISTER_IOWQ_AFF, applied to the calling thread's workers) moves
+// them elsewhere, and Options.WorkersMax (IORING_REGISTER_IOWQ_MAX_WORKERS)
+// bounds how many there are.
+//
 // Queue sizes are bounded (RingEntriesMax, QueueDepthMax). io_uring_enter's
 // EINTR (Go preempts with signals) is retried; EAGAIN and EBUSY are handed
 // to the Engine, which reaps and retries a bounded number of times.

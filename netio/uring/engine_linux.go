@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"math"
 	"sync"
+	"unsafe"
 
 	"golang.org/x/sys/unix"
 
@@ -42,6 +43,16 @@ type Options struct {
 	// runtime.LockOSThread and is the only one ever to call the Engine:
 	// otherwise submissions fail with EEXIST. Default false.
 	SingleIssuer bool
+	// WorkerCPUs, when not empty, restricts the kernel's io-wq workers
+	// (which run the writes and fsyncs) to these CPU numbers; see
+	// Ring.RegisterIOWQAffinity (it applies to the thread calling
+	// NewEngine, so it is meant for a shard that holds
+	// runtime.LockOSThread). Default nil: workers inherit the submitting
+	// thread's affinity, which for a pinned shard means its own CPU.
+	WorkerCPUs []int
+	// WorkersMax, when > 0, bounds the io-wq workers that run file I/O for
+	// this engine (Ring.SetIOWQMaxWorkers). Default 0: the kernel's limit.
+	WorkersMax int
 
 	// pieceBytes overrides pieceBytesMax (tests split small writes into
 	// pieces to exercise resubmission).
@@ -107,6 +118,10 @@ func NewEngine(opts Options) (*Engine, error) {
 		return nil, fmt.Errorf("uring: kernel gave %d SQ / %d CQ entries, need %d",
 			ring.SQEntries(), ring.CQEntries(), 2*depth)
 	}
+	if err := configureWorkers(ring, opts); err != nil {
+		ring.Close()
+		return nil, err
+	}
 	efd, err := unix.Eventfd(0, unix.EFD_NONBLOCK|unix.EFD_CLOEXEC)
 	if err != nil {
 		ring.Close()
@@ -132,6 +147,31 @@ func NewEngine(opts Options) (*Engine, error) {
 		e.free[i] = uint32(depth - 1 - i)
 	}
 	return e, nil
+}
+
+// configureWorkers applies the io-wq options.
+func configureWorkers(ring *Ring, opts Options) error {
+	if len(opts.WorkerCPUs) > 0 {
+		var set unix.CPUSet
+		for _, cpu := range opts.WorkerCPUs {
+			if cpu < 0 || cpu >= len(set)*int(unsafe.Sizeof(set[0]))*8 {
+				return fmt.Errorf("uring: WorkerCPUs has CPU %d out of range", cpu)
+			}
+			set.Set(cpu)
+		}
+		if err := ring.RegisterIOWQAffinity(&set); err != nil {
+			return err
+		}
+	}
+	if opts.WorkersMax < 0 || opts.WorkersMax > math.MaxUint32 {
+		return fmt.Errorf("uring: WorkersMax %d out of range", opts.WorkersMax)
+	}
+	if opts.WorkersMax > 0 {
+		if _, _, err := ring.SetIOWQMaxWorkers(uint32(opts.WorkersMax), 0); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // Name returns "io_uring".

@@ -5,10 +5,12 @@ package uring
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"io"
 	"os"
 	"path/filepath"
 	"runtime"
+	"strings"
 	"syscall"
 	"testing"
 
@@ -440,4 +442,113 @@ func TestEngineOffHeapBuffer(t *testing.T) {
 	if !bytes.Equal(got, buf) {
 		t.Fatal("file differs from the mmapped buffer")
 	}
+}
+
+// TestEngineWorkerAffinity: with WorkerCPUs the kernel's io-wq workers of
+// a pinned submitter run on the given CPUs, not on the submitter's (the
+// FINDINGS pitfall: workers inherit the submitter's affinity).
+func TestEngineWorkerAffinity(t *testing.T) {
+	skipUnavailable(t)
+	var all unix.CPUSet
+	if err := unix.SchedGetaffinity(0, &all); err != nil || all.Count() < 2 {
+		t.Skip("needs two CPUs")
+	}
+	var cpus []int
+	for c := 0; len(cpus) < 2; c++ {
+		if all.IsSet(c) {
+			cpus = append(cpus, c)
+		}
+	}
+	f := newTestFile(t, t.TempDir(), "aff")
+	type result struct {
+		tid     int
+		allowed string
+		err     error
+	}
+	res := make(chan result, 1)
+	go func() {
+		runtime.LockOSThread()
+		defer runtime.UnlockOSThread()
+		var pin unix.CPUSet
+		pin.Set(cpus[0])
+		if err := unix.SchedSetaffinity(0, &pin); err != nil {
+			res <- result{err: err}
+			return
+		}
+		// This thread may have submitted in earlier tests: its io-wq (one
+		// per thread, shared by rings) may have idle workers that predate
+		// the registration and keep their old mask. Judge only new ones.
+		tid := unix.Gettid()
+		old := workerTasks(tid)
+		e, err := NewEngine(Options{QueueDepth: 16, WorkerCPUs: cpus[1:2], WorkersMax: 8})
+		if err != nil {
+			res <- result{err: err}
+			return
+		}
+		defer e.Close()
+		// fsyncs always go to io-wq workers, and sixteen of them at once
+		// keep the idle ones busy so that new workers start.
+		for i := range 16 {
+			if err := e.Write(f, []byte("aff"), int64(i)*3, true, uint64(i)); err != nil {
+				res <- result{err: err}
+				return
+			}
+		}
+		if err := e.Submit(); err != nil {
+			res <- result{err: err}
+			return
+		}
+		allowed := workerAffinity(tid, old) // while the workers are alive
+		for e.InFlight() > 0 {
+			if _, err := e.Reap(true, func(uint64, error) {}); err != nil {
+				res <- result{err: err}
+				return
+			}
+		}
+		if allowed == "" {
+			allowed = workerAffinity(tid, old)
+		}
+		res <- result{tid: tid, allowed: allowed}
+	}()
+	r := <-res
+	if r.err != nil {
+		t.Fatal(r.err)
+	}
+	if r.allowed == "" {
+		t.Skip("no new io-wq worker thread seen")
+	}
+	if want := fmt.Sprint(cpus[1]); r.allowed != want {
+		t.Fatalf("io-wq worker of thread %d allowed on CPUs %q, want %q", r.tid, r.allowed, want)
+	}
+}
+
+// workerTasks returns the task ids of the io-wq workers ("iou-wrk-<tid>")
+// of submitter thread tid.
+func workerTasks(tid int) map[string]bool {
+	ids := map[string]bool{}
+	tasks, _ := os.ReadDir("/proc/self/task")
+	for _, task := range tasks {
+		comm, _ := os.ReadFile("/proc/self/task/" + task.Name() + "/comm")
+		if strings.TrimSpace(string(comm)) == fmt.Sprintf("iou-wrk-%d", tid) {
+			ids[task.Name()] = true
+		}
+	}
+	return ids
+}
+
+// workerAffinity returns Cpus_allowed_list of one io-wq worker of submitter
+// tid that is not in old, or "" if there is none.
+func workerAffinity(tid int, old map[string]bool) string {
+	for task := range workerTasks(tid) {
+		if old[task] {
+			continue
+		}
+		status, _ := os.ReadFile("/proc/self/task/" + task + "/status")
+		for _, line := range strings.Split(string(status), "\n") {
+			if v, ok := strings.CutPrefix(line, "Cpus_allowed_list:"); ok {
+				return strings.TrimSpace(v)
+			}
+		}
+	}
+	return ""
 }

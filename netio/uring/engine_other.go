@@ -27,6 +27,8 @@ var errNotLinux = &UnavailableError{Reason: "io_uring exists only on Linux"}
 type Options struct {
 	QueueDepth   int
 	SingleIssuer bool
+	WorkerCPUs   []int
+	WorkersMax   int
 }
 
 // Available always reports ErrUnavailable off Linux.

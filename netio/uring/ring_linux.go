@@ -367,6 +367,39 @@ func (r *Ring) UnregisterEventfd() error {
 	return nil
 }
 
+// RegisterIOWQAffinity restricts the kernel's io-wq worker threads (which
+// run the writes and fsyncs that cannot complete inline) to cpus. Workers
+// otherwise inherit the submitting thread's affinity, so a shard pinned to
+// one CPU would have its disk work compete for that same CPU. The kernel
+// applies it to the io-wq of the calling OS thread only (one io-wq per
+// thread, shared by all its rings), and only to workers started after the
+// call: call it from the thread that will submit (a goroutine holding
+// runtime.LockOSThread), before that thread's first submission.
+func (r *Ring) RegisterIOWQAffinity(cpus *unix.CPUSet) error {
+	if r.closed {
+		return ErrClosed
+	}
+	if err := r.register(registerIOWQAff, unsafe.Pointer(cpus), unsafe.Sizeof(*cpus)); err != nil {
+		return fmt.Errorf("uring: register io-wq affinity: %w", err)
+	}
+	return nil
+}
+
+// SetIOWQMaxWorkers bounds the kernel's io-wq worker threads for this ring:
+// bounded workers run regular-file I/O, unbounded ones socket and pipe
+// work; 0 leaves a limit as it is. It returns the previous limits. Unlike
+// the affinity, the limits apply to every thread that submits to the ring.
+func (r *Ring) SetIOWQMaxWorkers(bounded, unbounded uint32) (prevBounded, prevUnbounded uint32, err error) {
+	if r.closed {
+		return 0, 0, ErrClosed
+	}
+	vals := [2]uint32{bounded, unbounded}
+	if err := r.register(registerIOWQMax, unsafe.Pointer(&vals), 2); err != nil {
+		return 0, 0, fmt.Errorf("uring: register io-wq max workers: %w", err)
+	}
+	return vals[0], vals[1], nil
+}
+
 // register calls io_uring_register, retrying EINTR.
 func (r *Ring) register(op uintptr, arg unsafe.Pointer, nargs uintptr) error {
 	for attempt := 0; ; attempt++ {

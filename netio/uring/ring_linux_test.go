@@ -467,3 +467,21 @@ func TestAvailable(t *testing.T) {
 	}
 	t.Logf("Available() = %v", err)
 }
+
+func TestRingIOWQLimits(t *testing.T) {
+	r := newTestRing(t, RingOptions{Entries: 4})
+	if _, _, err := r.SetIOWQMaxWorkers(3, 0); err != nil {
+		t.Skipf("IORING_REGISTER_IOWQ_MAX_WORKERS: %v", err)
+	}
+	b, _, err := r.SetIOWQMaxWorkers(0, 0) // 0: query only
+	if err != nil || b != 3 {
+		t.Fatalf("bounded limit reads back %d, %v; want 3", b, err)
+	}
+	var all unix.CPUSet
+	if err := unix.SchedGetaffinity(0, &all); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.RegisterIOWQAffinity(&all); err != nil {
+		t.Fatal(err)
+	}
+}
