@@ -167,7 +167,13 @@ func (l *Log) copyIn(b []byte, h *batch.Header, base int64, epoch int32, stamp b
 		l.io.markLagging(l)
 	}
 	if l.cur.free() == 0 || l.cur.n >= l.cfg.WriteBufferBytes {
+		// Full before the iteration ended: the next buffer may be larger,
+		// and this one goes to the kernel now rather than at Flush.
+		l.bufClass = min(l.bufClass+1, classFor(l.cfg.WriteBufferBytes))
 		l.submitCur(false)
+		if err := l.io.submit(); err != nil {
+			l.poison(err)
+		}
 	}
 	return nil
 }
@@ -183,21 +189,6 @@ func (l *Log) newBuffer(need int) {
 	}
 	s := l.active()
 	l.cur, l.curPos, l.curFirst = b, s.size, l.leo
-}
-
-// preallocate reserves space ahead of the write position, in steps of
-// Config.PreallocateBytes, once the position passes half the reservation.
-func (l *Log) preallocate(s *segment) {
-	step := l.cfg.PreallocateBytes
-	if step <= 0 || s.size+step/2 < s.preallocEnd || s.preallocEnd >= l.cfg.SegmentBytes {
-		return
-	}
-	from := max(s.preallocEnd, s.size)
-	n := min(step, l.cfg.SegmentBytes-from)
-	// A failure is not fatal: the write itself will say whether space is
-	// there. Not retried until the next step.
-	_ = s.file.f.Preallocate(from, n, true)
-	s.preallocEnd = from + n
 }
 
 // maybeRoll rolls the active segment when a batch of size bytes and
@@ -266,7 +257,9 @@ func (l *Log) drainAll() error {
 
 // drain waits for every operation of the log in flight.
 func (l *Log) drain() error {
-	return l.io.waitFor(func() bool { return len(l.chains) == 0 && l.syncsInFlight == 0 })
+	return l.io.waitFor(func() bool {
+		return len(l.chains) == 0 && l.syncsInFlight == 0 && l.zerosInFlight == 0
+	})
 }
 
 // syncDue says whether the next write must carry an fdatasync.
@@ -293,8 +286,12 @@ func (l *Log) submitCur(forceSync bool) {
 	if l.cur == nil || l.failed != nil || l.stall != nil {
 		return
 	}
-	o := l.io.newOp()
 	s := l.active()
+	l.awaitZeros(s, l.curPos, l.curPos+int64(l.cur.n))
+	if l.cur == nil || l.failed != nil || l.stall != nil {
+		return
+	}
+	o := l.io.newOp()
 	*o = op{log: l, file: s.file, seg: s, buf: l.cur, pos: l.curPos,
 		first: l.curFirst, last: l.leo - 1, coversAll: len(l.chains) == 0}
 	o.sync = forceSync || l.syncDue()
@@ -382,6 +379,10 @@ func (l *Log) Sync() error {
 // complete handles one engine completion for this log.
 func (l *Log) complete(o *op, err error) {
 	pool := &l.io.pool
+	if o.zero {
+		l.zeroDone(o, err)
+		return
+	}
 	if o.standalone {
 		l.syncsInFlight--
 		if err != nil {
@@ -462,7 +463,8 @@ func (l *Log) rewind() {
 func (l *Log) cutActive(s *segment, pos, end int64) {
 	s.idx.truncate(uint32(end-s.base), pos)
 	l.refreshMaxTs(s, pos)
-	s.size, s.writtenSize, s.preallocEnd = pos, min(s.writtenSize, pos), min(s.preallocEnd, pos)
+	s.size, s.writtenSize = pos, min(s.writtenSize, pos)
+	s.preallocEnd, s.zeroedEnd, s.zeroingEnd = min(s.preallocEnd, pos), min(s.zeroedEnd, pos), min(s.zeroingEnd, pos)
 	s.last = end - 1
 	l.leo = end
 	l.written = min(l.written, end-1)

@@ -50,6 +50,48 @@ func ParseFsyncPolicy(s string) (FsyncPolicy, error) {
 	return 0, fmt.Errorf("%w: fsync policy %q (want always, interval, messages or never)", ErrConfig, s)
 }
 
+// PreallocMode says how the space ahead of the active segment's write
+// position is prepared (see docs/design/segment.md for the measurement).
+type PreallocMode uint8
+
+// Preallocation modes.
+const (
+	// PreallocAuto zero-fills under FsyncAlways and reserves with
+	// keep-size fallocate otherwise.
+	PreallocAuto PreallocMode = iota
+	// PreallocZeroFill writes zeros ahead (through the engine, with an
+	// fdatasync), so that an fdatasync after a data write finds its blocks
+	// allocated and written and the file size unchanged, and needs no
+	// journal commit. It doubles the bytes written; the file is longer than
+	// its data until the segment is sealed or closed (recovery stops at the
+	// first zero header).
+	PreallocZeroFill
+	// PreallocKeepSize reserves blocks with fallocate(FALLOC_FL_KEEP_SIZE):
+	// no fragmentation, no extra writes, but an fdatasync still commits the
+	// size change and the unwritten-extent conversion.
+	PreallocKeepSize
+)
+
+var preallocNames = [...]string{"auto", "zero-fill", "keep-size"}
+
+// String returns the mode's configuration name.
+func (m PreallocMode) String() string {
+	if int(m) < len(preallocNames) {
+		return preallocNames[m]
+	}
+	return fmt.Sprintf("PreallocMode(%d)", m)
+}
+
+// ParsePreallocMode parses "auto", "zero-fill" or "keep-size".
+func ParsePreallocMode(s string) (PreallocMode, error) {
+	for i, n := range preallocNames {
+		if n == s {
+			return PreallocMode(i), nil
+		}
+	}
+	return 0, fmt.Errorf("%w: preallocation mode %q (want auto, zero-fill or keep-size)", ErrConfig, s)
+}
+
 // Defaults and bounds of Config. A zero field takes its default.
 const (
 	// SegmentBytesDefault is the size at which the active segment rolls.
@@ -107,9 +149,11 @@ type Config struct {
 	// RetentionMs deletes segments whose newest timestamp is older
 	// (default 7 days; -1: no age limit).
 	RetentionMs int64
-	// PreallocateBytes is reserved ahead of the active segment's write
+	// PreallocateBytes is prepared ahead of the active segment's write
 	// position, in steps of this size (default 8 MiB; -1 disables).
 	PreallocateBytes int64
+	// Preallocate says how (default PreallocAuto).
+	Preallocate PreallocMode
 	// WriteBufferBytes is the largest write the log coalesces appends into
 	// (default 1 MiB). A full buffer is submitted at once.
 	WriteBufferBytes int
@@ -144,6 +188,12 @@ func (c Config) withDefaults() (Config, error) {
 	if c.ChainsInFlight == 0 {
 		c.ChainsInFlight = ChainsInFlightDefault
 	}
+	if c.Preallocate == PreallocAuto {
+		c.Preallocate = PreallocKeepSize
+		if c.Fsync == FsyncAlways {
+			c.Preallocate = PreallocZeroFill
+		}
+	}
 	if c.NowMs == nil {
 		c.NowMs = func() int64 { return time.Now().UnixMilli() }
 	}
@@ -162,6 +212,8 @@ func (c Config) withDefaults() (Config, error) {
 		return c, fmt.Errorf("%w: BatchBytesMax %d not in [%d, %d]", ErrConfig, c.BatchBytesMax, batch.HeaderSize, batch.BatchBytesMax)
 	case c.RetentionBytes < -1 || c.RetentionMs < -1:
 		return c, fmt.Errorf("%w: retention %d bytes / %d ms", ErrConfig, c.RetentionBytes, c.RetentionMs)
+	case c.Preallocate > PreallocKeepSize:
+		return c, fmt.Errorf("%w: preallocation mode %d", ErrConfig, c.Preallocate)
 	case c.PreallocateBytes < -1:
 		return c, fmt.Errorf("%w: PreallocateBytes %d", ErrConfig, c.PreallocateBytes)
 	case c.WriteBufferBytes < 4096 || c.WriteBufferBytes > bufBytesMax:

@@ -33,8 +33,9 @@ func FuzzRecoverTail(f *testing.F) {
 		if mode%2 == 0 {
 			l := openLog(t, fsys, "/d", cfg, NewPwriteEngine())
 			want = fill(t, l, 3, constEpoch(1), constTs(1))
+			end := l.active().size
 			abandon(l)
-			appendRaw(t, fsys, "/d/"+segName(0, logSuffix), tail)
+			appendRaw(t, fsys, "/d/"+segName(0, logSuffix), end, tail)
 		} else {
 			fsys.MkdirAll("/d", 0o755)
 			f, _ := fsys.Create("/d/" + segName(0, logSuffix))

@@ -3,6 +3,8 @@ package segment
 import (
 	"errors"
 	"fmt"
+
+	"golang.org/x/sys/unix"
 )
 
 // IO owns one Engine and dispatches its completions to the logs that share
@@ -41,8 +43,10 @@ type IO struct {
 	// (Log.inNotify).
 	notifyQ []*Log
 	notify  func(*Log)
-	reapFn  func(token uint64, err error)
-	closed  bool
+	// zeros is a read-only mapping of zeros (zero-fill writes).
+	zeros  []byte
+	reapFn func(token uint64, err error)
+	closed bool
 	// delivering is true while notify callbacks run (they must not
 	// re-enter Flush, Poll or Wait).
 	delivering bool
@@ -164,7 +168,26 @@ func (d *IO) Close() error {
 	}
 	d.closed = true
 	d.pool.close()
+	if d.zeros != nil {
+		_ = unix.Munmap(d.zeros)
+		d.zeros = nil
+	}
 	return err
+}
+
+// zeroChunkBytes is the size of one zero-fill write.
+const zeroChunkBytes = 1 << 20
+
+// zeroBuf returns a read-only mapping of zeros that zero-fill writes share.
+func (d *IO) zeroBuf() ([]byte, error) {
+	if d.zeros == nil {
+		z, err := unix.Mmap(-1, 0, zeroChunkBytes, unix.PROT_READ, unix.MAP_ANON|unix.MAP_PRIVATE)
+		if err != nil {
+			return nil, err
+		}
+		d.zeros = z
+	}
+	return d.zeros, nil
 }
 
 func (d *IO) submit() error {
@@ -278,9 +301,12 @@ func (d *IO) start(o *op) {
 	}
 	d.ops[tok] = o
 	var err error
-	if o.standalone {
+	switch {
+	case o.standalone:
 		err = d.eng.Sync(o.file.f, tok)
-	} else {
+	case o.zero:
+		err = d.eng.Write(o.file.f, o.data, o.pos, o.sync, tok)
+	default:
 		err = d.eng.Write(o.file.f, o.buf.bytes(), o.pos, o.sync, tok)
 	}
 	if err != nil {

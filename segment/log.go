@@ -53,6 +53,8 @@ type Log struct {
 	// chains are this log's writes in flight, in submission order.
 	chains        []*op
 	syncsInFlight int
+	// zerosInFlight counts zero-fill writes in flight (preallocation).
+	zerosInFlight int
 	// unsyncedRecords and lastSyncMs drive FsyncMessages and FsyncInterval.
 	unsyncedRecords int64
 	lastSyncMs      int64
@@ -96,6 +98,9 @@ type op struct {
 	// reaped, so this op's sync covers them all.
 	coversAll  bool
 	standalone bool
+	// zero marks a zero-fill write of data (preallocation), not in chains.
+	zero bool
+	data []byte
 	// covers is a standalone sync's reach: the written offset when queued.
 	covers int64
 	done   bool

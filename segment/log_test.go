@@ -207,7 +207,7 @@ func TestNotifyAndGroupCommit(t *testing.T) {
 	d := NewIO(e)
 	var notified []int64
 	d.SetNotify(func(l *Log) { notified = append(notified, l.DurableOffset()) })
-	l, err := OpenLog(vfs.NewMem(), "/d", Config{}, d)
+	l, err := OpenLog(vfs.NewMem(), "/d", Config{PreallocateBytes: -1}, d)
 	if err != nil {
 		t.Fatal(err)
 	}

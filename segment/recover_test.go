@@ -22,15 +22,18 @@ func abandon(l *Log) {
 	l.io.pool.close()
 }
 
-func appendRaw(t *testing.T, fsys vfs.FS, name string, b []byte) {
+// appendRaw writes b at pos of file name (pos < 0: at its end) and syncs.
+func appendRaw(t *testing.T, fsys vfs.FS, name string, pos int64, b []byte) {
 	t.Helper()
 	f, err := fsys.OpenReadWrite(name)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer f.Close()
-	sz, _ := f.Size()
-	if _, err := f.WriteAt(b, sz); err != nil {
+	if pos < 0 {
+		pos, _ = f.Size()
+	}
+	if _, err := f.WriteAt(b, pos); err != nil {
 		t.Fatal(err)
 	}
 	f.Sync()
@@ -54,9 +57,10 @@ func TestRecoverTornTail(t *testing.T) {
 			fsys := vfs.NewMem()
 			l := openLog(t, fsys, "/d", Config{}, NewPwriteEngine())
 			want := fill(t, l, 10, constEpoch(1), constTs(1))
+			end := l.active().size
 			abandon(l)
 			next := stamped(makeBatch(rng, 1, 100, 1), 20, 1)
-			appendRaw(t, fsys, "/d/"+segName(0, logSuffix), tc.tail(next))
+			appendRaw(t, fsys, "/d/"+segName(0, logSuffix), end, tc.tail(next))
 			l = openLog(t, fsys, "/d", Config{}, NewPwriteEngine())
 			defer l.Close()
 			r := l.Recovery()
@@ -220,7 +224,7 @@ func TestRecoverCleanRecordMismatch(t *testing.T) {
 	fill(t, l, 5, constEpoch(1), constTs(1))
 	l.Close()
 	rng := newRNG(9)
-	appendRaw(t, fsys, "/d/"+segName(0, logSuffix), stamped(makeBatch(rng, 1, 50, 1), 10, 1))
+	appendRaw(t, fsys, "/d/"+segName(0, logSuffix), -1, stamped(makeBatch(rng, 1, 50, 1), 10, 1))
 	l = openLog(t, fsys, "/d", Config{}, NewPwriteEngine())
 	defer l.Close()
 	if l.Recovery().Clean || l.LogEndOffset() != 11 {

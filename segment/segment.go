@@ -82,8 +82,11 @@ type segment struct {
 	// index files, or rebuilt by a scan).
 	idx    *segIndex
 	sealed bool
-	// preallocEnd is where the space reserved ahead of size ends.
-	preallocEnd int64
+	// preallocEnd is where the space reserved (or being zero-filled) ahead
+	// of size ends. Zero-fill: [zeroedEnd, zeroingEnd) is being written
+	// with zeros; no data write may overlap it until that completes.
+	preallocEnd           int64
+	zeroedEnd, zeroingEnd int64
 	// rollAtMs is the clock when the first batch was appended (or the
 	// segment was opened): rolling by age counts from it.
 	rollAtMs int64
@@ -130,7 +133,27 @@ type scanResult struct {
 // scanChunkBytes is the read size of a recovery scan.
 const scanChunkBytes = 1 << 20
 
-var errZeroHeader = errors.New("zero header (unused space)")
+var (
+	errZeroHeader    = errors.New("zero header (unused space)")
+	errZerosThenData = errors.New("zero header followed by non-zero bytes (a write after a lost one)")
+)
+
+// zeroFrom reports whether f holds only zeros from pos to size.
+func zeroFrom(f vfs.File, pos, size int64) bool {
+	buf := make([]byte, min(scanChunkBytes, size-pos))
+	for pos < size {
+		n := min(int64(len(buf)), size-pos)
+		m, err := f.ReadAt(buf[:n], pos)
+		if !isZero(buf[:m]) {
+			return false
+		}
+		if int64(m) < n {
+			return err == io.EOF
+		}
+		pos += n
+	}
+	return true
+}
 
 // scanSegment reads a segment from the start and validates every batch
 // (length, CRC, offsets continuing from base, epochs never decreasing from
@@ -172,6 +195,9 @@ func scanSegment(f vfs.File, base, size int64, prevEpoch int32, intervalBytes in
 		}
 		if isZero(hb[:batch.LengthFieldEnd]) {
 			r.stop, r.zeroTail = errZeroHeader, true
+			if !zeroFrom(f, pos, size) {
+				r.stop, r.zeroTail = errZerosThenData, false
+			}
 			break
 		}
 		h, err := batch.ReadHeader(hb)
