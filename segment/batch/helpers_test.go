@@ -3,7 +3,6 @@ package batch
 import (
 	"bytes"
 	"fmt"
-	"testing"
 )
 
 // collect iterates over b and returns deep copies of its records.
@@ -19,9 +18,18 @@ func collect(b []byte) ([]Record, error) {
 	return out, it.Err()
 }
 
+// fataler is what the helpers need of a test: a *testing.T, *testing.B,
+// *testing.F or *rapid.T.
+type fataler interface {
+	Fatal(args ...any)
+	Fatalf(format string, args ...any)
+}
+
 // build appends recs to a new Builder for opts and builds the batch.
-func build(tb testing.TB, opts Options, recs []Record) []byte {
-	tb.Helper()
+func build(tb fataler, opts Options, recs []Record) []byte {
+	if h, ok := tb.(interface{ Helper() }); ok {
+		h.Helper()
+	}
 	bl, err := NewBuilder(opts)
 	if err != nil {
 		tb.Fatal(err)
@@ -68,8 +76,10 @@ func recordDiff(got, want Record) string {
 }
 
 // checkRecords fails tb unless got equals want record by record.
-func checkRecords(tb testing.TB, got, want []Record) {
-	tb.Helper()
+func checkRecords(tb fataler, got, want []Record) {
+	if h, ok := tb.(interface{ Helper() }); ok {
+		h.Helper()
+	}
 	if len(got) != len(want) {
 		tb.Fatalf("%d records, want %d", len(got), len(want))
 	}
