@@ -144,7 +144,9 @@ func (l *Log) copyIn(b []byte, h *batch.Header, base int64, epoch int32, stamp b
 	}
 	s := l.active()
 	if l.cur == nil {
-		l.newBuffer(n)
+		if err := l.newBuffer(n); err != nil {
+			return err
+		}
 	}
 	dst := l.cur.mem[l.cur.n : l.cur.n+n]
 	copy(dst, b)
@@ -179,16 +181,15 @@ func (l *Log) copyIn(b []byte, h *batch.Header, base int64, epoch int32, stamp b
 }
 
 // newBuffer starts a buffer for appends at the active segment's end.
-func (l *Log) newBuffer(need int) {
+func (l *Log) newBuffer(need int) error {
 	class := max(l.bufClass, classFor(need))
 	b, err := l.io.pool.get(class)
 	if err != nil {
-		// Out of address space for buffers is as fatal as a failed write.
-		l.poison(fmt.Errorf("write buffer: %w", err))
-		panic(fmt.Sprintf("segment: cannot map a %d-byte write buffer: %v", classBytes(class), err))
+		return fmt.Errorf("segment: map a %d-byte write buffer: %w", classBytes(class), err)
 	}
 	s := l.active()
 	l.cur, l.curPos, l.curFirst = b, s.size, l.leo
+	return nil
 }
 
 // maybeRoll rolls the active segment when a batch of size bytes and

@@ -178,7 +178,7 @@ func crashRun(t *testing.T, seed uint64) (err error) {
 				m.start, alt = max(before, res.LogStartOffset), nil
 			}
 		case r < 98:
-			newStart := l.LogEndOffset() + int64(rng.IntN(100))
+			newStart := max(0, l.LogEndOffset()+int64(rng.IntN(100))-50)
 			alt = &crashModel{start: newStart, batches: map[int64][]byte{}, ever: m.ever, durable: -1}
 			if opErr = l.Reset(newStart); opErr == nil {
 				m, alt = alt, nil

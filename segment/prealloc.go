@@ -35,7 +35,7 @@ func (l *Log) preallocate(s *segment) {
 	}
 	// Writes beyond everything appended so far: no data write overlaps
 	// them until awaitZeros says so.
-	s.zeroedEnd, s.zeroingEnd = min(s.zeroedEnd, from), from+n
+	s.zeroedEnd, s.zeroingEnd = from, from+n
 	for off := from; off < from+n; off += int64(len(zeros)) {
 		o := l.io.newOp()
 		*o = op{log: l, file: s.file, seg: s, zero: true, pos: off,

@@ -65,7 +65,10 @@ func (s Span) ReadTo(w io.Writer) (int64, error) {
 func (s Span) AppendTo(dst []byte) ([]byte, error) {
 	n := len(dst)
 	dst = append(dst, make([]byte, s.Len)...)
-	if _, err := s.file.f.ReadAt(dst[n:], s.Pos); err != nil && err != io.EOF {
+	if m, err := s.file.f.ReadAt(dst[n:], s.Pos); m < int(s.Len) {
+		if err == nil || err == io.EOF {
+			err = io.ErrUnexpectedEOF
+		}
 		return dst[:n], err
 	}
 	return dst, nil

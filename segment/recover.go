@@ -81,7 +81,8 @@ const (
 )
 
 var (
-	// Payload version 1: logStartOffset int64.
+	// Payload version 1: logStartOffset int64, flags uint8 (bit 0: a Reset
+	// to logStartOffset is under way).
 	logStartKind = checkpoint.Kind{'L', 'S', 'O', '1'}
 	// Payload version 1: activeBase int64, activeBytes int64, logEnd int64.
 	cleanKind = checkpoint.Kind{'C', 'L', 'S', 'D'}
@@ -89,18 +90,23 @@ var (
 
 type cleanRecord struct{ activeBase, activeBytes, leo int64 }
 
-func (l *Log) writeLogStart(start int64) error {
-	var b [8]byte
+const logStartResetting = 1
+
+func (l *Log) writeLogStart(start int64, resetting bool) error {
+	var b [9]byte
 	binary.BigEndian.PutUint64(b[:], uint64(start))
+	if resetting {
+		b[8] = logStartResetting
+	}
 	return checkpoint.Write(l.fs, l.path(logStartFile), logStartKind, 1, b[:])
 }
 
-func (l *Log) readLogStart() (int64, bool) {
+func (l *Log) readLogStart() (start int64, resetting, ok bool) {
 	v, p, err := checkpoint.Read(l.fs, l.path(logStartFile), logStartKind)
-	if err != nil || v != 1 || len(p) != 8 || int64(binary.BigEndian.Uint64(p)) < 0 {
-		return 0, false
+	if err != nil || v != 1 || len(p) != 9 || int64(binary.BigEndian.Uint64(p)) < 0 {
+		return 0, false, false
 	}
-	return int64(binary.BigEndian.Uint64(p)), true
+	return int64(binary.BigEndian.Uint64(p)), p[8]&logStartResetting != 0, true
 }
 
 func (l *Log) readClean() (cleanRecord, bool) {
@@ -170,7 +176,7 @@ func (l *Log) recover() error {
 	}
 	sort.Slice(bases, func(i, j int) bool { return bases[i] < bases[j] })
 
-	start, hasStart := l.readLogStart()
+	start, resetting, hasStart := l.readLogStart()
 	clean, hasClean := l.readClean()
 	dirChanged := false
 	if hasClean {
@@ -182,10 +188,10 @@ func (l *Log) recover() error {
 		dirChanged = true
 	}
 
-	// Segments wholly below the log start are leftovers of retention or a
-	// Reset that a crash interrupted.
+	// Segments wholly below the log start are leftovers of retention that
+	// a crash interrupted; a Reset under way is finished.
 	if hasStart && len(bases) > 0 {
-		if bases[len(bases)-1] < start {
+		if resetting || bases[len(bases)-1] < start {
 			for _, b := range bases {
 				if err := l.removeSegmentFiles(b); err != nil {
 					return err
@@ -227,6 +233,11 @@ func (l *Log) recover() error {
 		l.epochs = epochCache{}
 		if err := l.persistEpochs(); err != nil {
 			return err
+		}
+		if resetting {
+			if err := l.writeLogStart(start, false); err != nil {
+				return err
+			}
 		}
 		l.finishReport()
 		return nil

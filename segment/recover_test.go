@@ -157,6 +157,21 @@ func TestRecoverFinishesInterruptedRetentionAndReset(t *testing.T) {
 	l.Close()
 	// A reset past the end that crashed before deleting anything.
 	checkpointLogStart(fsys, leo+100)
+	defer func() {
+		// A reset below the end, marked under way, is finished too.
+		lr := &Log{fs: fsys, dir: "/d"}
+		if err := lr.writeLogStart(5, true); err != nil {
+			t.Fatal(err)
+		}
+		l := openLog(t, fsys, "/d", cfg, NewPwriteEngine())
+		defer l.Close()
+		if l.LogStartOffset() != 5 || l.LogEndOffset() != 5 {
+			t.Fatalf("after an interrupted reset to 5: [%d, %d)", l.LogStartOffset(), l.LogEndOffset())
+		}
+		if _, res, ok := lr.readLogStart(); !ok || res {
+			t.Fatalf("reset still marked under way after open (ok %v)", ok)
+		}
+	}()
 	l = openLog(t, fsys, "/d", cfg, NewPwriteEngine())
 	defer l.Close()
 	if l.LogStartOffset() != leo+100 || l.LogEndOffset() != leo+100 || l.SegmentCount() != 1 || l.LastEpoch() != -1 {
@@ -166,7 +181,7 @@ func TestRecoverFinishesInterruptedRetentionAndReset(t *testing.T) {
 
 func checkpointLogStart(fsys vfs.FS, start int64) error {
 	l := &Log{fs: fsys, dir: "/d"}
-	return l.writeLogStart(start)
+	return l.writeLogStart(start, false)
 }
 
 func TestRecoverEpochAheadOfData(t *testing.T) {

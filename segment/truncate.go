@@ -95,8 +95,9 @@ func (l *Log) removeFileQuiet(name string) error {
 
 // Reset drops the whole log and starts it empty at newStart: a follower
 // whose leader has already deleted the offsets it needs (Kafka's
-// truncateFullyAndStartAt). The new log start is persisted first, so a
-// crash part-way finishes the reset on the next open.
+// truncateFullyAndStartAt). The new log start is persisted first, marked
+// as a reset under way, so a crash part-way finishes the reset on the next
+// open.
 func (l *Log) Reset(newStart int64) error {
 	if err := l.usable(); err != nil {
 		return err
@@ -113,7 +114,7 @@ func (l *Log) Reset(newStart int64) error {
 		l.io.pool.put(l.cur)
 		l.cur = nil
 	}
-	if err := l.writeLogStart(newStart); err != nil {
+	if err := l.writeLogStart(newStart, true); err != nil {
 		return err
 	}
 	for j := len(l.segs) - 1; j >= 0; j-- {
@@ -136,6 +137,10 @@ func (l *Log) Reset(newStart int64) error {
 	l.logStart, l.leo = newStart, newStart
 	l.written, l.durable = newStart-1, newStart-1
 	l.unsyncedRecords = 0
+	if err := l.writeLogStart(newStart, false); err != nil {
+		// The next open would redo the reset: harmless, the log is empty.
+		return err
+	}
 	return nil
 }
 
@@ -185,7 +190,7 @@ func (l *Log) ApplyRetention(limit int64) (RetentionResult, error) {
 		return res, nil
 	}
 	newStart := l.segs[n].base
-	if err := l.writeLogStart(newStart); err != nil {
+	if err := l.writeLogStart(newStart, false); err != nil {
 		return RetentionResult{LogStartOffset: l.logStart}, err
 	}
 	for j := 0; j < n; j++ {
