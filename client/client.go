@@ -1,0 +1,194 @@
+package client
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/corestream/corestream/netio/wire"
+)
+
+// Client is a connection to a corestream cluster: one pipelined connection
+// per node, a metadata cache, and the routing and retry rules every request
+// follows. It is safe for concurrent use; share one per process.
+type Client struct {
+	cfg Config
+	// ctx lives until Close; background work (dials, refreshes) runs under it.
+	ctx    context.Context
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+
+	mu sync.Mutex
+	// brokers by address. Guarded by mu.
+	brokers map[string]*broker
+	// lastGood is the address that last answered a metadata request.
+	// Guarded by mu.
+	lastGood string
+
+	meta *metaCache
+
+	refreshMu sync.Mutex
+	// refreshing is non-nil while a metadata refresh runs and is closed
+	// when it ends, after refreshErr is set. Guarded by refreshMu.
+	refreshing chan struct{}
+	refreshErr error
+	// kick asks the background refresher for a refresh (capacity 1).
+	kick chan struct{}
+}
+
+// Dial connects to a cluster through the given seed brokers (HOST:PORT)
+// with the default configuration, and loads its metadata.
+func Dial(ctx context.Context, brokers ...string) (*Client, error) {
+	return DialConfig(ctx, Config{Brokers: brokers})
+}
+
+// DialConfig connects with cfg: it fills in defaults, reaches a seed,
+// handshakes and loads the metadata, all within ctx. It fails with an
+// error wrapping ErrNoBrokers when no seed answered.
+func DialConfig(ctx context.Context, cfg Config) (*Client, error) {
+	if len(cfg.Brokers) == 0 {
+		return nil, fmt.Errorf("%w: no seed broker given", ErrNoBrokers)
+	}
+	c := &Client{cfg: cfg.withDefaults(), brokers: map[string]*broker{}, meta: newMetaCache(), kick: make(chan struct{}, 1)}
+	c.ctx, c.cancel = context.WithCancel(context.Background())
+	if err := c.refreshMetadata(ctx); err != nil {
+		c.Close()
+		return nil, err
+	}
+	c.wg.Add(1)
+	go c.refresher()
+	return c, nil
+}
+
+// Close closes every connection and stops background work. Requests in
+// flight fail with an error wrapping ErrClosed. Producers and consumers
+// built on the client should be closed first.
+func (c *Client) Close() error {
+	c.cancel()
+	c.mu.Lock()
+	brokers := make([]*broker, 0, len(c.brokers))
+	for _, b := range c.brokers {
+		brokers = append(brokers, b)
+	}
+	c.mu.Unlock()
+	c.wg.Wait() // no dial can start after cancel: get checks isClosed
+	for _, b := range brokers {
+		b.close(ErrClosed)
+	}
+	return nil
+}
+
+func (c *Client) isClosed() bool { return c.ctx.Err() != nil }
+
+// broker returns the holder of addr's connection.
+func (c *Client) broker(addr string) *broker {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	b := c.brokers[addr]
+	if b == nil {
+		b = &broker{cl: c, addr: addr}
+		c.brokers[addr] = b
+	}
+	return b
+}
+
+// connTo returns a live connection to addr.
+func (c *Client) connTo(ctx context.Context, addr string) (*conn, error) {
+	if c.isClosed() {
+		return nil, ErrClosed
+	}
+	return c.broker(addr).get(ctx)
+}
+
+// refresher refreshes the metadata every MetadataMaxAge and whenever kicked.
+func (c *Client) refresher() {
+	defer c.wg.Done()
+	t := time.NewTicker(c.cfg.MetadataMaxAge)
+	defer t.Stop()
+	for {
+		select {
+		case <-c.ctx.Done():
+			return
+		case <-t.C:
+		case <-c.kick:
+		}
+		c.refreshMetadata(c.ctx)
+	}
+}
+
+// kickRefresh asks for a background metadata refresh without waiting.
+func (c *Client) kickRefresh() {
+	select {
+	case c.kick <- struct{}{}:
+	default:
+	}
+}
+
+// refreshMetadata loads the metadata from some node and applies it.
+// Concurrent callers share one request. It waits under ctx.
+func (c *Client) refreshMetadata(ctx context.Context) error {
+	c.refreshMu.Lock()
+	if c.refreshing == nil {
+		c.refreshing = make(chan struct{})
+		c.wg.Add(1)
+		go c.runRefresh(c.refreshing)
+	}
+	ch := c.refreshing
+	c.refreshMu.Unlock()
+	select {
+	case <-ch:
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	c.refreshMu.Lock()
+	defer c.refreshMu.Unlock()
+	return c.refreshErr
+}
+
+func (c *Client) runRefresh(done chan struct{}) {
+	defer c.wg.Done()
+	ctx, cancel := context.WithTimeout(c.ctx, c.cfg.DialTimeout+c.cfg.RequestTimeout)
+	defer cancel()
+	err := c.fetchMetadata(ctx)
+	c.refreshMu.Lock()
+	c.refreshErr = err
+	c.refreshing = nil
+	close(done)
+	c.refreshMu.Unlock()
+}
+
+// fetchMetadata asks the node that answered last, then the known nodes,
+// then the seeds, until one answers.
+func (c *Client) fetchMetadata(ctx context.Context) error {
+	c.mu.Lock()
+	first := c.lastGood
+	c.mu.Unlock()
+	candidates := append([]string{first}, c.meta.addrs()...)
+	candidates = append(candidates, c.cfg.Brokers...)
+	seen := map[string]bool{"": true}
+	var errs []error
+	for _, addr := range candidates {
+		if seen[addr] {
+			continue
+		}
+		seen[addr] = true
+		cn, err := c.connTo(ctx, addr)
+		if err == nil {
+			var resp wire.MetadataResponse
+			if err = cn.roundTrip(ctx, &wire.MetadataRequest{}, &resp, false); err == nil {
+				c.meta.apply(&resp)
+				c.mu.Lock()
+				c.lastGood = addr
+				c.mu.Unlock()
+				return nil
+			}
+		}
+		if ctx.Err() != nil || errors.Is(err, ErrClosed) {
+			return errors.Join(append(errs, err)...)
+		}
+		errs = append(errs, err)
+	}
+	return fmt.Errorf("%w: %w", ErrNoBrokers, errors.Join(errs...))
+}

@@ -1,0 +1,120 @@
+package client
+
+import (
+	"context"
+	"net"
+	"time"
+)
+
+// Config configures a Client. The zero value of every field means its
+// documented default; Dial fills them in.
+type Config struct {
+	// Brokers are the seed addresses (HOST:PORT) used to bootstrap and,
+	// when every known node fails, to find the cluster again. At least one.
+	Brokers []string
+	// ClientID names this client in broker logs. Default "corestream-go".
+	ClientID string
+	// DialTimeout bounds connecting and handshaking with one node.
+	// Default 10 s.
+	DialTimeout time.Duration
+	// InFlightPerConnMax bounds the requests in flight on one connection
+	// (the broker's network.max_inflight_per_conn defaults to 256). A caller
+	// beyond it waits for a slot under its context. Default 256.
+	InFlightPerConnMax int
+	// RetryAttemptsMax bounds the attempts of one request that keeps
+	// failing with retriable errors (routing changes, BUSY, lost
+	// connections). Attempts that follow a NOT_PRIMARY hint count too.
+	// Default 10.
+	RetryAttemptsMax int
+	// RetryBackoffMin and RetryBackoffMax bound the exponential backoff
+	// between attempts (doubling from the minimum, with jitter), unless the
+	// broker's retry_after_ms asks for longer. Defaults 10 ms and 1 s.
+	RetryBackoffMin, RetryBackoffMax time.Duration
+	// ReconnectBackoffMin and ReconnectBackoffMax bound the wait before
+	// dialling a node again after a failed dial (doubling per consecutive
+	// failure, with jitter). Defaults 20 ms and 2 s.
+	ReconnectBackoffMin, ReconnectBackoffMax time.Duration
+	// MetadataMaxAge is how often the metadata cache is refreshed even when
+	// no request failed, so that moved primaries are found before a request
+	// bounces. Default 5 min (Kafka's metadata.max.age.ms).
+	MetadataMaxAge time.Duration
+	// UnknownTopicRetriesMax bounds the metadata refreshes a request makes
+	// for a topic the cluster does not (yet) know before it fails with
+	// UNKNOWN_TOPIC_OR_PARTITION; a topic just created may still be
+	// propagating. Default 3.
+	UnknownTopicRetriesMax int
+	// RequestTimeout is the timeout_ms sent with produce and admin requests:
+	// how long the broker may wait for replication or a metadata change
+	// before answering REQUEST_TIMED_OUT. Default 30 s.
+	RequestTimeout time.Duration
+	// Dialer opens connections; tests put faults here. Default a
+	// net.Dialer.
+	Dialer func(ctx context.Context, network, addr string) (net.Conn, error)
+}
+
+// Defaults of Config.
+const (
+	defaultClientID               = "corestream-go"
+	defaultDialTimeout            = 10 * time.Second
+	defaultInFlightPerConnMax     = 256
+	defaultRetryAttemptsMax       = 10
+	defaultRetryBackoffMin        = 10 * time.Millisecond
+	defaultRetryBackoffMax        = time.Second
+	defaultReconnectBackoffMin    = 20 * time.Millisecond
+	defaultReconnectBackoffMax    = 2 * time.Second
+	defaultMetadataMaxAge         = 5 * time.Minute
+	defaultUnknownTopicRetriesMax = 3
+	defaultRequestTimeout         = 30 * time.Second
+)
+
+// clientSoftware is sent in the handshake.
+const clientSoftware = "corestream-go/0.1"
+
+func (c Config) withDefaults() Config {
+	setStr(&c.ClientID, defaultClientID)
+	setDur(&c.DialTimeout, defaultDialTimeout)
+	setInt(&c.InFlightPerConnMax, defaultInFlightPerConnMax)
+	setInt(&c.RetryAttemptsMax, defaultRetryAttemptsMax)
+	setDur(&c.RetryBackoffMin, defaultRetryBackoffMin)
+	setDur(&c.RetryBackoffMax, defaultRetryBackoffMax)
+	setDur(&c.ReconnectBackoffMin, defaultReconnectBackoffMin)
+	setDur(&c.ReconnectBackoffMax, defaultReconnectBackoffMax)
+	setDur(&c.MetadataMaxAge, defaultMetadataMaxAge)
+	setInt(&c.UnknownTopicRetriesMax, defaultUnknownTopicRetriesMax)
+	setDur(&c.RequestTimeout, defaultRequestTimeout)
+	if c.Dialer == nil {
+		var d net.Dialer
+		c.Dialer = d.DialContext
+	}
+	return c
+}
+
+func setStr(p *string, v string) {
+	if *p == "" {
+		*p = v
+	}
+}
+
+func setInt(p *int, v int) {
+	if *p <= 0 {
+		*p = v
+	}
+}
+
+func setDur(p *time.Duration, v time.Duration) {
+	if *p <= 0 {
+		*p = v
+	}
+}
+
+// timeoutMs converts d for a wire timeout_ms field.
+func timeoutMs(d time.Duration) uint32 {
+	ms := d.Milliseconds()
+	if ms <= 0 {
+		return 0
+	}
+	if ms > 1<<31 {
+		ms = 1 << 31
+	}
+	return uint32(ms)
+}

@@ -1,0 +1,425 @@
+package client
+
+import (
+	"bufio"
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/corestream/corestream/netio/wire"
+)
+
+// This file is one pipelined connection to one broker node.
+//
+// A request's life: send assigns a correlation id, registers the call in
+// pending and queues it for the writer goroutine, which coalesces every
+// queued frame into one writev. The reader goroutine reads response frames,
+// finds the call by correlation id (responses may come in any order),
+// decodes the body and completes the call. When the connection breaks, the
+// reader — the only goroutine that completes calls on failure — waits for
+// the writer to exit and then fails every pending call with
+// ErrConnectionLost, so a failed call's frame is never read again by a
+// writer: its buffers may be reused at once.
+
+const (
+	// readBufferBytes is the reader's bufio buffer: it amortises the read
+	// syscalls of many small pipelined responses.
+	readBufferBytes = 64 << 10
+	// scratchBytesMax bounds the reusable buffer for response frames that
+	// the decoder copies out of (everything but fetch records).
+	scratchBytesMax = 64 << 10
+	// writeBatchMax bounds the frames gathered into one writev.
+	writeBatchMax = 64
+)
+
+// Call states: a call is waited for, claimed by the reader to complete it,
+// or abandoned by its waiter (the reader then drops its response).
+const (
+	callWaiting int32 = iota
+	callClaimed
+	callAbandoned
+)
+
+// call is one request on a connection.
+type call struct {
+	key     wire.APIKey
+	version uint16
+	// head is the request frame, or its beginning when tail is set; the
+	// connection writes the correlation id into head[8:12].
+	head []byte
+	// tail, when set, is sent right after head (a produce's record batch,
+	// sent without copying).
+	tail []byte
+	// resp receives the decoded body of a successful response.
+	resp wire.Response
+	// ownFrame gives the response its own buffer, because resp keeps
+	// slices into it (a fetch's records).
+	ownFrame bool
+	// cb, when set, is run on the reader goroutine at completion and must
+	// not block; otherwise done is closed.
+	cb   func(*call)
+	done chan struct{}
+	// owner is the producer batch of a produce call.
+	owner *prodBatch
+
+	corr  uint32
+	state atomic.Int32
+	// err is the outcome, set before completion: nil, a
+	// *wire.ErrorResponse, or an error wrapping ErrConnectionLost.
+	err error
+}
+
+// conn is a handshaken, pipelined connection.
+type conn struct {
+	addr   string
+	nodeID int32
+	nc     net.Conn
+	// versions holds the version picked for each API key; -1 when the
+	// broker speaks none this client knows.
+	versions []int32
+	// frameBytesMax is the broker's largest request frame.
+	frameBytesMax int
+
+	// slots bounds the calls between send and completion.
+	slots chan struct{}
+	// writeq feeds the writer; its capacity equals slots', so a send that
+	// holds a slot never blocks on it.
+	writeq chan *call
+
+	mu sync.Mutex
+	// pending maps correlation ids to calls sent and not completed.
+	// Guarded by mu; nil once the connection failed.
+	pending map[uint32]*call
+	// nextCorr is the last correlation id given. Guarded by mu.
+	nextCorr uint32
+	// err is why the connection failed; set once. Guarded by mu.
+	err error
+
+	closed     chan struct{} // closed when err is set
+	writerDone chan struct{}
+	readerDone chan struct{}
+}
+
+// dialConn connects to addr and handshakes within ctx.
+func dialConn(ctx context.Context, cfg *Config, addr string) (*conn, error) {
+	ctx, cancel := context.WithTimeout(ctx, cfg.DialTimeout)
+	defer cancel()
+	nc, err := cfg.Dialer(ctx, "tcp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("%w: dial %s: %w", ErrConnectionLost, addr, err)
+	}
+	hs, err := handshake(ctx, nc, cfg.ClientID)
+	if err != nil {
+		nc.Close()
+		return nil, fmt.Errorf("handshake with %s: %w", addr, err)
+	}
+	c := &conn{
+		addr: addr, nodeID: hs.NodeID, nc: nc,
+		versions:      make([]int32, len(wire.APIs())),
+		frameBytesMax: int(hs.FrameBytesMax),
+		slots:         make(chan struct{}, cfg.InFlightPerConnMax),
+		writeq:        make(chan *call, cfg.InFlightPerConnMax),
+		pending:       make(map[uint32]*call),
+		closed:        make(chan struct{}),
+		writerDone:    make(chan struct{}),
+		readerDone:    make(chan struct{}),
+	}
+	for i := range c.versions {
+		c.versions[i] = -1
+		if v, ok := hs.PickVersion(wire.APIKey(i)); ok {
+			c.versions[i] = int32(v)
+		}
+	}
+	if c.frameBytesMax <= 0 {
+		c.frameBytesMax = wire.FrameBytesMaxDefault
+	}
+	go c.writeLoop()
+	go c.readLoop()
+	return c, nil
+}
+
+// handshake sends the Handshake request and reads its answer, with the
+// connection's deadline following ctx.
+func handshake(ctx context.Context, nc net.Conn, clientID string) (*wire.HandshakeResponse, error) {
+	stop := context.AfterFunc(ctx, func() { nc.SetDeadline(time.Unix(1, 0)) })
+	defer stop()
+	req := wire.HandshakeRequest{ProtocolMin: wire.ProtocolVersionMin, ProtocolMax: wire.ProtocolVersionMax,
+		ClientID: clientID, ClientSoftware: clientSoftware}
+	if _, err := nc.Write(wire.AppendRequest(nil, 0, 0, &req)); err != nil {
+		return nil, ctxOr(ctx, fmt.Errorf("%w: %w", ErrConnectionLost, err))
+	}
+	frame, err := readFrame(bufio.NewReaderSize(nc, 4096), nil, wire.FrameBytesMaxDefault)
+	if err != nil {
+		return nil, ctxOr(ctx, fmt.Errorf("%w: %w", ErrConnectionLost, err))
+	}
+	if !stop() {
+		return nil, ctx.Err()
+	}
+	nc.SetDeadline(time.Time{})
+	h, body, err := wire.ParseResponseHeader(frame)
+	if err != nil {
+		return nil, err
+	}
+	var hs wire.HandshakeResponse
+	if err := wire.DecodeResponseBody(h, body, 0, &hs); err != nil {
+		return nil, err
+	}
+	return &hs, nil
+}
+
+// ctxOr returns ctx's error when it is done (the real cause of an I/O error
+// forced by a deadline), else err.
+func ctxOr(ctx context.Context, err error) error {
+	if ctx.Err() != nil {
+		return ctx.Err()
+	}
+	return err
+}
+
+// readFrame reads one whole response frame (without its size field) into
+// buf when it fits, else into a new buffer.
+func readFrame(r io.Reader, buf []byte, frameBytesMax int) ([]byte, error) {
+	var size [wire.SizeFieldBytes]byte
+	if _, err := io.ReadFull(r, size[:]); err != nil {
+		return nil, err
+	}
+	n := int(binary.BigEndian.Uint32(size[:]))
+	if _, _, err := wire.NextResponseFrame(size[:], frameBytesMax); err != nil {
+		return nil, err
+	}
+	if n > cap(buf) {
+		buf = make([]byte, n)
+	}
+	buf = buf[:n]
+	if _, err := io.ReadFull(r, buf); err != nil {
+		return nil, err
+	}
+	return buf, nil
+}
+
+// version returns the version to use for key, or ErrUnsupported.
+func (c *conn) version(key wire.APIKey) (uint16, error) {
+	if int(key) >= len(c.versions) || c.versions[key] < 0 {
+		return 0, fmt.Errorf("%w: %s (node %d at %s)", ErrUnsupported, key, c.nodeID, c.addr)
+	}
+	return uint16(c.versions[key]), nil
+}
+
+// isClosed reports whether the connection has failed or been closed.
+func (c *conn) isClosed() bool {
+	select {
+	case <-c.closed:
+		return true
+	default:
+		return false
+	}
+}
+
+// failure returns why the connection failed.
+func (c *conn) failure() error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.err
+}
+
+// close closes the connection; pending calls fail with ErrConnectionLost
+// wrapping cause.
+func (c *conn) close(cause error) {
+	c.setErr(cause)
+	c.nc.Close()
+	<-c.readerDone
+}
+
+// setErr records the first failure and wakes the writer.
+func (c *conn) setErr(err error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.err == nil {
+		c.err = fmt.Errorf("%w: %s: %w", ErrConnectionLost, c.addr, err)
+		close(c.closed)
+	}
+}
+
+// send starts cl on the connection. It waits for an in-flight slot under
+// ctx. On success cl will be completed exactly once (its cb run or its done
+// closed); on error it never will be.
+func (c *conn) send(ctx context.Context, cl *call) error {
+	select {
+	case c.slots <- struct{}{}:
+	case <-c.closed:
+		return c.failure()
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	cl.state.Store(callWaiting)
+	cl.err = nil
+	c.mu.Lock()
+	if c.err != nil {
+		err := c.err
+		c.mu.Unlock()
+		<-c.slots
+		return err
+	}
+	c.nextCorr++
+	cl.corr = c.nextCorr
+	binary.BigEndian.PutUint32(cl.head[8:], cl.corr)
+	c.pending[cl.corr] = cl
+	c.writeq <- cl // never blocks: the slot bounds the queue
+	c.mu.Unlock()
+	return nil
+}
+
+// roundTrip sends req and waits for its response, decoded into resp. When
+// ctx ends first the call is abandoned: its slot stays taken until the
+// broker answers, and the answer is dropped.
+func (c *conn) roundTrip(ctx context.Context, req wire.Request, resp wire.Response, ownFrame bool) error {
+	v, err := c.version(req.APIKey())
+	if err != nil {
+		return err
+	}
+	cl := &call{key: req.APIKey(), version: v, resp: resp, ownFrame: ownFrame, done: make(chan struct{})}
+	cl.head = wire.AppendRequest(nil, 0, v, req)
+	if err := c.send(ctx, cl); err != nil {
+		return err
+	}
+	select {
+	case <-cl.done:
+		return cl.err
+	case <-ctx.Done():
+		if cl.state.CompareAndSwap(callWaiting, callAbandoned) {
+			return ctx.Err()
+		}
+		<-cl.done // the reader claimed it: completion is imminent
+		return cl.err
+	}
+}
+
+// writeLoop writes queued frames, gathering every frame already queued into
+// one writev.
+func (c *conn) writeLoop() {
+	defer close(c.writerDone)
+	bufs := make(net.Buffers, 0, 2*writeBatchMax)
+	for {
+		var cl *call
+		select {
+		case cl = <-c.writeq:
+		case <-c.closed:
+			return
+		}
+		bufs = appendFrame(bufs[:0], cl)
+	gather:
+		for n := 1; n < writeBatchMax; n++ {
+			select {
+			case cl = <-c.writeq:
+				bufs = appendFrame(bufs, cl)
+			default:
+				break gather
+			}
+		}
+		toWrite := bufs
+		if _, err := toWrite.WriteTo(c.nc); err != nil {
+			c.setErr(err)
+			c.nc.Close()
+			return
+		}
+		clear(bufs[:cap(bufs)]) // drop references to written frames
+	}
+}
+
+func appendFrame(bufs net.Buffers, cl *call) net.Buffers {
+	bufs = append(bufs, cl.head)
+	if len(cl.tail) > 0 {
+		bufs = append(bufs, cl.tail)
+	}
+	return bufs
+}
+
+// readLoop reads responses until the connection fails, then fails every
+// pending call.
+func (c *conn) readLoop() {
+	defer close(c.readerDone)
+	err := c.readResponses()
+	c.setErr(err)
+	c.nc.Close()
+	<-c.writerDone
+	c.mu.Lock()
+	pending := c.pending
+	c.pending = nil
+	failure := c.err
+	c.mu.Unlock()
+	for _, cl := range pending {
+		c.complete(cl, failure)
+	}
+}
+
+// readResponses is the reader's loop; it returns the error that ended it.
+func (c *conn) readResponses() error {
+	br := bufio.NewReaderSize(c.nc, readBufferBytes)
+	var hdr [wire.SizeFieldBytes + 4]byte
+	var scratch []byte
+	for {
+		if _, err := io.ReadFull(br, hdr[:]); err != nil {
+			return err
+		}
+		if _, _, err := wire.NextResponseFrame(hdr[:], wire.FrameBytesMaxDefault); err != nil {
+			return err
+		}
+		size := int(binary.BigEndian.Uint32(hdr[:]))
+		corr := binary.BigEndian.Uint32(hdr[4:])
+		c.mu.Lock()
+		cl := c.pending[corr]
+		delete(c.pending, corr)
+		c.mu.Unlock()
+		if cl == nil {
+			return fmt.Errorf("%w: response with correlation id %d, which is not in flight", wire.ErrMalformedResponse, corr)
+		}
+		if !cl.state.CompareAndSwap(callWaiting, callClaimed) {
+			// Abandoned by its waiter: drop the answer, free the slot.
+			if _, err := br.Discard(size - 4); err != nil {
+				return err
+			}
+			c.complete(cl, context.Canceled)
+			continue
+		}
+		var frame []byte
+		switch {
+		case cl.ownFrame || size > scratchBytesMax:
+			frame = make([]byte, size)
+		default:
+			if cap(scratch) < size {
+				scratch = make([]byte, scratchBytesMax)
+			}
+			frame = scratch[:size]
+		}
+		copy(frame, hdr[4:])
+		if _, err := io.ReadFull(br, frame[4:]); err != nil {
+			c.complete(cl, fmt.Errorf("%w: %s: %w", ErrConnectionLost, c.addr, err))
+			return err
+		}
+		h, body, _ := wire.ParseResponseHeader(frame)
+		err := wire.DecodeResponseBody(h, body, cl.version, cl.resp)
+		if errors.Is(err, wire.ErrMalformedResponse) {
+			err = fmt.Errorf("%w: %s: %w", ErrConnectionLost, c.addr, err)
+			c.complete(cl, err)
+			return err
+		}
+		c.complete(cl, err)
+	}
+}
+
+// complete ends cl with err and frees its slot.
+func (c *conn) complete(cl *call, err error) {
+	cl.err = err
+	<-c.slots
+	if cl.cb != nil {
+		cl.cb(cl)
+	} else {
+		close(cl.done)
+	}
+}

@@ -1,0 +1,222 @@
+package client
+
+import (
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/corestream/corestream/netio/wire"
+	"github.com/corestream/corestream/segment/batch"
+)
+
+// Recovery of a partition's window after a failed send, following Kafka's
+// idempotent-producer rules (docs/client.md, "Retries and ordering"). It
+// runs only when nothing of the partition is in flight, so every batch's
+// last outcome is known:
+//
+//   - A retriable failure (lost connection, NOT_PRIMARY, BUSY, ...) of the
+//     oldest unacknowledged batch: apply what the error teaches (a hint, a
+//     metadata refresh, a backoff) and resend every unacknowledged batch in
+//     sequence order with the SAME producer id, epoch and sequence. Batches
+//     that were in fact appended are acknowledged by the broker's
+//     deduplication with their original offsets.
+//   - OUT_OF_ORDER_SEQUENCE or UNKNOWN_PRODUCER_ID on the oldest
+//     unacknowledged batch: the broker lost (or expired) the producer's
+//     state, and none of these batches was appended. Bump the epoch
+//     (InitProducer with the current id and epoch) and renumber them from
+//     sequence 0; a new epoch starts sequences afresh.
+//   - A non-retriable error of the oldest batch (MESSAGE_TOO_LARGE, ...):
+//     it was not appended, so neither was any later one (they would leave a
+//     gap). Fail it and renumber the later ones down to close the gap.
+//   - DUPLICATE_SEQUENCE (handled on completion): written long ago; success
+//     with an unknown offset.
+//   - INVALID_PRODUCER_EPOCH: fenced by a newer instance; the producer fails
+//     every record from now on with ErrProducerFenced.
+//   - A batch past its retry or delivery bound fails with an unknown outcome
+//     (it may have been appended); the batches behind it that were never
+//     sent are renumbered under a new epoch.
+
+// recover acts on the window's first failed batch.
+// REQUIRES: s.inflight == 0 and s.recovering.
+func (s *partSender) recover() {
+	var head *prodBatch
+	for _, b := range s.window {
+		if b.state == batchFailed {
+			head = b
+			break
+		}
+	}
+	if head == nil {
+		s.recovering = false
+		return
+	}
+	err := head.err
+	idempotent := !s.p.cfg.DisableIdempotence
+	switch {
+	case errors.Is(err, ErrClosed):
+		s.failRest(err)
+	case errors.Is(err, wire.ErrInvalidProducerEpoch):
+		s.p.setFatal(ErrProducerFenced)
+		s.failRest(fmt.Errorf("%w (%v)", ErrProducerFenced, brokerMessage(err)))
+	case errors.Is(err, ErrTopicRecreated):
+		s.failRest(err)
+		s.topicID = wire.TopicID{}
+		s.mu.Lock()
+		s.nextSeq = 0
+		s.mu.Unlock()
+	case idempotent && head == s.window[0] &&
+		(errors.Is(err, wire.ErrOutOfOrderSequence) || errors.Is(err, wire.ErrUnknownProducerID)):
+		if head.attempts >= s.p.c.cfg.RetryAttemptsMax {
+			s.finish(head, fmt.Errorf("%w: %s/%d: %w", ErrRetriesExhausted, s.topic, s.partition, err))
+			s.renumberAfterFailure(head)
+			return
+		}
+		if err := s.resetSequences(); err != nil {
+			sleepCtx(s.p.ctx, backoff(s.p.c.cfg.RetryBackoffMin, s.p.c.cfg.RetryBackoffMax, head.attempts))
+			return
+		}
+		s.resendFailed()
+	default:
+		s.retryOrFail(head)
+	}
+}
+
+// retryOrFail handles a failure that is not about sequences.
+func (s *partSender) retryOrFail(head *prodBatch) {
+	err := head.err
+	v, after := s.p.c.judge(s.topic, s.partition, err)
+	if v == giveUp {
+		s.finish(head, err)
+		s.renumberAfterFailure(head)
+		return
+	}
+	var bound error
+	switch {
+	case time.Since(head.created) >= s.p.cfg.DeliveryTimeout:
+		bound = ErrDeliveryTimeout
+	case head.attempts >= s.p.c.cfg.RetryAttemptsMax:
+		bound = ErrRetriesExhausted
+	}
+	if bound != nil {
+		// Every batch sent so far has an unknown outcome: fail them all.
+		anySent := false
+		for _, b := range s.window {
+			if b.sent && b.state != batchDone {
+				anySent = true
+				s.finish(b, fmt.Errorf("%w: %s/%d after %d attempts (the batch may have been written): %w",
+					bound, s.topic, s.partition, b.attempts, b.err))
+			}
+		}
+		if anySent && !s.p.cfg.DisableIdempotence && (s.hasState(batchFailed) || s.hasState(batchUnsent)) {
+			if err := s.resetSequences(); err != nil {
+				s.failRest(err)
+				return
+			}
+		}
+		s.resendFailed()
+		return
+	}
+	if s.p.c.afterVerdict(s.p.ctx, v, after, head.attempts-1) != nil {
+		return // the producer is closing: run aborts
+	}
+	s.resendFailed()
+}
+
+// finish makes b final with err.
+func (s *partSender) finish(b *prodBatch, err error) {
+	b.state, b.err = batchDone, err
+}
+
+// failRest fails every unacknowledged batch of the window and of ready.
+func (s *partSender) failRest(err error) {
+	s.mu.Lock()
+	s.window = append(s.window, s.ready...)
+	clear(s.ready)
+	s.ready = s.ready[:0]
+	s.mu.Unlock()
+	for _, b := range s.window {
+		if b.state != batchDone {
+			s.finish(b, err)
+		}
+	}
+	s.recovering = false
+}
+
+// resendFailed marks failed and unsent batches for sending again, in order.
+func (s *partSender) resendFailed() {
+	for _, b := range s.window {
+		if b.state == batchFailed {
+			b.state = batchUnsent
+		}
+	}
+	s.recovering = false
+}
+
+// renumberAfterFailure closes the sequence gap the definitely-unwritten
+// batch failed leaves: the batches after it (none of them written either)
+// take its sequence numbers onwards, in the same epoch.
+func (s *partSender) renumberAfterFailure(failed *prodBatch) {
+	if !s.p.cfg.DisableIdempotence {
+		s.mu.Lock()
+		s.renumberLocked(failed.seq)
+		s.mu.Unlock()
+	}
+	s.resendFailed()
+}
+
+// resetSequences moves the partition to a newer epoch and renumbers every
+// unacknowledged batch from sequence 0.
+func (s *partSender) resetSequences() error {
+	s.mu.Lock()
+	pid, epoch := s.pid, s.epoch
+	s.mu.Unlock()
+	pid, epoch, err := s.p.bumpEpoch(pid, epoch)
+	if err != nil {
+		return err
+	}
+	s.mu.Lock()
+	s.pid, s.epoch = pid, epoch
+	s.renumberLocked(0)
+	s.mu.Unlock()
+	return nil
+}
+
+// renumberLocked gives every unacknowledged batch of the window, then every
+// ready batch, consecutive sequences from start under the current id and
+// epoch. REQUIRES: s.mu held; no send of these batches is in flight.
+func (s *partSender) renumberLocked(start int32) {
+	seq := start
+	renumber := func(b *prodBatch) {
+		if b.state == batchDone {
+			return
+		}
+		b.seq, b.epoch = seq, s.epoch
+		batch.SetProducerState(b.data, s.pid, s.epoch, seq)
+		seq = batch.IncrementSequence(seq, int32(len(b.recs)))
+	}
+	for _, b := range s.window {
+		renumber(b)
+	}
+	for _, b := range s.ready {
+		renumber(b)
+	}
+	s.nextSeq = seq
+}
+
+// bumpEpoch returns a newer identity than (pid, epoch): the producer's
+// current one if another partition already bumped it, else a new epoch
+// from InitProducer.
+func (p *Producer) bumpEpoch(pid int64, epoch int16) (int64, int16, error) {
+	p.idMu.Lock()
+	defer p.idMu.Unlock()
+	if p.producerID != pid || p.epoch != epoch {
+		return p.producerID, p.epoch, nil
+	}
+	var resp wire.InitProducerResponse
+	req := wire.InitProducerRequest{ProducerID: pid, ProducerEpoch: epoch}
+	if err := p.c.doAdmin(p.ctx, anyNode, &req, &resp, true); err != nil {
+		return 0, 0, fmt.Errorf("client: bump producer epoch: %w", err)
+	}
+	p.producerID, p.epoch = resp.ProducerID, resp.ProducerEpoch
+	return p.producerID, p.epoch, nil
+}

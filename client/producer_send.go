@@ -1,0 +1,380 @@
+package client
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/corestream/corestream/netio/wire"
+	"github.com/corestream/corestream/segment/batch"
+)
+
+// Batch states, as the sender sees them.
+const (
+	// batchUnsent: waiting to be sent (first time or again).
+	batchUnsent = iota
+	// batchInFlight: sent; its completion has not been handled.
+	batchInFlight
+	// batchFailed: its last send failed; recovery decides what next.
+	batchFailed
+	// batchDone: final (acknowledged, or failed for good); ready to deliver.
+	batchDone
+)
+
+// prodBatch is one cut batch and its records' callbacks.
+type prodBatch struct {
+	ps   *partSender
+	buf  *[]byte // pooled buffer holding data
+	data []byte  // the batch; immutable while any send of it may be read
+	recs []pendingRecord
+	// bytes is what the records charged against BufferedBytesMax.
+	bytes int
+	// seq and epoch are the batch's producer fields (when idempotent).
+	seq     int32
+	epoch   int16
+	created time.Time
+
+	// The fields below are owned by the sender goroutine.
+	state    int
+	attempts int
+	sent     bool // sent at least once: its outcome may be "appended"
+	err      error
+	head     []byte // the request frame before the records, reused per send
+	call     call
+	resp     wire.ProduceResponse
+	// baseOffset and logAppendTimeMs are the acknowledgement's.
+	baseOffset      int64
+	logAppendTimeMs int64
+}
+
+// pendingRecord is what delivery needs of one record.
+type pendingRecord struct {
+	cb func(Produced, error)
+	ts int64
+}
+
+// partSender accumulates and sends one partition's batches.
+type partSender struct {
+	p         *Producer
+	topic     string
+	partition int32
+	// events receives completions of this partition's produce calls; its
+	// capacity is the in-flight bound, so a connection reader never blocks.
+	events chan *prodBatch
+	// kick wakes the sender when batches are cut (capacity 1).
+	kick chan struct{}
+
+	mu sync.Mutex
+	// builder, recs, bytes and started hold the batch being accumulated;
+	// started is when its first record came. Guarded by mu.
+	builder *batch.Builder
+	recs    []pendingRecord
+	bytes   int
+	started time.Time
+	timer   *time.Timer // linger; guarded by mu
+	// ready holds cut batches not yet taken by the sender. Guarded by mu.
+	ready []*prodBatch
+	// running says a sender goroutine is active. Guarded by mu.
+	running bool
+	stopped bool
+	// pid, epoch and nextSeq number the next batch cut. Guarded by mu.
+	pid     int64
+	epoch   int16
+	nextSeq int32
+	tp      *topicProducer // set on first add; guarded by mu
+
+	// Owned by the sender goroutine:
+	// window holds the unacknowledged batches in sequence order.
+	window     []*prodBatch
+	inflight   int
+	recovering bool
+	// topicID pins the topic's history once a batch was routed.
+	topicID wire.TopicID
+}
+
+func newPartSender(p *Producer, topic string, partition int32) *partSender {
+	b, _ := batch.NewBuilder(batch.Options{Codec: p.cfg.Compression, Level: p.cfg.CompressionLevel})
+	return &partSender{p: p, topic: topic, partition: partition, builder: b,
+		events: make(chan *prodBatch, p.cfg.InFlightPerPartitionMax), kick: make(chan struct{}, 1),
+		pid: batch.NoProducerID, epoch: batch.NoProducerEpoch}
+}
+
+// add appends one record to the accumulating batch, cutting it first when
+// the record would not fit and after when it is full.
+func (s *partSender) add(tp *topicProducer, rec *Record, ts int64, size int, cb func(Produced, error)) error {
+	br := batch.Record{Timestamp: ts, Key: rec.Key, Value: rec.Value, Headers: rec.Headers}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.stopped {
+		return ErrClosed
+	}
+	s.tp = tp
+	if s.builder.Len() > 0 && s.builder.EstimatedBytes()+s.builder.RecordBytes(&br) > s.p.cfg.BatchBytesMax {
+		s.cutLocked()
+	}
+	if err := s.builder.Append(br); err != nil {
+		return fmt.Errorf("%w: %w", ErrRecordTooLarge, err)
+	}
+	s.recs = append(s.recs, pendingRecord{cb: cb, ts: ts})
+	s.bytes += size
+	switch {
+	case s.builder.EstimatedBytes() >= s.p.cfg.BatchBytesMax || s.p.cfg.Linger < 0:
+		s.cutLocked()
+	case s.builder.Len() == 1:
+		s.started = time.Now()
+		if s.timer == nil {
+			s.timer = time.AfterFunc(s.p.cfg.Linger, s.lingerExpired)
+		} else {
+			s.timer.Reset(s.p.cfg.Linger)
+		}
+	}
+	return nil
+}
+
+// lingerExpired cuts the batch when it has waited Linger (the timer may
+// fire for an earlier batch: then it re-arms for this one).
+func (s *partSender) lingerExpired() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.builder.Len() == 0 || s.stopped {
+		return
+	}
+	if wait := s.p.cfg.Linger - time.Since(s.started); wait > 0 {
+		s.timer.Reset(wait)
+		return
+	}
+	s.cutLocked()
+}
+
+// flush cuts the accumulating batch.
+func (s *partSender) flush() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.cutLocked()
+}
+
+// stop makes later adds fail and stops the linger timer. REQUIRES: nothing
+// is left accumulating (Close flushed first).
+func (s *partSender) stop() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.stopped = true
+	if s.timer != nil {
+		s.timer.Stop()
+	}
+}
+
+// cutLocked builds the accumulating batch and hands it to the sender,
+// starting one when none runs. REQUIRES: s.mu held.
+func (s *partSender) cutLocked() {
+	if s.builder.Len() == 0 {
+		return
+	}
+	p := s.p
+	b := &prodBatch{ps: s, recs: s.recs, bytes: s.bytes, created: time.Now(), seq: batch.NoSequence, epoch: batch.NoProducerEpoch}
+	s.recs, s.bytes = nil, 0
+	if !p.cfg.DisableIdempotence {
+		if s.pid == batch.NoProducerID {
+			s.pid, s.epoch = p.ProducerID()
+		}
+		b.seq, b.epoch = s.nextSeq, s.epoch
+		s.builder.SetProducer(s.pid, s.epoch, s.nextSeq)
+		s.nextSeq = batch.IncrementSequence(s.nextSeq, int32(s.builder.Len()))
+	}
+	b.buf = p.getBuf()
+	data, err := s.builder.BuildAppend((*b.buf)[:0])
+	if err != nil { // a compressed batch over the format's bound
+		s.builder.Reset()
+		b.err = fmt.Errorf("%w: %w", ErrRecordTooLarge, err)
+		b.state = batchDone
+	}
+	b.data = data
+	*b.buf = data[:0]
+	p.batchCut()
+	if s.tp != nil {
+		s.tp.advanceSticky(s.partition)
+	}
+	s.ready = append(s.ready, b)
+	if s.stopped {
+		b.err, b.state = ErrClosed, batchDone
+	}
+	if !s.running {
+		s.running = true
+		p.senders.Add(1)
+		go s.run()
+		return
+	}
+	select {
+	case s.kick <- struct{}{}:
+	default:
+	}
+}
+
+// run is the sender goroutine: it sends the partition's batches in order,
+// at most InFlightPerPartitionMax at a time, handles their completions and
+// recovers from failures, and exits when nothing is left.
+func (s *partSender) run() {
+	defer s.p.senders.Done()
+	for { // bounded by the batches cut; each turn waits for an event or makes progress
+		s.mu.Lock()
+		s.window = append(s.window, s.ready...)
+		clear(s.ready)
+		s.ready = s.ready[:0]
+		if len(s.window) == 0 {
+			s.running = false
+			s.mu.Unlock()
+			return
+		}
+		s.mu.Unlock()
+		if s.p.ctx.Err() != nil {
+			s.abort()
+			return
+		}
+		s.deliverDone()
+		if len(s.window) == 0 {
+			continue
+		}
+		if s.recovering && s.inflight == 0 {
+			s.recover()
+			continue
+		}
+		if !s.recovering {
+			s.sendUnsent()
+		}
+		if s.inflight == 0 && !s.recovering && !s.hasState(batchUnsent) {
+			continue
+		}
+		select {
+		case b := <-s.events:
+			s.completed(b)
+		case <-s.kick:
+		case <-s.p.ctx.Done():
+		}
+	}
+}
+
+// hasState reports whether some batch of the window is in state st.
+func (s *partSender) hasState(st int) bool {
+	for _, b := range s.window {
+		if b.state == st {
+			return true
+		}
+	}
+	return false
+}
+
+// sendUnsent sends unsent batches in order while the in-flight bound allows.
+func (s *partSender) sendUnsent() {
+	for _, b := range s.window {
+		if s.inflight >= s.p.cfg.InFlightPerPartitionMax {
+			return
+		}
+		if b.state != batchUnsent {
+			continue
+		}
+		if err := s.send(b); err != nil {
+			b.state, b.err = batchFailed, err
+			s.recovering = true
+			return
+		}
+	}
+}
+
+// send routes and sends one batch.
+func (s *partSender) send(b *prodBatch) error {
+	c := s.p.c
+	ctx := s.p.ctx
+	b.attempts++
+	rt, err := c.routeOf(ctx, s.topic, s.partition)
+	if err != nil {
+		return err
+	}
+	if s.topicID.IsZero() {
+		s.topicID = rt.ref.TopicID
+	} else if rt.ref.TopicID != s.topicID {
+		return fmt.Errorf("%w: %s now has id %s, not %s", ErrTopicRecreated, s.topic, rt.ref.TopicID, s.topicID)
+	}
+	cn, err := c.connTo(ctx, rt.addr)
+	if err != nil {
+		return err
+	}
+	v, err := cn.version(wire.APIProduce)
+	if err != nil {
+		return err
+	}
+	b.head = appendProduceHead(b.head[:0], v, &rt.ref, s.p.cfg.Acks, timeoutMs(c.cfg.RequestTimeout), len(b.data))
+	b.call = call{key: wire.APIProduce, version: v, head: b.head, tail: b.data, resp: &b.resp, cb: s.onComplete, owner: b}
+	if err := cn.send(ctx, &b.call); err != nil {
+		return err
+	}
+	b.state, b.sent = batchInFlight, true
+	s.inflight++
+	return nil
+}
+
+// onComplete runs on a connection's reader goroutine.
+func (s *partSender) onComplete(cl *call) { s.events <- cl.owner }
+
+// completed handles one send's outcome.
+func (s *partSender) completed(b *prodBatch) {
+	s.inflight--
+	err := b.call.err
+	switch {
+	case err == nil:
+		b.state, b.err = batchDone, nil
+		b.baseOffset, b.logAppendTimeMs = b.resp.BaseOffset, b.resp.LogAppendTimeMs
+	case errors.Is(err, wire.ErrDuplicateSequence):
+		// Written long ago; the data is in the log (offset unknown).
+		b.state, b.err = batchDone, nil
+		b.baseOffset, b.logAppendTimeMs = -1, -1
+	default:
+		b.state, b.err = batchFailed, err
+		s.recovering = true
+	}
+}
+
+// deliverDone hands finished batches at the head of the window to delivery.
+func (s *partSender) deliverDone() {
+	n := 0
+	for n < len(s.window) && s.window[n].state == batchDone {
+		s.p.deliveries <- s.window[n]
+		n++
+	}
+	if n > 0 {
+		s.window = append(s.window[:0], s.window[n:]...)
+	}
+}
+
+// abort fails everything left after the producer's context ended.
+func (s *partSender) abort() {
+	s.mu.Lock()
+	s.window = append(s.window, s.ready...)
+	s.ready = nil
+	s.running = false
+	s.mu.Unlock()
+	for _, b := range s.window {
+		if b.state != batchDone {
+			b.state, b.err = batchDone, ErrClosed
+		}
+		if b.sent && b.err != nil {
+			b.buf = nil // a dead send may still read it: do not recycle
+		}
+		s.p.deliveries <- b
+	}
+	s.window = nil
+}
+
+// appendProduceHead appends a Produce request frame without its records,
+// sized for recordsLen bytes of records sent right after it.
+func appendProduceHead(dst []byte, version uint16, ref *wire.PartitionRef, acks wire.Acks, timeoutMs uint32, recordsLen int) []byte {
+	req := wire.ProduceRequest{PartitionRef: *ref, Acks: acks, TimeoutMs: timeoutMs}
+	start := len(dst)
+	dst = wire.AppendRequest(dst, 0, version, &req)
+	// The body ends with records_len (0 here); the records come last.
+	binary.BigEndian.PutUint32(dst[len(dst)-4:], uint32(recordsLen))
+	size := binary.BigEndian.Uint32(dst[start:])
+	binary.BigEndian.PutUint32(dst[start:], size+uint32(recordsLen))
+	return dst
+}
