@@ -22,6 +22,26 @@
 //
 // Because the CRC starts at attributes, the broker can stamp baseOffset and
 // partitionLeaderEpoch without hashing the batch again.
+//
+// The records section holds RecordCount records in Kafka's record v2
+// encoding (layout in record.go), compressed as a whole when the codec
+// bits say so. What each side uses:
+//
+//   - Producers (the client SDK): a Builder appends Records and builds a
+//     batch with base offset 0 and leader epoch -1, compressed with the
+//     codec of its Options.
+//   - The broker: ValidateRecords checks a produced batch down to every
+//     record before it touches the disk; the primary then stamps
+//     SetBaseOffset and SetPartitionLeaderEpoch. Header.LastSequence and
+//     IncrementSequence are Kafka's sequence arithmetic for idempotence.
+//   - Consumers and log readers: Cut and Split separate concatenated
+//     batches, stopping cleanly at a truncated tail; Records iterates the
+//     records of a batch, decompressing when needed, without allocating
+//     per record.
+//
+// Bounds: BatchBytesMax (16 MiB) for a batch, RecordsBytesMax (64 MiB) for
+// its records after decompression. The compressed formats are those Kafka's
+// Java producer writes (the choices are documented in compress.go).
 package batch
 
 import (
