@@ -45,6 +45,7 @@ type RecoveryReport struct {
 // space (a torn or corrupt tail).
 func (r RecoveryReport) DataDropped() bool { return r.TruncatedBytes > 0 && !r.ZeroTail }
 
+// String summarizes the report in one line.
 func (r RecoveryReport) String() string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "offsets [%d, %d) in %d segments", r.LogStartOffset, r.LogEndOffset, r.Segments)

@@ -33,6 +33,7 @@ import (
 // Kind tags what a checkpoint holds, as four ASCII bytes (e.g. "LSO1").
 type Kind [4]byte
 
+// String returns the kind as text.
 func (k Kind) String() string { return string(k[:]) }
 
 // Format constants. Never change: they are the format.

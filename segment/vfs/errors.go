@@ -16,6 +16,7 @@ type SyncError struct {
 	Err error
 }
 
+// Error says that the sync failed, and why.
 func (e *SyncError) Error() string { return "sync: " + e.Err.Error() }
 
 // Unwrap returns the sync's error, so errors.Is(err, syscall.EIO) works.

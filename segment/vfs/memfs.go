@@ -38,6 +38,7 @@ const (
 var opNames = [...]string{"?", "create", "open", "read", "write", "sync", "truncate",
 	"preallocate", "remove", "rename", "mkdir", "list", "stat", "syncdir"}
 
+// String names the operation.
 func (o Op) String() string {
 	if int(o) < len(opNames) {
 		return opNames[o]
