@@ -10,17 +10,25 @@ import (
 	"testing"
 )
 
-// The goldens in testdata/golden are batches written by a real Kafka
-// client: franz-go v1.22.3's producer (kgo), producing goldenRecords to
-// franz-go's in-process fake broker (kfake), which captured the exact bytes
-// of each Produce request. The throwaway program that wrote them is
-// testdata/golden/gengolden.go.txt; it ran once, in its own module outside
-// this repository (franz-go is not a dependency of ours), as its header
-// comment says. Each file is the hex of one batch, 32 bytes a line.
+// The goldens in testdata/golden are batches written by two independent
+// Kafka client implementations, each producing to franz-go's in-process
+// fake broker (kfake), which captured the exact bytes of each Produce
+// request:
+//
+//   - franz-go v1.22.3's producer (kgo, Go), producing goldenRecords;
+//   - librdkafka 2.0.2 (C), through Debian's kcat 1.7.1 CLI, producing the
+//     lines of kcatRecords (its timestamps are the wall clock of that run).
+//
+// The throwaway program that wrote them is testdata/golden/gengolden.go.txt;
+// it ran once, in its own module outside this repository (franz-go is not a
+// dependency of ours), as its header comment says. Each file is the hex of
+// one batch, 32 bytes a line.
 //
 //	franz-go-<codec>.hex       idempotent producer (producer id from kfake,
 //	                           epoch 0, base sequence 0)
-//	franz-go-none-noidem.hex   idempotence disabled (producer fields -1)
+//	franz-go-none-noidem.hex   idempotence disabled (producer id and epoch
+//	                           -1, base sequence 0)
+//	librdkafka-<codec>.hex     idempotent producer; leader epoch 0
 
 // goldenRecords is the record set of the goldens; it mirrors
 // goldenRecords in gengolden.go.txt (keep the two in step).
@@ -61,6 +69,61 @@ func goldenRecords() []Record {
 		out = append(out, r)
 	}
 	return out
+}
+
+// kcatRecords is the record set of the librdkafka goldens: the lines of
+// kcatLines in gengolden.go.txt ("key:value", an empty value sent as null
+// by kcat -Z), each with the headers given by -H h1=v1 -H trace=.
+func kcatRecords() []Record {
+	recs := make([]Record, 100)
+	for i := range recs {
+		r := Record{Key: []byte(fmt.Sprintf("key-%03d", i)),
+			Headers: []RecordHeader{{Key: []byte("h1"), Value: []byte("v1")}, {Key: []byte("trace"), Value: []byte{}}}}
+		if i%9 != 4 {
+			r.Value = []byte(fmt.Sprintf("value-%d-%s", i, strings.Repeat("y", i%60)))
+		}
+		r.Offset = int64(i)
+		recs[i] = r
+	}
+	return recs
+}
+
+// TestGoldenLibrdkafka checks that we accept and decode what librdkafka
+// wrote with each codec (the timestamps are checked by ValidateRecords
+// against MaxTimestamp, and here only against the batch's range).
+func TestGoldenLibrdkafka(t *testing.T) {
+	for _, c := range allCodecs {
+		b := readGolden(t, "librdkafka-"+c.String()+".hex")
+		h, err := ValidateRecords(b)
+		if err != nil {
+			t.Fatalf("%s: %v", c, err)
+		}
+		if h.Codec() != c || !h.HasProducerID() {
+			t.Fatalf("%s: header %+v", c, h)
+		}
+		got, err := collect(b)
+		if err != nil {
+			t.Fatalf("%s: %v", c, err)
+		}
+		want := kcatRecords()
+		for i := range got {
+			if got[i].Timestamp < h.BaseTimestamp || got[i].Timestamp > h.MaxTimestamp {
+				t.Fatalf("%s: record %d timestamp %d outside [%d, %d]", c, i, got[i].Timestamp, h.BaseTimestamp, h.MaxTimestamp)
+			}
+			want[i].Timestamp = got[i].Timestamp
+		}
+		checkRecords(t, got, want)
+	}
+	// Our encoding of the same records is byte-identical to librdkafka's
+	// uncompressed batch, given its header conventions (leader epoch 0).
+	golden := readGolden(t, "librdkafka-none.hex")
+	h, _ := ReadHeader(golden)
+	got, _ := collect(golden)
+	ours := build(t, Options{Idempotent: true, ProducerID: h.ProducerID, ProducerEpoch: h.ProducerEpoch, BaseSequence: h.BaseSequence}, got)
+	SetPartitionLeaderEpoch(ours, h.PartitionLeaderEpoch)
+	if !bytes.Equal(ours, golden) {
+		t.Fatalf("our encoding differs from librdkafka's at byte %d of %d", firstDiff(ours, golden), len(golden))
+	}
 }
 
 // readGolden returns the batch in testdata/golden/name.
