@@ -24,6 +24,7 @@ import (
 var (
 	benchDir       = flag.String("benchdir", "", "benchmarks: directory on the disk to measure (default: a temp dir; must not be tmpfs)")
 	benchReadBytes = flag.Int64("readbytes", 1<<30, "BenchmarkReadSendfile: bytes of log to read")
+	benchChains    = flag.Int("chains", 0, "BenchmarkAppendAlways: Config.ChainsInFlight (0: the default)")
 )
 
 const (
@@ -199,15 +200,14 @@ func BenchmarkAppendNever(b *testing.B) {
 // BenchmarkAppendAlways: the log under FsyncAlways against pwrite and
 // fdatasync per batch (target: ratio >= 2 with io_uring). appends-per-flush
 // is the group-commit width: how many producers' batches one event-loop
-// iteration sees. The prealloc=keep-size variants measure the log with
-// fallocate instead of zero-fill (the default under always).
+// iteration sees.
 func BenchmarkAppendAlways(b *testing.B) {
 	batch := benchBatch()
 	type variant struct {
 		perFlush int
 		mode     PreallocMode
 	}
-	variants := []variant{{1, PreallocAuto}, {4, PreallocAuto}, {16, PreallocAuto}, {1, PreallocKeepSize}}
+	variants := []variant{{1, PreallocAuto}, {4, PreallocAuto}, {16, PreallocAuto}}
 	for _, be := range benchEngines() {
 		for _, v := range variants {
 			name := fmt.Sprintf("%s/appends-per-flush=%d", be.name, v.perFlush)
@@ -222,7 +222,7 @@ func BenchmarkAppendAlways(b *testing.B) {
 					if err != nil {
 						b.Skip(err)
 					}
-					cfg := Config{Fsync: FsyncAlways, Preallocate: v.mode}
+					cfg := Config{Fsync: FsyncAlways, Preallocate: v.mode, ChainsInFlight: *benchChains}
 					if i%2 == 0 {
 						base += naiveSync(b, dir, benchAlwaysBytes, batch)
 						log += logAppend(b, dir, e, cfg, benchAlwaysBytes, v.perFlush, batch)
@@ -234,6 +234,40 @@ func BenchmarkAppendAlways(b *testing.B) {
 				report(b, benchAlwaysBytes, base, log)
 			})
 		}
+	}
+}
+
+// BenchmarkLogPrealloc compares the log's preallocation modes under
+// FsyncAlways, one append per flush, in the same run: keep-size is the
+// baseline, zero-fill the candidate (ratio > 1: zero-fill is faster).
+func BenchmarkLogPrealloc(b *testing.B) {
+	batch := benchBatch()
+	for _, be := range benchEngines() {
+		b.Run(be.name, func(b *testing.B) {
+			dir := benchRoot(b)
+			var ratios []float64
+			var keep, zero time.Duration
+			for i := 0; i < b.N; i++ {
+				run := func(m PreallocMode) time.Duration {
+					e, err := be.new()
+					if err != nil {
+						b.Skip(err)
+					}
+					cfg := Config{Fsync: FsyncAlways, Preallocate: m, ChainsInFlight: *benchChains}
+					return logAppend(b, dir, e, cfg, benchAlwaysBytes, 1, batch)
+				}
+				var k, z time.Duration
+				if i%2 == 0 {
+					k, z = run(PreallocKeepSize), run(PreallocZeroFill)
+				} else {
+					z, k = run(PreallocZeroFill), run(PreallocKeepSize)
+				}
+				keep, zero = keep+k, zero+z
+				ratios = append(ratios, k.Seconds()/z.Seconds())
+			}
+			report(b, benchAlwaysBytes, keep, zero)
+			b.ReportMetric(median(ratios), "median-ratio")
+		})
 	}
 }
 

@@ -56,8 +56,9 @@ type PreallocMode uint8
 
 // Preallocation modes.
 const (
-	// PreallocAuto zero-fills under FsyncAlways and reserves with
-	// keep-size fallocate otherwise.
+	// PreallocAuto is PreallocKeepSize: inside the log (group commit,
+	// several syncs in flight) zero-fill measured no faster while writing
+	// every byte twice (docs/design/segment.md).
 	PreallocAuto PreallocMode = iota
 	// PreallocZeroFill writes zeros ahead (through the engine, with an
 	// fdatasync), so that an fdatasync after a data write finds its blocks
@@ -118,8 +119,8 @@ const (
 	// before submitting it without waiting for Flush.
 	WriteBufferBytesDefault = 1 << 20
 	// ChainsInFlightDefault bounds the writes (each with its sync, under
-	// FsyncAlways) one log has in flight.
-	ChainsInFlightDefault = 4
+	// FsyncAlways) one log has in flight (measured: 8 beat 4 on io_uring).
+	ChainsInFlightDefault = 8
 )
 
 // Config configures a Log. The zero value is valid: every zero field takes
@@ -157,7 +158,7 @@ type Config struct {
 	// WriteBufferBytes is the largest write the log coalesces appends into
 	// (default 1 MiB). A full buffer is submitted at once.
 	WriteBufferBytes int
-	// ChainsInFlight bounds the log's writes in flight (default 4). When
+	// ChainsInFlight bounds the log's writes in flight (default 8). When
 	// the bound is reached, submitting blocks until one completes.
 	ChainsInFlight int
 	// NowMs returns the wall clock in milliseconds (default: time.Now).
@@ -190,9 +191,6 @@ func (c Config) withDefaults() (Config, error) {
 	}
 	if c.Preallocate == PreallocAuto {
 		c.Preallocate = PreallocKeepSize
-		if c.Fsync == FsyncAlways {
-			c.Preallocate = PreallocZeroFill
-		}
 	}
 	if c.NowMs == nil {
 		c.NowMs = func() int64 { return time.Now().UnixMilli() }

@@ -23,11 +23,8 @@ func TestConfig(t *testing.T) {
 		}
 	}
 	c, err := Config{}.withDefaults()
-	if err != nil || c.Preallocate != PreallocZeroFill || c.SegmentBytes != SegmentBytesDefault {
+	if err != nil || c.Preallocate != PreallocKeepSize || c.SegmentBytes != SegmentBytesDefault {
 		t.Fatalf("defaults: %+v, %v", c, err)
-	}
-	if c, _ := (Config{Fsync: FsyncNever}).withDefaults(); c.Preallocate != PreallocKeepSize {
-		t.Fatalf("auto under never: %v", c.Preallocate)
 	}
 	for name, bad := range map[string]Config{
 		"tiny segment":      {SegmentBytes: 10},

@@ -93,6 +93,7 @@ func crashRun(t *testing.T, seed uint64) (err error) {
 		WriteBufferBytes:   4096 << rng.IntN(4),
 		ChainsInFlight:     1 + rng.IntN(4),
 		PreallocateBytes:   []int64{-1, 4096, 1 << 20}[rng.IntN(3)],
+		Preallocate:        []PreallocMode{PreallocKeepSize, PreallocZeroFill}[rng.IntN(2)],
 		RetentionBytes:     int64(5000 + rng.IntN(50000)),
 		RetentionMs:        -1,
 		NowMs:              func() int64 { return now },
