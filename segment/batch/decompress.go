@@ -81,7 +81,10 @@ func decompress(c Codec, dst, src []byte) ([]byte, error) {
 
 func decompressGzip(dst, src []byte) ([]byte, error) {
 	g := gzipReaders.Get().(*gzipReader)
-	defer gzipReaders.Put(g)
+	defer func() {
+		g.src.Reset(nil) // keep no reference to the batch in the pool
+		gzipReaders.Put(g)
+	}()
 	g.src.Reset(src)
 	if err := g.r.Reset(&g.src); err != nil {
 		return dst, err
@@ -96,6 +99,7 @@ func decompressLZ4(dst, src []byte) ([]byte, error) {
 	l.r.Reset(&l.src)
 	out, err := readBounded(l.r, dst, 4*len(src))
 	l.r.Reset(nil) // return its block buffer to lz4's pool now
+	l.src.Reset(nil)
 	return out, err
 }
 

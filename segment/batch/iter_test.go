@@ -61,6 +61,9 @@ func TestRecordViewAliases(t *testing.T) {
 // for every codec: the decompression buffer and header slice are reused,
 // and the codecs come from pools.
 func TestRecordsAllocs(t *testing.T) {
+	if raceEnabled {
+		t.Skip("sync.Pool drops items under the race detector")
+	}
 	recs := manyRecords(200)
 	for _, c := range allCodecs {
 		b := build(t, Options{Codec: c}, recs)
@@ -83,5 +86,45 @@ func TestRecordsAllocs(t *testing.T) {
 	b := build(t, Options{}, recs)
 	if n := testing.AllocsPerRun(20, func() { _, _ = ValidateRecords(b) }); n > 0 {
 		t.Errorf("ValidateRecords: %.1f allocs, want 0", n)
+	}
+}
+
+// TestConcurrentUse builds, validates and iterates with every codec from
+// several goroutines at once: the pooled and shared codecs must not mix
+// state (run under -race).
+func TestConcurrentUse(t *testing.T) {
+	recs := manyRecords(100)
+	done := make(chan error)
+	for g := 0; g < 4; g++ {
+		go func() {
+			var err error
+			for i := 0; i < 10 && err == nil; i++ {
+				c := allCodecs[(g+i)%len(allCodecs)]
+				var bl *Builder
+				if bl, err = NewBuilder(Options{Codec: c}); err != nil {
+					break
+				}
+				for _, r := range recs {
+					_ = bl.Append(r)
+				}
+				var b []byte
+				if b, err = bl.Build(); err != nil {
+					break
+				}
+				if _, err = ValidateRecords(b); err != nil {
+					break
+				}
+				var got []Record
+				if got, err = collect(b); err == nil && len(got) != len(recs) {
+					err = errors.New("lost records")
+				}
+			}
+			done <- err
+		}()
+	}
+	for g := 0; g < 4; g++ {
+		if err := <-done; err != nil {
+			t.Error(err)
+		}
 	}
 }

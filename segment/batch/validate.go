@@ -36,7 +36,9 @@ func ValidateRecords(b []byte) (Header, error) {
 		if cap(it.buf) > maxPooledBufBytes {
 			it.buf = nil
 		}
+		// Drop every reference into the batch before pooling.
 		it.data, it.dec.rec = nil, Record{}
+		clear(it.dec.hdrs[:cap(it.dec.hdrs)])
 		validators.Put(it)
 	}()
 	if err := it.resetValidated(h, b); err != nil {

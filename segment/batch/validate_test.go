@@ -194,8 +194,10 @@ func TestDecompressionBombs(t *testing.T) {
 		if !errors.Is(err, ErrCorrupt) || !strings.Contains(err.Error(), "inflates past") {
 			t.Errorf("%s bomb (%d compressed bytes): %v", c, len(comp), err)
 		}
+		// Cumulative over the buffer's doublings: about twice the
+		// bound, a little more when the race detector empties pools.
 		alloc := after.TotalAlloc - before.TotalAlloc
-		if alloc > 3*RecordsBytesMax {
+		if alloc > 4*RecordsBytesMax {
 			t.Errorf("%s bomb: refusing it allocated %d MiB", c, alloc>>20)
 		}
 		t.Logf("%s bomb: %d compressed bytes, refused after allocating %d MiB", c, len(comp), alloc>>20)
