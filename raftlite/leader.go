@@ -234,6 +234,7 @@ func (n *Node) handleAppAck(m Message, pr *progress) {
 	if m.Index > n.log.last() {
 		return // cannot be: a follower acknowledges only what we sent
 	}
+	probeFrom := pr.next
 	if !pr.acked(m.Index) {
 		if pr.state == ProgressProbe {
 			pr.probeSent = false
@@ -242,7 +243,8 @@ func (n *Node) handleAppAck(m Message, pr *progress) {
 	}
 	switch {
 	case pr.state == ProgressProbe:
-		pr.becomeReplicate()
+		pr.next = probeFrom // acked moved it; the probe started here
+		pr.replicateAfterProbe(m.Index)
 	case pr.state == ProgressReset && pr.match >= pr.resetAt:
 		pr.becomeReplicate()
 	}

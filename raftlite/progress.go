@@ -47,8 +47,12 @@ type progress struct {
 	match int64
 	// next is the first offset to send.
 	next int64
-	// probeSent pauses a probing follower until an answer arrives.
-	probeSent bool
+	// probeSent pauses a probing follower until an answer arrives;
+	// probeLast and probeBytes describe the entries that probe carried
+	// (probeLast < next when it carried none).
+	probeSent  bool
+	probeLast  int64
+	probeBytes int64
 	// resetAt is the offset before the log start sent in the outstanding
 	// MsgReset, and resetSentTick when it was sent (leader ticks).
 	resetAt       int64
@@ -90,6 +94,21 @@ func (p *progress) becomeReplicate() {
 	p.inflights, p.inflightBytes = nil, 0
 }
 
+// replicateAfterProbe leaves probe state after an acknowledgement of idx.
+// When the acknowledgement comes from the probe's log position or later,
+// the follower took the probe, and the entries it carried beyond idx are
+// counted in flight instead of being sent again (were they lost after all,
+// the next MsgApp is rejected and probing resumes).
+func (p *progress) replicateAfterProbe(idx int64) {
+	from, sent, last, bytes := p.next, p.probeSent, p.probeLast, p.probeBytes
+	p.becomeReplicate()
+	if sent && idx >= from-1 && last > p.match {
+		p.next = last + 1
+		p.inflights = []inflight{{last: last, bytes: bytes}}
+		p.inflightBytes = bytes
+	}
+}
+
 func (p *progress) becomeReset(at, tick int64) {
 	p.state = ProgressReset
 	p.probeSent = false
@@ -103,6 +122,7 @@ func (p *progress) sent(last, bytes int64) {
 	switch p.state {
 	case ProgressProbe:
 		p.probeSent = true
+		p.probeLast, p.probeBytes = last, bytes
 	case ProgressReplicate:
 		if last >= p.next {
 			p.next = last + 1

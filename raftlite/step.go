@@ -36,7 +36,7 @@ func (n *Node) Step(m Message) error {
 	}
 	switch {
 	case m.Term > n.term:
-		if (m.Type == MsgVote || m.Type == MsgPreVote) && !m.Transfer && n.inLease() {
+		if (m.Type == MsgVote || m.Type == MsgPreVote) && !m.Transfer && n.inLease(m.From) {
 			// Leader lease (with check-quorum): while we hear from a
 			// leader, a node that times out alone cannot disrupt it.
 			return nil
@@ -82,21 +82,25 @@ func (n *Node) Step(m Message) error {
 }
 
 // inLease reports whether this node heard from a leader within the last
-// election timeout (a leader is always in its own lease).
-func (n *Node) inLease() bool {
-	return n.lead != None && n.electionElapsed < n.lim.ElectionTicks
+// election timeout (a leader is always in its own lease), so that it must
+// ignore a vote request from candidate. A request from the leader itself
+// ends the lease: that node is not leading any more (it restarted, or
+// stepped down), whatever we last heard.
+func (n *Node) inLease(candidate NodeID) bool {
+	return n.lead != None && n.lead != candidate && n.electionElapsed < n.lim.ElectionTicks
 }
 
 // wakesQuiesced reports whether m ends quiescence. A quiesced follower
 // answers vote requests under its (frozen) lease without waking, so that a
-// node cut off from a healthy quiesced leader cannot take over; a quiesced
-// leader wakes on anything, which is how a follower that missed the quiesce
-// heartbeat gets one again.
+// node cut off from a healthy quiesced leader cannot take over, unless the
+// request comes from the leader itself (it restarted: the group needs an
+// election). A quiesced leader wakes on anything, which is how a follower
+// that missed the quiesce heartbeat, or restarted, gets heartbeats again.
 func (n *Node) wakesQuiesced(m *Message) bool {
 	if m.Type == MsgHeartbeat && m.Quiesce {
 		return false
 	}
-	if n.role != RoleLeader && (m.Type == MsgPreVote || (m.Type == MsgVote && !m.Transfer)) {
+	if n.role != RoleLeader && m.From != n.lead && (m.Type == MsgPreVote || (m.Type == MsgVote && !m.Transfer)) {
 		return false
 	}
 	return true

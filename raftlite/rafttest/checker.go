@@ -98,10 +98,18 @@ func (c *checker) commitIndex(base int64) int {
 	return -1
 }
 
-// isCommitted reports whether e (by base and term) is in the global log.
+// isCommitted reports whether e is in the global log: same offsets and
+// term, and same data when e carries data. (A single-node group that
+// crashes before persisting its hard state may lead the same term twice;
+// what it proposed the first time never left it, but a client may hold a
+// proposal with the same offsets and term.)
 func (c *checker) isCommitted(e raftlite.Entry) bool {
 	i := c.commitIndex(e.Base)
-	return i >= 0 && c.committed[i].Term == e.Term
+	if i < 0 {
+		return false
+	}
+	g := c.committed[i]
+	return g.Term == e.Term && g.Last == e.Last && (e.Data == nil || bytes.Equal(g.Data, e.Data))
 }
 
 // committedLast is the global commit offset.

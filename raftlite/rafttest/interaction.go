@@ -47,7 +47,7 @@ func NewInteractionEnv() *InteractionEnv {
 //	campaign ID | tick ID|all [n=N] | tick-election ID | tick-heartbeat ID
 //	propose ID DATA [count=N] | transfer-leadership from=ID to=ID
 //	process-ready ID...|all | deliver-msgs [ID...] [drop=true] [type=MsgType]
-//	stabilize | partition A,B C,D | isolate ID | heal
+//	stabilize | run n=TICKS | partition A,B C,D | isolate ID | heal
 //	durable ID | compact ID START [snapshot=true] | crash ID | restart ID | unquiesce ID
 //	status [ID...] | log [ID...]
 func (e *InteractionEnv) Handle(c *Cmd) (out string) {
@@ -90,6 +90,8 @@ func (e *InteractionEnv) Handle(c *Cmd) (out string) {
 		e.deliver(c, &b)
 	case "stabilize":
 		e.stabilize(&b)
+	case "run":
+		e.run(c.Int("n", 1), &b)
 	case "partition":
 		e.partition(c)
 	case "isolate":
@@ -298,19 +300,23 @@ func (e *InteractionEnv) deliver(c *Cmd, b *strings.Builder) {
 	sort.Slice(order, func(i, j int) bool { return order[i] < order[j] })
 	for _, id := range order {
 		fmt.Fprintf(b, "> %d receiving messages\n", id)
+		lost := 0
 		for _, m := range byNode[id] {
 			n := e.nodes[id-1]
 			switch {
 			case drop:
 				fmt.Fprintf(b, "  %v dropped\n", m)
 			case n.node == nil || e.blocked[[2]raftlite.NodeID{m.From, m.To}]:
-				fmt.Fprintf(b, "  %v lost\n", m)
+				lost++
 			default:
 				fmt.Fprintf(b, "  %v\n", m)
 				if err := n.node.Step(m); err != nil {
 					fmt.Fprintf(b, "  error: %v\n", err)
 				}
 			}
+		}
+		if lost > 0 {
+			fmt.Fprintf(b, "  (%d lost: node down or link cut)\n", lost)
 		}
 	}
 }
@@ -334,6 +340,42 @@ func (e *InteractionEnv) stabilize(b *strings.Builder) {
 		}
 	}
 	b.WriteString("did not stabilize in 1000 rounds\n")
+}
+
+// run ticks every running node and stabilizes, n times, printing only the
+// changes of role, term, leader and commit.
+func (e *InteractionEnv) run(n int, b *strings.Builder) {
+	type view struct {
+		role   raftlite.Role
+		term   int32
+		lead   raftlite.NodeID
+		commit int64
+	}
+	look := func(nd *envNode) view {
+		if nd.node == nil {
+			return view{}
+		}
+		return view{nd.node.Role(), nd.node.Term(), nd.node.Leader(), nd.node.Commit()}
+	}
+	before := make([]view, len(e.nodes))
+	for i, nd := range e.nodes {
+		before[i] = look(nd)
+	}
+	var discard strings.Builder
+	for t := 1; t <= n; t++ {
+		for _, nd := range e.nodes {
+			if nd.node != nil {
+				nd.node.Tick()
+			}
+		}
+		e.stabilize(&discard)
+		for i, nd := range e.nodes {
+			if v := look(nd); v != before[i] && nd.node != nil {
+				fmt.Fprintf(b, "tick %d: %d is %v term=%d lead=%d commit=%d\n", t, nd.id, v.role, v.term, v.lead, v.commit)
+				before[i] = v
+			}
+		}
+	}
 }
 
 func (e *InteractionEnv) partition(c *Cmd) {

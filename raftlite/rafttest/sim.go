@@ -43,6 +43,9 @@ const (
 	// finalTicksMax bounds the time for the final proposals to commit
 	// everywhere once a leader is stable.
 	finalTicksMax = 200
+	// finalRetriesMax bounds how often each final proposal is re-proposed
+	// after a leader change.
+	finalRetriesMax = 3
 	// opTimeoutTicks is how long a client waits for an acknowledgement.
 	opTimeoutTicks = 40
 	// readyRoundsMax bounds the Ready loop of one step.
@@ -63,6 +66,9 @@ type simNode struct {
 	restartAt int64
 	lastHeard []int64 // per peer (id-1): step of the last ping received
 	pending   []*simOp
+	// cutOffSince is the tick since which this node has led while the
+	// network cut it off from a majority (-1: it has not).
+	cutOffSince int64
 }
 
 type durReport struct {
@@ -112,6 +118,7 @@ type simParams struct {
 	syncDelayMax        int // steps
 	reportDelayMax      int // steps
 	snapshots           bool
+	chaos               bool
 }
 
 type sim struct {
@@ -180,12 +187,23 @@ func newSim(o SimOptions) *sim {
 	s.net.dupPermille = rng.IntN(60)
 	s.net.delayMin = 1
 	s.net.delayMax = 1 + rng.IntN(8)
+	if rng.IntN(10) < 3 {
+		// Chaos: slow links, short partitions, many campaigns. Elections
+		// pile up and logs diverge (the schedules of Raft's Figure 8).
+		s.p.chaos = true
+		s.net.delayMax = 4 + rng.IntN(24)
+		s.p.partitionPermille = 50 + rng.IntN(200)
+		s.p.campaignPermille = 20 + rng.IntN(150)
+		s.p.crashPermille = rng.IntN(60)
+		s.p.syncDelayMax = rng.IntN(16)
+		s.p.reportDelayMax = rng.IntN(24)
+	}
 	for i := 1; i <= p.n; i++ {
 		s.members = s.members.Add(raftlite.NodeID(i))
 	}
 	s.chk = newChecker(s.members)
 	for i := 1; i <= p.n; i++ {
-		sn := &simNode{id: raftlite.NodeID(i), disk: NewDisk(0), syncDue: -1}
+		sn := &simNode{id: raftlite.NodeID(i), disk: NewDisk(0), syncDue: -1, cutOffSince: -1}
 		s.nodes = append(s.nodes, sn)
 		s.start(sn, i == 1+rng.IntN(p.n))
 	}
@@ -336,6 +354,9 @@ func (s *sim) tickNodes() error {
 		if err := s.observe(sn); err != nil {
 			return err
 		}
+		if err := s.checkQuorumStepDown(sn); err != nil {
+			return err
+		}
 		if !s.limits.Quiesce {
 			continue
 		}
@@ -350,6 +371,35 @@ func (s *sim) tickNodes() error {
 				sn.node.Unquiesce()
 			}
 		}
+	}
+	return nil
+}
+
+// checkQuorumStepDown checks that a leader cut off from a majority steps
+// down within two check-quorum intervals (plus the node layer's liveness
+// delay, which wakes a quiesced leader).
+func (s *sim) checkQuorumStepDown(sn *simNode) error {
+	if sn.node.Role() != raftlite.RoleLeader {
+		sn.cutOffSince = -1
+		return nil
+	}
+	reach := 0
+	for _, peer := range s.nodes {
+		i, j := sn.id-1, peer.id-1
+		if peer == sn || (peer.node != nil && !s.net.cut[i][j] && !s.net.cut[j][i]) {
+			reach++
+		}
+	}
+	if reach >= s.members.Quorum() {
+		sn.cutOffSince = -1
+		return nil
+	}
+	if sn.cutOffSince < 0 {
+		sn.cutOffSince = s.tick
+	}
+	if limit := 3 * int64(s.limits.ElectionTicks); s.tick-sn.cutOffSince > limit {
+		return fmt.Errorf("check-quorum: node %d still leads term %d, cut off from a majority for %d ticks",
+			sn.id, sn.node.Term(), s.tick-sn.cutOffSince)
 	}
 	return nil
 }

@@ -69,6 +69,9 @@ func (s *sim) partition() {
 		}
 	}
 	s.healAt = s.tick + 5 + int64(s.rng.IntN(60))
+	if s.p.chaos {
+		s.healAt = s.tick + 1 + int64(s.rng.IntN(15))
+	}
 	s.tracef("partition %v one-way=%v until tick %d", side, oneWay, s.healAt)
 }
 
@@ -179,22 +182,23 @@ func (s *sim) propose(target raftlite.NodeID, client int, kind opKind) *simOp {
 	return op
 }
 
-// settleOps acknowledges or fails the operations pending at sn once its
-// commit covers them.
+// settleOps acknowledges the operations pending at sn once its commit
+// covers them, and fails those whose entry left its log (a new leader
+// truncated it: by leader completeness it can never commit).
 func (s *sim) settleOps(sn *simNode) error {
 	keep := sn.pending[:0]
 	for _, op := range sn.pending {
 		if op.state != opPending {
 			continue
 		}
-		if op.ent.Last > sn.commit {
-			keep = append(keep, op)
-			continue
-		}
 		t, err := sn.disk.Log.TermAt(op.ent.Last)
+		present := err == nil && t == op.ent.Term
 		committed := s.chk.isCommitted(op.ent)
 		switch {
-		case err == nil && t == op.ent.Term, errors.Is(err, raftlite.ErrCompacted) && committed:
+		case present && op.ent.Last > sn.commit:
+			keep = append(keep, op)
+			continue
+		case present, errors.Is(err, raftlite.ErrCompacted) && committed:
 			if !committed {
 				return fmt.Errorf("op %d acknowledged by node %d but %v is not in the committed log", op.id, sn.id, op.ent)
 			}
@@ -211,6 +215,7 @@ func (s *sim) settleOps(sn *simNode) error {
 				return fmt.Errorf("op %d failed at node %d but %v is committed", op.id, sn.id, op.ent)
 			}
 			op.state = opFailed
+			s.tracef("op %d failed at %d", op.id, sn.id)
 		}
 		if c := s.clients[op.client]; c.op == op {
 			c.op = nil
@@ -255,7 +260,10 @@ func (s *sim) checkLogsPairwise() error {
 
 // finish heals everything and checks liveness: a stable leader within
 // recoverTicksMax, then fresh proposals committed on every node within
-// finalTicksMax. Then it checks the client history.
+// finalTicksMax more. A proposal lost to a leader change right after the
+// heal (a node cut off during the schedule may still win the next
+// election) is proposed again, at most finalRetriesMax times. Then it
+// checks the client history.
 func (s *sim) finish() error {
 	s.faults = false
 	s.net.heal()
@@ -265,38 +273,42 @@ func (s *sim) finish() error {
 	}
 	s.tracef("healed; waiting for a leader")
 	healed := s.tick
-	var lead *simNode
-	for ; s.tick < healed+recoverTicksMax; s.tick++ {
+	final := make([]*simOp, 3)
+	retries := 0
+	led := false
+	for ; s.tick < healed+recoverTicksMax+finalTicksMax; s.tick++ {
 		if err := s.runTick(); err != nil {
 			return err
 		}
-		if lead = s.stableLeader(); lead != nil {
-			break
+		lead := s.stableLeader()
+		if lead == nil {
+			if !led && s.tick >= healed+recoverTicksMax {
+				return fmt.Errorf("liveness: no stable leader %d ticks after healing: %s", recoverTicksMax, s.describe())
+			}
+			continue
 		}
-	}
-	if lead == nil {
-		return fmt.Errorf("liveness: no stable leader %d ticks after healing: %s", recoverTicksMax, s.describe())
-	}
-	s.res.RecoverTick = int(s.tick - healed)
-	var final []*simOp
-	for i := 0; i < 3; i++ {
-		op := s.propose(lead.id, i, opAppend)
-		if op == nil {
-			return fmt.Errorf("liveness: stable leader %d refused a proposal", lead.id)
+		if !led {
+			led = true
+			s.res.RecoverTick = int(s.tick - healed)
 		}
-		final = append(final, op)
-	}
-	start := s.tick
-	for ; s.tick < start+finalTicksMax; s.tick++ {
-		if err := s.runTick(); err != nil {
-			return err
+		for i, op := range final {
+			if op != nil && (op.state == opPending || op.state == opAcked) {
+				continue
+			}
+			if retries++; retries > 3*finalRetriesMax {
+				return fmt.Errorf("liveness: final proposals lost %d times: %s", retries-1, s.describe())
+			}
+			if final[i] = s.propose(lead.id, i, opAppend); final[i] == nil {
+				return fmt.Errorf("liveness: stable leader %d refused a proposal", lead.id)
+			}
 		}
 		if s.allAcked(final) && s.converged() {
 			break
 		}
 	}
 	if !s.allAcked(final) || !s.converged() {
-		return fmt.Errorf("liveness: final proposals not committed everywhere %d ticks after a leader was stable: %s", finalTicksMax, s.describe())
+		return fmt.Errorf("liveness: final proposals not committed everywhere %d ticks after healing: %s",
+			recoverTicksMax+finalTicksMax, s.describe())
 	}
 	if err := s.checkLogsPairwise(); err != nil {
 		return err
@@ -323,7 +335,7 @@ func (s *sim) stableLeader() *simNode {
 
 func (s *sim) allAcked(ops []*simOp) bool {
 	for _, op := range ops {
-		if op.state != opAcked {
+		if op == nil || op.state != opAcked {
 			return false
 		}
 	}
