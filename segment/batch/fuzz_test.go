@@ -85,9 +85,11 @@ func FuzzValidate(f *testing.F) {
 	})
 }
 
-// canonicalRecords reports whether every record of the valid uncompressed
-// batch b uses minimal varints and zero attributes, checked by re-encoding
-// each record on its own.
+// canonicalRecords reports whether the records of the valid uncompressed
+// batch b are encoded as the Builder encodes them: minimal varints, zero
+// attributes, and timestamp deltas taken from the first record's timestamp
+// (a batch may declare an earlier base timestamp). It re-encodes each
+// record on its own to find out.
 func canonicalRecords(b []byte) bool {
 	var it Records
 	if it.Reset(b) != nil {
@@ -95,12 +97,16 @@ func canonicalRecords(b []byte) bool {
 	}
 	h := it.Header()
 	var out []byte
+	first := int64(0)
 	for it.Next() {
 		r := it.Record()
 		if r.Attributes != 0 {
 			return false
 		}
-		ts := r.Timestamp - h.BaseTimestamp
+		if r.Offset == h.BaseOffset {
+			first = r.Timestamp
+		}
+		ts := r.Timestamp - first
 		off := int32(r.Offset - h.BaseOffset)
 		out = appendRecord(out, r, recordBodySize(r, ts, off), ts, off)
 	}
