@@ -130,3 +130,60 @@ func TestSpanOutlivesSegment(t *testing.T) {
 		}
 	})
 }
+
+// TestSpansOnAnotherGoroutine: spans travel to a consumer goroutine that
+// reads and releases them while the owner keeps appending, reading and
+// deleting segments (run with -race).
+func TestSpansOnAnotherGoroutine(t *testing.T) {
+	forEach(t, func(t *testing.T, fsys vfs.FS, dir string, newEngine func() Engine) {
+		cfg := Config{SegmentBytes: 8 << 10, RetentionBytes: 16 << 10, RetentionMs: -1, Fsync: FsyncNever}
+		l := openLog(t, fsys, dir, cfg, newEngine())
+		defer l.Close()
+		type item struct {
+			spans []Span
+			want  []byte
+		}
+		work := make(chan item, 16)
+		errs := make(chan error, 1)
+		go func() {
+			defer close(errs)
+			for it := range work {
+				var got bytes.Buffer
+				for _, sp := range it.spans {
+					if _, err := sp.ReadTo(&got); err != nil {
+						errs <- err
+						return
+					}
+					sp.Release()
+				}
+				if !bytes.Equal(got.Bytes(), it.want) {
+					errs <- fmt.Errorf("consumer read %d bytes that differ from the %d appended", got.Len(), len(it.want))
+					return
+				}
+			}
+		}()
+		rng := newRNG(14)
+		for i := 0; i < 300; i++ {
+			b := makeBatch(rng, 1+rng.IntN(3), rng.IntN(1500), 1)
+			base, _, err := l.AppendLeader(b, 1)
+			if err != nil {
+				t.Fatal(err)
+			}
+			mustFlush(t, l)
+			spans, err := l.Read(base, 1<<20, base+100)
+			if err != nil {
+				t.Fatal(err)
+			}
+			work <- item{spans: spans, want: stamped(b, base, 1)}
+			if i%10 == 0 {
+				if _, err := l.ApplyRetention(l.WrittenOffset()); err != nil {
+					t.Fatal(err)
+				}
+			}
+		}
+		close(work)
+		if err := <-errs; err != nil {
+			t.Fatal(err)
+		}
+	})
+}
