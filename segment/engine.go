@@ -13,8 +13,9 @@ import "github.com/corestream/corestream/segment/vfs"
 // Two implementations exist: the io_uring engine (netio/uring), which links
 // each write to its fdatasync and keeps several such chains in flight, and the
 // pwrite engine (this package), which performs each operation synchronously
-// inside Submit. OpenLog chooses io_uring when the kernel allows it and the
-// file system hands out real descriptors, and falls back to pwrite otherwise.
+// inside Submit. DefaultEngine (what OpenLog uses for a log without a shared
+// IO) chooses io_uring when the kernel allows it and the file system hands
+// out real descriptors, and falls back to pwrite otherwise.
 type Engine interface {
 	// Name is a short identifier: "io_uring" or "pwrite".
 	Name() string
@@ -29,7 +30,9 @@ type Engine interface {
 	// Submit hands every queued operation to the kernel.
 	Submit() error
 	// Reap calls fn once for each completed operation with its token and
-	// error (nil, or a short write reported as io.ErrShortWrite). When wait
+	// error (nil, or a short write reported as io.ErrShortWrite; a failed
+	// fdatasync is wrapped in *vfs.SyncError so the log never mistakes it
+	// for a retryable ENOSPC of the write). When wait
 	// is true and operations are in flight it blocks until at least one
 	// completes. It returns the number of completions reported.
 	Reap(wait bool, fn func(token uint64, err error)) (int, error)
