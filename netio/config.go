@@ -1,0 +1,139 @@
+package netio
+
+import (
+	"fmt"
+	"time"
+)
+
+// Limits and defaults. The defaults match docs/configuration.md
+// ([network] section); zero Config fields take them.
+const (
+	// MaxFrameBytesDefault is network.max_frame_bytes: a 16 MiB batch plus
+	// 64 KiB of request header.
+	MaxFrameBytesDefault = 16<<20 + 64<<10
+	// MaxFrameBytesMin and MaxFrameBytesMax bound Config.MaxFrameBytes.
+	MaxFrameBytesMin = 64 << 10
+	MaxFrameBytesMax = 256 << 20
+	// MaxInflightPerConnDefault is network.max_inflight_per_conn.
+	MaxInflightPerConnDefault = 256
+	// MaxInflightPerConnMax bounds Config.MaxInflightPerConn.
+	MaxInflightPerConnMax = 65536
+	// MaxConnectionsDefault is network.max_connections.
+	MaxConnectionsDefault = 10000
+	// MaxConnectionsMax bounds Config.MaxConnections.
+	MaxConnectionsMax = 1 << 20
+	// OutboundBytesMaxDefault is network.outbound_bytes_max.
+	OutboundBytesMaxDefault = 8 << 20
+	// OutboundBytesMaxMin and OutboundBytesMaxMax bound Config.OutboundBytesMax.
+	OutboundBytesMaxMin = 64 << 10
+	OutboundBytesMaxMax = 1 << 30
+	// ReadBufferBytesDefault is the per-shard read buffer.
+	ReadBufferBytesDefault = 64 << 10
+	// ReadBudgetBytesDefault is how much one connection may read per
+	// readiness event before the shard serves its other descriptors.
+	ReadBudgetBytesDefault = 256 << 10
+	// OversizeHeadBytesDefault is how much of an oversize frame's body the
+	// handler is shown (enough for any request header).
+	OversizeHeadBytesDefault = 64
+	// CloseTimeoutDefault bounds a graceful close: after it, a connection
+	// that still has requests in flight or bytes unsent is aborted.
+	CloseTimeoutDefault = 10 * time.Second
+	// DialTimeoutDefault bounds an outbound connect.
+	DialTimeoutDefault = 10 * time.Second
+	// iovMax is the most buffers one writev hands the kernel (IOV_MAX is
+	// 1024; 64 covers a burst of pipelined responses).
+	iovMax = 64
+	// pendKeepBytes: a connection's private input buffer larger than this
+	// is freed when it empties, so idle connections hold little memory.
+	pendKeepBytes = 64 << 10
+	// acceptBatchMax bounds the accepts done per listener readiness event.
+	acceptBatchMax = 64
+)
+
+// Config configures a Server. Zero fields take the documented defaults.
+type Config struct {
+	// MaxFrameBytes is the largest frame body (the bytes after the 4-byte
+	// length) a peer may send. A larger length prefix is answered through
+	// Handler.OnFrameTooLarge and the connection closes. Default
+	// MaxFrameBytesDefault; MaxFrameBytesMin..MaxFrameBytesMax.
+	MaxFrameBytes int
+	// MaxInflightPerConn is how many frames of one connection may be
+	// delivered to the handler and not yet answered (Conn.Reply or
+	// Conn.Release). At the bound the server stops reading that connection
+	// until an answer frees a slot. Default 256; 1..MaxInflightPerConnMax.
+	MaxInflightPerConn int
+	// MaxConnections caps accepted connections on the server (all shards
+	// together); further connections are closed at accept. Outbound
+	// connections (Dial) do not count. Default 10000.
+	MaxConnections int
+	// OutboundBytesMax is how many response bytes (headers plus file
+	// ranges) may wait on one connection before the server stops reading
+	// its requests; responses to requests already in flight are still
+	// queued, so the bound is soft by at most MaxInflightPerConn responses.
+	// Default 8 MiB; OutboundBytesMaxMin..OutboundBytesMaxMax.
+	OutboundBytesMax int64
+	// ReadBufferBytes is the size of each shard's read buffer. Default 64 KiB.
+	ReadBufferBytes int
+	// ReadBudgetBytes is how much one connection may read per readiness
+	// event. Default 256 KiB.
+	ReadBudgetBytes int
+	// OversizeHeadBytes is the most of an oversize frame's body passed to
+	// Handler.OnFrameTooLarge (only what arrived with the length). Default 64.
+	OversizeHeadBytes int
+	// SocketRecvBufferBytes and SocketSendBufferBytes set SO_RCVBUF and
+	// SO_SNDBUF on every connection; 0 keeps the kernel's default.
+	SocketRecvBufferBytes int
+	SocketSendBufferBytes int
+	// CloseTimeout bounds a graceful close. Default 10 s.
+	CloseTimeout time.Duration
+	// DialTimeout bounds Dial. Default 10 s.
+	DialTimeout time.Duration
+	// Logf receives connection-level events worth an operator's attention
+	// (oversize frames, refused connections, socket errors). Default: none.
+	Logf func(format string, args ...any)
+}
+
+func (c *Config) withDefaults() (Config, error) {
+	out := *c
+	def := func(v *int, d int) {
+		if *v == 0 {
+			*v = d
+		}
+	}
+	def(&out.MaxFrameBytes, MaxFrameBytesDefault)
+	def(&out.MaxInflightPerConn, MaxInflightPerConnDefault)
+	def(&out.MaxConnections, MaxConnectionsDefault)
+	def(&out.ReadBufferBytes, ReadBufferBytesDefault)
+	def(&out.ReadBudgetBytes, ReadBudgetBytesDefault)
+	def(&out.OversizeHeadBytes, OversizeHeadBytesDefault)
+	if out.OutboundBytesMax == 0 {
+		out.OutboundBytesMax = OutboundBytesMaxDefault
+	}
+	if out.CloseTimeout == 0 {
+		out.CloseTimeout = CloseTimeoutDefault
+	}
+	if out.DialTimeout == 0 {
+		out.DialTimeout = DialTimeoutDefault
+	}
+	switch {
+	case out.MaxFrameBytes < MaxFrameBytesMin || out.MaxFrameBytes > MaxFrameBytesMax:
+		return out, fmt.Errorf("netio: max frame bytes %d is outside %d..%d", out.MaxFrameBytes, MaxFrameBytesMin, MaxFrameBytesMax)
+	case out.MaxInflightPerConn < 1 || out.MaxInflightPerConn > MaxInflightPerConnMax:
+		return out, fmt.Errorf("netio: max in-flight per connection %d is outside 1..%d", out.MaxInflightPerConn, MaxInflightPerConnMax)
+	case out.MaxConnections < 1 || out.MaxConnections > MaxConnectionsMax:
+		return out, fmt.Errorf("netio: max connections %d is outside 1..%d", out.MaxConnections, MaxConnectionsMax)
+	case out.OutboundBytesMax < OutboundBytesMaxMin || out.OutboundBytesMax > OutboundBytesMaxMax:
+		return out, fmt.Errorf("netio: outbound bytes max %d is outside %d..%d", out.OutboundBytesMax, OutboundBytesMaxMin, OutboundBytesMaxMax)
+	case out.ReadBufferBytes < 4096 || out.ReadBufferBytes > 16<<20:
+		return out, fmt.Errorf("netio: read buffer bytes %d is outside 4096..16MiB", out.ReadBufferBytes)
+	case out.ReadBudgetBytes < out.ReadBufferBytes:
+		return out, fmt.Errorf("netio: read budget %d is below the read buffer %d", out.ReadBudgetBytes, out.ReadBufferBytes)
+	case out.OversizeHeadBytes < 0 || out.OversizeHeadBytes > 4096:
+		return out, fmt.Errorf("netio: oversize head bytes %d is outside 0..4096", out.OversizeHeadBytes)
+	case out.SocketRecvBufferBytes < 0 || out.SocketSendBufferBytes < 0:
+		return out, fmt.Errorf("netio: negative socket buffer size")
+	case out.CloseTimeout < 0 || out.DialTimeout < 0:
+		return out, fmt.Errorf("netio: negative timeout")
+	}
+	return out, nil
+}

@@ -1,0 +1,49 @@
+// Package netio puts bytes on sockets for the broker: framed TCP
+// connections served on the shards' own epoll sets, with backpressure,
+// sendfile responses and outbound (peer) connections. It holds no business
+// rules; the wire codec is netio/wire, the io_uring write engine
+// netio/uring.
+//
+// # Threading
+//
+// There is no separate network thread. Every shard of a shard.Group owns a
+// SO_REUSEPORT listener on the server's port, and the kernel hands each
+// new connection to one of them; the connection then lives on that shard:
+// its socket sits in the shard's epoll set next to the shard's inbox
+// eventfd, timerfd and io_uring completion eventfd, and every Handler
+// callback runs on the shard's thread. A request for a partition owned by
+// the same shard is served without any hand-off; one for another shard
+// goes there with shard.Call and its answer comes back the same way. See
+// docs/design/threading.md for the measurements behind this layout.
+//
+// # Frames
+//
+//	+----------------+---------------------------------------------+
+//	| length (u32 BE)| body: length bytes (header, then payload)    |
+//	+----------------+---------------------------------------------+
+//
+// The server splits the byte stream into frames and never looks inside a
+// body; the correlation id that lets a client pipeline many requests and
+// match out-of-order responses is in the body's header, decoded by the
+// handler. A length above Config.MaxFrameBytes is not read: the handler is
+// shown the first bytes of the body (to answer with an error carrying the
+// correlation id) and the connection closes once its earlier requests are
+// answered.
+//
+// # Backpressure and memory
+//
+// Each delivered frame holds an in-flight slot until the handler answers
+// it (Reply or Release). When a connection has Config.MaxInflightPerConn
+// frames in flight, or Config.OutboundBytesMax bytes waiting to be sent
+// (a slow consumer), the server stops reading it: the client's socket
+// buffer fills and TCP pushes back. A connection therefore holds at most
+// one frame of input beyond its in-flight requests, and its output stays
+// within OutboundBytesMax plus the answers to its in-flight requests.
+//
+// # Responses
+//
+// A Response is header bytes followed by file ranges sent with
+// sendfile(2) straight from segment files. Responses queued in one round
+// leave in one writev; a range that meets a full socket resumes on
+// EPOLLOUT, and nothing queued later is interleaved with it.
+package netio

@@ -1,0 +1,351 @@
+package netio
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"sync"
+	"sync/atomic"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/corestream/corestream/shard"
+)
+
+// Errors returned by the server and its connections.
+var (
+	// ErrClosed is returned by Conn.Send and Conn.Reply on a closed
+	// connection (the response's Release runs with it), and passed to
+	// Handler.OnClose when the server closed the connection.
+	ErrClosed = errors.New("netio: connection closed")
+	// ErrFrameTooLarge is passed to Handler.OnClose of a connection closed
+	// because its peer announced a frame above Config.MaxFrameBytes.
+	ErrFrameTooLarge = errors.New("netio: frame too large")
+	// ErrTruncated is passed to Handler.OnClose when the peer closed its
+	// side in the middle of a frame.
+	ErrTruncated = errors.New("netio: connection closed mid-frame")
+	// ErrCloseTimeout is passed to Handler.OnClose when a graceful close
+	// could not finish within Config.CloseTimeout.
+	ErrCloseTimeout = errors.New("netio: graceful close timed out")
+	// ErrShortFile is passed to Handler.OnClose when a FileRange could not
+	// be sent whole because the file ended first; the frame on the wire
+	// would be corrupt, so the connection is closed.
+	ErrShortFile = errors.New("netio: file range beyond end of file")
+	// ErrServerClosed is returned by Listen and Dial after Shutdown began.
+	ErrServerClosed = errors.New("netio: server closed")
+)
+
+// Handler is what the broker implements. Every method runs on the shard
+// that owns the connection, one at a time per shard.
+type Handler interface {
+	// OnOpen runs when a connection is accepted (or a Dial succeeds). An
+	// error closes the connection; OnClose still runs.
+	OnOpen(c *Conn) error
+	// OnFrame runs for each complete frame, in arrival order. body is the
+	// frame without its 4-byte length prefix. It aliases the server's read
+	// buffer and is valid only until OnFrame returns: copy what must
+	// outlive the call (a batch handed to another shard, for example).
+	// Each frame holds one of the connection's in-flight slots until the
+	// handler calls c.Reply or c.Release for it.
+	OnFrame(c *Conn, body []byte)
+	// OnFrameTooLarge runs when the peer announces a frame of size bytes,
+	// above Config.MaxFrameBytes. head holds the bytes of the body that
+	// arrived with the length (at most Config.OversizeHeadBytes; possibly
+	// none) so the handler can answer with an error that carries the
+	// request's correlation id (c.Send) when it is there. The server
+	// reads nothing more from the connection and closes it once its
+	// in-flight requests are answered and its output is sent.
+	OnFrameTooLarge(c *Conn, size uint32, head []byte)
+	// OnClose runs once when the connection is closed; err is nil for an
+	// orderly close by either side, else why (ErrFrameTooLarge,
+	// ErrTruncated, ErrCloseTimeout, a socket error, the Abort reason).
+	OnClose(c *Conn, err error)
+}
+
+// Stats are server-wide counters, safe to read from any goroutine.
+type Stats struct {
+	Accepted      atomic.Uint64 // connections accepted
+	Refused       atomic.Uint64 // connections closed at accept (MaxConnections)
+	Dialed        atomic.Uint64 // outbound connections established
+	Closed        atomic.Uint64 // connections closed
+	Frames        atomic.Uint64 // frames delivered to the handler
+	Oversize      atomic.Uint64 // connections that announced an oversize frame
+	ReadPauses    atomic.Uint64 // times a connection stopped being read (backpressure)
+	BytesIn       atomic.Uint64 // bytes read from sockets
+	BytesOut      atomic.Uint64 // bytes written with write/writev
+	SendfileBytes atomic.Uint64 // bytes sent with sendfile
+	SendBlocked   atomic.Uint64 // times a send met a full socket buffer (EAGAIN)
+}
+
+// Server states.
+const (
+	srvNew int32 = iota
+	srvListening
+	srvDraining
+	srvClosed
+)
+
+// Server serves framed connections on a shard.Group: every shard owns a
+// SO_REUSEPORT listener on the same port and the connections the kernel
+// hands that listener, all on the shard's own epoll set. A connection
+// never changes shard unless Conn.Migrate moves it.
+//
+// Several Servers may share one group (a client listener and a
+// replication listener); each keeps its own per-shard state.
+type Server struct {
+	group   *shard.Group
+	cfg     Config
+	handler Handler
+	loops   []*loop // loops[i] is touched on shard i only
+
+	state   atomic.Int32
+	clients atomic.Int64 // accepted connections open, for MaxConnections
+	open    atomic.Int64 // every connection open (accepted and dialed)
+	nextID  atomic.Uint64
+	addr    atomic.Pointer[net.TCPAddr]
+
+	drainOnce sync.Once
+	drained   chan struct{} // closed when draining and no connection is open
+
+	stats Stats
+}
+
+// loop is a server's state on one shard.
+type loop struct {
+	srv     *Server
+	sh      *shard.Shard
+	lfd     int // listener, or -1
+	conns   map[*Conn]struct{}
+	scratch []byte       // read buffer shared by the shard's connections
+	iov     []unix.Iovec // writev scratch
+	dirty   []*Conn      // connections with deferred work this round
+	queued  bool         // processDirty is deferred on the shard
+}
+
+// NewServer prepares a server on g's shards; it serves nothing until
+// Listen (or Dial). h handles every accepted connection.
+func NewServer(g *shard.Group, cfg Config, h Handler) (*Server, error) {
+	c, err := cfg.withDefaults()
+	if err != nil {
+		return nil, err
+	}
+	s := &Server{group: g, cfg: c, handler: h, drained: make(chan struct{})}
+	for i := 0; i < g.Len(); i++ {
+		s.loops = append(s.loops, &loop{
+			srv:     s,
+			sh:      g.Shard(i),
+			lfd:     -1,
+			conns:   make(map[*Conn]struct{}),
+			scratch: make([]byte, c.ReadBufferBytes),
+			iov:     make([]unix.Iovec, 0, iovMax),
+		})
+	}
+	return s, nil
+}
+
+// Config returns the server's configuration with defaults applied.
+func (s *Server) Config() Config { return s.cfg }
+
+// Stats returns the server's counters.
+func (s *Server) Stats() *Stats { return &s.stats }
+
+// Addr is the address Listen bound (with the port chosen when it asked for
+// port 0), or nil before Listen.
+func (s *Server) Addr() net.Addr {
+	if a := s.addr.Load(); a != nil {
+		return a
+	}
+	return nil
+}
+
+// Connections is the number of open connections, accepted and dialed.
+func (s *Server) Connections() int { return int(s.open.Load()) }
+
+// Listen binds addr ("host:port"; port 0 picks a free port) with one
+// listener per shard and starts accepting. It may be called once, from a
+// goroutine that is not a shard (it waits for each shard to register its
+// listener).
+func (s *Server) Listen(addr string) error {
+	if !s.state.CompareAndSwap(srvNew, srvListening) {
+		return ErrServerClosed
+	}
+	ta, err := net.ResolveTCPAddr("tcp", addr)
+	if err != nil {
+		return fmt.Errorf("netio: listen %q: %w", addr, err)
+	}
+	sa, family, err := sockaddr(ta)
+	if err != nil {
+		return err
+	}
+	fds := make([]int, 0, len(s.loops))
+	closeAll := func() {
+		for _, fd := range fds {
+			_ = unix.Close(fd)
+		}
+	}
+	for i := range s.loops {
+		fd, err := listenSocket(sa, family)
+		if err != nil {
+			closeAll()
+			return fmt.Errorf("netio: listen %q (shard %d): %w", addr, i, err)
+		}
+		fds = append(fds, fd)
+		if i == 0 { // every other shard binds the port the first one got
+			bound, err := unix.Getsockname(fd)
+			if err != nil {
+				closeAll()
+				return fmt.Errorf("netio: getsockname: %w", err)
+			}
+			s.addr.Store(tcpAddr(bound))
+			sa = bound
+		}
+	}
+	for i, lp := range s.loops {
+		lp, fd := lp, fds[i]
+		errc := make(chan error, 1)
+		if err := lp.sh.Do(func(*shard.Shard) {
+			lp.lfd = fd
+			errc <- lp.sh.Watch(fd, unix.EPOLLIN, func(uint32) { lp.accept() })
+		}); err != nil {
+			closeAll()
+			return fmt.Errorf("netio: listen on shard %d: %w", i, err)
+		}
+		if err := <-errc; err != nil {
+			closeAll()
+			return err
+		}
+	}
+	return nil
+}
+
+// accept takes the connections waiting on the shard's listener.
+func (lp *loop) accept() {
+	s := lp.srv
+	for i := 0; i < acceptBatchMax; i++ {
+		fd, rsa, err := unix.Accept4(lp.lfd, unix.SOCK_NONBLOCK|unix.SOCK_CLOEXEC)
+		if err != nil {
+			switch err {
+			case unix.EAGAIN, unix.EINTR, unix.ECONNABORTED:
+			default:
+				s.logf("netio: accept on shard %d: %v", lp.sh.ID(), err)
+			}
+			return
+		}
+		if s.clients.Load() >= int64(s.cfg.MaxConnections) || s.state.Load() != srvListening {
+			_ = unix.Close(fd)
+			s.stats.Refused.Add(1)
+			continue
+		}
+		s.stats.Accepted.Add(1)
+		s.clients.Add(1)
+		c := lp.newConn(fd, tcpAddr(rsa), s.handler, true)
+		lp.start(c)
+	}
+}
+
+// Shutdown stops accepting, closes every connection gracefully (no more
+// requests are read; in-flight requests are answered and output is sent)
+// and waits until all are closed or ctx ends, when it aborts the rest and
+// returns ctx's error. The shard group keeps running; stop it afterwards.
+// It must not be called from a shard's thread.
+func (s *Server) Shutdown(ctx context.Context) error {
+	prev := s.state.Swap(srvDraining)
+	if prev >= srvDraining {
+		return nil
+	}
+	s.forEachLoop(ctx, func(lp *loop) {
+		if lp.lfd >= 0 {
+			_ = lp.sh.Unwatch(lp.lfd)
+			_ = unix.Close(lp.lfd)
+			lp.lfd = -1
+		}
+		for c := range lp.conns {
+			c.Close()
+		}
+	})
+	if s.open.Load() == 0 {
+		s.markDrained()
+	}
+	var err error
+	select {
+	case <-s.drained:
+	case <-ctx.Done():
+		err = ctx.Err()
+		s.forEachLoop(context.Background(), func(lp *loop) {
+			for c := range lp.conns {
+				c.Abort(ErrServerClosed)
+			}
+		})
+		if s.open.Load() == 0 {
+			s.markDrained()
+		}
+		<-s.drained
+	}
+	s.state.Store(srvClosed)
+	return err
+}
+
+// forEachLoop runs fn on every shard, waiting for each; a full inbox is
+// retried until ctx ends, a stopped shard is skipped.
+func (s *Server) forEachLoop(ctx context.Context, fn func(*loop)) {
+	for _, lp := range s.loops {
+		lp := lp
+		for {
+			err := lp.sh.Do(func(*shard.Shard) { fn(lp) })
+			if !errors.Is(err, shard.ErrInboxFull) || ctx.Err() != nil {
+				break
+			}
+		}
+	}
+}
+
+func (s *Server) markDrained() { s.drainOnce.Do(func() { close(s.drained) }) }
+
+func (s *Server) logf(format string, args ...any) {
+	if s.cfg.Logf != nil {
+		s.cfg.Logf(format, args...)
+	}
+}
+
+// markDirty records deferred work for c, done once at the end of the
+// shard's current round (processDirty): flushes coalesce many responses
+// into one writev, and resuming a paused reader leaves the handler's call
+// stack first.
+func (lp *loop) markDirty(c *Conn, flags uint8) {
+	if c.dirty == 0 {
+		lp.dirty = append(lp.dirty, c)
+	}
+	c.dirty |= flags
+	if !lp.queued {
+		lp.queued = true
+		lp.sh.Defer(lp.processDirty)
+	}
+}
+
+func (lp *loop) processDirty() {
+	for i := 0; i < len(lp.dirty); i++ { // grows while handlers run
+		c := lp.dirty[i]
+		lp.dirty[i] = nil
+		if c == nil { // forgotten by Migrate
+			continue
+		}
+		flags := c.dirty
+		c.dirty = 0
+		if c.state != connClosed {
+			c.runDeferred(flags)
+		}
+	}
+	lp.dirty = lp.dirty[:0]
+	lp.queued = false
+}
+
+// forget removes c from the loop's deferred work (before it migrates).
+func (lp *loop) forget(c *Conn) {
+	for i, d := range lp.dirty {
+		if d == c {
+			lp.dirty[i] = nil
+		}
+	}
+	c.dirty = 0
+}

@@ -1,0 +1,336 @@
+package netio
+
+import (
+	"bytes"
+	"context"
+	"encoding/binary"
+	"errors"
+	"math/rand"
+	"net"
+	"testing"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+func TestConfigBounds(t *testing.T) {
+	for _, cfg := range []Config{
+		{MaxFrameBytes: 100}, {MaxFrameBytes: MaxFrameBytesMax + 1}, {MaxInflightPerConn: -1},
+		{MaxConnections: MaxConnectionsMax + 1}, {OutboundBytesMax: 10}, {ReadBufferBytes: 100},
+		{ReadBufferBytes: 1 << 20, ReadBudgetBytes: 4096}, {OversizeHeadBytes: 1 << 20},
+	} {
+		if _, err := cfg.withDefaults(); err == nil {
+			t.Errorf("config %+v accepted", cfg)
+		}
+	}
+	if c, err := (&Config{}).withDefaults(); err != nil || c.MaxFrameBytes != MaxFrameBytesDefault ||
+		c.MaxInflightPerConn != 256 || c.MaxConnections != 10000 || c.OutboundBytesMax != 8<<20 {
+		t.Fatalf("defaults %+v %v", c, err)
+	}
+}
+
+// Many pipelined requests of mixed sizes on one connection, written in one
+// stream so frames straddle reads; every answer arrives, in order.
+func TestPipelinedEcho(t *testing.T) {
+	ts := startServer(t, 2, Config{}, newTestHandler())
+	c := dialT(t, ts.addr())
+	rng := rand.New(rand.NewSource(1))
+	const n = 2000
+	payloads := make([][]byte, n)
+	var stream []byte
+	for i := range payloads {
+		size := rng.Intn(300)
+		if i%97 == 0 {
+			size = 100<<10 + rng.Intn(200<<10) // larger than half the read buffer
+		}
+		payloads[i] = make([]byte, size)
+		rng.Read(payloads[i])
+		stream = append(stream, request(uint64(i), opEcho, payloads[i])...)
+	}
+	go func() { _, _ = c.Write(stream) }()
+	for i := 0; i < n; i++ {
+		corr, _, p := c.mustRecv()
+		if corr != uint64(i) || !bytes.Equal(p, payloads[i]) {
+			t.Fatalf("response %d: corr %d, %d bytes (want %d)", i, corr, len(p), len(payloads[i]))
+		}
+	}
+}
+
+// Responses may leave in another order than their requests: held requests
+// are answered newest first, and the client matches them by id.
+func TestOutOfOrderResponses(t *testing.T) {
+	ts := startServer(t, 1, Config{}, newTestHandler())
+	c := dialT(t, ts.addr())
+	for i := 0; i < 5; i++ {
+		c.send(uint64(i), opHold, nil)
+	}
+	c.send(99, opRelease, nil)
+	for _, want := range []uint64{4, 3, 2, 1, 0, 99} {
+		if corr, _, _ := c.mustRecv(); corr != want {
+			t.Fatalf("got response %d, want %d", corr, want)
+		}
+	}
+}
+
+// A frame that arrives one byte at a time is delivered once, whole.
+func TestPartialFramesAcrossReads(t *testing.T) {
+	ts := startServer(t, 1, Config{}, newTestHandler())
+	c := dialT(t, ts.addr())
+	big := bytes.Repeat([]byte("x"), 300<<10)
+	stream := append(request(1, opEcho, []byte("hello")), request(2, opEcho, big)...)
+	stream = append(stream, request(3, opEcho, nil)...)
+	go func() {
+		for i := 0; i < len(stream); {
+			step := 1
+			if i > 64 {
+				step = 7919 // then in odd-sized pieces
+			}
+			end := min(i+step, len(stream))
+			if _, err := c.Write(stream[i:end]); err != nil {
+				return
+			}
+			i = end
+		}
+	}()
+	for _, want := range []struct {
+		corr uint64
+		n    int
+	}{{1, 5}, {2, len(big)}, {3, 0}} {
+		corr, _, p := c.mustRecv()
+		if corr != want.corr || len(p) != want.n {
+			t.Fatalf("got %d with %d bytes, want %d with %d", corr, len(p), want.corr, want.n)
+		}
+	}
+}
+
+// An oversize length prefix: the connection gets the answers to its earlier
+// requests, an error answer carrying the oversize request's id, then EOF;
+// another connection is served throughout.
+func TestOversizeFrameClosesOnlyThatConnection(t *testing.T) {
+	h := newTestHandler()
+	ts := startServer(t, 2, Config{MaxFrameBytes: MaxFrameBytesMin}, h)
+	bad, good := dialT(t, ts.addr()), dialT(t, ts.addr())
+	bad.send(1, opEcho, []byte("before"))
+	oversize := binary.BigEndian.AppendUint32(nil, MaxFrameBytesMin+1)
+	oversize = binary.BigEndian.AppendUint64(oversize, 7)
+	if _, err := bad.Write(append(oversize, 0, 1, 2)); err != nil {
+		t.Fatal(err)
+	}
+	if corr, _, p := bad.mustRecv(); corr != 1 || string(p) != "before" {
+		t.Fatalf("first answer %d %q", corr, p)
+	}
+	if corr, sid, _ := bad.mustRecv(); corr != 7 || sid != errShard {
+		t.Fatalf("error answer: corr %d shard %#x", corr, sid)
+	}
+	bad.expectEOF()
+	if err := recvWithin(t, h.closeCh); !errors.Is(err, ErrFrameTooLarge) {
+		t.Fatalf("OnClose error %v, want ErrFrameTooLarge", err)
+	}
+	for i := 0; i < 10; i++ {
+		good.send(uint64(i), opEcho, []byte("still here"))
+		if corr, _, _ := good.mustRecv(); corr != uint64(i) {
+			t.Fatalf("good connection: got %d", corr)
+		}
+	}
+	if ts.srv.Stats().Oversize.Load() != 1 {
+		t.Fatal("oversize not counted")
+	}
+}
+
+// Garbage bytes and a truncated frame close only their own connections.
+func TestGarbageAndTruncatedFrames(t *testing.T) {
+	h := newTestHandler()
+	ts := startServer(t, 2, Config{}, h)
+	good := dialT(t, ts.addr())
+
+	garbage := dialT(t, ts.addr())
+	noise := make([]byte, 4096)
+	rand.New(rand.NewSource(2)).Read(noise)
+	_, _ = garbage.Write(noise)
+	garbage.expectEOF()
+
+	short := dialT(t, ts.addr()) // a valid length, then a body too short for the protocol
+	_, _ = short.Write([]byte{0, 0, 0, 3, 1, 2, 3})
+	short.expectEOF()
+
+	trunc := dialT(t, ts.addr())
+	_, _ = trunc.Write(request(1, opEcho, make([]byte, 1000))[:500])
+	_ = trunc.Conn.(*net.TCPConn).CloseWrite()
+	trunc.expectEOF()
+
+	var sawTruncated bool
+	for i := 0; i < 3; i++ {
+		if err := recvWithin(t, h.closeCh); errors.Is(err, ErrTruncated) {
+			sawTruncated = true
+		}
+	}
+	if !sawTruncated {
+		t.Fatal("no connection closed with ErrTruncated")
+	}
+	good.send(5, opEcho, nil)
+	if corr, _, _ := good.mustRecv(); corr != 5 {
+		t.Fatal("good connection not served")
+	}
+}
+
+// A peer that sends its requests and shuts its side still gets every
+// answer before the server closes.
+func TestHalfCloseGetsAnswers(t *testing.T) {
+	ts := startServer(t, 1, Config{}, newTestHandler())
+	c := dialT(t, ts.addr())
+	for i := 0; i < 50; i++ {
+		c.send(uint64(i), opEcho, []byte("q"))
+	}
+	_ = c.Conn.(*net.TCPConn).CloseWrite()
+	for i := 0; i < 50; i++ {
+		if corr, _, _ := c.mustRecv(); corr != uint64(i) {
+			t.Fatalf("answer %d: got %d", i, corr)
+		}
+	}
+	c.expectEOF()
+}
+
+func TestMaxConnections(t *testing.T) {
+	ts := startServer(t, 2, Config{MaxConnections: 2}, newTestHandler())
+	a, b := dialT(t, ts.addr()), dialT(t, ts.addr())
+	a.send(1, opEcho, nil)
+	b.send(2, opEcho, nil)
+	a.mustRecv()
+	b.mustRecv()
+	third := dialT(t, ts.addr())
+	third.expectEOF()
+	if ts.srv.Stats().Refused.Load() != 1 {
+		t.Fatalf("refused %d", ts.srv.Stats().Refused.Load())
+	}
+}
+
+// 1,000 connections open at once, each served.
+func TestThousandConnections(t *testing.T) {
+	const n = 1000
+	var lim unix.Rlimit
+	if err := unix.Getrlimit(unix.RLIMIT_NOFILE, &lim); err == nil && lim.Cur < 2*n+256 {
+		lim.Cur = min(lim.Max, 2*n+256)
+		if err := unix.Setrlimit(unix.RLIMIT_NOFILE, &lim); err != nil || lim.Cur < 2*n+256 {
+			t.Skipf("cannot raise RLIMIT_NOFILE to %d", 2*n+256)
+		}
+	}
+	ts := startServer(t, 2, Config{}, newTestHandler())
+	conns := make([]*client, n)
+	for i := range conns {
+		conns[i] = dialT(t, ts.addr())
+	}
+	for i, c := range conns {
+		c.send(uint64(i), opEcho, []byte("hi"))
+	}
+	for i, c := range conns {
+		if corr, _, p := c.mustRecv(); corr != uint64(i) || string(p) != "hi" {
+			t.Fatalf("connection %d: %d %q", i, corr, p)
+		}
+	}
+	waitFor(t, "every connection to be open", func() bool { return ts.srv.Connections() == n })
+	var perShard [2]int
+	for i := 0; i < 2; i++ {
+		onShard(t, ts.g, i, func() { perShard[i] = len(ts.srv.loops[i].conns) })
+	}
+	t.Logf("connections per shard: %v", perShard)
+}
+
+// Requests beyond MaxInflightPerConn are not delivered (nor read further)
+// until answers free slots.
+func TestInflightBoundStopsReading(t *testing.T) {
+	ts := startServer(t, 1, Config{MaxInflightPerConn: 4}, newTestHandler())
+	c := dialT(t, ts.addr())
+	for i := 0; i < 10; i++ {
+		c.send(uint64(i), opHold, nil)
+	}
+	waitFor(t, "the connection to pause", func() bool { return ts.srv.Stats().ReadPauses.Load() > 0 })
+	if f := ts.srv.Stats().Frames.Load(); f != 4 {
+		t.Fatalf("%d frames delivered with an in-flight bound of 4", f)
+	}
+	answered := 0
+	answer := func(k int) { // answer the k oldest held requests on the shard
+		onShard(t, ts.g, 0, func() {
+			for cc := range ts.srv.loops[0].conns {
+				st := cc.Context().(*connState)
+				for _, corr := range st.held[:k] {
+					_ = cc.Reply(Response{Header: response(corr, 0, 0)})
+				}
+				st.held = st.held[k:]
+			}
+		})
+		answered += k
+	}
+	answer(2)
+	waitFor(t, "two more frames", func() bool { return ts.srv.Stats().Frames.Load() == 6 })
+	for answered < 10 {
+		answer(min(4, 10-answered))
+		want := uint64(min(answered+4, 10))
+		waitFor(t, "frames to follow the answers", func() bool { return ts.srv.Stats().Frames.Load() == want })
+	}
+	for i := 0; i < 10; i++ {
+		if corr, _, _ := c.mustRecv(); corr != uint64(i) {
+			t.Fatalf("answer %d: %d", i, corr)
+		}
+	}
+}
+
+// Graceful shutdown: no new connections, in-flight requests answered, then
+// closed.
+func TestGracefulShutdown(t *testing.T) {
+	h := newTestHandler()
+	ts := startServer(t, 2, Config{}, h)
+	c := dialT(t, ts.addr())
+	c.send(1, opHold, nil)
+	waitFor(t, "the request to arrive", func() bool { return ts.srv.Stats().Frames.Load() == 1 })
+	done := make(chan error, 1)
+	go func() { done <- ts.srv.Shutdown(context.Background()) }()
+	waitFor(t, "the listeners to close", func() bool {
+		cc, err := net.DialTimeout("tcp", ts.addr(), time.Second)
+		if err == nil {
+			cc.Close()
+		}
+		return err != nil
+	})
+	select {
+	case err := <-done:
+		t.Fatalf("shutdown returned %v with a request in flight", err)
+	default:
+	}
+	// The held request is answered on the shard; the connection closes.
+	for i := 0; i < 2; i++ {
+		onShard(t, ts.g, i, func() {
+			for cc := range ts.srv.loops[i].conns {
+				st := cc.Context().(*connState)
+				for _, corr := range st.held {
+					_ = cc.Reply(Response{Header: response(corr, i, 0)})
+				}
+				st.held = nil
+			}
+		})
+	}
+	if corr, _, _ := c.mustRecv(); corr != 1 {
+		t.Fatalf("answer %d", corr)
+	}
+	c.expectEOF()
+	if err := recvWithin(t, done); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// A shutdown whose context ends aborts what is left.
+func TestShutdownDeadlineAborts(t *testing.T) {
+	h := newTestHandler()
+	ts := startServer(t, 1, Config{}, h)
+	c := dialT(t, ts.addr())
+	c.send(1, opHold, nil)
+	waitFor(t, "the request to arrive", func() bool { return ts.srv.Stats().Frames.Load() == 1 })
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if err := ts.srv.Shutdown(ctx); !errors.Is(err, context.Canceled) {
+		t.Fatalf("shutdown: %v", err)
+	}
+	c.expectEOF()
+	if err := recvWithin(t, h.closeCh); !errors.Is(err, ErrServerClosed) {
+		t.Fatalf("OnClose: %v", err)
+	}
+}
