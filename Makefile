@@ -38,9 +38,14 @@ fuzz:
 	@set -e; for pkg in $$($(GO) list $(PKGS)); do \
 	  for f in $$($(GO) test -list '^Fuzz' $$pkg | grep '^Fuzz' || true); do \
 	    echo "== $$pkg $$f"; \
-	    $(GO) test -run '^$$' -fuzz "^$$f$$" -fuzztime $(FUZZTIME) $$pkg; \
+	    $(GO) test -run '^$$' -fuzz "^$$f$$" -fuzztime $(FUZZTIME) -fuzzminimizetime 5s -parallel 1 $$pkg; \
 	  done; \
 	done
+
+## sim: the raftlite simulator over SEEDS seeds with long schedules; a
+## failure prints its seed and the one command that replays it
+sim:
+	$(GO) test ./raftlite/rafttest -run 'TestSim$$' -seeds=$(SEEDS) -long -count=1 -timeout 3h -v
 
 ## lint: gofmt and vet
 lint:
