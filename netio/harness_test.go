@@ -154,6 +154,10 @@ type testServer struct {
 }
 
 func startServer(t testing.TB, shards int, cfg Config, h *testHandler) *testServer {
+	var handler Handler = h
+	if h == nil {
+		handler = echoHandler{}
+	}
 	t.Helper()
 	g, err := shard.NewGroup(shard.Config{Count: shards})
 	if err != nil {
@@ -162,7 +166,7 @@ func startServer(t testing.TB, shards int, cfg Config, h *testHandler) *testServ
 	if err := g.Start(); err != nil {
 		t.Fatal(err)
 	}
-	srv, err := NewServer(g, cfg, h)
+	srv, err := NewServer(g, cfg, handler)
 	if err != nil {
 		_ = g.Stop()
 		t.Fatal(err)
