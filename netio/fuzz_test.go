@@ -24,7 +24,7 @@ func (echoHandler) OnClose(*Conn, error)                  {}
 // (never hang it), and keep serving another connection.
 func FuzzFraming(f *testing.F) {
 	f.Add([]byte{})
-	f.Add([]byte{0xff, 0xff, 0xff, 0xff})                                 // the largest length
+	f.Add([]byte{0xff, 0xff, 0xff, 0xff})                                   // the largest length
 	f.Add(append(request(1, opEcho, []byte("ok")), 0xde, 0xad, 0xbe, 0xef)) // valid, then garbage
 	f.Add(append(request(1, opEcho, nil), request(2, opEcho, make([]byte, 70000))...))
 	f.Add([]byte{0, 0, 0, 0, 0, 0, 0, 5, 1})
