@@ -320,9 +320,10 @@ func (c *Conn) compact(rest []byte) {
 	c.trimPend()
 }
 
-// trimPend frees a large input buffer once it is empty.
+// trimPend frees a large input buffer once it is empty (one larger than
+// the partial frames the shard's read buffer leaves behind).
 func (c *Conn) trimPend() {
-	if len(c.pend) == 0 && cap(c.pend) > pendKeepBytes {
+	if len(c.pend) == 0 && cap(c.pend) > len(c.lp.scratch)/2 {
 		c.pend = nil
 	}
 }

@@ -290,3 +290,9 @@ func recvWithin[T any](t testing.TB, ch <-chan T) T {
 		panic("unreachable")
 	}
 }
+
+func contextWithTimeout(d time.Duration) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), d)
+	_ = cancel // released by the deadline
+	return ctx
+}
