@@ -111,6 +111,10 @@ func (c *Conn) connected() {
 		c.remote = tcpAddr(sa)
 	}
 	lp.sh.Stop(c.timer)
+	if s.state.Load() >= srvDraining {
+		c.closeNow(ErrServerClosed) // runs done with the error
+		return
+	}
 	c.state = connOpen
 	done := c.dialDone
 	c.dialDone = nil

@@ -233,8 +233,8 @@ func (lp *loop) accept() {
 			return
 		}
 		if s.clients.Load() >= int64(s.cfg.MaxConnections) || s.state.Load() != srvListening {
-			_ = unix.Close(fd)
 			s.stats.Refused.Add(1)
+			_ = unix.Close(fd)
 			continue
 		}
 		s.stats.Accepted.Add(1)
