@@ -16,7 +16,7 @@ func TestHouseRules(t *testing.T) {
 		why  string
 		only string // "" for all files, else a file-name suffix
 	}{
-		{regexp.MustCompile(`(?m)^\s*go\s+[\w(]`), "starts a goroutine", ""},
+		{regexp.MustCompile(`(?m)(^|[{;])\s*go\s+[\w(]`), "starts a goroutine", ""},
 		{regexp.MustCompile(`time\.(Now|Sleep|Since|After|Tick|NewTimer|NewTicker)\b`), "reads a clock", ""},
 		{regexp.MustCompile(`"math/rand(/v2)?"`), "uses math/rand (a seeded generator comes in through Config)", ""},
 		{regexp.MustCompile(`"(os|net|io/ioutil|syscall|sync|sync/atomic|time)"`), "imports an I/O, clock or locking package", ""},

@@ -101,6 +101,7 @@ func (n *Node) bcastHeartbeat() {
 	quiesce := n.lim.Quiesce && n.canQuiesce()
 	for i := range n.prs {
 		if pr := &n.prs[i]; pr.id != n.id {
+			pr.heartbeatAnswered = false
 			n.send(Message{Type: MsgHeartbeat, To: pr.id, Commit: n.commit, Quiesce: quiesce})
 		}
 	}
@@ -110,7 +111,8 @@ func (n *Node) bcastHeartbeat() {
 }
 
 // canQuiesce reports whether nothing is left to do: every entry is durable
-// everywhere and committed, and every member knows the commit.
+// everywhere and committed, and every member answered the last heartbeat
+// round knowing the commit.
 func (n *Node) canQuiesce() bool {
 	last := n.log.last()
 	if n.transferee != None || n.needBcast || len(n.uncommitted) > 0 || n.commit != last || n.durable != last {
@@ -118,7 +120,7 @@ func (n *Node) canQuiesce() bool {
 	}
 	for i := range n.prs {
 		pr := &n.prs[i]
-		if pr.id != n.id && (pr.match != last || pr.commit != last || pr.state != ProgressReplicate || !pr.recentActive) {
+		if pr.id != n.id && (pr.match != last || pr.commit != last || pr.state != ProgressReplicate || !pr.heartbeatAnswered) {
 			return false
 		}
 	}
@@ -214,6 +216,7 @@ func (n *Node) stepLeader(m Message) {
 		}
 	case MsgHeartbeatResp:
 		pr.recentActive = true
+		pr.heartbeatAnswered = true
 		pr.commit = m.Commit
 		switch {
 		case pr.state == ProgressProbe:

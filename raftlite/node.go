@@ -217,9 +217,17 @@ func (n *Node) Ready() Ready {
 }
 
 // Advance tells the node that rd's Reset and Entries are in the log (and
-// its hard state durable, its messages sent).
+// its hard state durable, its messages sent). The node reuses the memory of
+// rd.Messages: do not keep that slice (copy the messages) past Advance.
 func (n *Node) Advance(rd Ready) {
 	n.log.advance(rd.Reset, rd.Entries)
+	if len(n.msgs) == 0 && cap(rd.Messages) > 0 && !n.quiesced {
+		// Recycle the message buffer of an active group (heartbeats
+		// would otherwise allocate one per tick); a quiesced group lets
+		// it go to stay small.
+		clear(rd.Messages)
+		n.msgs = rd.Messages[:0]
+	}
 }
 
 // Durable reports that the log is durable up to and including offset,

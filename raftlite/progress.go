@@ -60,6 +60,10 @@ type progress struct {
 	// recentActive is set by any message from the member and cleared at
 	// each check-quorum interval.
 	recentActive bool
+	// heartbeatAnswered says the member answered the last heartbeat round:
+	// proof, unlike recentActive (which a wake-up grants), that it is
+	// there to be asked to quiesce.
+	heartbeatAnswered bool
 	// commit is the member's commit as last reported (heartbeat response);
 	// the leader quiesces only when every member has caught up.
 	commit    int64

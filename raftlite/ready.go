@@ -25,8 +25,12 @@ package raftlite
 //     until the end of the tick and packed with every other group's into
 //     one frame per peer.
 //  5. Commit: the high watermark is Commit+1. Acknowledge proposals whose
-//     Last <= Commit, when the log still holds term Entry.Term at Last (else
-//     the proposal was lost: a new leader replaced it).
+//     Last <= Commit, when the log still holds term Entry.Term at Last; when
+//     it holds another term there the proposal was lost (a new leader
+//     replaced it). Before the commit reaches Last the outcome is open,
+//     even after this node lost leadership or the entry left its log: a
+//     later leader that holds the entry may still commit it. A client told
+//     NOT_PRIMARY then must treat the write as unknown (retry idempotently).
 //  6. Call Node.Advance(rd).
 //
 // Why acknowledgements are safe: a follower only acknowledges offsets that

@@ -163,7 +163,7 @@ func newSim(o SimOptions) *sim {
 		crashPermille:       rng.IntN(25),
 		crashMidReadyPerMil: rng.IntN(4),
 		partitionPermille:   rng.IntN(40),
-		compactPermille:     rng.IntN(40),
+		compactPermille:     rng.IntN(80),
 		transferPermille:    rng.IntN(20),
 		campaignPermille:    rng.IntN(10),
 		opPermille:          100 + rng.IntN(500),

@@ -19,7 +19,7 @@ var (
 // Schedule lengths in ticks: short ones keep the default run quick, long
 // ones (make sim) reach deeper states.
 const (
-	shortTicks = 150
+	shortTicks = 250
 	longTicks  = 1500
 )
 

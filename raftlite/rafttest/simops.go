@@ -97,7 +97,10 @@ func (s *sim) compact(sn *simNode) {
 	if len(bases) == 0 {
 		return
 	}
-	start := bases[s.rng.IntN(len(bases))]
+	start := bases[len(bases)-1] // as far as allowed, half the time
+	if s.rng.IntN(2) == 0 {
+		start = bases[s.rng.IntN(len(bases))]
+	}
 	if err := sn.disk.Compact(start); err != nil {
 		return // the synced image is shorter: skip this time
 	}
@@ -182,9 +185,12 @@ func (s *sim) propose(target raftlite.NodeID, client int, kind opKind) *simOp {
 	return op
 }
 
-// settleOps acknowledges the operations pending at sn once its commit
-// covers them, and fails those whose entry left its log (a new leader
-// truncated it: by leader completeness it can never commit).
+// settleOps settles the operations pending at sn once its commit covers
+// them: acknowledged when its log still holds the entry there, failed when
+// it holds another (the committed one). An entry that left sn's log before
+// the commit reached it may still commit through a later leader that holds
+// it (an entry of term 3 truncated by the leader of term 4 can be committed
+// by the leader of term 6): its outcome is unknown to the client.
 func (s *sim) settleOps(sn *simNode) error {
 	keep := sn.pending[:0]
 	for _, op := range sn.pending {
@@ -198,6 +204,9 @@ func (s *sim) settleOps(sn *simNode) error {
 		case present && op.ent.Last > sn.commit:
 			keep = append(keep, op)
 			continue
+		case op.ent.Last > sn.commit:
+			op.state = opUnknown
+			s.tracef("op %d left the log of %d: outcome unknown", op.id, sn.id)
 		case present, errors.Is(err, raftlite.ErrCompacted) && committed:
 			if !committed {
 				return fmt.Errorf("op %d acknowledged by node %d but %v is not in the committed log", op.id, sn.id, op.ent)
@@ -398,5 +407,11 @@ func (s *sim) checkHistory() error {
 	}
 	checked, err := checkLinearizable(hist, 10*time.Second)
 	s.res.Linearized = checked
+	if err != nil {
+		for _, op := range hist {
+			s.tracef("history: client %d %s call %d return %d", op.ClientId,
+				logModel.DescribeOperation(op.Input, op.Output), op.Call, op.Return)
+		}
+	}
 	return err
 }
