@@ -5,16 +5,16 @@
 //
 // # Inputs and outputs
 //
-//	          Tick  Step(msg)  Propose  Campaign  TransferLeadership
-//	            |       |         |        |              |
-//	            v       v         v        v              v
-//	        +---------------------------------------------------+
-//	        |                      Node                          |<-- Durable(offset, term)
-//	        +---------------------------------------------------+<-- Unquiesce
-//	                 |  HasReady / Ready           ^ Advance(rd)
-//	                 v                             |
-//	  node layer: persist HardState, apply Reset, append Entries,
-//	              send Messages, acknowledge up to Commit
+//	        Tick  Step(msg)  Propose  Campaign  TransferLeadership
+//	          |       |         |        |              |
+//	          v       v         v        v              v
+//	      +---------------------------------------------------+
+//	      |                      Node                          |<-- Durable(offset, term)
+//	      +---------------------------------------------------+<-- Unquiesce
+//	               |  HasReady / Ready           ^ Advance(rd)
+//	               v                             |
+//	node layer: persist HardState, apply Reset, append Entries,
+//	            send Messages, acknowledge up to Commit
 //
 // Ready documents the order in which the node layer must make things
 // durable and send them; that order is the whole durability contract.
