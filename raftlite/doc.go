@@ -5,14 +5,14 @@
 //
 // # Inputs and outputs
 //
-//	        Tick  Step(msg)  Propose  Campaign  TransferLeadership
-//	          |       |         |        |              |
-//	          v       v         v        v              v
-//	      +---------------------------------------------------+
-//	      |                      Node                          |<-- Durable(offset, term)
-//	      +---------------------------------------------------+<-- Unquiesce
-//	               |  HasReady / Ready           ^ Advance(rd)
-//	               v                             |
+//	  Tick  Step(msg)  Propose  Campaign  TransferLeadership
+//	    |       |         |        |              |
+//	    v       v         v        v              v
+//	+----------------------------------------------------+
+//	|                        Node                        |<-- Durable(offset, term)
+//	+----------------------------------------------------+<-- Unquiesce
+//	         |  HasReady / Ready          ^ Advance(rd)
+//	         v                            |
 //	node layer: persist HardState, apply Reset, append Entries,
 //	            send Messages, acknowledge up to Commit
 //
