@@ -3,10 +3,13 @@ package threadbench
 import (
 	"fmt"
 	"net"
+	"path/filepath"
 	"time"
 
 	"golang.org/x/sys/unix"
 
+	"github.com/corestream/corestream/netio/uring"
+	"github.com/corestream/corestream/segment/vfs"
 	"github.com/corestream/corestream/shard"
 	"github.com/corestream/corestream/shard/enginetest"
 )
@@ -18,7 +21,21 @@ type cServer struct {
 	addr  string
 	group *shard.Group
 	state []*cShard
+	kind  engineKind
 }
+
+// engineKind chooses what an opIO request waits for.
+type engineKind int
+
+const (
+	engineFake        engineKind = iota // enginetest: completion from another thread
+	engineUringNever                    // io_uring: a 1 KiB write to a file
+	engineUringAlways                   // io_uring: a 1 KiB write linked to fdatasync
+)
+
+// uringFileBytes is the preallocated size of each shard's log file; writes
+// wrap around inside it.
+const uringFileBytes = 64 << 20
 
 type cShard struct {
 	lfd     int
@@ -26,6 +43,11 @@ type cShard struct {
 	waiting map[uint64]func()
 	token   uint64
 	conns   map[int]*cConn
+	// io_uring variants: the engine, its file and the next write offset.
+	ring *uring.Engine
+	file vfs.File
+	off  int64
+	buf  []byte
 }
 
 type cConn struct {
@@ -39,12 +61,16 @@ type cConn struct {
 	outWatched bool
 }
 
-func startC(spin time.Duration) (*cServer, error) {
+func startC(spin time.Duration) (*cServer, error) { return startCWith(spin, engineFake, "") }
+
+// startCWith starts prototype C whose opIO requests wait for the given
+// engine; the io_uring engines write into files under dir.
+func startCWith(spin time.Duration, kind engineKind, dir string) (*cServer, error) {
 	port, err := freePort()
 	if err != nil {
 		return nil, err
 	}
-	s := &cServer{addr: fmt.Sprintf("127.0.0.1:%d", port)}
+	s := &cServer{addr: fmt.Sprintf("127.0.0.1:%d", port), kind: kind}
 	for i := 0; i < shardCount; i++ {
 		s.state = append(s.state, &cShard{lfd: -1, log: newLogBuf(), waiting: map[uint64]func(){}, conns: map[int]*cConn{}})
 	}
@@ -52,8 +78,28 @@ func startC(spin time.Duration) (*cServer, error) {
 	g, err := shard.NewGroup(shard.Config{
 		Count:    shardCount,
 		SpinIdle: spin,
-		EngineFactory: func(int) (shard.Engine, error) {
-			return enginetest.New()
+		EngineFactory: func(id int) (shard.Engine, error) {
+			if kind == engineFake {
+				return enginetest.New()
+			}
+			// On the shard's locked thread: the ring may use
+			// IORING_SETUP_SINGLE_ISSUER.
+			e, err := uring.NewEngine(uring.Options{SingleIssuer: true})
+			if err != nil {
+				return nil, err
+			}
+			st := s.state[id]
+			st.ring = e
+			if st.file, err = vfs.OS().Create(filepath.Join(dir, fmt.Sprintf("shard-%d.log", id))); err != nil {
+				e.Close()
+				return nil, err
+			}
+			if err := st.file.Preallocate(0, uringFileBytes, false); err != nil {
+				e.Close()
+				return nil, err
+			}
+			st.buf = make([]byte, 1024)
+			return e, nil
 		},
 		OnStart: func(sh *shard.Shard) { startErr <- s.boot(sh, port) },
 		OnStop: func(sh *shard.Shard) {
@@ -64,6 +110,12 @@ func startC(spin time.Duration) (*cServer, error) {
 			if st.lfd >= 0 {
 				_ = sh.Unwatch(st.lfd)
 				_ = unix.Close(st.lfd)
+			}
+			if st.ring != nil {
+				for st.ring.InFlight() > 0 {
+					_, _ = st.ring.Reap(true, func(uint64, error) {})
+				}
+				_ = st.file.Close()
 			}
 		},
 	})
@@ -201,7 +253,7 @@ func (s *cServer) handle(c *cConn, r req) {
 				c.out = putResp(c.out, byte(from.ID()), seq)
 				c.flush()
 			}
-			from.Engine().(*enginetest.Engine).Add(c.st.token)
+			s.submitIO(from, c.st)
 		}
 		return
 	}
@@ -224,7 +276,7 @@ func (s *cServer) handle(c *cConn, r req) {
 					panic(err)
 				}
 			}
-			to.Engine().(*enginetest.Engine).Add(tst.token)
+			s.submitIO(to, tst)
 		})
 	} else {
 		err = shard.Call(from, to, func(t *shard.Shard) int {
@@ -237,6 +289,19 @@ func (s *cServer) handle(c *cConn, r req) {
 	if err != nil {
 		panic(err)
 	}
+}
+
+// submitIO queues the engine operation for st.token; the shard submits it
+// at the end of its round and dispatches the completion to st.waiting.
+func (s *cServer) submitIO(sh *shard.Shard, st *cShard) {
+	if s.kind == engineFake {
+		sh.Engine().(*enginetest.Engine).Add(st.token)
+		return
+	}
+	if err := st.ring.Write(st.file, st.buf, st.off, s.kind == engineUringAlways, st.token); err != nil {
+		panic(err)
+	}
+	st.off = (st.off + int64(len(st.buf))) % uringFileBytes
 }
 
 func (c *cConn) flush() {
