@@ -17,4 +17,5 @@
 // served on the receiving shard ("same"), on the other shard ("other"), or
 // acknowledged after an asynchronous engine completion ("io"), and MB/s for
 // pipelined 64 KiB requests against a plain Go socket blast in the same run.
+// BenchmarkRoundTripUring runs prototype C with the real io_uring engine.
 package threadbench
