@@ -51,6 +51,7 @@ func (s *partSender) recover() {
 		return
 	}
 	err := head.err
+	head.failures++
 	idempotent := !s.p.cfg.DisableIdempotence
 	switch {
 	case errors.Is(err, ErrClosed):
@@ -66,13 +67,13 @@ func (s *partSender) recover() {
 		s.mu.Unlock()
 	case idempotent && head == s.window[0] &&
 		(errors.Is(err, wire.ErrOutOfOrderSequence) || errors.Is(err, wire.ErrUnknownProducerID)):
-		if head.attempts >= s.p.c.cfg.RetryAttemptsMax {
+		if head.failures >= s.p.c.cfg.RetryAttemptsMax {
 			s.finish(head, fmt.Errorf("%w: %s/%d: %w", ErrRetriesExhausted, s.topic, s.partition, err))
 			s.renumberAfterFailure(head)
 			return
 		}
 		if err := s.resetSequences(); err != nil {
-			sleepCtx(s.p.ctx, backoff(s.p.c.cfg.RetryBackoffMin, s.p.c.cfg.RetryBackoffMax, head.attempts))
+			sleepCtx(s.p.ctx, backoff(s.p.c.cfg.RetryBackoffMin, s.p.c.cfg.RetryBackoffMax, head.failures))
 			return
 		}
 		s.resendFailed()
@@ -94,7 +95,7 @@ func (s *partSender) retryOrFail(head *prodBatch) {
 	switch {
 	case time.Since(head.created) >= s.p.cfg.DeliveryTimeout:
 		bound = ErrDeliveryTimeout
-	case head.attempts >= s.p.c.cfg.RetryAttemptsMax:
+	case head.failures >= s.p.c.cfg.RetryAttemptsMax:
 		bound = ErrRetriesExhausted
 	}
 	if bound != nil {
@@ -103,8 +104,8 @@ func (s *partSender) retryOrFail(head *prodBatch) {
 		for _, b := range s.window {
 			if b.sent && b.state != batchDone {
 				anySent = true
-				s.finish(b, fmt.Errorf("%w: %s/%d after %d attempts (the batch may have been written): %w",
-					bound, s.topic, s.partition, b.attempts, b.err))
+				s.finish(b, fmt.Errorf("%w: %s/%d after %d failed attempts (the batch may have been written): %w",
+					bound, s.topic, s.partition, b.failures, b.err))
 			}
 		}
 		if anySent && !s.p.cfg.DisableIdempotence && (s.hasState(batchFailed) || s.hasState(batchUnsent)) {
@@ -116,7 +117,7 @@ func (s *partSender) retryOrFail(head *prodBatch) {
 		s.resendFailed()
 		return
 	}
-	if s.p.c.afterVerdict(s.p.ctx, v, after, head.attempts-1) != nil {
+	if s.p.c.afterVerdict(s.p.ctx, v, after, head.failures-1) != nil {
 		return // the producer is closing: run aborts
 	}
 	s.resendFailed()

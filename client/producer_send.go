@@ -37,8 +37,10 @@ type prodBatch struct {
 	created time.Time
 
 	// The fields below are owned by the sender goroutine.
-	state    int
-	attempts int
+	state int
+	// failures counts the recoveries this batch caused as the oldest
+	// failed batch; later batches resent in the same recovery do not count.
+	failures int
 	sent     bool // sent at least once: its outcome may be "appended"
 	err      error
 	head     []byte // the request frame before the records, reused per send
@@ -243,8 +245,8 @@ func (s *partSender) run() {
 		if !s.recovering {
 			s.sendUnsent()
 		}
-		if s.inflight == 0 && !s.recovering && !s.hasState(batchUnsent) {
-			continue
+		if s.inflight == 0 {
+			continue // recover from a failed send, or take new batches
 		}
 		select {
 		case b := <-s.events:
@@ -286,7 +288,6 @@ func (s *partSender) sendUnsent() {
 func (s *partSender) send(b *prodBatch) error {
 	c := s.p.c
 	ctx := s.p.ctx
-	b.attempts++
 	rt, err := c.routeOf(ctx, s.topic, s.partition)
 	if err != nil {
 		return err

@@ -364,6 +364,13 @@ func (sc *serverConn) writeFrame(frame []byte, flush bool) {
 	}
 }
 
+// flush sends what is buffered.
+func (sc *serverConn) flush() {
+	sc.wmu.Lock()
+	defer sc.wmu.Unlock()
+	sc.bw.Flush()
+}
+
 // respond encodes and writes a response (or error) for h.
 func (sc *serverConn) respond(h wire.RequestHeader, resp wire.Response, err error, flush bool) {
 	sc.wmu.Lock()

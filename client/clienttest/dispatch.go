@@ -19,8 +19,12 @@ func (c *Cluster) dispatch(sc *serverConn, h wire.RequestHeader, body []byte, fl
 	}
 	c.mu.Lock()
 	c.requests[reqKey{sc.node, h.APIKey}]++
-	f := c.matchFault(describe(sc.node, h, body))
+	r := describe(sc.node, h, body)
+	f := c.matchFault(r)
 	c.mu.Unlock()
+	if f != nil && f.Then != nil {
+		f.Then(r)
+	}
 	if f != nil {
 		switch {
 		case f.Close:
@@ -38,6 +42,7 @@ func (c *Cluster) dispatch(sc *serverConn, h wire.RequestHeader, body []byte, fl
 	if f != nil {
 		switch {
 		case f.CloseAfter:
+			sc.flush() // responses already written go out; this one is lost
 			return false
 		case f.Delay > 0 || f.Hold != nil:
 			var frame []byte

@@ -26,14 +26,15 @@ type Request struct {
 type Fault struct {
 	// Node restricts the fault to one node; 0 matches every node.
 	Node int32
-	// APIs restricts it to these APIs; empty matches every API except the
-	// handshake.
+	// APIs restricts it to these APIs; empty matches every API. Handshakes
+	// never match.
 	APIs []wire.APIKey
 	// Topic restricts it to one topic's data requests; "" matches any.
 	Topic string
 	// Partitions restricts it to these partitions; empty matches any.
 	Partitions []int32
-	// Match, when set, must also return true.
+	// Match, when set, must also return true. It runs under the cluster's
+	// lock: it must not call the Cluster's methods (use Then).
 	Match func(Request) bool
 	// Times is how many requests the fault acts on; 0 means until removed.
 	Times int
@@ -51,6 +52,11 @@ type Fault struct {
 	// Hold handles the request now and sends its response once Hold is
 	// closed (unless the connection ends first).
 	Hold <-chan struct{}
+	// Then, when set, runs for each request the fault acts on, before the
+	// action and outside the cluster's lock, so it may change the cluster
+	// (move a primary, stop a node). A fault with only Then set handles the
+	// request normally after it.
+	Then func(Request)
 }
 
 // FaultHandle is an installed fault.
@@ -100,11 +106,13 @@ func (c *Cluster) ClearFaults() {
 // matchFault returns the fault acting on r, consuming one use, or nil.
 // REQUIRES: c.mu held.
 func (c *Cluster) matchFault(r Request) *Fault {
+	if r.API == wire.APIHandshake {
+		return nil
+	}
 	for _, h := range c.faults {
 		f := &h.f
 		switch {
 		case f.Node != 0 && f.Node != r.Node,
-			len(f.APIs) == 0 && r.API == wire.APIHandshake,
 			len(f.APIs) > 0 && !slices.Contains(f.APIs, r.API),
 			f.Topic != "" && f.Topic != r.Topic,
 			len(f.Partitions) > 0 && (r.Partition < 0 || !slices.Contains(f.Partitions, r.Partition)),

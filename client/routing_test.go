@@ -1,0 +1,145 @@
+package client_test
+
+import (
+	"testing"
+	"time"
+
+	"github.com/corestream/corestream/client"
+	"github.com/corestream/corestream/client/clienttest"
+	"github.com/corestream/corestream/netio/wire"
+)
+
+// A moved primary answers NOT_PRIMARY with a hint; the client resends to
+// the hinted node at once — with backoff set to 10 s, any wait would time
+// the test out.
+func TestNotPrimaryHintFollowedAtOnce(t *testing.T) {
+	e := newEnv(t, 2, map[string]int32{"t": 1}, func(c *client.Config) {
+		c.RetryBackoffMin, c.RetryBackoffMax = 10*time.Second, 10*time.Second
+	})
+	if _, err := e.c.ListOffsets(e.ctx, "t", 0, wire.TimestampLatest); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.fc.MovePrimary("t", 0, 2); err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	if _, err := e.c.ListOffsets(e.ctx, "t", 0, wire.TimestampLatest); err != nil {
+		t.Fatal(err)
+	}
+	if d := time.Since(start); d > 5*time.Second {
+		t.Fatalf("took %v: the hint was not followed at once", d)
+	}
+	if n1, n2 := e.fc.Requests(1, wire.APIListOffsets), e.fc.Requests(2, wire.APIListOffsets); n1 != 2 || n2 != 1 {
+		t.Fatalf("node 1 got %d, node 2 got %d requests; want 2 and 1", n1, n2)
+	}
+	// The hint was applied to the cache: the next request goes straight to node 2.
+	if _, err := e.c.ListOffsets(e.ctx, "t", 0, wire.TimestampLatest); err != nil {
+		t.Fatal(err)
+	}
+	if n := e.fc.Requests(2, wire.APIListOffsets); n != 2 {
+		t.Fatalf("node 2 got %d requests, want 2", n)
+	}
+}
+
+// A bumped generation is answered STALE_GENERATION with a hint; the
+// request is resent with the new generation.
+func TestStaleGenerationResent(t *testing.T) {
+	e := newEnv(t, 1, map[string]int32{"t": 1})
+	if _, err := e.c.ListOffsets(e.ctx, "t", 0, wire.TimestampLatest); err != nil {
+		t.Fatal(err)
+	}
+	e.fc.BumpGeneration("t", 0)
+	if _, err := e.c.DescribePartition(e.ctx, "t", 0); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// STALE_GENERATION without a hint refreshes the metadata before resending.
+func TestStaleGenerationWithoutHintRefreshes(t *testing.T) {
+	e := newEnv(t, 1, map[string]int32{"t": 1})
+	before := e.fc.Requests(0, wire.APIMetadata)
+	e.fc.AddFault(clienttest.Fault{APIs: []wire.APIKey{wire.APIListOffsets}, Times: 1,
+		Err: &wire.ErrorResponse{Err: wire.ErrStaleGeneration, Message: "stale"}})
+	if _, err := e.c.ListOffsets(e.ctx, "t", 0, wire.TimestampLatest); err != nil {
+		t.Fatal(err)
+	}
+	if e.fc.Requests(0, wire.APIMetadata) <= before {
+		t.Fatal("no metadata refresh after STALE_GENERATION")
+	}
+}
+
+// A topic created after the client loaded its metadata is found by a
+// refresh on the first request.
+func TestUnknownTopicRefreshes(t *testing.T) {
+	e := newEnv(t, 1, nil)
+	if _, err := e.fc.CreateTopic(clienttest.TopicSpec{Name: "late", Partitions: 2}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.c.ListOffsets(e.ctx, "late", 1, wire.TimestampLatest); err != nil {
+		t.Fatal(err)
+	}
+	// A topic that never appears fails after a few refreshes.
+	_, err := e.c.ListOffsets(e.ctx, "never", 0, wire.TimestampLatest)
+	if !wire.IsRetriable(err) || !errorsIs(err, wire.ErrUnknownTopicOrPartition) {
+		t.Fatalf("got %v, want UNKNOWN_TOPIC_OR_PARTITION", err)
+	}
+}
+
+// UNKNOWN_TOPIC_OR_PARTITION from the broker (a route the cache still has)
+// refreshes the metadata.
+func TestUnknownTopicFromBrokerRefreshes(t *testing.T) {
+	e := newEnv(t, 1, map[string]int32{"t": 1})
+	before := e.fc.Requests(0, wire.APIMetadata)
+	e.fc.AddFault(clienttest.Fault{APIs: []wire.APIKey{wire.APIListOffsets}, Times: 1,
+		Err: &wire.ErrorResponse{Err: wire.ErrUnknownTopicOrPartition, Message: "propagating"}})
+	if _, err := e.c.ListOffsets(e.ctx, "t", 0, wire.TimestampLatest); err != nil {
+		t.Fatal(err)
+	}
+	if e.fc.Requests(0, wire.APIMetadata) <= before {
+		t.Fatal("no metadata refresh after UNKNOWN_TOPIC_OR_PARTITION")
+	}
+}
+
+// When the primary's node dies, the client refreshes the metadata from
+// another node and finds the new primary.
+func TestConnectionFailureRefreshesFromAnotherNode(t *testing.T) {
+	e := newEnv(t, 2, map[string]int32{"t": 2})
+	// Partition 1's primary is node 2.
+	if _, err := e.c.ListOffsets(e.ctx, "t", 1, wire.TimestampLatest); err != nil {
+		t.Fatal(err)
+	}
+	e.fc.StopNode(2)
+	if err := e.fc.MovePrimary("t", 1, 1); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.c.ListOffsets(e.ctx, "t", 1, wire.TimestampLatest); err != nil {
+		t.Fatalf("after node 2 died: %v", err)
+	}
+	if n := e.fc.Requests(1, wire.APIListOffsets); n != 1 {
+		t.Fatalf("node 1 got %d requests, want 1", n)
+	}
+}
+
+// The metadata is refreshed periodically without any request failing.
+func TestPeriodicMetadataRefresh(t *testing.T) {
+	e := newEnv(t, 1, nil, func(c *client.Config) { c.MetadataMaxAge = 5 * time.Millisecond })
+	base := e.fc.Requests(0, wire.APIMetadata)
+	waitFor(t, "periodic refreshes", func() bool { return e.fc.Requests(0, wire.APIMetadata) >= base+3 })
+}
+
+// Metadata-changing requests follow NOT_METADATA_PRIMARY hints; offsets
+// follow NOT_COORDINATOR hints.
+func TestAdminFollowsMetadataPrimaryHints(t *testing.T) {
+	e := newEnv(t, 2, map[string]int32{"t": 1})
+	e.fc.SetMetadataPrimary(2) // the client's cache still says node 1
+	if _, err := e.c.CreateTopic(e.ctx, client.TopicSpec{Name: "u", Partitions: 1}); err != nil {
+		t.Fatal(err)
+	}
+	if n := e.fc.Requests(2, wire.APICreateTopic); n != 1 {
+		t.Fatalf("node 2 got %d CreateTopic, want 1", n)
+	}
+	e.fc.SetMetadataPrimary(1)
+	if err := e.c.CommitOffsets(e.ctx, "g", []wire.OffsetCommit{{Topic: "t", Partition: 0, Offset: 0}}); err != nil {
+		t.Fatal(err)
+	}
+}
