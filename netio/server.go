@@ -7,6 +7,7 @@ import (
 	"net"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"golang.org/x/sys/unix"
 
@@ -124,7 +125,8 @@ type loop struct {
 }
 
 // NewServer prepares a server on g's shards; it serves nothing until
-// Listen (or Dial). h handles every accepted connection.
+// Listen (or Dial). h handles every accepted connection. The group must
+// outlive the server: call Shutdown before stopping the group.
 func NewServer(g *shard.Group, cfg Config, h Handler) (*Server, error) {
 	c, err := cfg.withDefaults()
 	if err != nil {
@@ -247,19 +249,19 @@ func (lp *loop) accept() {
 // Shutdown stops accepting, closes every connection gracefully (no more
 // requests are read; in-flight requests are answered and output is sent)
 // and waits until all are closed or ctx ends, when it aborts the rest and
-// returns ctx's error. The shard group keeps running; stop it afterwards.
-// It must not be called from a shard's thread.
+// returns ctx's error. Shut the server down before stopping its shard
+// group: on a shard that has already stopped, Shutdown can only close the
+// descriptors (OnClose runs on the calling goroutine), and it returns an
+// error matching shard.ErrStopped. It must not be called from a shard's
+// thread.
 func (s *Server) Shutdown(ctx context.Context) error {
 	prev := s.state.Swap(srvDraining)
 	if prev >= srvDraining {
 		return nil
 	}
-	s.forEachLoop(ctx, func(lp *loop) {
-		if lp.lfd >= 0 {
-			_ = lp.sh.Unwatch(lp.lfd)
-			_ = unix.Close(lp.lfd)
-			lp.lfd = -1
-		}
+	defer s.state.Store(srvClosed)
+	stopped := s.forEachLoop(ctx, func(lp *loop) {
+		lp.closeListener()
 		for c := range lp.conns {
 			c.Close()
 		}
@@ -267,36 +269,64 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	if s.open.Load() == 0 {
 		s.markDrained()
 	}
-	var err error
 	select {
 	case <-s.drained:
+		return stopped
 	case <-ctx.Done():
-		err = ctx.Err()
-		s.forEachLoop(context.Background(), func(lp *loop) {
-			for c := range lp.conns {
-				c.Abort(ErrServerClosed)
-			}
-		})
-		if s.open.Load() == 0 {
-			s.markDrained()
-		}
-		<-s.drained
 	}
-	s.state.Store(srvClosed)
-	return err
+	_ = s.forEachLoop(context.Background(), func(lp *loop) {
+		for c := range lp.conns {
+			c.Abort(ErrServerClosed)
+		}
+	})
+	if s.open.Load() == 0 {
+		s.markDrained()
+	}
+	<-s.drained // aborts finish within the shards' current round
+	if stopped != nil {
+		return stopped
+	}
+	return ctx.Err()
 }
 
-// forEachLoop runs fn on every shard, waiting for each; a full inbox is
-// retried until ctx ends, a stopped shard is skipped.
-func (s *Server) forEachLoop(ctx context.Context, fn func(*loop)) {
+// forEachLoop runs fn on every shard and waits for each. A full inbox is
+// retried, with a short pause, until ctx ends. A shard that has stopped
+// cannot run fn: its listener and connections are closed from here instead
+// (its goroutine is gone, so nothing else touches them), and the error
+// returned matches shard.ErrStopped.
+func (s *Server) forEachLoop(ctx context.Context, fn func(*loop)) error {
+	var stopped error
 	for _, lp := range s.loops {
 		lp := lp
 		for {
 			err := lp.sh.Do(func(*shard.Shard) { fn(lp) })
-			if !errors.Is(err, shard.ErrInboxFull) || ctx.Err() != nil {
+			if err == nil {
 				break
 			}
+			if errors.Is(err, shard.ErrStopped) {
+				<-lp.sh.Done()
+				lp.closeListener()
+				for c := range lp.conns {
+					c.closeNow(ErrServerClosed)
+				}
+				stopped = fmt.Errorf("netio: shard %d stopped before the server: %w", lp.sh.ID(), err)
+				break
+			}
+			if ctx.Err() != nil {
+				break // the caller's deadline handling takes over
+			}
+			time.Sleep(100 * time.Microsecond) // back off while the shard drains its inbox
 		}
+	}
+	return stopped
+}
+
+// closeListener stops accepting on this shard.
+func (lp *loop) closeListener() {
+	if lp.lfd >= 0 {
+		_ = lp.sh.Unwatch(lp.lfd)
+		_ = unix.Close(lp.lfd)
+		lp.lfd = -1
 	}
 }
 

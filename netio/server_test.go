@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/corestream/corestream/shard"
 )
 
 func TestConfigBounds(t *testing.T) {
@@ -332,5 +334,74 @@ func TestShutdownDeadlineAborts(t *testing.T) {
 	c.expectEOF()
 	if err := recvWithin(t, h.closeCh); !errors.Is(err, ErrServerClosed) {
 		t.Fatalf("OnClose: %v", err)
+	}
+}
+
+// Answers produced on another shard (shard.Call from the handler) come
+// back to the connection's shard and leave in order.
+func TestCrossShardAnswers(t *testing.T) {
+	g, err := shard.NewGroup(shard.Config{Count: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := g.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer g.Stop()
+	srv, err := NewServer(g, Config{}, &benchHandler{crossShard: true, fileFd: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := srv.Listen("127.0.0.1:0"); err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Shutdown(context.Background())
+	c := dialT(t, srv.Addr().String())
+	var stream []byte
+	for i := 0; i < 500; i++ {
+		stream = append(stream, request(uint64(i), opEcho, []byte("x"))...)
+	}
+	go func() { _, _ = c.Write(stream) }()
+	home := -1
+	for i := 0; i < 500; i++ {
+		corr, sid, _ := c.mustRecv()
+		if corr != uint64(i) {
+			t.Fatalf("answer %d: got %d", i, corr)
+		}
+		if home == -1 {
+			home = 1 - sid
+		}
+		if sid != 1-home {
+			t.Fatalf("answer %d from shard %d, want the other shard %d", i, sid, 1-home)
+		}
+	}
+}
+
+// Shutting down after the group stopped reports it instead of hanging.
+func TestShutdownAfterGroupStopped(t *testing.T) {
+	g, err := shard.NewGroup(shard.Config{Count: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := g.Start(); err != nil {
+		t.Fatal(err)
+	}
+	srv, err := NewServer(g, Config{}, newTestHandler())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := srv.Listen("127.0.0.1:0"); err != nil {
+		t.Fatal(err)
+	}
+	c := dialT(t, srv.Addr().String())
+	c.send(1, opEcho, nil)
+	c.mustRecv()
+	_ = g.Stop()
+	if err := srv.Shutdown(context.Background()); !errors.Is(err, shard.ErrStopped) {
+		t.Fatalf("shutdown after stop: %v", err)
+	}
+	c.expectEOF() // the descriptors were closed anyway
+	if srv.Connections() != 0 {
+		t.Fatalf("%d connections left", srv.Connections())
 	}
 }
