@@ -51,9 +51,12 @@ type Config struct {
 	// for when spinning pays on a machine with few cores.
 	SpinIdle time.Duration
 	// EngineFactory, when set, creates shard id's write Engine (a
-	// segment.Engine) on the shard's own locked (and pinned) thread before
-	// the shard runs anything else: the io_uring engine must be created by
-	// the thread that submits.
+	// segment.Engine, such as netio/uring's) on the shard's own locked and
+	// pinned thread before the shard runs anything else, so the io_uring
+	// engine can use IORING_SETUP_SINGLE_ISSUER and its io-wq workers
+	// inherit the shard's CPU. To hand in engines created elsewhere, return
+	// them from the factory. The code that owns the logs keeps the full
+	// segment.Engine it creates here; the shard only drives it.
 	EngineFactory func(id int) (Engine, error)
 	// OnStart runs on each shard's thread after its engine exists and before
 	// it runs any message.

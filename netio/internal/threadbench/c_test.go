@@ -24,6 +24,9 @@ type cServer struct {
 	kind  engineKind
 }
 
+// The io_uring engine is driven by the shard as a shard.Engine.
+var _ shard.Engine = (*uring.Engine)(nil)
+
 // engineKind chooses what an opIO request waits for.
 type engineKind int
 
