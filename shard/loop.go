@@ -33,12 +33,29 @@ func (s *Shard) fail(err error, started chan<- error) {
 	started <- err
 }
 
+// busyPollNs is how long a shard that always has messages to run may go
+// without looking at its descriptors: a steady stream of cross-shard work
+// must not starve the shard's own sockets (they are only seen through
+// epoll_wait, which a busy shard would otherwise never reach).
+const busyPollNs = 50_000
+
+// timerSlackNs is added to every timerfd deadline (see park).
+const timerSlackNs = 20_000
+
 // loop runs work until the shard is asked to stop and has nothing left.
 func (s *Shard) loop() error {
+	lastPoll := s.clock.Now()
 	for {
 		if s.runOnce() > 0 {
+			if now := s.clock.Now(); now-lastPoll >= busyPollNs {
+				lastPoll = now
+				if err := s.pollNow(); err != nil {
+					return err
+				}
+			}
 			continue
 		}
+		lastPoll = s.clock.Now()
 		if s.state.Load() >= stateStopping && s.quiescent() {
 			return nil
 		}
@@ -159,10 +176,11 @@ func (s *Shard) park() error {
 	}
 	at := int64(0)
 	if tick, ok := s.wheel.NextExpiry(); ok && s.state.Load() == stateRunning {
-		at = tick * s.tickNs
-		if at <= 0 {
-			at = 1
-		}
+		// A little after the tick starts: the shard's clock (Go's monotonic
+		// clock shifted onto CLOCK_MONOTONIC by an offset measured once)
+		// may trail the timerfd's by a few microseconds, and a wake-up
+		// before the tick begins would find nothing due.
+		at = tick*s.tickNs + timerSlackNs
 	}
 	if _, mono := s.clock.(monoClock); !mono && at > 0 {
 		// A test clock does not follow CLOCK_MONOTONIC: the test wakes the
@@ -179,11 +197,30 @@ func (s *Shard) park() error {
 	if err != nil {
 		return err
 	}
+	s.dispatch(evs)
+	return nil
+}
+
+// pollNow dispatches the descriptors that are ready, without blocking.
+func (s *Shard) pollNow() error {
+	evs, err := s.poll.wait(0)
+	if err != nil {
+		return err
+	}
+	s.dispatch(evs)
+	return nil
+}
+
+// dispatch handles the events epoll_wait returned.
+func (s *Shard) dispatch(evs []unix.EpollEvent) {
 	for _, ev := range evs {
 		fd := int(ev.Fd)
 		switch fd {
-		case s.poll.wakeFd, s.poll.timeFd:
+		case s.poll.wakeFd:
 			s.poll.drain(fd)
+		case s.poll.timeFd:
+			s.poll.drain(fd)
+			s.poll.armedAt = 0 // it fired: the kernel disarmed it
 		case s.engineFd:
 			// Completions are reaped by runOnce.
 		default:
@@ -192,7 +229,6 @@ func (s *Shard) park() error {
 			}
 		}
 	}
-	return nil
 }
 
 // quiescent reports whether a stopping shard may exit: nothing queued or
