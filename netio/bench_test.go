@@ -162,25 +162,27 @@ func median(v []float64) float64 {
 
 // BenchmarkIngest64K: one producer pipelines 64 KiB frames (32 unanswered
 // at most), the server acknowledges each on the receiving shard ("local")
-// or after a hop to the other shard ("cross"). Five rounds, each a plain
+// or after a hop to the other shard ("cross"); "local-1MiB" sends the same
+// bytes in 1 MiB frames (2 in flight), larger than the read buffer. Five rounds, each a plain
 // Go socket blast of the same bytes then the server run, so each ratio
 // compares runs made under the same load; medians are reported.
 func BenchmarkIngest64K(b *testing.B) {
 	for _, mode := range []struct {
 		name  string
 		cross bool
-	}{{"local", false}, {"cross", true}} {
+		size  int
+	}{{"local", false, 64 << 10}, {"cross", true, 64 << 10}, {"local-1MiB", false, 1 << 20}} {
 		b.Run(mode.name, func(b *testing.B) {
 			addr, stop := benchServer(b, &benchHandler{crossShard: mode.cross, fileFd: -1})
 			defer stop()
-			frames := max(b.N, 256)
+			frames := max(b.N, 256) * (64 << 10) / mode.size
 			var rates, ratios, bases []float64
 			for round := 0; round < 5; round++ {
-				base, err := blast(frames*(64<<10), 64<<10)
+				base, err := blast(frames*mode.size, mode.size)
 				if err != nil {
 					b.Fatal(err)
 				}
-				r, err := ingest(addr, frames, 64<<10, 32)
+				r, err := ingest(addr, frames, mode.size, max(2, 32*(64<<10)/mode.size))
 				if err != nil {
 					b.Fatal(err)
 				}

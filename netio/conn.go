@@ -254,7 +254,12 @@ func (c *Conn) readOnce() (int, error) {
 		return n, nil
 	}
 	if cap(c.pend) < need {
-		grown := make([]byte, len(c.pend), need)
+		var grown []byte
+		if cap(lp.spare) >= need { // reuse the shard's last large buffer
+			grown, lp.spare = lp.spare[:len(c.pend)], nil
+		} else {
+			grown = make([]byte, len(c.pend), need)
+		}
 		copy(grown, c.pend)
 		c.pend = grown
 	}
@@ -324,6 +329,9 @@ func (c *Conn) compact(rest []byte) {
 // the partial frames the shard's read buffer leaves behind).
 func (c *Conn) trimPend() {
 	if len(c.pend) == 0 && cap(c.pend) > len(c.lp.scratch)/2 {
+		if cap(c.pend) > cap(c.lp.spare) {
+			c.lp.spare = c.pend[:0] // the next large frame on this shard reuses it
+		}
 		c.pend = nil
 	}
 }

@@ -118,10 +118,14 @@ type loop struct {
 	sh      *shard.Shard
 	lfd     int // listener, or -1
 	conns   map[*Conn]struct{}
-	scratch []byte       // read buffer shared by the shard's connections
-	iov     []unix.Iovec // writev scratch
-	dirty   []*Conn      // connections with deferred work this round
-	queued  bool         // processDirty is deferred on the shard
+	scratch []byte // read buffer shared by the shard's connections
+	// spare is the largest input buffer a connection gave back, kept for
+	// the next frame larger than half of scratch (at most one per shard,
+	// so at most MaxFrameBytes+4 bytes).
+	spare  []byte
+	iov    []unix.Iovec // writev scratch
+	dirty  []*Conn      // connections with deferred work this round
+	queued bool         // processDirty is deferred on the shard
 }
 
 // NewServer prepares a server on g's shards; it serves nothing until
