@@ -11,15 +11,17 @@ const AnyPartition int32 = -1
 // A Partitioner chooses the partition of a record. Partition is called
 // once per record, from the goroutine calling Produce, and must be safe for
 // concurrent use. It returns a partition in [0, partitions) or AnyPartition.
+// The record is passed by value so that producing does not move it to the
+// heap; the partitioner must not keep its slices.
 type Partitioner interface {
-	Partition(r *Record, partitions int32) int32
+	Partition(r Record, partitions int32) int32
 }
 
 // PartitionerFunc adapts a function to a Partitioner.
-type PartitionerFunc func(r *Record, partitions int32) int32
+type PartitionerFunc func(r Record, partitions int32) int32
 
 // Partition calls f.
-func (f PartitionerFunc) Partition(r *Record, partitions int32) int32 { return f(r, partitions) }
+func (f PartitionerFunc) Partition(r Record, partitions int32) int32 { return f(r, partitions) }
 
 // KeyHashPartitioner is the default: records with a key go to
 // murmur2(key) mod partitions, exactly as Kafka's default partitioner
@@ -31,7 +33,7 @@ func KeyHashPartitioner() Partitioner { return keyHash{} }
 
 type keyHash struct{}
 
-func (keyHash) Partition(r *Record, n int32) int32 {
+func (keyHash) Partition(r Record, n int32) int32 {
 	if r.Key == nil {
 		return AnyPartition
 	}
@@ -48,14 +50,14 @@ func KafkaPartition(key []byte, n int32) int32 {
 // RoundRobinPartitioner spreads records over every partition in turn,
 // batch by batch (sticky round robin), ignoring keys.
 func RoundRobinPartitioner() Partitioner {
-	return PartitionerFunc(func(*Record, int32) int32 { return AnyPartition })
+	return PartitionerFunc(func(Record, int32) int32 { return AnyPartition })
 }
 
 // PerRecordRoundRobinPartitioner sends each record to the next partition
 // in turn. It makes smaller batches than RoundRobinPartitioner.
 func PerRecordRoundRobinPartitioner() Partitioner {
 	var next atomic.Uint32
-	return PartitionerFunc(func(_ *Record, n int32) int32 {
+	return PartitionerFunc(func(_ Record, n int32) int32 {
 		return int32((next.Add(1) - 1) % uint32(n))
 	})
 }
@@ -63,7 +65,7 @@ func PerRecordRoundRobinPartitioner() Partitioner {
 // ManualPartitioner uses each record's Partition field as given. A value
 // outside [0, partitions) fails the record with UNKNOWN_TOPIC_OR_PARTITION.
 func ManualPartitioner() Partitioner {
-	return PartitionerFunc(func(r *Record, _ int32) int32 { return r.Partition })
+	return PartitionerFunc(func(r Record, _ int32) int32 { return r.Partition })
 }
 
 // Murmur2 is the 32-bit MurmurHash2 variant Kafka uses for keys (seed

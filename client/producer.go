@@ -64,7 +64,10 @@ type Producer struct {
 	pending int
 	idle    chan struct{}
 
-	bufPool sync.Pool // *[]byte batch buffers of BatchBytesMax capacity
+	// freeBufs is a free list of batch buffers, bounded by the buffers
+	// BufferedBytesMax can keep busy at once (a sync.Pool would be emptied
+	// by every collection, and batch buffers are large).
+	freeBufs chan *[]byte
 }
 
 // topicProducer is one topic's partitions.
@@ -92,7 +95,7 @@ func (c *Client) NewProducer(ctx context.Context, cfg ProducerConfig) (*Producer
 	close(p.idle)
 	p.ctx, p.cancel = context.WithCancel(context.Background())
 	p.topics.Store(&map[string]*topicProducer{})
-	p.bufPool.New = func() any { b := make([]byte, 0, cfg.BatchBytesMax+batch.HeaderSize); return &b }
+	p.freeBufs = make(chan *[]byte, cfg.BufferedBytesMax/cfg.BatchBytesMax+1)
 	if !cfg.DisableIdempotence {
 		var resp wire.InitProducerResponse
 		req := wire.InitProducerRequest{ProducerID: wire.ProducerIDNone, ProducerEpoch: -1}
@@ -155,7 +158,7 @@ func (p *Producer) ProduceAsync(ctx context.Context, rec Record, cb func(Produce
 	}
 	parts := tp.partitions(p.c)
 	n := int32(len(parts))
-	part := p.cfg.Partitioner.Partition(&rec, n)
+	part := p.cfg.Partitioner.Partition(rec, n)
 	if part == AnyPartition {
 		part = tp.sticky.Load() % n
 	}
@@ -381,14 +384,25 @@ func (p *Producer) deliver() {
 }
 
 // getBuf returns an empty batch buffer.
-func (p *Producer) getBuf() *[]byte { return p.bufPool.Get().(*[]byte) }
+func (p *Producer) getBuf() *[]byte {
+	select {
+	case b := <-p.freeBufs:
+		return b
+	default:
+		b := make([]byte, 0, p.cfg.BatchBytesMax+batch.HeaderSize)
+		return &b
+	}
+}
 
 // putBuf recycles b's buffer. REQUIRES: no connection will read it again
 // (every send of b has completed).
 func (p *Producer) putBuf(b *prodBatch) {
 	if b.buf != nil && cap(*b.buf) <= p.cfg.BatchBytesMax+batch.HeaderSize {
 		*b.buf = (*b.buf)[:0]
-		p.bufPool.Put(b.buf)
+		select {
+		case p.freeBufs <- b.buf:
+		default:
+		}
 	}
 	b.buf, b.data, b.recs = nil, nil, nil
 }

@@ -176,7 +176,7 @@ func (s *partSender) cutLocked() {
 	}
 	p := s.p
 	b := &prodBatch{ps: s, recs: s.recs, bytes: s.bytes, created: time.Now(), seq: batch.NoSequence, epoch: batch.NoProducerEpoch}
-	s.recs, s.bytes = nil, 0
+	s.recs, s.bytes = make([]pendingRecord, 0, cap(b.recs)), 0 // the next batch is likely as large
 	if !p.cfg.DisableIdempotence {
 		if s.pid == batch.NoProducerID {
 			s.pid, s.epoch = p.ProducerID()

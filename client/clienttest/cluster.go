@@ -54,6 +54,10 @@ type Options struct {
 	// not walk every record (batch.Validate instead of ValidateRecords), to
 	// keep a throughput benchmark's broker side cheap.
 	HeaderChecksOnly bool
+	// DiscardRecords makes Produce keep only each batch's offsets, not its
+	// bytes (fetches then return no records): a throughput benchmark's
+	// broker side does no copying.
+	DiscardRecords bool
 	// Addr is the listen address of every node. Default "127.0.0.1:0"
 	// (a free port each).
 	Addr string

@@ -63,7 +63,7 @@ func (c *Cluster) produce(node int32, r *wire.ProduceRequest) (wire.Response, er
 	}
 	base := dup
 	if dup < 0 {
-		base = p.append(r.Records, &h, c.opts.RetainBytesMax)
+		base = p.append(r.Records, &h, c.opts.RetainBytesMax, c.opts.DiscardRecords)
 	}
 	return &wire.ProduceResponse{BaseOffset: base, LogAppendTimeMs: -1, LogStartOffset: p.logStart}, nil
 }
@@ -89,6 +89,9 @@ func (c *Cluster) fetchLocked(node int32, r *wire.FetchRequest) (*wire.FetchResp
 	var recs []byte
 	for i := p.find(r.FetchOffset); i < len(p.batches); i++ {
 		d := p.batches[i].data
+		if d == nil {
+			continue // discarded
+		}
 		if len(recs) > 0 && len(recs)+len(d) > maxBytes {
 			if room := maxBytes - len(recs); room > 0 {
 				recs = append(recs, d[:room]...)

@@ -298,12 +298,16 @@ func (p *partition) recordProducer(h *batch.Header, base int64) {
 	}
 }
 
-// append stores a validated batch and returns its base offset.
-func (p *partition) append(data []byte, h *batch.Header, retainBytesMax int64) int64 {
-	b := append([]byte(nil), data...)
+// append stores a validated batch and returns its base offset. With
+// discard set it stores the offsets only.
+func (p *partition) append(data []byte, h *batch.Header, retainBytesMax int64, discard bool) int64 {
 	base := p.next
-	batch.SetBaseOffset(b, base)
-	batch.SetPartitionLeaderEpoch(b, p.gen)
+	var b []byte
+	if !discard {
+		b = append([]byte(nil), data...)
+		batch.SetBaseOffset(b, base)
+		batch.SetPartitionLeaderEpoch(b, p.gen)
+	}
 	p.batches = append(p.batches, stored{base: base, last: base + int64(h.LastOffsetDelta), maxTS: h.MaxTimestamp, data: b})
 	p.next = base + int64(h.LastOffsetDelta) + 1
 	p.bytes += int64(len(b))
