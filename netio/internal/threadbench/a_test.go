@@ -27,9 +27,11 @@ type aServer struct {
 }
 
 type aLoop struct {
-	idx     int
-	el      gnet.EventLoop
-	inbox   *shard.Inbox[func()]
+	idx int
+	// el is set on the loop's thread by the anchor connection and read by
+	// posters on other threads (through the inbox's wake).
+	el      atomic.Pointer[gnet.EventLoop]
+	inbox   *shard.Inbox[func()] // created before gnet starts
 	log     *logBuf
 	eng     *enginetest.Engine
 	waiting map[uint64]func() // engine token → completion action; loop thread
@@ -45,7 +47,12 @@ type aLoop struct {
 func startA(lockOSThread bool) (*aServer, error) {
 	s := &aServer{ready: make(chan int, shardCount)}
 	for i := 0; i < shardCount; i++ {
-		s.loops = append(s.loops, &aLoop{idx: i, log: newLogBuf(), waiting: map[uint64]func(){}})
+		l := &aLoop{idx: i, log: newLogBuf(), waiting: map[uint64]func(){}}
+		l.inbox = shard.NewInbox[func()](4096, func() {
+			_ = (*l.el.Load()).Execute(context.Background(), gnet.RunnableFunc(l.drain))
+		})
+		l.inbox.Arm()
+		s.loops = append(s.loops, l)
 	}
 	if err := startGnet(s, &s.run, shardCount, lockOSThread); err != nil {
 		return nil, err
@@ -92,7 +99,8 @@ func (s *aServer) OnTick() (time.Duration, gnet.Action) { return s.run.onTick(),
 func (s *aServer) OnOpen(c gnet.Conn) ([]byte, gnet.Action) {
 	if a, ok := c.Context().(anchorCtx); ok {
 		l := s.loops[a.idx]
-		l.el = c.EventLoop()
+		el := c.EventLoop()
+		l.el.Store(&el)
 		if err := l.setup(); err != nil {
 			panic(err)
 		}
@@ -100,7 +108,7 @@ func (s *aServer) OnOpen(c gnet.Conn) ([]byte, gnet.Action) {
 		return nil, gnet.None
 	}
 	for _, l := range s.loops {
-		if l.el == c.EventLoop() {
+		if el := l.el.Load(); el != nil && *el == c.EventLoop() {
 			c.SetContext(l)
 			return nil, gnet.None
 		}
@@ -109,10 +117,6 @@ func (s *aServer) OnOpen(c gnet.Conn) ([]byte, gnet.Action) {
 }
 
 func (l *aLoop) setup() error {
-	l.inbox = shard.NewInbox[func()](4096, func() {
-		_ = l.el.Execute(context.Background(), gnet.RunnableFunc(l.drain))
-	})
-	l.inbox.Arm()
 	var err error
 	if l.eng, err = enginetest.New(); err != nil {
 		return err
@@ -153,7 +157,7 @@ func (l *aLoop) side() {
 			}
 		}
 		if l.reaping.CompareAndSwap(false, true) {
-			_ = l.el.Execute(context.Background(), gnet.RunnableFunc(l.reap))
+			_ = (*l.el.Load()).Execute(context.Background(), gnet.RunnableFunc(l.reap))
 		}
 	}
 }

@@ -125,10 +125,10 @@ func startCWith(spin time.Duration, kind engineKind, dir string) (*cServer, erro
 	if err != nil {
 		return nil, err
 	}
+	s.group = g // before Start: the shards read it
 	if err := g.Start(); err != nil {
 		return nil, err
 	}
-	s.group = g
 	for i := 0; i < shardCount; i++ {
 		if err := <-startErr; err != nil {
 			_ = g.Stop()
