@@ -60,6 +60,7 @@ var msgTypeNames = [...]string{
 	"MsgTimeoutNow", "MsgReset",
 }
 
+// String returns the type's name, e.g. "MsgApp".
 func (t MsgType) String() string {
 	if int(t) < len(msgTypeNames) {
 		return msgTypeNames[t]

@@ -21,6 +21,7 @@ const (
 
 var progressStateNames = [...]string{"probe", "replicate", "reset"}
 
+// String returns the state's name: probe, replicate or reset.
 func (s ProgressState) String() string {
 	if int(s) < len(progressStateNames) {
 		return progressStateNames[s]

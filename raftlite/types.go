@@ -151,6 +151,7 @@ const (
 
 var roleNames = [...]string{"follower", "pre-candidate", "candidate", "leader"}
 
+// String returns the role's name, e.g. "pre-candidate".
 func (r Role) String() string {
 	if int(r) < len(roleNames) {
 		return roleNames[r]

@@ -31,8 +31,10 @@ type checker struct {
 	canon map[canonKey]canonEntry
 	// termLast is the highest last offset created in each term.
 	termLast map[int32]int64
-	// committed is the global committed log, contiguous from offset 0.
-	committed []raftlite.Entry
+	// committed is the global committed log, contiguous from offset 0;
+	// committedAt[i] is the step at which committed[i] first committed.
+	committed   []raftlite.Entry
+	committedAt []int64
 }
 
 type canonKey struct {
@@ -112,6 +114,15 @@ func (c *checker) isCommitted(e raftlite.Entry) bool {
 	return g.Term == e.Term && g.Last == e.Last && (e.Data == nil || bytes.Equal(g.Data, e.Data))
 }
 
+// commitStep returns the step at which e committed (ok false when it is
+// not committed).
+func (c *checker) commitStep(e raftlite.Entry) (int64, bool) {
+	if !c.isCommitted(e) {
+		return 0, false
+	}
+	return c.committedAt[c.commitIndex(e.Base)], true
+}
+
 // committedLast is the global commit offset.
 func (c *checker) committedLast() int64 {
 	if n := len(c.committed); n > 0 {
@@ -137,7 +148,7 @@ func (c *checker) observeRemoved(id raftlite.NodeID, removed []raftlite.Entry, r
 // observeCommit checks node id's commit moving from old to new over log
 // and extends the global committed log. disks are every node's disk, to
 // check that newly committed entries are durable on a majority.
-func (c *checker) observeCommit(id raftlite.NodeID, old, new int64, log *raftlite.MemLog, disks []*Disk) error {
+func (c *checker) observeCommit(now int64, id raftlite.NodeID, old, new int64, log *raftlite.MemLog, disks []*Disk) error {
 	if new < old {
 		return fmt.Errorf("commit went backwards on node %d: %d -> %d", id, old, new)
 	}
@@ -167,6 +178,7 @@ func (c *checker) observeCommit(id raftlite.NodeID, old, new int64, log *raftlit
 			return fmt.Errorf("durability: entry %v committed (by node %d) but durable on only %d disks", e, id, n)
 		}
 		c.committed = append(c.committed, e)
+		c.committedAt = append(c.committedAt, now)
 	}
 	return nil
 }

@@ -69,6 +69,13 @@ type simNode struct {
 	// cutOffSince is the tick since which this node has led while the
 	// network cut it off from a majority (-1: it has not).
 	cutOffSince int64
+	// ledTerm is the last term this node was seen leading; crashAt is the
+	// step at which a fresh leader is made to crash (-1: none due).
+	ledTerm int32
+	crashAt int64
+	// readyLeadTerm is the term this node led when it handled its last
+	// Ready (0: it did not lead).
+	readyLeadTerm int32
 }
 
 type durReport struct {
@@ -119,6 +126,10 @@ type simParams struct {
 	reportDelayMax      int // steps
 	snapshots           bool
 	chaos               bool
+	// newLeaderCrashPermille is the chance that a node that just won an
+	// election crashes a few steps later, its no-op (and maybe some
+	// entries) on few or no other nodes: the ingredient of Figure 8.
+	newLeaderCrashPermille int
 }
 
 type sim struct {
@@ -197,13 +208,17 @@ func newSim(o SimOptions) *sim {
 		s.p.crashPermille = rng.IntN(60)
 		s.p.syncDelayMax = rng.IntN(16)
 		s.p.reportDelayMax = rng.IntN(24)
+		s.p.newLeaderCrashPermille = rng.IntN(400)
+		if rng.IntN(2) == 0 {
+			lim.AppendBytesMax = 1 // one entry per MsgApp: catch-up in many steps
+		}
 	}
 	for i := 1; i <= p.n; i++ {
 		s.members = s.members.Add(raftlite.NodeID(i))
 	}
 	s.chk = newChecker(s.members)
 	for i := 1; i <= p.n; i++ {
-		sn := &simNode{id: raftlite.NodeID(i), disk: NewDisk(0), syncDue: -1, cutOffSince: -1}
+		sn := &simNode{id: raftlite.NodeID(i), disk: NewDisk(0), syncDue: -1, cutOffSince: -1, crashAt: -1}
 		s.nodes = append(s.nodes, sn)
 		s.start(sn, i == 1+rng.IntN(p.n))
 	}
@@ -255,6 +270,12 @@ func (s *sim) run() error {
 func (s *sim) runTick() error {
 	for sub := 0; sub < stepsPerTick; sub++ {
 		s.now++
+		for _, sn := range s.nodes {
+			if sn.node != nil && sn.crashAt >= 0 && sn.crashAt <= s.now {
+				sn.crashAt = -1
+				s.crash(sn, "soon after winning an election")
+			}
+		}
 		if err := s.deliverDue(); err != nil {
 			return err
 		}
@@ -284,8 +305,14 @@ func (s *sim) runTick() error {
 	return nil
 }
 
-// observe runs the per-input checks on sn.
+// observe runs the per-input checks on sn, and may doom a fresh leader.
 func (s *sim) observe(sn *simNode) error {
+	if sn.node.Role() == raftlite.RoleLeader && sn.node.Term() != sn.ledTerm {
+		sn.ledTerm = sn.node.Term()
+		if s.faults && s.rng.IntN(1000) < s.p.newLeaderCrashPermille {
+			sn.crashAt = s.now + int64(s.rng.IntN(3*stepsPerTick))
+		}
+	}
 	return s.chk.observeRole(sn.id, sn.node.Role(), sn.node.Term())
 }
 
@@ -474,9 +501,22 @@ func (s *sim) handleReady(sn *simNode) error {
 		return nil
 	}
 	sn.node.Advance(rd)
-	if err := s.chk.observeCommit(sn.id, sn.commit, rd.Commit, sn.disk.Log, s.disks()); err != nil {
+	if err := s.chk.observeCommit(s.now, sn.id, sn.commit, rd.Commit, sn.disk.Log, s.disks()); err != nil {
 		return err
 	}
+	leadTerm := int32(0)
+	if rd.Role == raftlite.RoleLeader {
+		leadTerm = rd.HardState.Term
+	}
+	if leadTerm != 0 && leadTerm == sn.readyLeadTerm && rd.Commit > sn.commit {
+		// Raft §5.4.2: a leader commits by counting replicas only an
+		// entry of its own term (earlier ones commit under it).
+		if t, err := sn.disk.Log.TermAt(rd.Commit); err == nil && t != leadTerm {
+			return fmt.Errorf("commit rule: leader %d of term %d committed offset %d of term %d by counting",
+				sn.id, leadTerm, rd.Commit, t)
+		}
+	}
+	sn.readyLeadTerm = leadTerm
 	sn.commit = rd.Commit
 	return s.settleOps(sn)
 }

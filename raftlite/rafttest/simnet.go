@@ -21,6 +21,7 @@ type simMsg struct {
 // msgHeap orders messages by delivery step, then send order.
 type msgHeap []simMsg
 
+// Len, Less, Swap, Push and Pop implement container/heap.Interface.
 func (h msgHeap) Len() int { return len(h) }
 func (h msgHeap) Less(i, j int) bool {
 	if h[i].at != h[j].at {
