@@ -37,6 +37,10 @@ type Log struct {
 	segs []*segment
 	// Invariant: segs[0].base <= logStart <= leo.
 	logStart int64
+	// startPrevEpoch is the leader epoch of offset logStart-1 once the log
+	// start has moved (retention, Reset); 0 for a log that never moved.
+	// Persisted with the log start.
+	startPrevEpoch int32
 	// leo == active().last + 1.
 	leo int64
 	// Invariant: logStart-1 <= durable <= written < leo.
@@ -148,6 +152,16 @@ func (l *Log) Recovery() RecoveryReport { return l.report }
 
 // LogStartOffset is the first offset in the log (inclusive).
 func (l *Log) LogStartOffset() int64 { return l.logStart }
+
+// EpochBeforeStart is the leader epoch of offset LogStartOffset-1: the
+// batch there is gone (or never existed: 0), but consensus log matching
+// still needs its term.
+func (l *Log) EpochBeforeStart() int32 {
+	if e, ok := l.epochs.termAt(l.logStart - 1); ok {
+		return e
+	}
+	return l.startPrevEpoch
+}
 
 // LogEndOffset is the next offset to assign (exclusive; Kafka's LEO). It
 // counts appends not yet written.

@@ -83,7 +83,9 @@ const (
 
 var (
 	// Payload version 1: logStartOffset int64, flags uint8 (bit 0: a Reset
-	// to logStartOffset is under way).
+	// to logStartOffset is under way). Version 2 appends prevEpoch int32,
+	// the leader epoch of offset logStartOffset-1 (consensus log matching
+	// needs it once the batch itself is gone).
 	logStartKind = checkpoint.Kind{'L', 'S', 'O', '1'}
 	// Payload version 1: activeBase int64, activeBytes int64, logEnd int64.
 	cleanKind = checkpoint.Kind{'C', 'L', 'S', 'D'}
@@ -93,21 +95,25 @@ type cleanRecord struct{ activeBase, activeBytes, leo int64 }
 
 const logStartResetting = 1
 
-func (l *Log) writeLogStart(start int64, resetting bool) error {
-	var b [9]byte
+func (l *Log) writeLogStart(start int64, resetting bool, prevEpoch int32) error {
+	var b [13]byte
 	binary.BigEndian.PutUint64(b[:], uint64(start))
 	if resetting {
 		b[8] = logStartResetting
 	}
-	return checkpoint.Write(l.fs, l.path(logStartFile), logStartKind, 1, b[:])
+	binary.BigEndian.PutUint32(b[9:], uint32(prevEpoch))
+	return checkpoint.Write(l.fs, l.path(logStartFile), logStartKind, 2, b[:])
 }
 
-func (l *Log) readLogStart() (start int64, resetting, ok bool) {
+func (l *Log) readLogStart() (start int64, resetting bool, prevEpoch int32, ok bool) {
 	v, p, err := checkpoint.Read(l.fs, l.path(logStartFile), logStartKind)
-	if err != nil || v != 1 || len(p) != 9 || int64(binary.BigEndian.Uint64(p)) < 0 {
-		return 0, false, false
+	if err != nil || !(v == 1 && len(p) == 9 || v == 2 && len(p) == 13) || int64(binary.BigEndian.Uint64(p)) < 0 {
+		return 0, false, 0, false
 	}
-	return int64(binary.BigEndian.Uint64(p)), p[8]&logStartResetting != 0, true
+	if v == 2 {
+		prevEpoch = int32(binary.BigEndian.Uint32(p[9:]))
+	}
+	return int64(binary.BigEndian.Uint64(p)), p[8]&logStartResetting != 0, prevEpoch, true
 }
 
 func (l *Log) readClean() (cleanRecord, bool) {
@@ -177,7 +183,10 @@ func (l *Log) recover() error {
 	}
 	sort.Slice(bases, func(i, j int) bool { return bases[i] < bases[j] })
 
-	start, resetting, hasStart := l.readLogStart()
+	start, resetting, prevEpoch, hasStart := l.readLogStart()
+	if hasStart {
+		l.startPrevEpoch = prevEpoch
+	}
 	clean, hasClean := l.readClean()
 	dirChanged := false
 	if hasClean {
@@ -236,7 +245,7 @@ func (l *Log) recover() error {
 			return err
 		}
 		if resetting {
-			if err := l.writeLogStart(start, false); err != nil {
+			if err := l.writeLogStart(start, false, l.startPrevEpoch); err != nil {
 				return err
 			}
 		}

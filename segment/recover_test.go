@@ -160,7 +160,7 @@ func TestRecoverFinishesInterruptedRetentionAndReset(t *testing.T) {
 	defer func() {
 		// A reset below the end, marked under way, is finished too.
 		lr := &Log{fs: fsys, dir: "/d"}
-		if err := lr.writeLogStart(5, true); err != nil {
+		if err := lr.writeLogStart(5, true, 0); err != nil {
 			t.Fatal(err)
 		}
 		l := openLog(t, fsys, "/d", cfg, NewPwriteEngine())
@@ -168,7 +168,7 @@ func TestRecoverFinishesInterruptedRetentionAndReset(t *testing.T) {
 		if l.LogStartOffset() != 5 || l.LogEndOffset() != 5 {
 			t.Fatalf("after an interrupted reset to 5: [%d, %d)", l.LogStartOffset(), l.LogEndOffset())
 		}
-		if _, res, ok := lr.readLogStart(); !ok || res {
+		if _, res, _, ok := lr.readLogStart(); !ok || res {
 			t.Fatalf("reset still marked under way after open (ok %v)", ok)
 		}
 	}()
@@ -181,7 +181,7 @@ func TestRecoverFinishesInterruptedRetentionAndReset(t *testing.T) {
 
 func checkpointLogStart(fsys vfs.FS, start int64) error {
 	l := &Log{fs: fsys, dir: "/d"}
-	return l.writeLogStart(start, false)
+	return l.writeLogStart(start, false, 0)
 }
 
 func TestRecoverEpochAheadOfData(t *testing.T) {

@@ -98,7 +98,12 @@ func (l *Log) removeFileQuiet(name string) error {
 // truncateFullyAndStartAt). The new log start is persisted first, marked
 // as a reset under way, so a crash part-way finishes the reset on the next
 // open.
-func (l *Log) Reset(newStart int64) error {
+func (l *Log) Reset(newStart int64) error { return l.ResetWithEpoch(newStart, 0) }
+
+// ResetWithEpoch is Reset that also records prevEpoch as the leader epoch
+// of offset newStart-1 (EpochBeforeStart): consensus log matching asks for
+// the term of the entry just before the first one the log holds.
+func (l *Log) ResetWithEpoch(newStart int64, prevEpoch int32) error {
 	if err := l.usable(); err != nil {
 		return err
 	}
@@ -114,7 +119,11 @@ func (l *Log) Reset(newStart int64) error {
 		l.io.pool.put(l.cur)
 		l.cur = nil
 	}
-	if err := l.writeLogStart(newStart, true); err != nil {
+	if prevEpoch < 0 {
+		prevEpoch = 0
+	}
+	l.startPrevEpoch = prevEpoch
+	if err := l.writeLogStart(newStart, true, prevEpoch); err != nil {
 		return err
 	}
 	for j := len(l.segs) - 1; j >= 0; j-- {
@@ -137,7 +146,7 @@ func (l *Log) Reset(newStart int64) error {
 	l.logStart, l.leo = newStart, newStart
 	l.written, l.durable = newStart-1, newStart-1
 	l.unsyncedRecords = 0
-	if err := l.writeLogStart(newStart, false); err != nil {
+	if err := l.writeLogStart(newStart, false, prevEpoch); err != nil {
 		// The next open would redo the reset: harmless, the log is empty.
 		return err
 	}
@@ -190,7 +199,8 @@ func (l *Log) ApplyRetention(limit int64) (RetentionResult, error) {
 		return res, nil
 	}
 	newStart := l.segs[n].base
-	if err := l.writeLogStart(newStart, false); err != nil {
+	prevEpoch, _ := l.epochs.termAt(newStart - 1)
+	if err := l.writeLogStart(newStart, false, prevEpoch); err != nil {
 		return RetentionResult{LogStartOffset: l.logStart}, err
 	}
 	for j := 0; j < n; j++ {
@@ -203,6 +213,7 @@ func (l *Log) ApplyRetention(limit int64) (RetentionResult, error) {
 	}
 	l.segs = append(l.segs[:0], l.segs[n:]...)
 	l.logStart = newStart
+	l.startPrevEpoch = prevEpoch
 	l.written, l.durable = max(l.written, newStart-1), max(l.durable, newStart-1)
 	if l.epochs.truncateFromStart(newStart) {
 		if err := l.persistEpochs(); err != nil {

@@ -249,3 +249,68 @@ func TestOffsetForTimestamp(t *testing.T) {
 	defer l.Close()
 	check()
 }
+
+// TestEpochBeforeStart: after a Reset and after retention, the epoch of
+// the offset just before the log start survives a reopen (consensus log
+// matching needs it once the batch itself is gone).
+func TestEpochBeforeStart(t *testing.T) {
+	fs := vfs.NewMem()
+	cfg := Config{SegmentBytes: 1 << 20, RetentionBytes: -1, RetentionMs: -1}
+	l, err := OpenLog(fs, "p", cfg, NewIO(NewPwriteEngine()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := l.EpochBeforeStart(); got != 0 {
+		t.Fatalf("fresh log: %d", got)
+	}
+	if err := l.ResetWithEpoch(100, 7); err != nil {
+		t.Fatal(err)
+	}
+	if got := l.EpochBeforeStart(); got != 7 {
+		t.Fatalf("after reset: %d, want 7", got)
+	}
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+	l, err = OpenLog(fs, "p", cfg, NewIO(NewPwriteEngine()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	if got, start := l.EpochBeforeStart(), l.LogStartOffset(); got != 7 || start != 100 {
+		t.Fatalf("after reopen: epoch %d start %d, want 7 and 100", got, start)
+	}
+}
+
+func TestEpochBeforeStartAfterRetention(t *testing.T) {
+	fs := vfs.NewMem()
+	cfg := Config{SegmentBytes: 4096, RetentionBytes: 5000, RetentionMs: -1}
+	l, err := OpenLog(fs, "p", cfg, NewIO(NewPwriteEngine()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	fill(t, l, 60, func(i int) int32 { return int32(1 + i/10) }, constTs(1))
+	if _, err := l.ApplyRetention(l.LogEndOffset()); err != nil {
+		t.Fatal(err)
+	}
+	start := l.LogStartOffset()
+	if start == 0 {
+		t.Fatal("retention deleted nothing")
+	}
+	// Batches are 2 records: batch i covers offsets 2i, 2i+1, epoch 1+i/10.
+	want := int32(1 + (start-1)/2/10)
+	if got := l.EpochBeforeStart(); got != want {
+		t.Fatalf("epoch before start %d = %d, want %d", start, got, want)
+	}
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+	l, err = OpenLog(fs, "p", cfg, NewIO(NewPwriteEngine()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	if got := l.EpochBeforeStart(); got != want || l.LogStartOffset() != start {
+		t.Fatalf("after reopen: %d at start %d, want %d at %d", got, l.LogStartOffset(), want, start)
+	}
+}
