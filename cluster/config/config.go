@@ -20,7 +20,8 @@ import (
 
 // Bounds that the validation enforces. Units are last in each name.
 const (
-	// RosterNodesMax is the largest cluster roster.
+	// RosterNodesMax is the largest cluster roster. Node ids are 1..32: an
+	// id names one of the roster's slots (and a consensus member).
 	RosterNodesMax = 32
 	// ReplicationFactorMax is the largest replication factor of a topic.
 	ReplicationFactorMax = 32
@@ -52,7 +53,7 @@ type Config struct {
 
 // Node is this node's identity, addresses and data directory.
 type Node struct {
-	// ID is this node's id in the roster (1..2^31-1).
+	// ID is this node's id in the roster (1..RosterNodesMax).
 	ID int `toml:"id"`
 	// DataDir holds every partition directory and the node's state.
 	DataDir string `toml:"data_dir"`
@@ -299,7 +300,7 @@ func addr(key, v string, optional bool) error {
 // Validate checks every value against its bounds and the roster rules.
 func (c *Config) Validate() error {
 	checks := []error{
-		inRange("node.id", int64(c.Node.ID), 1, 1<<31-1),
+		inRange("node.id", int64(c.Node.ID), 1, RosterNodesMax),
 		addr("node.client_addr", c.Node.ClientAddr, false),
 		addr("node.replication_addr", c.Node.ReplicationAddr, true),
 		addr("node.http_addr", c.Node.HTTPAddr, true),
@@ -371,7 +372,7 @@ func (c *Config) validateRoster() error {
 	self := false
 	for i, n := range nodes {
 		key := fmt.Sprintf("cluster.nodes[%d]", i)
-		if err := inRange(key+".id", int64(n.ID), 1, 1<<31-1); err != nil {
+		if err := inRange(key+".id", int64(n.ID), 1, RosterNodesMax); err != nil {
 			return err
 		}
 		if ids[n.ID] {

@@ -86,6 +86,7 @@ func TestRosterOver32(t *testing.T) {
 	var b strings.Builder
 	b.WriteString("[node]\nid = 1\n[cluster]\nsecret = \"s\"\n")
 	for i := 1; i <= 33; i++ {
+		// id 33 is out of range too, but the roster size is checked first.
 		b.WriteString("[[cluster.nodes]]\n")
 		b.WriteString("id = " + itoa(i) + "\n")
 		b.WriteString("client_addr = \"127.0.0.1:" + itoa(10000+i) + "\"\n")
