@@ -112,7 +112,7 @@ func dialConn(ctx context.Context, cfg *Config, addr string) (*conn, error) {
 	defer cancel()
 	nc, err := cfg.Dialer(ctx, "tcp", addr)
 	if err != nil {
-		return nil, fmt.Errorf("%w: dial %s: %w", ErrConnectionLost, addr, err)
+		return nil, fmt.Errorf("%w: %w", ErrUnreachable, err)
 	}
 	hs, err := handshake(ctx, nc, cfg.ClientID)
 	if err != nil {
@@ -152,11 +152,11 @@ func handshake(ctx context.Context, nc net.Conn, clientID string) (*wire.Handsha
 	req := wire.HandshakeRequest{ProtocolMin: wire.ProtocolVersionMin, ProtocolMax: wire.ProtocolVersionMax,
 		ClientID: clientID, ClientSoftware: clientSoftware}
 	if _, err := nc.Write(wire.AppendRequest(nil, 0, 0, &req)); err != nil {
-		return nil, ctxOr(ctx, fmt.Errorf("%w: %w", ErrConnectionLost, err))
+		return nil, ctxOr(ctx, fmt.Errorf("%w: %w", ErrUnreachable, err))
 	}
 	frame, err := readFrame(bufio.NewReaderSize(nc, 4096), nil, wire.FrameBytesMaxDefault)
 	if err != nil {
-		return nil, ctxOr(ctx, fmt.Errorf("%w: %w", ErrConnectionLost, err))
+		return nil, ctxOr(ctx, fmt.Errorf("%w: %w", ErrUnreachable, err))
 	}
 	if !stop() {
 		return nil, ctx.Err()

@@ -21,6 +21,10 @@ var (
 	// connection where that is safe; it reaches the caller only when the
 	// retries are exhausted.
 	ErrConnectionLost = errors.New("client: connection lost")
+	// ErrUnreachable is returned when connecting or handshaking with a node
+	// fails at the network level. Nothing was sent: retrying is safe, and
+	// the SDK does so (after refreshing the metadata) where it can.
+	ErrUnreachable = errors.New("client: broker unreachable")
 	// ErrNoBrokers is returned by Dial and by metadata refreshes when no
 	// seed or known node answered.
 	ErrNoBrokers = errors.New("client: no broker reachable")

@@ -36,7 +36,7 @@ func (c *Client) judge(topic string, partition int32, err error) (v verdict, ret
 	case errors.Is(err, ErrClosed), errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded),
 		errors.Is(err, ErrUnsupported), errors.Is(err, ErrTopicRecreated):
 		return giveUp, 0
-	case errors.Is(err, ErrConnectionLost):
+	case errors.Is(err, ErrConnectionLost), errors.Is(err, ErrUnreachable):
 		return refreshThenResend, 0
 	}
 	var er *wire.ErrorResponse
@@ -196,6 +196,8 @@ func (c *Client) doAdmin(ctx context.Context, target adminTarget, req wire.Reque
 		switch {
 		case errors.Is(err, ErrClosed), errors.Is(err, ErrUnsupported):
 			return err
+		case errors.Is(err, ErrUnreachable):
+			c.refreshMetadata(ctx)
 		case errors.Is(err, ErrConnectionLost) || (isER && errors.Is(er, wire.ErrRequestTimedOut)):
 			if sent && !idempotent {
 				return fmt.Errorf("%s: outcome unknown (the request may have been applied): %w", req.APIKey(), err)

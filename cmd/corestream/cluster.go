@@ -1,0 +1,127 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+
+	"github.com/spf13/cobra"
+
+	"github.com/corestream/corestream/client"
+	"github.com/corestream/corestream/netio/wire"
+)
+
+func init() { commands = append(commands, newClusterCmd) }
+
+func newClusterCmd() *cobra.Command {
+	cmd := &cobra.Command{Use: "cluster", Short: "cluster status and primary balance", RunE: groupRun}
+	cmd.AddCommand(newClusterStatusCmd(), newClusterRebalanceCmd())
+	return cmd
+}
+
+// nodeJSON is a node in `cluster status --json`.
+type nodeJSON struct {
+	ID                 int32  `json:"id"`
+	ClientAddr         string `json:"client_addr"`
+	HTTPAddr           string `json:"http_addr"`
+	Alive              bool   `json:"alive"`
+	Primaries          int32  `json:"primaries"`
+	PreferredPrimaries int32  `json:"preferred_primaries"`
+	Replicas           int32  `json:"replicas"`
+}
+
+func newClusterStatusCmd() *cobra.Command {
+	return &cobra.Command{
+		Use:   "status",
+		Short: "show the nodes, which are alive, the metadata primary and the primaries per node",
+		Args:  argsRange(0, 0, "no arguments"),
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return withClient(cmd, func(ctx context.Context, a *app, c *client.Client) error {
+				st, err := c.ClusterStatus(ctx)
+				if err != nil {
+					return err
+				}
+				out := struct {
+					MetadataPrimary     int32      `json:"metadata_primary"`
+					MetadataGeneration  int32      `json:"metadata_generation"`
+					RebalanceInProgress bool       `json:"rebalance_in_progress"`
+					Partitions          int32      `json:"partitions"`
+					UnderReplicated     int32      `json:"under_replicated"`
+					Offline             int32      `json:"offline"`
+					Nodes               []nodeJSON `json:"nodes"`
+				}{st.MetadataPrimaryID, st.MetadataGeneration, st.RebalanceInProgress, st.Partitions, st.UnderReplicated, st.Offline, []nodeJSON{}}
+				for _, n := range st.Nodes {
+					out.Nodes = append(out.Nodes, nodeJSON{n.ID, n.ClientAddr, n.HTTPAddr, n.Alive, n.Primaries, n.PreferredPrimaries, n.Replicas})
+				}
+				return a.emit(out, func(w io.Writer) {
+					mp := "none (no quorum)"
+					if out.MetadataPrimary != wire.NodeNone {
+						mp = fmt.Sprintf("node %d (generation %d)", out.MetadataPrimary, out.MetadataGeneration)
+					}
+					fmt.Fprintf(w, "metadata primary: %s\n", mp)
+					fmt.Fprintf(w, "partitions: %d (under-replicated %d, offline %d)\n", out.Partitions, out.UnderReplicated, out.Offline)
+					fmt.Fprintf(w, "rebalance in progress: %s\n", yesNo(out.RebalanceInProgress))
+					tw := table(w)
+					fmt.Fprintln(tw, "NODE\tCLIENT ADDRESS\tALIVE\tPRIMARIES\tPREFERRED\tREPLICAS")
+					for _, n := range out.Nodes {
+						fmt.Fprintf(tw, "%d\t%s\t%s\t%d\t%d\t%d\n", n.ID, n.ClientAddr, yesNo(n.Alive), n.Primaries, n.PreferredPrimaries, n.Replicas)
+					}
+					tw.Flush()
+				})
+			})
+		},
+	}
+}
+
+// moveJSON is one primary move.
+type moveJSON struct {
+	Topic     string `json:"topic"`
+	Partition int32  `json:"partition"`
+	From      int32  `json:"from"`
+	To        int32  `json:"to"`
+}
+
+func newClusterRebalanceCmd() *cobra.Command {
+	var dryRun bool
+	var movesMax uint32
+	cmd := &cobra.Command{
+		Use:   "rebalance [--dry-run]",
+		Short: "move primaries toward an even count per node (one at a time)",
+		Args:  argsRange(0, 0, "no arguments"),
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return withClient(cmd, func(ctx context.Context, a *app, c *client.Client) error {
+				plan, err := c.Rebalance(ctx, dryRun, movesMax)
+				if err != nil {
+					return err
+				}
+				out := struct {
+					DryRun  bool       `json:"dry_run"`
+					Started bool       `json:"started"`
+					Moves   []moveJSON `json:"moves"`
+				}{dryRun, plan.Started, []moveJSON{}}
+				for _, m := range plan.Moves {
+					out.Moves = append(out.Moves, moveJSON{m.Topic, m.Partition, m.FromNode, m.ToNode})
+				}
+				return a.emit(out, func(w io.Writer) {
+					switch {
+					case len(out.Moves) == 0:
+						fmt.Fprintln(w, "balanced: no primary to move")
+						return
+					case dryRun:
+						fmt.Fprintf(w, "dry run: %d primary moves planned\n", len(out.Moves))
+					case out.Started:
+						fmt.Fprintf(w, "started %d primary moves (one at a time; see cluster status)\n", len(out.Moves))
+					default:
+						fmt.Fprintf(w, "%d primary moves planned, not started\n", len(out.Moves))
+					}
+					for _, m := range out.Moves {
+						fmt.Fprintf(w, "  %s/%d: node %d -> node %d\n", m.Topic, m.Partition, m.From, m.To)
+					}
+				})
+			})
+		},
+	}
+	cmd.Flags().BoolVar(&dryRun, "dry-run", false, "only show the moves")
+	cmd.Flags().Uint32Var(&movesMax, "max-moves", 0, "plan at most N moves (0: no limit)")
+	return cmd
+}
