@@ -182,6 +182,19 @@ func (s *Shard) Do(fn func(*Shard)) error {
 // posting to to (ErrInboxFull, ErrStopped); then neither fn nor done runs.
 // REQUIRES: called on from's thread.
 func Call[R any](from, to *Shard, fn func(to *Shard) R, done func(R)) error {
+	return CallAsync(from, to, func(to *Shard, reply func(R)) { reply(fn(to)) }, done)
+}
+
+// CallAsync is Call for work that finishes later: fn runs on shard to with
+// a reply function, which fn (or whatever it schedules: a completion, a
+// timer) must call exactly once; done then runs with the value on from's
+// thread. reply is safe from any goroutine. The reply slot is held until
+// done ran, so a reply is never lost or refused — which also means a
+// shard stops only after every CallAsync it made was answered: work that
+// waits on something (a commit, a long poll) must answer on shutdown.
+//
+// Errors as for Call. REQUIRES: called on from's thread.
+func CallAsync[R any](from, to *Shard, fn func(to *Shard, reply func(R)), done func(R)) error {
 	if from.state.Load() == stateStopped {
 		return ErrStopped // a task run by finish: no reply could run
 	}
@@ -190,16 +203,21 @@ func Call[R any](from, to *Shard, fn func(to *Shard) R, done func(R)) error {
 	}
 	from.callsOut++
 	err := to.Post(func() {
-		r := fn(to)
-		from.posters.Add(1) // the push may wake from: keep its eventfd open
-		err := from.replies.TryPush(func() {
-			from.callsOut--
-			done(r)
+		var replied atomic.Bool
+		fn(to, func(r R) {
+			if replied.Swap(true) {
+				panic("shard: CallAsync replied twice")
+			}
+			from.posters.Add(1) // the push may wake from: keep its eventfd open
+			err := from.replies.TryPush(func() {
+				from.callsOut--
+				done(r)
+			})
+			from.posters.Add(-1)
+			if err != nil {
+				panic("shard: reply inbox full: callsOut invariant broken")
+			}
 		})
-		from.posters.Add(-1)
-		if err != nil {
-			panic("shard: reply inbox full: callsOut invariant broken")
-		}
 	})
 	if err != nil {
 		from.callsOut--

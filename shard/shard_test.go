@@ -528,3 +528,27 @@ func TestBusyShardStillPolls(t *testing.T) {
 	recvWithin(t, seen)
 	stop.Store(true)
 }
+
+// CallAsync: the reply may come later (from a timer on the target shard),
+// done runs on the caller's shard, and the caller's Stop waits for it.
+func TestCallAsyncRepliesLater(t *testing.T) {
+	g := startGroup(t, Config{Count: 2})
+	a, b := g.Shard(0), g.Shard(1)
+	out := make(chan [2]int, 1)
+	if err := a.Post(func() {
+		err := CallAsync(a, b, func(to *Shard, reply func(int)) {
+			to.AfterFunc(5*time.Millisecond, func() { reply(unix.Gettid()) })
+		}, func(tid int) {
+			out <- [2]int{tid, unix.Gettid()}
+		})
+		if err != nil {
+			t.Error(err)
+		}
+	}); err != nil {
+		t.Fatal(err)
+	}
+	got := recvWithin(t, out)
+	if got[0] != b.TID() || got[1] != a.TID() {
+		t.Fatalf("reply on %d (want %d), done on %d (want %d)", got[0], b.TID(), got[1], a.TID())
+	}
+}
