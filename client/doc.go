@@ -1,0 +1,49 @@
+// Package client is corestream's Go SDK: a Client that keeps one pipelined
+// connection per broker node and a metadata cache, a batching idempotent
+// Producer, a Consumer of assigned partitions, and the admin calls.
+//
+//	c, err := client.Dial(ctx, "127.0.0.1:7070")
+//	p, err := c.NewProducer(ctx, client.ProducerConfig{})
+//	p.ProduceAsync(ctx, client.Record{Topic: "orders", Key: k, Value: v}, callback)
+//	p.Flush(ctx)
+//
+//	cs, err := c.NewConsumer(client.ConsumerConfig{Name: "billing"})
+//	cs.Assign(ctx, "orders", nil, client.StartCommitted(client.StartEarliest))
+//	recs, err := cs.Poll(ctx)
+//	cs.Commit(ctx)
+//
+// # Routing
+//
+// Every data request (produce, fetch, list offsets) goes to its
+// partition's primary and carries the route the metadata gave: the topic
+// id (so a request meant for a deleted topic can never act on a new topic
+// of the same name) and the generation (the primary's term). The client
+// follows the rules of docs/protocol.md: a NOT_PRIMARY hint is applied and
+// the request resent at once; STALE_GENERATION, UNKNOWN_TOPIC_OR_PARTITION
+// and a failed connection refresh the metadata first; other retriable
+// errors (wire.IsRetriable) back off, honouring retry_after_ms. Retries are
+// bounded (Config.RetryAttemptsMax) and happen under the caller's context;
+// the caller sees only the final outcome. The metadata is also refreshed
+// every Config.MetadataMaxAge.
+//
+// # Connections
+//
+// One TCP connection per node carries every request to it, pipelined:
+// requests are matched to responses by correlation id (responses may come
+// back in any order), a writer goroutine gathers queued frames into one
+// writev, a reader goroutine dispatches responses, and at most
+// Config.InFlightPerConnMax requests are in flight. Every call honours its
+// context: when it ends the caller returns at once and the late response
+// is dropped. A broken connection fails its requests with
+// ErrConnectionLost and is re-dialled on next use, with backoff.
+//
+// # Errors
+//
+// Errors from brokers are the wire table's: errors.Is(err,
+// wire.ErrTopicAlreadyExists), and errors.As(err, &er) with a
+// *wire.ErrorResponse for the broker's message. The client's own sentinels
+// are in errors.go.
+//
+// docs/client.md is the guide, with the producer's delivery and retry
+// rules in full.
+package client
