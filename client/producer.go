@@ -3,6 +3,7 @@ package client
 import (
 	"context"
 	"fmt"
+	"math/rand/v2"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -271,6 +272,7 @@ func (p *Producer) topic(ctx context.Context, name string) (*topicProducer, erro
 		parts[i] = newPartSender(p, name, int32(i))
 	}
 	tp.parts.Store(&parts)
+	tp.sticky.Store(rand.Int32N(n)) // producers do not all start on partition 0
 	tp.metaVersion.Store(p.c.meta.version.Load())
 	m := make(map[string]*topicProducer, len(old)+1)
 	for k, v := range old {

@@ -306,6 +306,10 @@ func (s *partSender) send(b *prodBatch) error {
 		return err
 	}
 	b.head = appendProduceHead(b.head[:0], v, &rt.ref, s.p.cfg.Acks, timeoutMs(c.cfg.RequestTimeout), len(b.data))
+	if size := len(b.head) - wire.SizeFieldBytes + len(b.data); size > cn.frameBytesMax {
+		return fmt.Errorf("%w: a %d-byte produce request exceeds node %d's frame limit of %d bytes",
+			ErrRecordTooLarge, size, cn.nodeID, cn.frameBytesMax)
+	}
 	b.call = call{key: wire.APIProduce, version: v, head: b.head, tail: b.data, resp: &b.resp, cb: s.onComplete, owner: b}
 	if err := cn.send(ctx, &b.call); err != nil {
 		return err

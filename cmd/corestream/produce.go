@@ -121,9 +121,9 @@ func produceLines(ctx context.Context, a *app, c *client.Client, cfg client.Prod
 			}
 			rec.Key, rec.Value = k, v
 		}
-		sendCtx, cancel := context.WithTimeout(ctx, a.timeout)
-		err := p.ProduceAsync(sendCtx, rec, cb)
-		cancel()
+		// Waiting for buffer space needs no timeout: acknowledgements or
+		// the producer's delivery timeout always free it.
+		err := p.ProduceAsync(ctx, rec, cb)
 		sent++
 		if err != nil {
 			tally.record(err)
