@@ -1,0 +1,242 @@
+package partition
+
+import (
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/corestream/corestream/netio/wire"
+	"github.com/corestream/corestream/raftlite"
+	"github.com/corestream/corestream/segment"
+	"github.com/corestream/corestream/segment/batch"
+	"github.com/corestream/corestream/shard"
+)
+
+// ProduceResult answers a produce.
+type ProduceResult struct {
+	Resp wire.ProduceResponse
+	Err  error
+}
+
+// pendingProduce is a produce waiting for its batch to commit (or, with
+// acks=primary, to be written here).
+type pendingProduce struct {
+	base, last int64
+	term       int32
+	reply      func(ProduceResult)
+	timer      *shard.Timer
+	done       bool
+}
+
+// CheckRoute applies the protocol's routing checks 3 and 4 (the node layer
+// did 1 and 2: the topic and partition exist): this replica must be the
+// primary, and a known generation must be the current one.
+func (r *Replica) CheckRoute(generation int32) error {
+	if r.failure != nil || r.raft == nil {
+		return wire.Errorf(wire.ErrStorageError, "partition %s/%d is offline on node %d: %v", r.cfg.Topic, r.cfg.Partition, r.cfg.Self, r.failure)
+	}
+	if !r.IsPrimary() {
+		return r.notPrimaryErr()
+	}
+	if generation != wire.GenerationUnknown {
+		if generation > r.term {
+			return r.notPrimaryErr()
+		}
+		if generation < r.term {
+			e := wire.Errorf(wire.ErrStaleGeneration, "%s/%d: generation %d is older than the current %d", r.cfg.Topic, r.cfg.Partition, generation, r.term)
+			e.Hint = &wire.Hint{NodeID: int32(r.cfg.Self), Generation: r.term}
+			return e
+		}
+	}
+	return nil
+}
+
+// Produce appends req's batch through consensus and calls reply once:
+// when the batch commits (acks=quorum), when it is durable here
+// (acks=primary), on an error, or when req's timeout passes. data must stay
+// valid until Produce returns (it is copied into the log before that).
+func (r *Replica) Produce(req *wire.ProduceRequest, reply func(ProduceResult)) {
+	fail := func(err error) { reply(ProduceResult{Err: err}) }
+	if r.closed {
+		fail(wire.Errorf(wire.ErrNotPrimary, "partition %s/%d is closed on node %d", r.cfg.Topic, r.cfg.Partition, r.cfg.Self))
+		return
+	}
+	if err := r.CheckRoute(req.Generation); err != nil {
+		fail(err)
+		return
+	}
+	data := req.Records
+	if max := r.cfg.Log.BatchBytesMax; max > 0 && len(data) > max {
+		fail(wire.Errorf(wire.ErrMessageTooLarge, "batch of %d bytes exceeds storage.max_batch_bytes %d", len(data), max))
+		return
+	}
+	h, err := batch.ValidateRecords(data)
+	if err != nil {
+		fail(wire.Errorf(wire.ErrCorruptMessage, "%s/%d: %v", r.cfg.Topic, r.cfg.Partition, err))
+		return
+	}
+	if h.IsControl() {
+		fail(wire.Errorf(wire.ErrInvalidRequest, "%s/%d: producers may not write control batches", r.cfg.Topic, r.cfg.Partition))
+		return
+	}
+	if err := r.log.Err(); err != nil {
+		fail(wire.Errorf(wire.ErrStorageError, "%s/%d: %v", r.cfg.Topic, r.cfg.Partition, err))
+		return
+	}
+	v, dup, err := r.prod.check(&h)
+	if err != nil {
+		fail(err)
+		return
+	}
+	if v == duplicate {
+		r.answerDuplicate(req, dup, reply)
+		return
+	}
+	e, err := r.raft.Propose(h.RecordCount, data)
+	if err != nil {
+		fail(r.proposeErr(err))
+		return
+	}
+	p := &pendingProduce{base: e.Base, last: e.Last, term: e.Term, reply: reply}
+	r.wait(p, req)
+	r.process()
+}
+
+// answerDuplicate acknowledges a retried batch without appending it: at
+// once when it is committed, else when it commits.
+func (r *Replica) answerDuplicate(req *wire.ProduceRequest, b seqBatch, reply func(ProduceResult)) {
+	p := &pendingProduce{base: b.base, last: b.last, term: b.term, reply: reply}
+	if b.last <= r.commit {
+		r.finish(p)
+		return
+	}
+	r.wait(p, req)
+}
+
+// wait queues p by acks and arms its timeout.
+func (r *Replica) wait(p *pendingProduce, req *wire.ProduceRequest) {
+	timeout := produceTimeoutDefault
+	if req.TimeoutMs > 0 {
+		timeout = time.Duration(req.TimeoutMs) * time.Millisecond
+	}
+	p.timer = r.cfg.Sched.AfterFunc(timeout, func() {
+		if !p.done {
+			p.done = true
+			p.reply(ProduceResult{Err: wire.Errorf(wire.ErrRequestTimedOut,
+				"%s/%d: offsets %d..%d not acknowledged within %v (the write may still commit; retry with the same sequence)",
+				r.cfg.Topic, r.cfg.Partition, p.base, p.last, timeout)})
+		}
+	})
+	if req.Acks == wire.AcksPrimary {
+		r.primaryQ = append(r.primaryQ, p)
+		r.completePrimary()
+		return
+	}
+	r.quorumQ = append(r.quorumQ, p)
+	r.completeQuorum()
+}
+
+func (r *Replica) proposeErr(err error) error {
+	switch {
+	case errors.Is(err, raftlite.ErrNotLeader), errors.Is(err, raftlite.ErrTransferInProgress):
+		return r.notPrimaryErr()
+	case errors.Is(err, raftlite.ErrProposalBackpressure):
+		e := wire.Errorf(wire.ErrBusy, "%s/%d: too many bytes waiting for replication", r.cfg.Topic, r.cfg.Partition)
+		e.RetryAfterMs = 10
+		return e
+	}
+	return wire.Errorf(wire.ErrInvalidRequest, "%s/%d: %v", r.cfg.Topic, r.cfg.Partition, err)
+}
+
+// finish answers p with success, or with NOT_PRIMARY when the log holds
+// another term at p's last offset (a new primary replaced the batch).
+func (r *Replica) finish(p *pendingProduce) {
+	if p.done {
+		return
+	}
+	p.done = true
+	if p.timer != nil {
+		r.cfg.Sched.Stop(p.timer)
+	}
+	if t, err := r.rlog.TermAt(p.last); err == nil && t != p.term {
+		p.reply(ProduceResult{Err: wire.Errorf(wire.ErrNotPrimary,
+			"%s/%d: the batch at %d..%d was replaced by a new primary; retry", r.cfg.Topic, r.cfg.Partition, p.base, p.last)})
+		return
+	}
+	appendTime := int64(-1)
+	p.reply(ProduceResult{Resp: wire.ProduceResponse{BaseOffset: p.base, LogAppendTimeMs: appendTime, LogStartOffset: r.log.LogStartOffset()}})
+}
+
+// completeQuorum answers the quorum waiters the commit now covers.
+func (r *Replica) completeQuorum() {
+	r.quorumQ = r.complete(r.quorumQ, r.commit)
+}
+
+// completePrimary answers the acks=primary waiters the local write covers.
+func (r *Replica) completePrimary() {
+	r.primaryQ = r.complete(r.primaryQ, r.localDurable())
+}
+
+func (r *Replica) complete(q []*pendingProduce, upTo int64) []*pendingProduce {
+	n := 0
+	for n < len(q) && (q[n].done || q[n].last <= upTo) {
+		r.finish(q[n])
+		q[n] = nil
+		n++
+	}
+	if n == 0 {
+		return q
+	}
+	return append(q[:0], q[n:]...)
+}
+
+// failPending answers every waiting produce with err.
+func (r *Replica) failPending(err error) {
+	for _, q := range [][]*pendingProduce{r.quorumQ, r.primaryQ} {
+		for _, p := range q {
+			if !p.done {
+				p.done = true
+				if p.timer != nil {
+					r.cfg.Sched.Stop(p.timer)
+				}
+				p.reply(ProduceResult{Err: err})
+			}
+		}
+	}
+	r.quorumQ, r.primaryQ = r.quorumQ[:0], r.primaryQ[:0]
+}
+
+// rebuildProducers reads every batch header of the log to rebuild the
+// idempotence table (on open, truncation and restart).
+func (r *Replica) rebuildProducers() error {
+	r.prod = newProducers()
+	start, end := r.log.LogStartOffset(), r.log.LogEndOffset()
+	var hdr [batch.HeaderSize]byte
+	for off := start; off < end; {
+		spans, err := r.log.Read(off, 64<<20, end-1)
+		if err != nil {
+			return fmt.Errorf("partition %s/%d: rebuilding producer state: %w", r.cfg.Topic, r.cfg.Partition, err)
+		}
+		if len(spans) == 0 {
+			break
+		}
+		for _, sp := range spans {
+			for pos := sp.Pos; pos < sp.Pos+sp.Len; {
+				if _, err := sp.File().ReadAt(hdr[:], pos); err != nil {
+					segment.ReleaseSpans(spans)
+					return fmt.Errorf("partition %s/%d: rebuilding producer state: %w", r.cfg.Topic, r.cfg.Partition, err)
+				}
+				h, err := batch.ReadHeader(hdr[:])
+				if err != nil {
+					segment.ReleaseSpans(spans)
+					return fmt.Errorf("partition %s/%d: rebuilding producer state: %w", r.cfg.Topic, r.cfg.Partition, err)
+				}
+				r.prod.record(&h, h.BaseOffset, h.LastOffset(), h.PartitionLeaderEpoch)
+				pos += int64(h.Size())
+			}
+			off = sp.LastOffset + 1
+		}
+		segment.ReleaseSpans(spans)
+	}
+	return nil
+}

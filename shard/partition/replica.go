@@ -1,0 +1,405 @@
+package partition
+
+import (
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/cespare/xxhash/v2"
+	"github.com/corestream/corestream/netio/wire"
+	"github.com/corestream/corestream/raftlite"
+	"github.com/corestream/corestream/segment"
+	"github.com/corestream/corestream/segment/batch"
+	"github.com/corestream/corestream/segment/vfs"
+	"github.com/corestream/corestream/shard"
+)
+
+// Scheduler is the part of the owning shard a replica uses: timers and
+// end-of-round work. *shard.Shard satisfies it.
+type Scheduler interface {
+	AfterFunc(d time.Duration, fn func()) *shard.Timer
+	Stop(t *shard.Timer) bool
+	Defer(fn func())
+}
+
+// Config describes one replica.
+type Config struct {
+	FS  vfs.FS
+	Dir string
+	// Log configures the segment log; IO is the owning shard's dispatcher.
+	Log segment.Config
+	IO  *segment.IO
+	// Sched is the owning shard.
+	Sched Scheduler
+	// Topic, TopicID and Partition name the partition.
+	Topic     string
+	TopicID   [16]byte
+	Partition int32
+	// Self is this node; Replicas is the replica set, preferred primary first.
+	Self     raftlite.NodeID
+	Replicas []raftlite.NodeID
+	// Limits are the consensus timing and flow-control bounds (shared).
+	Limits *raftlite.Limits
+	// Send carries this group's messages to peers; nil on a single node.
+	// MsgApp entries with nil Data refer to this replica's log (ReadSpans).
+	Send func(r *Replica, msgs []raftlite.Message)
+	// OnRoute runs when the primary or the generation changes.
+	OnRoute func(r *Replica)
+	// NowMs is the wall clock (log append times).
+	NowMs func() int64
+	// onAppend is called after entries are appended (the host flushes
+	// the IO at the end of the round).
+	onAppend func()
+}
+
+// Errors of a replica that are not wire errors.
+var (
+	// ErrClosed is returned once the replica is closed.
+	ErrClosed = errors.New("partition: closed")
+)
+
+// produceTimeoutDefault applies when a produce asks for no timeout.
+const produceTimeoutDefault = 30 * time.Second
+
+// Replica is one partition replica. All methods run on the owning shard.
+type Replica struct {
+	cfg  Config
+	key  [20]byte
+	log  *segment.Log
+	rlog *raftLog
+	raft *raftlite.Node
+	prod *producers
+	// commit is the consensus commit offset (inclusive); the high
+	// watermark is commit+1. Invariant: never decreases while the replica
+	// is open.
+	commit int64
+	// acked is the highest offset durable here under the fsync policy
+	// already reported to raft.
+	acked int64
+	// leader and term are the route clients see.
+	leader raftlite.NodeID
+	term   int32
+	// quorumQ and primaryQ hold produce requests waiting for the commit
+	// (acks=quorum) or the local write (acks=primary), in offset order.
+	quorumQ, primaryQ []*pendingProduce
+	// waiters are long-poll fetches waiting for the commit to move.
+	waiters []*fetchWaiter
+	// progressDeferred says a log-progress pass is queued for this round.
+	progressDeferred bool
+	closed           bool
+	// failure is set while the replica cannot serve (its log failed and
+	// could not be reopened); requests get STORAGE_ERROR.
+	failure error
+}
+
+// GroupID derives a consensus group id from the partition's key.
+func GroupID(key [20]byte) raftlite.GroupID { return raftlite.GroupID(xxhash.Sum64(key[:])) }
+
+// Open opens (or creates) the replica's log and consensus state.
+func Open(cfg Config) (*Replica, error) {
+	if cfg.NowMs == nil {
+		cfg.NowMs = func() int64 { return time.Now().UnixMilli() }
+	}
+	r := &Replica{cfg: cfg, key: shard.PartitionKey(cfg.TopicID, uint32(cfg.Partition))}
+	if err := cfg.FS.MkdirAll(cfg.Dir, 0o755); err != nil {
+		return nil, fmt.Errorf("partition: %w", err)
+	}
+	if err := r.openLog(); err != nil {
+		return nil, err
+	}
+	if err := r.startRaft(); err != nil {
+		r.log.Close()
+		return nil, err
+	}
+	r.process()
+	return r, nil
+}
+
+func (r *Replica) openLog() error {
+	l, err := segment.OpenLog(r.cfg.FS, r.cfg.Dir, r.cfg.Log, r.cfg.IO)
+	if err != nil {
+		return fmt.Errorf("partition %s/%d: %w", r.cfg.Topic, r.cfg.Partition, err)
+	}
+	r.log = l
+	r.rlog = &raftLog{log: l}
+	return nil
+}
+
+// startRaft builds the consensus node from the log as it is on disk now.
+func (r *Replica) startRaft() error {
+	// raftlite treats every entry of the log it starts from as durable.
+	if err := r.log.Sync(); err != nil {
+		return fmt.Errorf("partition %s/%d: sync before start: %w", r.cfg.Topic, r.cfg.Partition, err)
+	}
+	hs, err := loadHardState(r.cfg.FS, r.cfg.Dir)
+	if err != nil {
+		return err
+	}
+	set := raftlite.NewReplicaSet(r.cfg.Replicas...)
+	node, err := raftlite.New(raftlite.Config{
+		ID: r.cfg.Self, Group: GroupID(r.key), Replicas: set, Log: r.rlog, HardState: hs,
+		Seed:      xxhash.Sum64(append(r.key[:], byte(r.cfg.Self))),
+		Preferred: len(r.cfg.Replicas) > 0 && r.cfg.Replicas[0] == r.cfg.Self,
+		Limits:    r.cfg.Limits,
+	})
+	if err != nil {
+		return fmt.Errorf("partition %s/%d: %w", r.cfg.Topic, r.cfg.Partition, err)
+	}
+	r.raft = node
+	r.commit = max(r.commit, node.Commit())
+	r.acked = r.log.LogEndOffset() - 1
+	if err := r.rebuildProducers(); err != nil {
+		return err
+	}
+	if len(r.cfg.Replicas) == 1 {
+		// A group of one needs no election timeout to find its leader.
+		node.Campaign()
+	}
+	return nil
+}
+
+// Key is the partition's ownership key.
+func (r *Replica) Key() [20]byte { return r.key }
+
+// Log is the replica's segment log (read-only use by the node layer).
+func (r *Replica) Log() *segment.Log { return r.log }
+
+// Raft is the replica's consensus node (status, transfers).
+func (r *Replica) Raft() *raftlite.Node { return r.raft }
+
+// Config is the replica's configuration.
+func (r *Replica) Config() *Config { return &r.cfg }
+
+// Route is the current primary (raftlite.None when unknown) and generation.
+func (r *Replica) Route() (raftlite.NodeID, int32) { return r.leader, r.term }
+
+// HighWatermark is commit+1: the first offset not yet visible to consumers.
+func (r *Replica) HighWatermark() int64 { return r.commit + 1 }
+
+// IsPrimary reports whether this replica leads and accepts writes now.
+func (r *Replica) IsPrimary() bool {
+	return r.raft != nil && r.raft.Role() == raftlite.RoleLeader && r.raft.Transferee() == raftlite.None
+}
+
+// Tick advances the consensus clock by one tick.
+func (r *Replica) Tick() {
+	if r.closed || r.raft == nil {
+		return
+	}
+	r.raft.Tick()
+	r.process()
+}
+
+// Step delivers a message from a peer.
+func (r *Replica) Step(m raftlite.Message) error {
+	if r.closed || r.raft == nil {
+		return ErrClosed
+	}
+	err := r.raft.Step(m)
+	r.process()
+	return err
+}
+
+// LogProgress is called (from the shard's IO notify) when the log's written
+// or durable offset moved, the log rewound, or it failed. It defers the
+// work to the end of the round: the notify callback may not call into
+// the log.
+func (r *Replica) LogProgress() {
+	if r.progressDeferred || r.closed {
+		return
+	}
+	r.progressDeferred = true
+	r.cfg.Sched.Defer(r.onLogProgress)
+}
+
+func (r *Replica) onLogProgress() {
+	r.progressDeferred = false
+	if r.closed {
+		return
+	}
+	if err := r.log.Err(); err != nil || r.log.LogEndOffset() < r.rlog.endHint() {
+		r.restart(err)
+		return
+	}
+	off := r.localDurable()
+	if off > r.acked {
+		r.acked = off
+		if t, err := r.rlog.TermAt(off); err == nil {
+			r.raft.Durable(off, t)
+		}
+	}
+	r.completePrimary()
+	r.process()
+}
+
+// localDurable is the highest offset durable here under the fsync policy.
+func (r *Replica) localDurable() int64 {
+	if r.cfg.Log.Fsync == segment.FsyncAlways {
+		return r.log.DurableOffset()
+	}
+	return r.log.WrittenOffset()
+}
+
+// process carries out every Ready in the order its doc requires.
+func (r *Replica) process() {
+	for !r.closed && r.raft != nil && r.raft.HasReady() {
+		rd := r.raft.Ready()
+		if rd.HardStateChanged {
+			if err := saveHardState(r.cfg.FS, r.cfg.Dir, rd.HardState); err != nil {
+				r.restart(fmt.Errorf("persisting term and vote: %w", err))
+				return
+			}
+		}
+		if rd.Reset != nil {
+			if err := r.log.ResetWithEpoch(rd.Reset.Start, rd.Reset.PrevTerm); err != nil {
+				r.restart(fmt.Errorf("resetting the log to %d: %w", rd.Reset.Start, err))
+				return
+			}
+			r.rlog.reset()
+			r.prod = newProducers()
+			r.acked = rd.Reset.Start - 1
+		}
+		if len(rd.Entries) > 0 {
+			if err := r.appendEntries(rd.Entries); err != nil {
+				r.restart(err)
+				return
+			}
+		}
+		if len(rd.Messages) > 0 && r.cfg.Send != nil {
+			r.cfg.Send(r, rd.Messages)
+		}
+		if rd.SoftStateChanged || r.term != r.raft.Term() {
+			r.softState(rd.Lead, rd.Role)
+		}
+		if rd.CommitChanged && rd.Commit > r.commit {
+			r.commit = rd.Commit
+			r.completeQuorum()
+			r.wakeFetchers()
+		}
+		r.raft.Advance(rd)
+	}
+}
+
+// appendEntries writes Ready.Entries: truncating a divergent suffix first,
+// stamping offsets and terms (the batches' header fields outside the CRC).
+func (r *Replica) appendEntries(entries []raftlite.Entry) error {
+	if first := entries[0].Base; first < r.log.LogEndOffset() {
+		if err := r.log.TruncateTo(first); err != nil {
+			return fmt.Errorf("truncating the divergent suffix at %d: %w", first, err)
+		}
+		r.rlog.truncated(first)
+		r.acked = min(r.acked, first-1)
+		if err := r.rebuildProducers(); err != nil {
+			return err
+		}
+	}
+	for _, e := range entries {
+		data := e.Data
+		if e.Kind == raftlite.EntryLeaderNoop {
+			data = noopBatch(r.cfg.NowMs())
+		}
+		if data == nil {
+			return fmt.Errorf("entry %v has no bytes", e)
+		}
+		base, last, err := r.log.AppendLeader(data, e.Term)
+		if err != nil {
+			return fmt.Errorf("appending %v: %w", e, err)
+		}
+		if base != e.Base || last != e.Last {
+			return fmt.Errorf("appended %v at [%d, %d]: the log and the consensus group disagree", e, base, last)
+		}
+		h, _ := batch.ReadHeader(data)
+		r.prod.record(&h, base, last, e.Term)
+		e.Bytes = int32(len(data))
+		r.rlog.appended(e)
+	}
+	if r.cfg.onAppend != nil {
+		r.cfg.onAppend()
+	}
+	return nil
+}
+
+// softState updates the route and fails what a former primary holds.
+func (r *Replica) softState(lead raftlite.NodeID, role raftlite.Role) {
+	wasPrimary := r.leader == r.cfg.Self
+	r.leader, r.term = lead, r.raft.Term()
+	if wasPrimary && role != raftlite.RoleLeader {
+		err := r.notPrimaryErr()
+		r.failPending(err)
+		r.failWaiters(err)
+	}
+	if r.cfg.OnRoute != nil {
+		r.cfg.OnRoute(r)
+	}
+}
+
+// restart rebuilds the replica after its log and its consensus node
+// diverged (an append failed, the log rewound after ENOSPC, or it failed
+// for good): pending requests fail with STORAGE_ERROR, the log is reopened
+// when it failed, and a new consensus node starts from the log on disk.
+func (r *Replica) restart(cause error) {
+	if cause == nil {
+		cause = r.log.Err()
+	}
+	if cause == nil {
+		cause = fmt.Errorf("log end moved back to %d: a write found no space", r.log.LogEndOffset())
+	}
+	serr := wire.Errorf(wire.ErrStorageError, "partition %s/%d: %v", r.cfg.Topic, r.cfg.Partition, cause)
+	r.failPending(serr)
+	r.failWaiters(serr)
+	r.raft = nil
+	if r.log.Err() != nil {
+		r.log.Close()
+		if err := r.openLog(); err != nil {
+			r.failure = err
+			r.cfg.Sched.AfterFunc(time.Second, r.retryOpen)
+			return
+		}
+	}
+	if err := r.startRaft(); err != nil {
+		r.failure = err
+		r.cfg.Sched.AfterFunc(time.Second, r.retryOpen)
+		return
+	}
+	r.failure = nil
+	r.process()
+}
+
+func (r *Replica) retryOpen() {
+	if r.closed || r.failure == nil {
+		return
+	}
+	r.restart(r.failure)
+}
+
+// Close fails every waiting request with err (ErrClosed when nil), and
+// closes the log.
+func (r *Replica) Close(err error) error {
+	if r.closed {
+		return nil
+	}
+	if err == nil {
+		err = wire.Errorf(wire.ErrNotPrimary, "partition %s/%d is closing on this node", r.cfg.Topic, r.cfg.Partition)
+	}
+	r.failPending(err)
+	r.failWaiters(err)
+	r.closed = true
+	return r.log.Close()
+}
+
+// notPrimaryErr is NOT_PRIMARY with the best hint this replica has.
+func (r *Replica) notPrimaryErr() error {
+	e := wire.Errorf(wire.ErrNotPrimary, "node %d is not the primary of %s/%d", r.cfg.Self, r.cfg.Topic, r.cfg.Partition)
+	if r.leader != raftlite.None && r.leader != r.cfg.Self {
+		e.Hint = &wire.Hint{NodeID: int32(r.leader), Generation: r.term}
+	}
+	return e
+}
+
+// endHint is the log end raft expects.
+func (r *raftLog) endHint() int64 {
+	if n := len(r.tail); n > 0 {
+		return r.tail[n-1].Last + 1
+	}
+	return r.log.LogEndOffset()
+}
