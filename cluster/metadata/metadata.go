@@ -56,8 +56,9 @@ func ParseTopicID(s string) (TopicID, error) {
 
 // Bounds on what a command may ask for.
 const (
-	// PartitionsPerTopicMax bounds one topic's partition count.
-	PartitionsPerTopicMax = 65536
+	// PartitionsPerTopicMax bounds one topic's partition count (the
+	// protocol's bound).
+	PartitionsPerTopicMax = 16384
 	// ReplicationFactorMax bounds a topic's copies.
 	ReplicationFactorMax = 32
 	// TopicsMax bounds the number of topics in the cluster.

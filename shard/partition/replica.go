@@ -45,6 +45,10 @@ type Config struct {
 	Send func(r *Replica, msgs []raftlite.Message)
 	// OnRoute runs when the primary or the generation changes.
 	OnRoute func(r *Replica)
+	// OnCommit runs when the commit offset moves, before the produce
+	// requests it covers are answered (the metadata group applies its
+	// commands here, so a proposer's answer can carry the result).
+	OnCommit func(r *Replica, commit int64)
 	// NowMs is the wall clock (log append times).
 	NowMs func() int64
 	// onAppend is called after entries are appended (the host flushes
@@ -100,7 +104,7 @@ func Open(cfg Config) (*Replica, error) {
 	if cfg.NowMs == nil {
 		cfg.NowMs = func() int64 { return time.Now().UnixMilli() }
 	}
-	r := &Replica{cfg: cfg, key: shard.PartitionKey(cfg.TopicID, uint32(cfg.Partition))}
+	r := &Replica{cfg: cfg, key: shard.PartitionKey(cfg.TopicID, uint32(cfg.Partition)), commit: -1, acked: -1}
 	if err := cfg.FS.MkdirAll(cfg.Dir, 0o755); err != nil {
 		return nil, fmt.Errorf("partition: %w", err)
 	}
@@ -273,6 +277,9 @@ func (r *Replica) process() {
 		}
 		if rd.CommitChanged && rd.Commit > r.commit {
 			r.commit = rd.Commit
+			if r.cfg.OnCommit != nil {
+				r.cfg.OnCommit(r, r.commit)
+			}
 			r.completeQuorum()
 			r.wakeFetchers()
 		}

@@ -1,0 +1,122 @@
+package node
+
+import (
+	"os"
+	"time"
+
+	"github.com/corestream/corestream/cluster/metadata"
+	"github.com/corestream/corestream/netio/wire"
+	"github.com/corestream/corestream/raftlite"
+	"github.com/corestream/corestream/shard"
+	"github.com/corestream/corestream/shard/partition"
+)
+
+// requestReconcile asks shard i to bring its replicas in line with the
+// latest View. Reconciling reads the latest View when it runs, so
+// requests coalesce; a full inbox is retried shortly from shard metaShard.
+func (n *Node) requestReconcile(i int) {
+	if n.stopped.Load() {
+		return
+	}
+	sh := n.group.Shard(i)
+	if err := sh.Post(func() { n.reconcile(sh) }); err != nil && err != shard.ErrStopped {
+		n.group.Shard(metaShard).AfterFunc(10*time.Millisecond, func() { n.requestReconcile(i) })
+	}
+}
+
+// reconcile opens the replicas this shard should host and closes (and
+// deletes) those whose topic is gone. Runs on the shard.
+func (n *Node) reconcile(sh *shard.Shard) {
+	h := n.hosts[sh.ID()]
+	if h == nil {
+		return
+	}
+	v := n.view.Load()
+	want := map[[20]byte]bool{shardKey(metaTopicID, 0): true}
+	for _, t := range v.Sorted {
+		for p, reps := range t.Replicas {
+			if !hosts(reps, n.self) || n.shardOf(t.ID, int32(p)) != sh.ID() {
+				continue
+			}
+			key := shardKey(t.ID, int32(p))
+			want[key] = true
+			if h.Get(key) != nil {
+				continue
+			}
+			if err := n.openReplica(h, t, int32(p), reps); err != nil {
+				n.log.Error("opening a partition", "topic", t.Name, "partition", p, "err", err)
+			}
+		}
+	}
+	var gone []*partition.Replica
+	h.Each(func(r *partition.Replica) {
+		if !want[r.Key()] {
+			gone = append(gone, r)
+		}
+	})
+	for _, r := range gone {
+		cfg := r.Config()
+		err := h.CloseReplica(r.Key(), wire.Errorf(wire.ErrUnknownTopicOrPartition, "topic %s (id %x) was deleted", cfg.Topic, cfg.TopicID))
+		n.routes.drop(r.Key())
+		if err != nil {
+			n.log.Warn("closing a deleted partition", "topic", cfg.Topic, "partition", cfg.Partition, "err", err)
+		}
+		n.removeDir(cfg.Dir)
+		n.log.Info("partition deleted", "topic", cfg.Topic, "partition", cfg.Partition)
+	}
+}
+
+// removeDir renames a deleted partition's directory out of the way at once
+// (so a recreated topic never sees it) and removes it in the background.
+func (n *Node) removeDir(dir string) {
+	tmp := dir + ".deleted"
+	if err := os.Rename(dir, tmp); err != nil {
+		n.log.Warn("removing a partition directory", "dir", dir, "err", err)
+		return
+	}
+	go func() {
+		if err := os.RemoveAll(tmp); err != nil {
+			n.log.Warn("removing a partition directory", "dir", tmp, "err", err)
+		}
+	}()
+}
+
+func (n *Node) openReplica(h *partition.Host, t *metadata.Topic, p int32, reps []metadata.NodeID) error {
+	cfg := n.segmentConfig()
+	if t.Config.RetentionMs != 0 {
+		cfg.RetentionMs = t.Config.RetentionMs
+	}
+	if t.Config.RetentionBytes != 0 {
+		cfg.RetentionBytes = t.Config.RetentionBytes
+	}
+	ids := make([]raftlite.NodeID, len(reps))
+	for i, r := range reps {
+		ids[i] = raftlite.NodeID(r)
+	}
+	_, err := h.Open(partition.Config{
+		FS: n.fs, Dir: n.partitionDir(t.ID, p), Log: cfg,
+		Topic: t.Name, TopicID: t.ID, Partition: p,
+		Self: n.self, Replicas: ids, Limits: n.limits,
+		OnRoute: n.partitionRouteChanged,
+	})
+	return err
+}
+
+// partitionRouteChanged records a partition's primary and generation.
+func (n *Node) partitionRouteChanged(r *partition.Replica) {
+	lead, term := r.Route()
+	leader := int32(lead)
+	if lead == raftlite.None {
+		leader = -1
+	}
+	n.routes.set(r.Key(), route{leader: leader, term: term})
+}
+
+func hosts(reps []metadata.NodeID, self raftlite.NodeID) bool {
+	for _, r := range reps {
+		if raftlite.NodeID(r) == self {
+			return true
+		}
+	}
+	return false
+}
