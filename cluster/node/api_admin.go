@@ -310,4 +310,3 @@ func (c *controller) rebalance(req *wire.RebalanceRequest, done func(any)) {
 }
 
 var errNoMoves = fmt.Errorf("a single node has no other replica to move a primary to")
-
