@@ -302,7 +302,9 @@ func (r *Replica) appendEntries(entries []raftlite.Entry) error {
 	}
 	for _, e := range entries {
 		data := e.Data
-		if e.Kind == raftlite.EntryLeaderNoop {
+		if e.Kind == raftlite.EntryLeaderNoop && data == nil {
+			// This node's own new term: write the control batch. A
+			// follower receives the leader's bytes and keeps them.
 			data = noopBatch(r.cfg.NowMs())
 		}
 		if data == nil {

@@ -1,0 +1,357 @@
+// Package peerwire is the node-to-node replication protocol after the
+// handshake (cluster/peerauth): consensus messages of every group, node
+// liveness pings and partition-route announcements. It is a codec only.
+//
+// Every frame is a netio frame (u32 length, then the body) whose body
+// starts with a kind byte. Big-endian; these layouts never change within
+// Version.
+//
+//	kind 1  Messages   count u16, then count × message:
+//	          msgLen u32, the encoded message (below), then the bytes of
+//	          each of its entries (MsgApp), concatenated in order, each
+//	          exactly its entry's Bytes long. A leader may send those bytes
+//	          straight from segment files (sendfile), so they come last.
+//	kind 2  Ping       node i32, meta_applied i64
+//	kind 3  Routes     count u32, then count × route (below)
+//
+//	message: type u8, group u64, from u8, to u8, term i32, index i64,
+//	         log_term i32, commit i64, flags u8 (1 reject, 2 transfer,
+//	         4 quiesce), hint i64, hint_term i32, entries u32, then
+//	         entries × {base i64, last i64, term i32, bytes i32, kind u8},
+//	         snapshot_len u32, snapshot bytes
+//
+//	route:   topic_id [16], partition i32, leader i32, term i32,
+//	         in_sync u32 (bit i-1 set: node i is in sync)
+package peerwire
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+
+	"github.com/corestream/corestream/raftlite"
+)
+
+// Version is the replication protocol's version; the handshake compares
+// server versions, which pin it.
+const Version = 1
+
+// Frame kinds.
+const (
+	KindMessages byte = 1
+	KindPing     byte = 2
+	KindRoutes   byte = 3
+)
+
+// Bounds a decoder enforces before it allocates.
+const (
+	// MessagesPerFrameMax bounds the messages of one frame.
+	MessagesPerFrameMax = 1 << 16
+	// EntriesPerMessageMax bounds the entries of one message.
+	EntriesPerMessageMax = 1 << 16
+	// SnapshotBytesMax bounds a metadata snapshot.
+	SnapshotBytesMax = 256 << 20
+	// RoutesPerFrameMax bounds one routes frame.
+	RoutesPerFrameMax = 1 << 20
+	// entryHeaderBytes is one entry's metadata.
+	entryHeaderBytes = 8 + 8 + 4 + 4 + 1
+	// messageFixedBytes is a message without entries and snapshot.
+	messageFixedBytes = 1 + 8 + 1 + 1 + 4 + 8 + 4 + 8 + 1 + 8 + 4 + 4 + 4
+	// RouteBytes is one encoded route.
+	RouteBytes = 16 + 4 + 4 + 4 + 4
+)
+
+// ErrMalformed wraps every decoding error.
+var ErrMalformed = errors.New("peerwire: malformed frame")
+
+const (
+	flagReject   = 1
+	flagTransfer = 2
+	flagQuiesce  = 4
+)
+
+// DataBytes is how many entry bytes follow message m on the wire.
+func DataBytes(m *raftlite.Message) int64 {
+	var n int64
+	for _, e := range m.Entries {
+		n += int64(e.Bytes)
+	}
+	return n
+}
+
+// AppendMessage appends m's encoding (without its entries' bytes) to dst.
+func AppendMessage(dst []byte, m *raftlite.Message) []byte {
+	be := binary.BigEndian
+	dst = append(dst, byte(m.Type))
+	dst = be.AppendUint64(dst, uint64(m.Group))
+	dst = append(dst, byte(m.From), byte(m.To))
+	dst = be.AppendUint32(dst, uint32(m.Term))
+	dst = be.AppendUint64(dst, uint64(m.Index))
+	dst = be.AppendUint32(dst, uint32(m.LogTerm))
+	dst = be.AppendUint64(dst, uint64(m.Commit))
+	var f byte
+	if m.Reject {
+		f |= flagReject
+	}
+	if m.Transfer {
+		f |= flagTransfer
+	}
+	if m.Quiesce {
+		f |= flagQuiesce
+	}
+	dst = append(dst, f)
+	dst = be.AppendUint64(dst, uint64(m.Hint))
+	dst = be.AppendUint32(dst, uint32(m.HintTerm))
+	dst = be.AppendUint32(dst, uint32(len(m.Entries)))
+	for _, e := range m.Entries {
+		dst = be.AppendUint64(dst, uint64(e.Base))
+		dst = be.AppendUint64(dst, uint64(e.Last))
+		dst = be.AppendUint32(dst, uint32(e.Term))
+		dst = be.AppendUint32(dst, uint32(e.Bytes))
+		dst = append(dst, byte(e.Kind))
+	}
+	dst = be.AppendUint32(dst, uint32(len(m.Snapshot)))
+	return append(dst, m.Snapshot...)
+}
+
+// AppendMessagesHeader starts a Messages frame body of count messages.
+func AppendMessagesHeader(dst []byte, count int) []byte {
+	dst = append(dst, KindMessages)
+	return binary.BigEndian.AppendUint16(dst, uint16(count))
+}
+
+// AppendFramedMessage appends one message of a Messages frame: its length,
+// its encoding and, when data is not nil, its entries' bytes (callers that
+// send the bytes from files append only the message and add the files
+// after it).
+func AppendFramedMessage(dst []byte, m *raftlite.Message, withData bool) []byte {
+	at := len(dst)
+	dst = append(dst, 0, 0, 0, 0)
+	dst = AppendMessage(dst, m)
+	binary.BigEndian.PutUint32(dst[at:], uint32(len(dst)-at-4))
+	if withData {
+		for _, e := range m.Entries {
+			dst = append(dst, e.Data...)
+		}
+	}
+	return dst
+}
+
+type reader struct {
+	b   []byte
+	err error
+}
+
+func (r *reader) fail(format string, args ...any) {
+	if r.err == nil {
+		r.err = fmt.Errorf("%w: %s", ErrMalformed, fmt.Sprintf(format, args...))
+	}
+}
+
+func (r *reader) take(n int) []byte {
+	if r.err != nil {
+		return nil
+	}
+	if n < 0 || len(r.b) < n {
+		r.fail("need %d bytes, have %d", n, len(r.b))
+		return nil
+	}
+	out := r.b[:n]
+	r.b = r.b[n:]
+	return out
+}
+
+func (r *reader) u8() byte {
+	if b := r.take(1); b != nil {
+		return b[0]
+	}
+	return 0
+}
+
+func (r *reader) u16() uint16 {
+	if b := r.take(2); b != nil {
+		return binary.BigEndian.Uint16(b)
+	}
+	return 0
+}
+
+func (r *reader) u32() uint32 {
+	if b := r.take(4); b != nil {
+		return binary.BigEndian.Uint32(b)
+	}
+	return 0
+}
+
+func (r *reader) u64() uint64 {
+	if b := r.take(8); b != nil {
+		return binary.BigEndian.Uint64(b)
+	}
+	return 0
+}
+
+// DecodeMessage decodes one message encoding (without entry bytes).
+// The returned message's Snapshot aliases b.
+func DecodeMessage(b []byte) (raftlite.Message, error) {
+	r := &reader{b: b}
+	m := r.message()
+	if r.err == nil && len(r.b) != 0 {
+		r.fail("%d bytes after a message", len(r.b))
+	}
+	return m, r.err
+}
+
+func (r *reader) message() raftlite.Message {
+	var m raftlite.Message
+	m.Type = raftlite.MsgType(r.u8())
+	m.Group = raftlite.GroupID(r.u64())
+	m.From, m.To = raftlite.NodeID(r.u8()), raftlite.NodeID(r.u8())
+	m.Term = int32(r.u32())
+	m.Index = int64(r.u64())
+	m.LogTerm = int32(r.u32())
+	m.Commit = int64(r.u64())
+	f := r.u8()
+	if f&^(flagReject|flagTransfer|flagQuiesce) != 0 {
+		r.fail("unknown message flags %#x", f)
+	}
+	m.Reject, m.Transfer, m.Quiesce = f&flagReject != 0, f&flagTransfer != 0, f&flagQuiesce != 0
+	m.Hint = int64(r.u64())
+	m.HintTerm = int32(r.u32())
+	n := r.u32()
+	if n > EntriesPerMessageMax || int(n)*entryHeaderBytes > len(r.b) {
+		r.fail("%d entries", n)
+		return m
+	}
+	if n > 0 {
+		m.Entries = make([]raftlite.Entry, n)
+	}
+	for i := range m.Entries {
+		e := &m.Entries[i]
+		e.Base, e.Last = int64(r.u64()), int64(r.u64())
+		e.Term, e.Bytes = int32(r.u32()), int32(r.u32())
+		e.Kind = raftlite.EntryKind(r.u8())
+		if r.err == nil && (e.Bytes < 0 || e.Last < e.Base) {
+			r.fail("entry [%d, %d] of %d bytes", e.Base, e.Last, e.Bytes)
+		}
+	}
+	sn := r.u32()
+	if sn > SnapshotBytesMax {
+		r.fail("snapshot of %d bytes", sn)
+		return m
+	}
+	if sn > 0 {
+		m.Snapshot = r.take(int(sn))
+	}
+	return m
+}
+
+// DecodeMessages decodes a Messages frame body (after its kind byte was
+// checked by the caller or not: both work) and calls fn for each message
+// with its entries' Data aliasing body. fn must copy what it keeps.
+func DecodeMessages(body []byte, fn func(m *raftlite.Message)) error {
+	r := &reader{b: body}
+	if k := r.u8(); k != KindMessages {
+		r.fail("kind %d is not Messages", k)
+		return r.err
+	}
+	count := r.u16()
+	msgs := make([]raftlite.Message, 0, count)
+	for i := 0; i < int(count) && r.err == nil; i++ {
+		l := r.u32()
+		enc := r.take(int(l))
+		if r.err != nil {
+			break
+		}
+		m, err := DecodeMessage(enc)
+		if err != nil {
+			return err
+		}
+		for j := range m.Entries {
+			m.Entries[j].Data = r.take(int(m.Entries[j].Bytes))
+		}
+		msgs = append(msgs, m)
+	}
+	if r.err == nil && len(r.b) != 0 {
+		r.fail("%d bytes after %d messages", len(r.b), count)
+	}
+	if r.err != nil {
+		return r.err
+	}
+	for i := range msgs {
+		fn(&msgs[i])
+	}
+	return nil
+}
+
+// Ping is a node's liveness beat.
+type Ping struct {
+	Node int32
+	// MetaApplied is the metadata offset the sender has applied.
+	MetaApplied int64
+}
+
+// AppendPing appends a Ping frame body.
+func AppendPing(dst []byte, p Ping) []byte {
+	dst = append(dst, KindPing)
+	dst = binary.BigEndian.AppendUint32(dst, uint32(p.Node))
+	return binary.BigEndian.AppendUint64(dst, uint64(p.MetaApplied))
+}
+
+// DecodePing decodes a Ping frame body.
+func DecodePing(b []byte) (Ping, error) {
+	r := &reader{b: b}
+	if k := r.u8(); k != KindPing {
+		r.fail("kind %d is not Ping", k)
+	}
+	p := Ping{Node: int32(r.u32()), MetaApplied: int64(r.u64())}
+	if r.err == nil && len(r.b) != 0 {
+		r.fail("%d bytes after a ping", len(r.b))
+	}
+	return p, r.err
+}
+
+// Route announces a partition's primary.
+type Route struct {
+	TopicID   [16]byte
+	Partition int32
+	Leader    int32
+	Term      int32
+	// InSync has bit i-1 set when node i is in sync.
+	InSync uint32
+}
+
+// AppendRoutes appends a Routes frame body.
+func AppendRoutes(dst []byte, rs []Route) []byte {
+	dst = append(dst, KindRoutes)
+	dst = binary.BigEndian.AppendUint32(dst, uint32(len(rs)))
+	for _, r := range rs {
+		dst = append(dst, r.TopicID[:]...)
+		dst = binary.BigEndian.AppendUint32(dst, uint32(r.Partition))
+		dst = binary.BigEndian.AppendUint32(dst, uint32(r.Leader))
+		dst = binary.BigEndian.AppendUint32(dst, uint32(r.Term))
+		dst = binary.BigEndian.AppendUint32(dst, r.InSync)
+	}
+	return dst
+}
+
+// DecodeRoutes decodes a Routes frame body.
+func DecodeRoutes(b []byte) ([]Route, error) {
+	r := &reader{b: b}
+	if k := r.u8(); k != KindRoutes {
+		r.fail("kind %d is not Routes", k)
+		return nil, r.err
+	}
+	n := r.u32()
+	if n > RoutesPerFrameMax || int(n)*RouteBytes != len(r.b) {
+		r.fail("%d routes in %d bytes", n, len(r.b))
+		return nil, r.err
+	}
+	out := make([]Route, n)
+	for i := range out {
+		copy(out[i].TopicID[:], r.take(16))
+		out[i].Partition = int32(r.u32())
+		out[i].Leader = int32(r.u32())
+		out[i].Term = int32(r.u32())
+		out[i].InSync = r.u32()
+	}
+	return out, r.err
+}
