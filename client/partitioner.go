@@ -33,6 +33,7 @@ func KeyHashPartitioner() Partitioner { return keyHash{} }
 
 type keyHash struct{}
 
+// Partition implements KeyHashPartitioner.
 func (keyHash) Partition(r Record, n int32) int32 {
 	if r.Key == nil {
 		return AnyPartition

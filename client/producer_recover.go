@@ -17,8 +17,9 @@ import (
 //   - A retriable failure (lost connection, NOT_PRIMARY, BUSY, ...) of the
 //     oldest unacknowledged batch: apply what the error teaches (a hint, a
 //     metadata refresh, a backoff) and resend every unacknowledged batch in
-//     sequence order with the SAME producer id, epoch and sequence. Batches
-//     that were in fact appended are acknowledged by the broker's
+//     sequence order with the SAME producer id, epoch and sequence — the
+//     oldest alone until it is acknowledged, then the rest pipelined.
+//     Batches that were in fact appended are acknowledged by the broker's
 //     deduplication with their original offsets.
 //   - OUT_OF_ORDER_SEQUENCE or UNKNOWN_PRODUCER_ID on the oldest
 //     unacknowledged batch: the broker lost (or expired) the producer's
@@ -143,7 +144,8 @@ func (s *partSender) failRest(err error) {
 	s.recovering = false
 }
 
-// resendFailed marks failed and unsent batches for sending again, in order.
+// resendFailed marks failed batches for sending again, in order, the
+// oldest alone first (probing).
 func (s *partSender) resendFailed() {
 	for _, b := range s.window {
 		if b.state == batchFailed {
@@ -151,6 +153,7 @@ func (s *partSender) resendFailed() {
 		}
 	}
 	s.recovering = false
+	s.probing = true
 }
 
 // renumberAfterFailure closes the sequence gap the definitely-unwritten

@@ -92,9 +92,27 @@ type partSender struct {
 	window     []*prodBatch
 	inflight   int
 	recovering bool
+	// probing is set after a recovery: the oldest batch is resent alone,
+	// and pipelining resumes once it is acknowledged. The oldest batch may
+	// already be in the log (its answer was lost); if it were resent with
+	// later batches and failed again (BUSY, a lost connection) while they
+	// were appended behind it, each round would push it further out of the
+	// broker's window of 5 recent batches, and its retry would come back
+	// DUPLICATE_SEQUENCE with its offset unknown.
+	probing bool
 	// topicID pins the topic's history once a batch was routed.
 	topicID wire.TopicID
+	// conn carries the sends in flight. Invariant: while inflight > 0,
+	// every send in flight is on conn, so the broker appends them in
+	// order, and a broken conn fails all of them before anything is
+	// sent elsewhere (otherwise a later batch could be acknowledged on a
+	// new connection before an earlier one's failure is known).
+	conn *conn
 }
+
+// errWaitInFlight tells sendUnsent to wait: the partition's route now
+// leads to another connection than the one its sends in flight use.
+var errWaitInFlight = errors.New("wait for the sends in flight")
 
 func newPartSender(p *Producer, topic string, partition int32) *partSender {
 	b, _ := batch.NewBuilder(batch.Options{Codec: p.cfg.Compression, Level: p.cfg.CompressionLevel})
@@ -270,13 +288,16 @@ func (s *partSender) hasState(st int) bool {
 // sendUnsent sends unsent batches in order while the in-flight bound allows.
 func (s *partSender) sendUnsent() {
 	for _, b := range s.window {
-		if s.inflight >= s.p.cfg.InFlightPerPartitionMax {
+		if s.inflight >= s.p.cfg.InFlightPerPartitionMax || (s.probing && s.inflight > 0) {
 			return
 		}
 		if b.state != batchUnsent {
 			continue
 		}
 		if err := s.send(b); err != nil {
+			if err == errWaitInFlight {
+				return
+			}
 			b.state, b.err = batchFailed, err
 			s.recovering = true
 			return
@@ -301,6 +322,9 @@ func (s *partSender) send(b *prodBatch) error {
 	if err != nil {
 		return err
 	}
+	if s.inflight > 0 && cn != s.conn {
+		return errWaitInFlight
+	}
 	v, err := cn.version(wire.APIProduce)
 	if err != nil {
 		return err
@@ -316,6 +340,7 @@ func (s *partSender) send(b *prodBatch) error {
 	}
 	b.state, b.sent = batchInFlight, true
 	s.inflight++
+	s.conn = cn
 	return nil
 }
 
@@ -330,6 +355,7 @@ func (s *partSender) completed(b *prodBatch) {
 	case err == nil:
 		b.state, b.err = batchDone, nil
 		b.baseOffset, b.logAppendTimeMs = b.resp.BaseOffset, b.resp.LogAppendTimeMs
+		s.probing = false // while probing, the one batch in flight is the oldest
 	case errors.Is(err, wire.ErrDuplicateSequence):
 		// Written long ago; the data is in the log (offset unknown).
 		b.state, b.err = batchDone, nil
