@@ -42,7 +42,7 @@ func TestProducerChaos(t *testing.T) {
 		return rng.IntN(100) < pct
 	}
 	produce := []wire.APIKey{wire.APIProduce}
-	e.fc.AddFault(clienttest.Fault{APIs: produce, CloseAfter: true, Match: func(clienttest.Request) bool { return chance(3) }})
+	closedAfter := e.fc.AddFault(clienttest.Fault{APIs: produce, CloseAfter: true, Match: func(clienttest.Request) bool { return chance(3) }})
 	e.fc.AddFault(clienttest.Fault{APIs: produce, Close: true, Match: func(clienttest.Request) bool { return chance(3) }})
 	e.fc.AddFault(clienttest.Fault{APIs: produce, Err: clienttest.Busy(1), Match: func(clienttest.Request) bool { return chance(3) }})
 	e.fc.AddFault(clienttest.Fault{APIs: produce, Match: func(clienttest.Request) bool { return chance(4) },
@@ -56,7 +56,9 @@ func TestProducerChaos(t *testing.T) {
 				e.fc.BumpGeneration(r.Topic, r.Partition)
 			}
 		}})
-	p := e.producer(smallBatches(client.ProducerConfig{}))
+	cfg := smallBatches(client.ProducerConfig{})
+	cfg.BatchBytesMax = 100 // about 4 records a batch: many requests, many faults
+	p := e.producer(cfg)
 	offsets := make([][]int64, partitions)
 	var wg sync.WaitGroup
 	for part := int32(0); part < partitions; part++ {
@@ -83,6 +85,7 @@ func TestProducerChaos(t *testing.T) {
 	if err := p.Flush(e.ctx); err != nil {
 		t.Fatal(err)
 	}
+	t.Logf("%d produce requests, %d answers lost after appending", e.fc.Requests(0, wire.APIProduce), closedAfter.Hits())
 	e.fc.ClearFaults()
 	if t.Failed() {
 		return
@@ -90,15 +93,38 @@ func TestProducerChaos(t *testing.T) {
 	for part := int32(0); part < partitions; part++ {
 		e.wantExactlyOnce("t", part, perPartition, offsets[part])
 	}
-	cs := e.consumer(client.ConsumerConfig{})
+	// Read everything back while fetches misbehave the same ways. Small
+	// fetches cut batches; Poll may report retriable partition errors.
+	fetch := []wire.APIKey{wire.APIFetch}
+	e.fc.AddFault(clienttest.Fault{APIs: fetch, Close: true, Match: func(clienttest.Request) bool { return chance(5) }})
+	e.fc.AddFault(clienttest.Fault{APIs: fetch, Err: clienttest.Busy(1), Match: func(clienttest.Request) bool { return chance(5) }})
+	e.fc.AddFault(clienttest.Fault{APIs: fetch, Match: func(clienttest.Request) bool { return chance(5) },
+		Then: func(r clienttest.Request) {
+			mu.Lock()
+			to := int32(rng.IntN(nodes) + 1)
+			mu.Unlock()
+			e.fc.MovePrimary(r.Topic, r.Partition, to)
+		}})
+	cs := e.consumer(client.ConsumerConfig{FetchMaxBytes: 300, FetchMaxWait: 10 * time.Millisecond})
 	if err := cs.Assign(e.ctx, "t", nil, client.StartEarliest); err != nil {
 		t.Fatal(err)
 	}
 	seen := make([]int64, partitions)
-	for _, r := range consumeN(t, e, cs, partitions*perPartition) {
-		if r.Offset != seen[r.Partition] || string(r.Value) != fmt.Sprint(r.Offset) {
-			t.Fatalf("consumed %d/%d = %q, want offset %d", r.Partition, r.Offset, r.Value, seen[r.Partition])
+	for got := 0; got < partitions*perPartition; {
+		recs, err := cs.Poll(e.ctx)
+		if err != nil {
+			if wire.IsRetriable(err) {
+				continue // reported, and retried by the fetcher
+			}
+			t.Fatalf("Poll after %d records: %v", got, err)
 		}
-		seen[r.Partition]++
+		for _, r := range recs {
+			if r.Offset != seen[r.Partition] || string(r.Value) != fmt.Sprint(r.Offset) {
+				t.Fatalf("consumed %d/%d = %q, want offset %d", r.Partition, r.Offset, r.Value, seen[r.Partition])
+			}
+			seen[r.Partition]++
+			got++
+		}
 	}
+	t.Logf("%d fetch requests", e.fc.Requests(0, wire.APIFetch))
 }
