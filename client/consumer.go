@@ -193,7 +193,10 @@ func (cs *Consumer) resolve(ctx context.Context, topic string, p int32, start St
 // the caller's (never reused by the consumer). When a partition reports an
 // error, Poll returns the records gathered before it and a
 // *PartitionError; the partition keeps fetching (a lost primary is retried,
-// a position out of range is reset per OutOfRange).
+// a position out of range is reset per OutOfRange). Poll also returns, with
+// no records and no error, when positions advanced over batches that hold
+// no data (control batches, such as the no-op a new primary appends), so
+// that a caller waiting for a position sees it move.
 func (cs *Consumer) Poll(ctx context.Context) ([]Record, error) {
 	for {
 		recs, err, ok := cs.take()
@@ -208,13 +211,15 @@ func (cs *Consumer) Poll(ctx context.Context) ([]Record, error) {
 	}
 }
 
-// take gathers ready results; ok is false when there was nothing.
+// take gathers ready results; ok is false when there was nothing (no
+// record, no error, no position moved).
 func (cs *Consumer) take() (recs []Record, err error, ok bool) {
 	cs.mu.Lock()
 	defer cs.mu.Unlock()
 	if cs.closed {
 		return nil, ErrClosed, true
 	}
+	moved := false
 	for len(cs.queue) > 0 && len(recs) < cs.cfg.PollRecordsMax {
 		r := cs.queue[0]
 		if cs.fetchers[partKey{r.f.topic, r.f.partition}] != r.f {
@@ -237,11 +242,12 @@ func (cs *Consumer) take() (recs []Record, err error, ok bool) {
 			r.recs = r.recs[n:]
 			break
 		}
+		moved = moved || r.f.position != r.next
 		r.f.position = r.next
 		cs.popLocked()
 		r.f.release()
 	}
-	return recs, nil, len(recs) > 0
+	return recs, nil, len(recs) > 0 || moved
 }
 
 func (cs *Consumer) popLocked() {

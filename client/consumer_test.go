@@ -2,12 +2,14 @@ package client_test
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"fmt"
 	"testing"
 	"time"
 
 	"github.com/corestream/corestream/client"
+	"github.com/corestream/corestream/client/clienttest"
 	"github.com/corestream/corestream/netio/wire"
 	"github.com/corestream/corestream/segment/batch"
 )
@@ -243,4 +245,50 @@ func TestOffsetsCommitFetch(t *testing.T) {
 	if err != nil || len(offs) != 2 || offs[0].Offset != 5 || offs[0].Metadata != "m" || offs[1].Offset != -1 {
 		t.Fatalf("fetch offsets: %+v, %v", offs, err)
 	}
+}
+
+// A real primary starts each generation with a one-record control batch.
+// The consumer skips it, and its position moves past it — also when a
+// partition holds nothing else, which Poll reports by returning.
+func TestConsumerSkipsControlBatches(t *testing.T) {
+	fc, err := clienttest.NewCluster(clienttest.Options{Nodes: 2, NoOpBatches: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer fc.Close()
+	fc.CreateTopic(clienttest.TopicSpec{Name: "t", Partitions: 2})
+	ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
+	defer cancel()
+	c, err := client.DialConfig(ctx, fastConfig(fc.Addrs()...))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	e := &env{t: t, fc: fc, c: c, ctx: ctx}
+	p := e.producer(clientProducerManual())
+	e.produceN(p, "t", 0, 3)
+	fc.MovePrimary("t", 0, 2) // another no-op in the middle of partition 0
+	e.produceN(p, "t", 0, 2)
+	cs := e.consumer(client.ConsumerConfig{})
+	if err := cs.Assign(ctx, "t", nil, client.StartEarliest); err != nil {
+		t.Fatal(err)
+	}
+	recs := consumeN(t, e, cs, 5)
+	for i, want := range []int64{1, 2, 3, 5, 6} {
+		if recs[i].Offset != want || recs[i].Partition != 0 {
+			t.Fatalf("record %d: %d/%d, want 0/%d", i, recs[i].Partition, recs[i].Offset, want)
+		}
+	}
+	waitPos := func(part int32, want int64) {
+		for {
+			if pos, _ := cs.Position("t", part); pos == want {
+				return
+			}
+			if _, err := cs.Poll(ctx); err != nil {
+				t.Fatalf("waiting for partition %d to reach %d: %v", part, want, err)
+			}
+		}
+	}
+	waitPos(1, 1) // partition 1 holds only its no-op
+	waitPos(0, 7)
 }

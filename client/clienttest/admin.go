@@ -273,6 +273,7 @@ func (c *Cluster) movePrimary(node int32, r *wire.MovePrimaryRequest) (wire.Resp
 	if p.primary != r.TargetNodeID {
 		p.primary = r.TargetNodeID
 		p.gen++
+		c.newGenerationLocked(p)
 	}
 	return &wire.MovePrimaryResponse{PrimaryID: p.primary, Generation: p.gen}, nil
 }
@@ -303,6 +304,7 @@ func (c *Cluster) rebalance(node int32, r *wire.RebalanceRequest) (wire.Response
 			p := c.topics[m.Topic].parts[m.Partition]
 			p.primary = m.ToNode
 			p.gen++
+			c.newGenerationLocked(p)
 		}
 		resp.Started = true
 		c.rebalances++

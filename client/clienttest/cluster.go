@@ -54,6 +54,11 @@ type Options struct {
 	// not walk every record (batch.Validate instead of ValidateRecords), to
 	// keep a throughput benchmark's broker side cheap.
 	HeaderChecksOnly bool
+	// NoOpBatches makes every partition start each generation (at
+	// creation, and whenever its primary moves or its generation changes)
+	// with a one-record control batch, as a real primary appends a
+	// consensus no-op when it takes over. Consumers must skip it.
+	NoOpBatches bool
 	// DiscardRecords makes Produce keep only each batch's offsets, not its
 	// bytes (fetches then return no records): a throughput benchmark's
 	// broker side does no copying.

@@ -2,8 +2,10 @@ package clienttest
 
 import (
 	"crypto/rand"
+	"encoding/binary"
 	"fmt"
 	"sort"
+	"time"
 
 	"github.com/corestream/corestream/netio/wire"
 	"github.com/corestream/corestream/segment/batch"
@@ -121,7 +123,35 @@ func (c *Cluster) addPartitionsLocked(t *topic, total int32) {
 		}
 		p.primary = p.replicas[0]
 		t.parts = append(t.parts, p)
+		c.newGenerationLocked(p)
 	}
+}
+
+// newGenerationLocked appends the no-op control batch a new primary writes,
+// when Options.NoOpBatches asks for it. REQUIRES: c.mu held.
+func (c *Cluster) newGenerationLocked(p *partition) {
+	if !c.opts.NoOpBatches {
+		return
+	}
+	b, err := batch.NewBuilder(batch.Options{})
+	if err != nil {
+		panic(err)
+	}
+	b.AppendKV(time.Now().UnixMilli(), nil, nil)
+	data, err := b.Build()
+	if err != nil {
+		panic(err)
+	}
+	// Field offsets from package batch's layout (attributes 21, crc 17).
+	const offAttributes, offCRC = 21, 17
+	attrs := binary.BigEndian.Uint16(data[offAttributes:]) | batch.ControlBit
+	binary.BigEndian.PutUint16(data[offAttributes:], attrs)
+	binary.BigEndian.PutUint32(data[offCRC:], batch.Checksum(data))
+	h, err := batch.ReadHeader(data)
+	if err != nil {
+		panic(err)
+	}
+	p.append(data, &h, c.opts.RetainBytesMax, false)
 }
 
 // DeleteTopic deletes a topic directly.
@@ -165,6 +195,7 @@ func (c *Cluster) MovePrimary(topicName string, partition, node int32) error {
 	c.node(node)
 	p.primary = node
 	p.gen++
+	c.newGenerationLocked(p)
 	return nil
 }
 
@@ -179,6 +210,7 @@ func (c *Cluster) BumpGeneration(topicName string, partition int32) error {
 		return err
 	}
 	p.gen++
+	c.newGenerationLocked(p)
 	return nil
 }
 

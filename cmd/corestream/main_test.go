@@ -28,7 +28,12 @@ type cli struct {
 
 func newCLI(t *testing.T, nodes int) *cli {
 	t.Helper()
-	fc, err := clienttest.NewCluster(clienttest.Options{Nodes: nodes})
+	return newCLIOpts(t, clienttest.Options{Nodes: nodes})
+}
+
+func newCLIOpts(t *testing.T, opts clienttest.Options) *cli {
+	t.Helper()
+	fc, err := clienttest.NewCluster(opts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -192,6 +197,21 @@ func TestProduceAndConsume(t *testing.T) {
 	c.ok("", "topic", "create", "empty")
 	if out := c.ok("", "consume", "empty"); out != "" {
 		t.Fatalf("empty topic printed %q", out)
+	}
+}
+
+// Partitions that begin with a primary's no-op control batch, or hold
+// nothing else, still end where they should (found against the real
+// broker, which writes one per generation).
+func TestConsumeOverControlBatches(t *testing.T) {
+	c := newCLIOpts(t, clienttest.Options{NoOpBatches: true})
+	c.ok("", "topic", "create", "t", "--partitions", "2")
+	c.ok("x\ny\n", "produce", "t", "--partition", "1")
+	if out := c.ok("", "consume", "t", "--partition", "0"); out != "" {
+		t.Fatalf("a partition with only a no-op printed %q", out)
+	}
+	if out := c.ok("", "consume", "t"); out != "x\ny\n" {
+		t.Fatalf("consume: %q", out)
 	}
 }
 
