@@ -45,7 +45,7 @@ func (h *handler) metadata(c *netio.Conn, hdr wire.RequestHeader, body []byte) {
 func (n *Node) nodes() []wire.Node {
 	out := make([]wire.Node, 0, len(n.roster))
 	for _, m := range n.roster {
-		out = append(out, wire.Node{ID: int32(m.ID), ClientAddr: m.ClientAddr, HTTPAddr: m.HTTPAddr, Alive: n.alive(int32(m.ID))})
+		out = append(out, wire.Node{ID: int32(m.ID), ClientAddr: n.advertised(m), HTTPAddr: m.HTTPAddr, Alive: n.alive(int32(m.ID))})
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].ID < out[j].ID })
 	return out
@@ -54,8 +54,8 @@ func (n *Node) nodes() []wire.Node {
 // alive reports whether node id is believed up.
 func (n *Node) alive(id int32) bool { return id == int32(n.self) || n.peerAlive(id) }
 
-// peerAlive is overridden by the cluster layer; a single node has no peers.
-func (n *Node) peerAlive(int32) bool { return false }
+// peerAlive reports whether peer id was heard from recently.
+func (n *Node) peerAlive(id int32) bool { return n.peers != nil && n.peers.alive(id) }
 
 func (n *Node) topicMetadata(t *metadata.Topic) wire.TopicMetadata {
 	tm := wire.TopicMetadata{Name: t.Name, ID: wire.TopicID(t.ID), ReplicationFactor: int16(t.ReplicationFactor),

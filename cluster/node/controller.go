@@ -70,13 +70,13 @@ func (n *Node) startController() error {
 			FS: n.fs, Dir: filepath.Join(n.dir, "__meta"), Log: cfg,
 			Topic: "__meta", TopicID: metaTopicID, Partition: 0,
 			Self: n.self, Replicas: reps, Limits: n.limits,
-			OnCommit: c.onCommit,
-			OnRoute:  func(r *partition.Replica) { n.metaRouteChanged(r) },
+			Send: n.sendFn(), OnCommit: c.onCommit, OnRoute: n.routeChanged,
 		})
 		if err != nil {
 			done <- fmt.Errorf("node: metadata log: %w", err)
 			return
 		}
+		n.opened(r, metaShard)
 		c.r = r
 		n.ctrl = c
 		done <- nil
@@ -107,16 +107,6 @@ func (n *Node) startController() error {
 	return nil
 }
 
-// metaRouteChanged records the metadata group's primary for responses.
-func (n *Node) metaRouteChanged(r *partition.Replica) {
-	lead, term := r.Route()
-	leader := int32(lead)
-	if lead == raftlite.None {
-		leader = -1
-	}
-	n.routes.set(r.Key(), route{leader: leader, term: term})
-}
-
 // metaRoute is the metadata primary and generation (-1 when unknown).
 func (n *Node) metaRoute() (int32, int32) {
 	rt, ok := n.routes.get(shardKey(metaTopicID, 0))
@@ -129,12 +119,18 @@ func (n *Node) metaRoute() (int32, int32) {
 func (c *controller) stop() {}
 
 // onCommit applies every committed command up to commit.
+//
+// A follower may learn a commit before its own copy of the entries is
+// written (its append is still in the kernel): it applies what is
+// readable now, and the rest when the write completes (the replica calls
+// OnCommit again on log progress).
 func (c *controller) onCommit(r *partition.Replica, commit int64) {
 	changed := false
+	commit = min(commit, r.Log().WrittenOffset())
 	for c.applied < commit {
 		spans, err := r.Log().Read(c.applied+1, 16<<20, commit)
 		if err != nil || len(spans) == 0 {
-			c.n.log.Error("metadata: reading committed entries", "from", c.applied+1, "commit", commit, "err", err)
+			c.n.log.Error("metadata: reading committed entries", "from", c.applied+1, "commit", commit, "written", r.Log().WrittenOffset(), "leo", r.Log().LogEndOffset(), "err", err)
 			segment.ReleaseSpans(spans)
 			return
 		}

@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net"
 	"os"
 	"path/filepath"
 	"sync/atomic"
@@ -43,10 +44,16 @@ type Node struct {
 	limits *raftlite.Limits
 	self   raftlite.NodeID
 	roster []config.RosterNode
-	lockFd int
+	// boundAddr is the client listener's bound address, advertised for
+	// this node when node.client_addr asks for port 0 (the roster then
+	// holds an address no client can dial). Set once Listen returns.
+	boundAddr atomic.Pointer[string]
+	lockFd    int
 	// engineNote says which write engine the shards use and why.
 	engineNote string
 	stopped    atomic.Bool
+	// peers is the replication transport (nil on a single node).
+	peers *peers
 	// rebalancing says a primary move planned by the balancer is running.
 	rebalancing atomic.Bool
 }
@@ -124,9 +131,21 @@ func (n *Node) Start() error {
 		return *p
 	}
 	n.log.Info("shards started", "shards", count, "engine", n.engineNote)
+	if n.clustered() {
+		if err := n.startPeers(); err != nil {
+			n.stopShards()
+			return fmt.Errorf("node: node.replication_addr %s: %w", n.cfg.Node.ReplicationAddr, err)
+		}
+	}
 	if err := n.startController(); err != nil {
 		n.stopShards()
 		return err
+	}
+	if n.clustered() {
+		for i := 0; i < g.Len(); i++ {
+			sh := g.Shard(i)
+			sh.Post(func() { n.inSyncLoop(sh) })
+		}
 	}
 	srv, err := netio.NewServer(g, netio.Config{
 		MaxFrameBytes: n.cfg.Network.MaxFrameBytes, MaxInflightPerConn: n.cfg.Network.MaxInflightPerConn,
@@ -142,6 +161,10 @@ func (n *Node) Start() error {
 		return fmt.Errorf("node: node.client_addr %s: %w", n.cfg.Node.ClientAddr, err)
 	}
 	n.server = srv
+	if _, port, err := net.SplitHostPort(n.cfg.Node.ClientAddr); err == nil && port == "0" {
+		bound := srv.Addr().String()
+		n.boundAddr.Store(&bound)
+	}
 	n.log.Info("listening", "client_addr", srv.Addr().String(), "node", n.self, "data_dir", n.dir)
 	return nil
 }
@@ -163,6 +186,11 @@ func (n *Node) Stop(ctx context.Context) error {
 	var first error
 	if n.server != nil {
 		if err := n.server.Shutdown(ctx); err != nil {
+			first = err
+		}
+	}
+	if n.peers != nil {
+		if err := n.peers.server.Shutdown(ctx); err != nil && first == nil {
 			first = err
 		}
 	}
@@ -221,6 +249,97 @@ func (n *Node) lockDir() error {
 	return nil
 }
 
+// sendFn is the replicas' transport: nil on a single node.
+func (n *Node) sendFn() func(*partition.Replica, []raftlite.Message) {
+	if n.peers == nil {
+		return nil
+	}
+	return n.peers.send
+}
+
+// opened registers a replica's consensus group for incoming messages.
+func (n *Node) opened(r *partition.Replica, shardID int) {
+	if n.peers != nil {
+		n.peers.groupShard.Store(partition.GroupID(r.Key()), shardID)
+	}
+}
+
+// closed forgets a replica's consensus group.
+func (n *Node) closed(key [20]byte) {
+	if n.peers != nil {
+		n.peers.groupShard.Delete(partition.GroupID(key))
+	}
+	n.routes.drop(key)
+}
+
+// routeChanged records a replica's primary and generation, and announces
+// it to the peers when this node is the primary.
+func (n *Node) routeChanged(r *partition.Replica) {
+	lead, term := r.Route()
+	rt := route{leader: int32(lead), term: term}
+	if lead == raftlite.None {
+		rt.leader = -1
+	}
+	if lead == n.self {
+		rt.inSync = n.inSync(r)
+	}
+	n.routes.set(r.Key(), rt)
+	if n.peers != nil && lead == n.self {
+		n.peers.announce(announcement(r.Key(), rt))
+	}
+}
+
+// inSync lists the replicas of r (a primary) that hold everything
+// committed and were heard from within the election timeout.
+func (n *Node) inSync(r *partition.Replica) []int32 {
+	commit := r.HighWatermark() - 1
+	out := []int32{int32(n.self)}
+	for _, id := range r.Config().Replicas {
+		if id == n.self {
+			continue
+		}
+		if m, ok := r.Raft().Match(id); ok && m >= commit && n.alive(int32(id)) {
+			out = append(out, int32(id))
+		}
+	}
+	return out
+}
+
+// inSyncEvery is how often primaries refresh their in-sync replicas.
+const inSyncEvery = 250 * time.Millisecond
+
+// inSyncLoop refreshes, on shard sh, the in-sync sets of the partitions
+// this node leads there, and announces those that changed.
+func (n *Node) inSyncLoop(sh *shard.Shard) {
+	if n.stopped.Load() {
+		return
+	}
+	if h := n.hosts[sh.ID()]; h != nil {
+		h.Each(func(r *partition.Replica) {
+			if !r.IsPrimary() {
+				return
+			}
+			old, _ := n.routes.get(r.Key())
+			if !sameIDs(old.inSync, n.inSync(r)) || old.leader != int32(n.self) {
+				n.routeChanged(r)
+			}
+		})
+	}
+	sh.AfterFunc(inSyncEvery, func() { n.inSyncLoop(sh) })
+}
+
+func sameIDs(a, b []int32) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
+}
+
 // shardOf returns the shard that owns partition p of topic id.
 func (n *Node) shardOf(id [16]byte, p int32) int {
 	return shard.ShardForPartition(id, uint32(p), len(n.hosts))
@@ -230,10 +349,21 @@ func (n *Node) shardOf(id [16]byte, p int32) int {
 func (n *Node) addrOf(id int32) string {
 	for _, r := range n.roster {
 		if int32(r.ID) == id {
-			return r.ClientAddr
+			return n.advertised(r)
 		}
 	}
 	return ""
+}
+
+// advertised is roster node r's client address as clients must see it:
+// this node's bound address when it listens on a port picked at start-up.
+func (n *Node) advertised(r config.RosterNode) string {
+	if raftlite.NodeID(r.ID) == n.self {
+		if a := n.boundAddr.Load(); a != nil {
+			return *a
+		}
+	}
+	return r.ClientAddr
 }
 
 // partitionDir is where partition p of topic id keeps its files.

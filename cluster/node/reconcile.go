@@ -56,8 +56,9 @@ func (n *Node) reconcile(sh *shard.Shard) {
 	})
 	for _, r := range gone {
 		cfg := r.Config()
-		err := h.CloseReplica(r.Key(), wire.Errorf(wire.ErrUnknownTopicOrPartition, "topic %s (id %x) was deleted", cfg.Topic, cfg.TopicID))
-		n.routes.drop(r.Key())
+		key := r.Key()
+		err := h.CloseReplica(key, wire.Errorf(wire.ErrUnknownTopicOrPartition, "topic %s (id %x) was deleted", cfg.Topic, cfg.TopicID))
+		n.closed(key)
 		if err != nil {
 			n.log.Warn("closing a deleted partition", "topic", cfg.Topic, "partition", cfg.Partition, "err", err)
 		}
@@ -93,23 +94,16 @@ func (n *Node) openReplica(h *partition.Host, t *metadata.Topic, p int32, reps [
 	for i, r := range reps {
 		ids[i] = raftlite.NodeID(r)
 	}
-	_, err := h.Open(partition.Config{
+	r, err := h.Open(partition.Config{
 		FS: n.fs, Dir: n.partitionDir(t.ID, p), Log: cfg,
 		Topic: t.Name, TopicID: t.ID, Partition: p,
 		Self: n.self, Replicas: ids, Limits: n.limits,
-		OnRoute: n.partitionRouteChanged,
+		Send: n.sendFn(), OnRoute: n.routeChanged,
 	})
-	return err
-}
-
-// partitionRouteChanged records a partition's primary and generation.
-func (n *Node) partitionRouteChanged(r *partition.Replica) {
-	lead, term := r.Route()
-	leader := int32(lead)
-	if lead == raftlite.None {
-		leader = -1
+	if err == nil {
+		n.opened(r, h.Shard().ID())
 	}
-	n.routes.set(r.Key(), route{leader: leader, term: term})
+	return err
 }
 
 func hosts(reps []metadata.NodeID, self raftlite.NodeID) bool {

@@ -1,7 +1,10 @@
 package node
 
 import (
+	"encoding/binary"
 	"sync"
+
+	"github.com/corestream/corestream/cluster/peerwire"
 
 	"github.com/corestream/corestream/cluster/metadata"
 )
@@ -63,6 +66,46 @@ func (rt *routes) get(key [20]byte) (route, bool) {
 	r, ok := rt.m[key]
 	rt.mu.RUnlock()
 	return r, ok
+}
+
+// learn records a route announced by a peer unless this node already
+// knows a newer generation (or a primary for the same one: one leader per
+// term).
+func (rt *routes) learn(key [20]byte, r route) {
+	rt.mu.Lock()
+	if rt.m == nil {
+		rt.m = map[[20]byte]route{}
+	}
+	old, ok := rt.m[key]
+	if !ok || r.term > old.term || (r.term == old.term && (old.leader <= 0 || old.leader == r.leader)) {
+		rt.m[key] = r
+	}
+	rt.mu.Unlock()
+}
+
+// ledBy returns, as announcements, every route whose primary is node id.
+func (rt *routes) ledBy(id int32) []peerwire.Route {
+	rt.mu.RLock()
+	defer rt.mu.RUnlock()
+	var out []peerwire.Route
+	for key, r := range rt.m {
+		if r.leader == id {
+			out = append(out, announcement(key, r))
+		}
+	}
+	return out
+}
+
+// announcement is route r of partition key as a peerwire.Route.
+func announcement(key [20]byte, r route) peerwire.Route {
+	a := peerwire.Route{Partition: int32(binary.BigEndian.Uint32(key[16:])), Leader: r.leader, Term: r.term}
+	copy(a.TopicID[:], key[:16])
+	for _, id := range r.inSync {
+		if id >= 1 && id <= 32 {
+			a.InSync |= 1 << (id - 1)
+		}
+	}
+	return a
 }
 
 func (rt *routes) drop(key [20]byte) {

@@ -47,7 +47,9 @@ type Config struct {
 	OnRoute func(r *Replica)
 	// OnCommit runs when the commit offset moves, before the produce
 	// requests it covers are answered (the metadata group applies its
-	// commands here, so a proposer's answer can carry the result).
+	// commands here, so a proposer's answer can carry the result), and
+	// again whenever the log's written offset moves: a follower can learn
+	// a commit before its own copy of the entries is readable.
 	OnCommit func(r *Replica, commit int64)
 	// NowMs is the wall clock (log append times).
 	NowMs func() int64
@@ -91,6 +93,10 @@ type Replica struct {
 	// progressDeferred says a log-progress pass is queued for this round.
 	progressDeferred bool
 	closed           bool
+	// holdTicks delays a non-preferred replica's election clock after it
+	// opens, so the preferred primary (which campaigns after one tick)
+	// wins even when the other replicas open first.
+	holdTicks int32
 	// failure is set while the replica cannot serve (its log failed and
 	// could not be reopened); requests get STORAGE_ERROR.
 	failure error
@@ -158,6 +164,12 @@ func (r *Replica) startRaft() error {
 	if len(r.cfg.Replicas) == 1 {
 		// A group of one needs no election timeout to find its leader.
 		node.Campaign()
+	} else if r.cfg.Replicas[0] != r.cfg.Self {
+		lim := r.cfg.Limits
+		if lim == nil {
+			lim = raftlite.DefaultLimits()
+		}
+		r.holdTicks = 3 * lim.ElectionTicks
 	}
 	return nil
 }
@@ -188,6 +200,10 @@ func (r *Replica) IsPrimary() bool {
 // Tick advances the consensus clock by one tick.
 func (r *Replica) Tick() {
 	if r.closed || r.raft == nil {
+		return
+	}
+	if r.holdTicks > 0 && r.raft.Role() != raftlite.RoleLeader {
+		r.holdTicks--
 		return
 	}
 	r.raft.Tick()
@@ -233,6 +249,9 @@ func (r *Replica) onLogProgress() {
 		}
 	}
 	r.completePrimary()
+	if r.cfg.OnCommit != nil {
+		r.cfg.OnCommit(r, r.commit)
+	}
 	r.process()
 }
 

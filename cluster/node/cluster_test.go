@@ -1,0 +1,301 @@
+package node
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"testing"
+	"time"
+
+	"github.com/corestream/corestream/client"
+	"github.com/corestream/corestream/cluster/config"
+)
+
+// freePorts reserves n loopback ports (listen on :0, then close).
+func freePorts(t *testing.T, n int) []string {
+	t.Helper()
+	var out []string
+	var ls []net.Listener
+	for i := 0; i < n; i++ {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		ls = append(ls, l)
+		out = append(out, l.Addr().String())
+	}
+	for _, l := range ls {
+		l.Close()
+	}
+	return out
+}
+
+// cluster is n nodes in this process.
+type testCluster struct {
+	t     *testing.T
+	nodes []*Node
+	cfgs  []config.Config
+}
+
+func startCluster(t *testing.T, size int, mutate func(*config.Config)) *testCluster {
+	t.Helper()
+	ports := freePorts(t, 2*size)
+	var roster []config.RosterNode
+	for i := 0; i < size; i++ {
+		roster = append(roster, config.RosterNode{ID: i + 1, ClientAddr: ports[2*i], ReplicationAddr: ports[2*i+1]})
+	}
+	tc := &testCluster{t: t}
+	for i := 0; i < size; i++ {
+		cfg := config.Default()
+		cfg.Node.ID = i + 1
+		cfg.Node.DataDir = t.TempDir()
+		cfg.Node.ClientAddr = roster[i].ClientAddr
+		cfg.Node.ReplicationAddr = roster[i].ReplicationAddr
+		cfg.Node.HTTPAddr = ""
+		cfg.Shard.Count = 2
+		cfg.Cluster.Secret = "test-secret"
+		cfg.Cluster.Nodes = roster
+		cfg.Cluster.HeartbeatIntervalMs = 50
+		cfg.Cluster.ElectionTimeoutMs = 500
+		if mutate != nil {
+			mutate(&cfg)
+		}
+		tc.cfgs = append(tc.cfgs, cfg)
+	}
+	for i := range tc.cfgs {
+		tc.startNode(i)
+	}
+	t.Cleanup(func() {
+		for i := range tc.nodes {
+			tc.stopNode(i)
+		}
+	})
+	return tc
+}
+
+func (tc *testCluster) startNode(i int) {
+	tc.t.Helper()
+	n, err := New(tc.cfgs[i], nil)
+	if err != nil {
+		tc.t.Fatal(err)
+	}
+	if err := n.Start(); err != nil {
+		n.Stop(context.Background())
+		tc.t.Fatal(err)
+	}
+	for len(tc.nodes) <= i {
+		tc.nodes = append(tc.nodes, nil)
+	}
+	tc.nodes[i] = n
+}
+
+func (tc *testCluster) stopNode(i int) {
+	if tc.nodes[i] == nil {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := tc.nodes[i].Stop(ctx); err != nil {
+		tc.t.Errorf("stop node %d: %v", i+1, err)
+	}
+	tc.nodes[i] = nil
+}
+
+func (tc *testCluster) brokers() []string {
+	var out []string
+	for _, c := range tc.cfgs {
+		out = append(out, c.Node.ClientAddr)
+	}
+	return out
+}
+
+func TestClusterCreateProduceConsume(t *testing.T) {
+	tc := startCluster(t, 3, nil)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	cl, err := client.Dial(ctx, tc.brokers()...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	var created bool
+	for !created {
+		_, err := cl.CreateTopic(ctx, client.TopicSpec{Name: "orders", Partitions: 12, ReplicationFactor: 3})
+		if err == nil {
+			created = true
+			break
+		}
+		t.Logf("create: %v", err)
+		select {
+		case <-ctx.Done():
+			t.Fatal(ctx.Err())
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+	fmt.Println("created")
+}
+
+// waitFor polls cond until it holds or the deadline passes.
+func clusterWait(t *testing.T, d time.Duration, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(d)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out after %v waiting for %s", d, what)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+func primaries(t *testing.T, cl *client.Client) map[int32]int32 {
+	st, err := cl.ClusterStatus(context.Background())
+	if err != nil {
+		return nil
+	}
+	out := map[int32]int32{}
+	for _, n := range st.Nodes {
+		out[n.ID] = n.Primaries
+	}
+	return out
+}
+
+func createTopic(t *testing.T, ctx context.Context, cl *client.Client, spec client.TopicSpec) {
+	t.Helper()
+	for {
+		_, err := cl.CreateTopic(ctx, spec)
+		if err == nil {
+			return
+		}
+		if ctx.Err() != nil {
+			t.Fatalf("create %s: %v", spec.Name, err)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// produceAll sends count keyed records and returns, per partition, the
+// values acknowledged in offset order.
+func produceAll(t *testing.T, ctx context.Context, cl *client.Client, topic string, from, count int) map[int32][]string {
+	t.Helper()
+	p, err := cl.NewProducer(ctx, client.ProducerConfig{Linger: time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close(ctx)
+	type ack struct {
+		part int32
+		off  int64
+		val  string
+	}
+	acks := make(chan ack, count)
+	for i := from; i < from+count; i++ {
+		v := fmt.Sprintf("m%06d", i)
+		err := p.ProduceAsync(ctx, client.Record{Topic: topic, Key: []byte(fmt.Sprintf("k%d", i%97)), Value: []byte(v)},
+			func(pr client.Produced, err error) {
+				if err != nil {
+					t.Errorf("produce %s: %v", v, err)
+					acks <- ack{part: -1}
+					return
+				}
+				acks <- ack{pr.Partition, pr.Offset, v}
+			})
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := p.Flush(ctx); err != nil {
+		t.Fatal(err)
+	}
+	got := map[int32]map[int64]string{}
+	for i := 0; i < count; i++ {
+		a := <-acks
+		if a.part < 0 {
+			continue
+		}
+		if got[a.part] == nil {
+			got[a.part] = map[int64]string{}
+		}
+		got[a.part][a.off] = a.val
+	}
+	out := map[int32][]string{}
+	for part, m := range got {
+		offs := make([]int64, 0, len(m))
+		for o := range m {
+			offs = append(offs, o)
+		}
+		sortInt64s(offs)
+		for _, o := range offs {
+			out[part] = append(out[part], m[o])
+		}
+	}
+	return out
+}
+
+func sortInt64s(s []int64) {
+	for i := 1; i < len(s); i++ {
+		for j := i; j > 0 && s[j] < s[j-1]; j-- {
+			s[j], s[j-1] = s[j-1], s[j]
+		}
+	}
+}
+
+// consumeAll reads every partition from the start to its high watermark.
+func consumeAll(t *testing.T, ctx context.Context, cl *client.Client, topic string, parts int32) map[int32][]string {
+	t.Helper()
+	cs, err := cl.NewConsumer(client.ConsumerConfig{FetchMaxWait: 50 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cs.Close()
+	var all []int32
+	for p := int32(0); p < parts; p++ {
+		all = append(all, p)
+	}
+	if err := cs.Assign(ctx, topic, all, client.StartEarliest); err != nil {
+		t.Fatal(err)
+	}
+	out := map[int32][]string{}
+	done := func() bool {
+		for _, p := range all {
+			hw, err := cs.HighWatermark(topic, p)
+			pos, _ := cs.Position(topic, p)
+			if err != nil || pos < hw || hw < 0 {
+				return false
+			}
+		}
+		return true
+	}
+	for !done() {
+		recs, err := cs.Poll(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, r := range recs {
+			out[r.Partition] = append(out[r.Partition], string(r.Value))
+		}
+	}
+	return out
+}
+
+func TestClusterPrimariesSpreadAndReplicate(t *testing.T) {
+	tc := startCluster(t, 3, nil)
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	cl, err := client.Dial(ctx, tc.brokers()...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	createTopic(t, ctx, cl, client.TopicSpec{Name: "orders", Partitions: 12, ReplicationFactor: 3})
+	clusterWait(t, 30*time.Second, "4 primaries per node", func() bool {
+		p := primaries(t, cl)
+		return p[1] == 4 && p[2] == 4 && p[3] == 4
+	})
+	want := produceAll(t, ctx, cl, "orders", 0, 3000)
+	got := consumeAll(t, ctx, cl, "orders", 12)
+	for part, vals := range want {
+		if fmt.Sprint(got[part]) != fmt.Sprint(vals) {
+			t.Fatalf("partition %d: consumed %d values, acknowledged %d", part, len(got[part]), len(vals))
+		}
+	}
+}

@@ -1,0 +1,275 @@
+package node
+
+import (
+	"crypto/sha256"
+	"errors"
+	"strconv"
+	"time"
+
+	"github.com/corestream/corestream/cluster/peerauth"
+	"github.com/corestream/corestream/cluster/peerwire"
+	"github.com/corestream/corestream/netio"
+	"github.com/corestream/corestream/raftlite"
+	"github.com/corestream/corestream/shard"
+	"github.com/corestream/corestream/shard/partition"
+)
+
+// params are this node's handshake parameters for link k.
+func (p *peers) params(k int) peerauth.Params {
+	return peerauth.Params{Version: Version, Node: int32(p.n.self), K: int32(p.k), ConnIndex: int32(k)}
+}
+
+func peerFrame(body []byte) netio.Response {
+	b := make([]byte, 4, 4+len(body))
+	b[0], b[1], b[2], b[3] = byte(len(body)>>24), byte(len(body)>>16), byte(len(body)>>8), byte(len(body))
+	return netio.Response{Header: append(b, body...)}
+}
+
+// dial opens link l from its shard (ps); on failure or close it redials
+// with backoff.
+func (p *peers) dial(ps *peerShard, l *link) {
+	if p.n.stopped.Load() {
+		return
+	}
+	err := p.server.Dial(ps.sh, l.addr, &outbound{p: p, ps: ps, l: l}, func(c *netio.Conn, err error) {
+		if err != nil {
+			p.redial(ps, l)
+		}
+	})
+	if err != nil {
+		p.redial(ps, l)
+	}
+}
+
+func (p *peers) redial(ps *peerShard, l *link) {
+	l.ready, l.conn = false, nil
+	if p.n.stopped.Load() {
+		return
+	}
+	d := l.backoff
+	l.backoff = min(l.backoff*2, redialMax)
+	l.timer = ps.sh.AfterFunc(d, func() { p.dial(ps, l) })
+}
+
+// outbound handles a link this node dialed: it sends the Hello, checks
+// the listener's Challenge, proves itself, and once Welcomed carries this
+// node's messages (it receives nothing else).
+type outbound struct {
+	p      *peers
+	ps     *peerShard
+	l      *link
+	closed bool
+}
+
+func (o *outbound) OnOpen(c *netio.Conn) error {
+	o.l.conn = c
+	o.l.hello = peerauth.Hello{Params: o.p.params(o.l.key.k), Nonce: peerauth.NewNonce()}
+	c.Send(peerFrame(peerauth.EncodeHello(o.l.hello)))
+	return nil
+}
+
+func (o *outbound) OnFrame(c *netio.Conn, body []byte) {
+	c.Release()
+	kind, v, err := peerauth.Decode(body)
+	switch {
+	case err != nil:
+		o.p.n.log.Error("replication handshake refused", "peer", o.l.key.peer, "addr", o.l.addr, "err", err)
+	case kind == peerauth.KindChallenge:
+		ch := v.(peerauth.Challenge)
+		if err := peerauth.VerifyChallenge(o.p.secret, o.l.hello, ch); err != nil {
+			o.p.n.log.Error("replication handshake refused", "peer", o.l.key.peer, "addr", o.l.addr, "err", err)
+			c.Send(peerFrame(peerauth.EncodeRefusal(err.Error())))
+			c.Close()
+			return
+		}
+		c.Send(peerFrame(peerauth.EncodeProof(peerauth.DialerProof(o.p.secret, o.l.hello, ch))))
+		return
+	case kind == peerauth.KindWelcome:
+		o.l.ready, o.l.backoff = true, redialMin
+		o.p.n.log.Info("replication link up", "peer", o.l.key.peer, "link", o.l.key.k)
+		return
+	default:
+		o.p.n.log.Error("replication: unexpected handshake message", "peer", o.l.key.peer, "kind", kind)
+	}
+	c.Close()
+}
+
+func (o *outbound) OnFrameTooLarge(c *netio.Conn, size uint32, head []byte) {}
+
+func (o *outbound) OnClose(c *netio.Conn, err error) {
+	if o.closed {
+		return
+	}
+	o.closed = true
+	if o.l.ready {
+		o.p.n.log.Warn("replication link down", "peer", o.l.key.peer, "link", o.l.key.k, "err", err)
+	}
+	if o.l.conn == c || o.l.conn == nil {
+		o.p.redial(o.ps, o.l)
+	}
+}
+
+// inbound handles a link a peer dialed: it checks the Hello, challenges,
+// verifies the proof, welcomes, moves the connection to the shard the
+// link index names, and from then on receives the peer's messages.
+type inbound struct{ p *peers }
+
+// inState is one inbound connection's handshake state.
+type inState struct {
+	hello     peerauth.Hello
+	challenge peerauth.Challenge
+	stage     int // 0 want Hello, 1 want Proof, 2 streaming
+	peer      int32
+}
+
+func (in *inbound) OnOpen(c *netio.Conn) error {
+	c.SetContext(&inState{})
+	return nil
+}
+
+func (in *inbound) OnFrameTooLarge(c *netio.Conn, size uint32, head []byte) {
+	in.p.n.log.Error("replication: oversize frame from a peer", "remote", c.RemoteAddr(), "bytes", size)
+}
+
+func (in *inbound) OnClose(c *netio.Conn, err error) {}
+
+func (in *inbound) refuse(c *netio.Conn, err error) {
+	in.p.n.log.Error("replication handshake refused", "remote", c.RemoteAddr(), "err", err)
+	c.Send(peerFrame(peerauth.EncodeRefusal(err.Error())))
+	c.Close()
+}
+
+func (in *inbound) OnFrame(c *netio.Conn, body []byte) {
+	c.Release()
+	st := c.Context().(*inState)
+	p := in.p
+	switch st.stage {
+	case 0:
+		kind, v, err := peerauth.Decode(body)
+		if err == nil && kind != peerauth.KindHello {
+			err = errors.New("peerauth: expected a Hello")
+		}
+		if err != nil {
+			in.refuse(c, err)
+			return
+		}
+		h := v.(peerauth.Hello)
+		ours := p.params(int(h.ConnIndex))
+		if err := peerauth.Compatible(ours, h.Params); err != nil {
+			in.refuse(c, err)
+			return
+		}
+		if h.Node <= 0 || h.Node > int32(raftlite.NodeIDMax) || h.Node == int32(p.n.self) || p.n.addrOf(h.Node) == "" {
+			in.refuse(c, errors.New("peerauth: node "+strconv.Itoa(int(h.Node))+" is not a peer in this node's roster"))
+			return
+		}
+		if h.ConnIndex < 0 || int(h.ConnIndex) >= p.k {
+			in.refuse(c, errors.New("peerauth: link index out of range"))
+			return
+		}
+		st.hello, st.peer = h, h.Node
+		st.challenge = peerauth.Challenge{Params: ours, Nonce: peerauth.NewNonce()}
+		st.challenge.Proof = peerauth.ListenerProof(p.secret, h, ours, st.challenge.Nonce)
+		st.stage = 1
+		c.Send(peerFrame(peerauth.EncodeChallenge(st.challenge)))
+	case 1:
+		kind, v, err := peerauth.Decode(body)
+		if err == nil && kind != peerauth.KindProof {
+			err = errors.New("peerauth: expected a Proof")
+		}
+		if err == nil {
+			err = peerauth.VerifyProof(p.secret, st.hello, st.challenge, v.([sha256.Size]byte))
+		}
+		if err != nil {
+			in.refuse(c, err)
+			return
+		}
+		st.stage = 2
+		c.Send(peerFrame(peerauth.EncodeWelcome()))
+		p.lastSeen[st.peer].Store(time.Now().UnixNano())
+		to := p.n.group.Shard(p.linkShard(int(st.hello.ConnIndex)))
+		if to != c.Shard() {
+			if err := c.Migrate(to, func(*netio.Conn, error) {}); err != nil {
+				p.n.log.Warn("replication: moving a link to its shard", "err", err)
+			}
+		}
+	default:
+		p.lastSeen[st.peer].Store(time.Now().UnixNano())
+		p.receive(c.Shard(), st.peer, body)
+	}
+}
+
+// receive dispatches one frame from a peer on shard sh.
+func (p *peers) receive(sh *shard.Shard, from int32, body []byte) {
+	if len(body) == 0 {
+		return
+	}
+	switch body[0] {
+	case peerwire.KindMessages:
+		err := peerwire.DecodeMessages(body, func(m *raftlite.Message) { p.deliverMessage(sh, m) })
+		if err != nil {
+			p.n.log.Error("replication: bad frame", "peer", from, "err", err)
+		}
+	case peerwire.KindPing:
+		if _, err := peerwire.DecodePing(body); err != nil {
+			p.n.log.Error("replication: bad ping", "peer", from, "err", err)
+		}
+	case peerwire.KindRoutes:
+		rs, err := peerwire.DecodeRoutes(body)
+		if err != nil {
+			p.n.log.Error("replication: bad routes", "peer", from, "err", err)
+			return
+		}
+		for _, r := range rs {
+			p.n.routes.learn(shardKey(r.TopicID, r.Partition), route{leader: r.Leader, term: r.Term, inSync: maskIDs(r.InSync)})
+		}
+	default:
+		p.n.log.Error("replication: unknown frame kind", "peer", from, "kind", body[0])
+	}
+}
+
+// deliverMessage steps a message into its group: here when the group
+// lives on this shard, else on its shard with a copy of the entries.
+func (p *peers) deliverMessage(sh *shard.Shard, m *raftlite.Message) {
+	v, ok := p.groupShard.Load(m.Group)
+	if !ok {
+		return // not open here (yet): consensus retransmits
+	}
+	owner := v.(int)
+	if owner == sh.ID() {
+		p.step(owner, m)
+		return
+	}
+	cp := *m
+	cp.Entries = append([]raftlite.Entry(nil), m.Entries...)
+	for i := range cp.Entries {
+		cp.Entries[i].Data = append([]byte(nil), cp.Entries[i].Data...)
+	}
+	cp.Snapshot = append([]byte(nil), m.Snapshot...)
+	p.Hops.Add(1)
+	p.n.group.Shard(owner).Post(func() { p.step(owner, &cp) })
+}
+
+func (p *peers) step(shardID int, m *raftlite.Message) {
+	h := p.n.hosts[shardID]
+	if h == nil {
+		return
+	}
+	r := h.Group(m.Group)
+	if r == nil {
+		return
+	}
+	if err := r.Step(*m); err != nil && !errors.Is(err, partition.ErrClosed) {
+		p.n.log.Debug("replication: message refused", "group", m.Group, "type", m.Type, "err", err)
+	}
+}
+
+func maskIDs(mask uint32) []int32 {
+	var out []int32
+	for i := 0; i < 32; i++ {
+		if mask&(1<<i) != 0 {
+			out = append(out, int32(i+1))
+		}
+	}
+	return out
+}

@@ -1,0 +1,365 @@
+package node
+
+import (
+	"encoding/binary"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/corestream/corestream/cluster/peerauth"
+	"github.com/corestream/corestream/cluster/peerwire"
+	"github.com/corestream/corestream/netio"
+	"github.com/corestream/corestream/raftlite"
+	"github.com/corestream/corestream/segment"
+	"github.com/corestream/corestream/shard"
+	"github.com/corestream/corestream/shard/partition"
+)
+
+// The replication transport. Each node dials K connections ("links") to
+// every peer and sends only on the links it dialed; it receives on the
+// links its peers dialed. Link k to a peer is dialed from shard k mod S
+// (S = this node's shards) and the accepting node moves it to shard
+// k mod S there, so with K = S a partition's stream (link
+// ShardFor(partition key, K)) is served by the shard that owns the
+// partition at both ends. docs/design/replication.md has the picture.
+//
+// Messages of one shard round are coalesced: per link, the small
+// messages (votes, heartbeats, acknowledgements) of all groups go out as
+// one frame at the end of the round; an append with entries read from the
+// log goes out as its own frame whose entry bytes are sendfiled from the
+// segment files.
+
+// Bounds of the transport.
+const (
+	// linkOutboundBytesMax drops messages for a link whose socket is that
+	// far behind; consensus retransmits.
+	linkOutboundBytesMax = 64 << 20
+	// redialMin and redialMax bound the backoff between dials of a link.
+	redialMin = 50 * time.Millisecond
+	redialMax = 2 * time.Second
+	// appRetryMax bounds how often an append waits for its entries to be
+	// written before it is dropped (consensus resends it).
+	appRetryMax = 100
+	// routesFullEvery re-announces every primary this node holds.
+	routesFullEvery = 5 * time.Second
+)
+
+// linkKey names one outbound link.
+type linkKey struct {
+	peer int32
+	k    int
+}
+
+// link is one outbound connection; owned by shard k mod S.
+type link struct {
+	key     linkKey
+	addr    string
+	conn    *netio.Conn
+	ready   bool
+	hello   peerauth.Hello
+	backoff time.Duration
+	timer   *shard.Timer
+}
+
+// peerShard is one shard's part of the transport (owned by that shard).
+type peerShard struct {
+	sh    *shard.Shard
+	links map[linkKey]*link
+	// out holds, per link, what this shard's replicas queued this round.
+	out         map[linkKey][]netio.Response
+	pending     map[linkKey][]byte // the small-message frame being built
+	pendingN    map[linkKey]int
+	flushQueued bool
+}
+
+// peers is the node's replication transport.
+type peers struct {
+	n      *Node
+	server *netio.Server
+	k      int
+	secret []byte
+	shards []*peerShard
+	// lastSeen[id] is when a frame last came from node id (unix ns).
+	lastSeen [raftlite.NodeIDMax + 1]atomic.Int64
+	// Hops counts messages that crossed shards on their way to a link
+	// or from a link to their group (K differs from the shard counts).
+	Hops atomic.Uint64
+	// groupShard maps a consensus group to the shard hosting it here.
+	groupShard sync.Map
+	// routesMu guards routesOut, the route changes to announce.
+	routesMu  sync.Mutex
+	routesOut []peerwire.Route
+}
+
+// ReplicationHops is the number of cross-shard hops replication messages
+// took on this node (0 when K equals the shard counts).
+func (n *Node) ReplicationHops() uint64 {
+	if n.peers == nil {
+		return 0
+	}
+	return n.peers.Hops.Load()
+}
+
+func (n *Node) clustered() bool { return len(n.roster) > 1 }
+
+// startPeers opens the replication listener and starts dialing every peer.
+func (n *Node) startPeers() error {
+	p := &peers{n: n, k: n.cfg.Cluster.Coordinator.ReplicaConnectionsPerPeer, secret: []byte(n.cfg.Cluster.Secret)}
+	srv, err := netio.NewServer(n.group, netio.Config{MaxFrameBytes: n.cfg.Network.MaxFrameBytes + 1<<20,
+		MaxInflightPerConn: 1024, OutboundBytesMax: linkOutboundBytesMax,
+		Logf: func(format string, args ...any) { n.log.Info("replication: " + sprintf(format, args...)) },
+	}, &inbound{p: p})
+	if err != nil {
+		return err
+	}
+	p.server = srv
+	p.shards = make([]*peerShard, n.group.Len())
+	for i := range p.shards {
+		p.shards[i] = &peerShard{sh: n.group.Shard(i), links: map[linkKey]*link{}, out: map[linkKey][]netio.Response{},
+			pending: map[linkKey][]byte{}, pendingN: map[linkKey]int{}}
+	}
+	n.peers = p
+	if err := srv.Listen(n.cfg.Node.ReplicationAddr); err != nil {
+		return err
+	}
+	n.log.Info("replication listening", "addr", srv.Addr().String(), "links_per_peer", p.k)
+	for _, m := range n.roster {
+		if raftlite.NodeID(m.ID) == n.self {
+			continue
+		}
+		for k := 0; k < p.k; k++ {
+			l := &link{key: linkKey{peer: int32(m.ID), k: k}, addr: m.ReplicationAddr, backoff: redialMin}
+			ps := p.shards[k%len(p.shards)]
+			ps.sh.Post(func() {
+				ps.links[l.key] = l
+				p.dial(ps, l)
+			})
+		}
+	}
+	sh0 := n.group.Shard(metaShard)
+	sh0.Post(func() { p.pingLoop(sh0) })
+	return nil
+}
+
+func (p *peers) stop() {}
+
+// alive reports whether a frame came from node id within an election
+// timeout.
+func (p *peers) alive(id int32) bool {
+	if id <= 0 || id > int32(raftlite.NodeIDMax) {
+		return false
+	}
+	last := p.lastSeen[id].Load()
+	return last != 0 && time.Since(time.Unix(0, last)) < time.Duration(p.n.cfg.Cluster.ElectionTimeoutMs)*time.Millisecond
+}
+
+// linkIndex is the link a group's messages travel on: hash(partition)
+// mod K (the metadata group uses link 0, which shard 0 owns at both ends).
+func (p *peers) linkIndex(key [20]byte) int {
+	if key == shardKey(metaTopicID, 0) {
+		return 0
+	}
+	return shard.ShardFor(key[:], p.k)
+}
+
+func (p *peers) linkShard(k int) int { return k % len(p.shards) }
+
+// send is a replica's Config.Send: it runs on the replica's shard, and
+// encodes everything before returning (raftlite reuses msgs).
+func (p *peers) send(r *partition.Replica, msgs []raftlite.Message) {
+	sh := r.Config().Sched.(*shard.Shard)
+	ps := p.shards[sh.ID()]
+	k := p.linkIndex(r.Key())
+	for i := range msgs {
+		m := &msgs[i]
+		lk := linkKey{peer: int32(m.To), k: k}
+		if m.Type == raftlite.MsgApp && len(m.Entries) > 0 && !hasData(m) {
+			p.sendApp(ps, r, lk, *m, 0)
+			continue
+		}
+		buf := ps.pending[lk]
+		if buf == nil {
+			buf = peerwire.AppendMessagesHeader(make([]byte, 4, 512), 0)
+		}
+		ps.pending[lk] = peerwire.AppendFramedMessage(buf, m, true)
+		ps.pendingN[lk]++
+	}
+	p.queueFlush(ps)
+}
+
+func hasData(m *raftlite.Message) bool {
+	for _, e := range m.Entries {
+		if e.Data == nil {
+			return false
+		}
+	}
+	return true
+}
+
+// sendApp sends an append whose entries are in the log: the message from
+// memory, the entries' bytes by sendfile. Entries not yet written (the
+// kernel has not finished the append) are waited for briefly.
+func (p *peers) sendApp(ps *peerShard, r *partition.Replica, lk linkKey, m raftlite.Message, tries int) {
+	first, last := m.Entries[0].Base, m.Entries[len(m.Entries)-1].Last
+	log := r.Log()
+	if last > log.WrittenOffset() {
+		if tries >= appRetryMax {
+			return
+		}
+		m.Entries = append([]raftlite.Entry(nil), m.Entries...)
+		ps.sh.AfterFunc(time.Millisecond, func() { p.sendApp(ps, r, lk, m, tries+1) })
+		return
+	}
+	want := peerwire.DataBytes(&m)
+	spans, err := log.Read(first, int(want), last)
+	if err != nil {
+		return // the log moved (truncated, retention): consensus resends
+	}
+	var got int64
+	files := make([]netio.FileRange, 0, len(spans))
+	for _, sp := range spans {
+		got += sp.Len
+		files = append(files, netio.FileRange{Fd: int(sp.Fd()), Off: sp.Pos, Len: sp.Len})
+	}
+	if got != want || (len(spans) > 0 && spans[0].FirstOffset != first) {
+		segment.ReleaseSpans(spans)
+		return
+	}
+	head := peerwire.AppendMessagesHeader(make([]byte, 4, 256), 1)
+	head = peerwire.AppendFramedMessage(head, &m, false)
+	binary.BigEndian.PutUint32(head, uint32(int64(len(head)-4)+want))
+	p.flushPending(ps, lk)
+	ps.out[lk] = append(ps.out[lk], netio.Response{Header: head, Files: files, Release: func(error) { segment.ReleaseSpans(spans) }})
+	p.queueFlush(ps)
+}
+
+// flushPending closes the link's small-message frame into its out queue.
+func (p *peers) flushPending(ps *peerShard, lk linkKey) {
+	buf := ps.pending[lk]
+	if buf == nil {
+		return
+	}
+	binary.BigEndian.PutUint32(buf, uint32(len(buf)-4))
+	binary.BigEndian.PutUint16(buf[5:], uint16(ps.pendingN[lk]))
+	ps.out[lk] = append(ps.out[lk], netio.Response{Header: buf})
+	delete(ps.pending, lk)
+	delete(ps.pendingN, lk)
+}
+
+func (p *peers) queueFlush(ps *peerShard) {
+	if !ps.flushQueued {
+		ps.flushQueued = true
+		ps.sh.Defer(func() { p.flush(ps) })
+	}
+}
+
+// flush hands this round's frames to their links (here, or on the shard
+// that owns the link).
+func (p *peers) flush(ps *peerShard) {
+	ps.flushQueued = false
+	for lk := range ps.pending {
+		p.flushPending(ps, lk)
+	}
+	for lk, resps := range ps.out {
+		delete(ps.out, lk)
+		owner := p.shards[p.linkShard(lk.k)]
+		if owner == ps {
+			owner.deliver(lk, resps)
+			continue
+		}
+		p.Hops.Add(uint64(len(resps)))
+		if err := owner.sh.Post(func() { owner.deliver(lk, resps) }); err != nil {
+			releaseAll(resps, err)
+		}
+	}
+}
+
+// deliver sends frames on an owned link, or drops them (consensus
+// retransmits) when the link is down or too far behind.
+func (ps *peerShard) deliver(lk linkKey, resps []netio.Response) {
+	l := ps.links[lk]
+	if l == nil || !l.ready || l.conn.OutboundBytes() > linkOutboundBytesMax {
+		releaseAll(resps, netio.ErrClosed)
+		return
+	}
+	for _, r := range resps {
+		l.conn.Send(r)
+	}
+}
+
+func releaseAll(resps []netio.Response, err error) {
+	for _, r := range resps {
+		if r.Release != nil {
+			r.Release(err)
+		}
+	}
+}
+
+// sendFrame sends a frame body on an owned link if it is ready.
+func (ps *peerShard) sendFrame(lk linkKey, body []byte) {
+	head := make([]byte, 4, 4+len(body))
+	binary.BigEndian.PutUint32(head, uint32(len(body)))
+	ps.deliver(lk, []netio.Response{{Header: append(head, body...)}})
+}
+
+// pingLoop beats every heartbeat interval on link 0 of every peer (owned
+// by shard 0) and announces route changes; runs on shard 0.
+func (p *peers) pingLoop(sh *shard.Shard) {
+	ps := p.shards[sh.ID()]
+	every := time.Duration(p.n.cfg.Cluster.HeartbeatIntervalMs) * time.Millisecond
+	var sinceFull time.Duration
+	var beat func()
+	beat = func() {
+		if p.n.stopped.Load() {
+			return
+		}
+		applied := int64(-1)
+		if p.n.ctrl != nil {
+			applied = p.n.ctrl.applied
+		}
+		ping := peerwire.AppendPing(nil, peerwire.Ping{Node: int32(p.n.self), MetaApplied: applied})
+		sinceFull += every
+		full := sinceFull >= routesFullEvery
+		if full {
+			sinceFull = 0
+		}
+		routes := p.takeRoutes(full)
+		var rbody []byte
+		if len(routes) > 0 {
+			rbody = peerwire.AppendRoutes(nil, routes)
+		}
+		for lk, l := range ps.links {
+			if lk.k != 0 || !l.ready {
+				continue
+			}
+			ps.sendFrame(lk, ping)
+			if rbody != nil {
+				ps.sendFrame(lk, rbody)
+			}
+		}
+		sh.AfterFunc(every, beat)
+	}
+	beat()
+}
+
+// announce queues a route change of a partition this node leads.
+func (p *peers) announce(r peerwire.Route) {
+	p.routesMu.Lock()
+	p.routesOut = append(p.routesOut, r)
+	p.routesMu.Unlock()
+}
+
+// takeRoutes returns the queued changes, or every route this node leads.
+func (p *peers) takeRoutes(full bool) []peerwire.Route {
+	p.routesMu.Lock()
+	out := p.routesOut
+	p.routesOut = nil
+	p.routesMu.Unlock()
+	if !full {
+		return out
+	}
+	return p.n.routes.ledBy(int32(p.n.self))
+}
+
+func sprintf(format string, args ...any) string { return fmt.Sprintf(format, args...) }
