@@ -257,11 +257,24 @@ func (n *Node) sendFn() func(*partition.Replica, []raftlite.Message) {
 	return n.peers.send
 }
 
-// opened registers a replica's consensus group for incoming messages.
+// opened registers a replica's consensus group for incoming messages and
+// logs what opening its log found: after a graceful stop every log says
+// clean=true (no recovery scan); after a crash it says what was scanned
+// and dropped (docs/operations.md).
 func (n *Node) opened(r *partition.Replica, shardID int) {
 	if n.peers != nil {
 		n.peers.groupShard.Store(partition.GroupID(r.Key()), shardID)
 	}
+	rep, cfg := r.Log().Recovery(), r.Config()
+	level := slog.LevelInfo
+	switch {
+	case rep.DataDropped():
+		level = slog.LevelWarn
+	case rep.LogEndOffset == 0:
+		level = slog.LevelDebug // a new partition: nothing to recover
+	}
+	n.log.Log(context.Background(), level, "partition opened", "topic", cfg.Topic, "partition", cfg.Partition,
+		"shard", shardID, "clean", rep.Clean, "recovery", rep.String())
 }
 
 // closed forgets a replica's consensus group.

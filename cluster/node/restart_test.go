@@ -1,0 +1,114 @@
+package node
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/corestream/corestream/client"
+	"github.com/corestream/corestream/netio/wire"
+)
+
+// After a graceful stop the next start opens every log without a recovery
+// scan, and its start-up log says so, partition by partition.
+func TestGracefulStopNeedsNoRecovery(t *testing.T) {
+	dir := t.TempDir()
+	n := runNode(t, dir, nil)
+	rc := dialHandshaken(t, n.ClientAddr())
+	id := rc.createTopic("logs", 3)
+	for p := int32(0); p < 3; p++ {
+		ref := wire.PartitionRef{Topic: "logs", TopicID: id, Partition: p, Generation: wire.GenerationUnknown}
+		for i := 0; i < 5; i++ {
+			if _, err := rc.produce(ref, fmt.Sprintf("p%d-%d", p, i)); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	n.stop(t)
+
+	n = runNode(t, dir, nil)
+	// __meta and the three partitions; the partitions open as the shards
+	// reconcile, just after Start returns.
+	waitFor(t, 10*time.Second, "four partitions opened", func() bool { return len(n.log.lines(`msg="partition opened"`)) >= 4 })
+	for _, line := range n.log.lines(`msg="partition opened"`) {
+		if !strings.Contains(line, "clean=true") || !strings.Contains(line, ", clean") || strings.Contains(line, "scanned") {
+			t.Errorf("not a clean open: %s", line)
+		}
+	}
+	rc = dialHandshaken(t, n.ClientAddr())
+	for p := int32(0); p < 3; p++ {
+		ref := wire.PartitionRef{Topic: "logs", TopicID: id, Partition: p, Generation: wire.GenerationUnknown}
+		var vals []string
+		waitFor(t, 10*time.Second, "the partition's primary", func() bool {
+			var err error
+			vals, _, err = rc.fetch(ref, 0)
+			return err == nil
+		})
+		if len(vals) != 5 || vals[0] != fmt.Sprintf("p%d-0", p) || vals[4] != fmt.Sprintf("p%d-4", p) {
+			t.Fatalf("partition %d after restart: %q", p, vals)
+		}
+	}
+}
+
+// Consumer offsets committed through the SDK survive a restart: they are
+// commands of the metadata log.
+func TestCommittedOffsetsSurviveRestart(t *testing.T) {
+	dir := t.TempDir()
+	n := runNode(t, dir, nil)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	c, err := client.Dial(ctx, n.ClientAddr())
+	if err != nil {
+		t.Fatal(err)
+	}
+	created, err := c.CreateTopic(ctx, client.TopicSpec{Name: "orders", Partitions: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	commits := []wire.OffsetCommit{
+		{Topic: "orders", TopicID: created.TopicID, Partition: 0, Offset: 7, Metadata: "seven"},
+		{Topic: "orders", TopicID: created.TopicID, Partition: 1, Offset: 3},
+	}
+	if err := c.CommitOffsets(ctx, "billing", commits); err != nil {
+		t.Fatal(err)
+	}
+	// A later commit replaces an earlier one.
+	commits[1].Offset = 4
+	if err := c.CommitOffsets(ctx, "billing", commits[1:]); err != nil {
+		t.Fatal(err)
+	}
+	c.Close()
+	n.stop(t)
+
+	n = runNode(t, dir, nil)
+	c, err = client.Dial(ctx, n.ClientAddr())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	got, err := c.FetchOffsets(ctx, "billing", []wire.TopicPartition{{Topic: "orders", Partition: 0}, {Topic: "orders", Partition: 1}, {Topic: "orders", Partition: 5}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []struct {
+		off  int64
+		meta string
+	}{{7, "seven"}, {4, ""}, {-1, ""}}
+	if len(got) != 3 {
+		t.Fatalf("fetched %+v", got)
+	}
+	for i, w := range want {
+		if got[i].Offset != w.off || got[i].Metadata != w.meta {
+			t.Errorf("partition %d: %+v, want offset %d metadata %q", got[i].Partition, got[i], w.off, w.meta)
+		}
+		if w.off >= 0 && got[i].TopicID != created.TopicID {
+			t.Errorf("partition %d: topic id %v, want %v", got[i].Partition, got[i].TopicID, created.TopicID)
+		}
+	}
+	other, err := c.FetchOffsets(ctx, "nobody", nil)
+	if err != nil || len(other) != 0 {
+		t.Fatalf("a consumer that never committed: %+v %v", other, err)
+	}
+}
