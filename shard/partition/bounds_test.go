@@ -1,0 +1,61 @@
+package partition
+
+import (
+	"testing"
+	"time"
+
+	"github.com/corestream/corestream/netio/wire"
+	"github.com/corestream/corestream/segment"
+	"github.com/corestream/corestream/segment/vfs"
+)
+
+// Long polls are bounded per partition: past fetchWaitersMax a fetch is
+// answered at once with what is there, so idle consumers cannot pile up
+// waiters without bound; the waiting ones are all answered by one commit.
+func TestFetchWaitersBounded(t *testing.T) {
+	e := newEnv(t, vfs.OS(), t.TempDir())
+	r := e.open(segment.FsyncAlways)
+	out := make(chan FetchResult, fetchWaitersMax+10)
+	poll := func() {
+		r.Fetch(&wire.FetchRequest{PartitionRef: wire.PartitionRef{Generation: wire.GenerationUnknown}, FetchOffset: 1,
+			MaxBytes: 1 << 10, MinBytes: 1, MaxWaitMs: 30000}, func(res FetchResult) { out <- res })
+	}
+	var waiting int
+	e.do(func() {
+		for i := 0; i < fetchWaitersMax; i++ {
+			poll()
+		}
+		waiting = len(r.waiters)
+	})
+	if waiting != fetchWaitersMax || len(out) != 0 {
+		t.Fatalf("%d waiters, %d answered early", waiting, len(out))
+	}
+	e.do(poll)
+	select {
+	case res := <-out:
+		if res.Err != nil || res.Bytes != 0 {
+			t.Fatalf("fetch past the bound: %+v", res)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("a fetch past the bound waited")
+	}
+	if res := e.produce(r, mkBatch(t, 1, -1, 0, 0), wire.AcksQuorum); res.Err != nil {
+		t.Fatal(res.Err)
+	}
+	deadline := time.After(10 * time.Second)
+	for i := 0; i < fetchWaitersMax; i++ {
+		select {
+		case res := <-out:
+			if res.Err != nil || res.Bytes == 0 {
+				t.Fatalf("woken fetch %d: %+v", i, res)
+			}
+			segment.ReleaseSpans(res.Spans)
+		case <-deadline:
+			t.Fatalf("only %d of %d long polls woken by the commit", i, fetchWaitersMax)
+		}
+	}
+	e.do(func() { waiting = len(r.waiters) })
+	if waiting != 0 {
+		t.Fatalf("%d waiters left after the commit", waiting)
+	}
+}
