@@ -226,7 +226,11 @@ func (n *Node) stepLeader(m Message) {
 		case pr.state == ProgressReset && n.leaderTicks-pr.resetSentTick >= int64(n.lim.ResetRetryTicks):
 			pr.becomeProbe() // the MsgReset or its answer was lost: retry
 		}
-		if pr.match < n.log.last() {
+		// A follower behind on entries needs them; one whose commit lags
+		// ours needs an append to verify its log before it may follow the
+		// commit (a restarted follower that already holds every entry
+		// would otherwise wait for the next proposal).
+		if pr.match < n.log.last() || (m.Commit < n.commit && pr.match > m.Commit) {
 			n.sendAppend(pr, true)
 		}
 	}

@@ -299,3 +299,40 @@ func TestClusterPrimariesSpreadAndReplicate(t *testing.T) {
 		}
 	}
 }
+
+func TestClusterFailoverAndCatchUp(t *testing.T) {
+	tc := startCluster(t, 3, nil)
+	ctx, cancel := context.WithTimeout(context.Background(), 120*time.Second)
+	defer cancel()
+	cl, err := client.Dial(ctx, tc.brokers()...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	createTopic(t, ctx, cl, client.TopicSpec{Name: "orders", Partitions: 6, ReplicationFactor: 3})
+	clusterWait(t, 30*time.Second, "2 primaries per node", func() bool {
+		p := primaries(t, cl)
+		return p[1] == 2 && p[2] == 2 && p[3] == 2
+	})
+	want := produceAll(t, ctx, cl, "orders", 0, 500)
+	// Node 2 leads two partitions; stop it. Writes must be accepted again
+	// once new primaries are elected.
+	stopped := time.Now()
+	tc.stopNode(1)
+	more := produceAll(t, ctx, cl, "orders", 500, 500)
+	t.Logf("500 produces after stopping a primary's node took %v", time.Since(stopped))
+	for p, v := range more {
+		want[p] = append(want[p], v...)
+	}
+	tc.startNode(1)
+	clusterWait(t, 30*time.Second, "node 2 back in sync", func() bool {
+		st, err := cl.ClusterStatus(ctx)
+		return err == nil && st.UnderReplicated == 0 && st.Offline == 0
+	})
+	got := consumeAll(t, ctx, cl, "orders", 6)
+	for part, vals := range want {
+		if fmt.Sprint(got[part]) != fmt.Sprint(vals) {
+			t.Fatalf("partition %d: consumed %d values, acknowledged %d", part, len(got[part]), len(vals))
+		}
+	}
+}
