@@ -52,5 +52,25 @@ lint:
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 	$(GO) vet $(PKGS)
 
+## bench-peer: install the peer broker (nats-server) from the Go module
+## proxy and build its load generator (module bench/peer) into bench/.bin
+NATS_SERVER_VERSION ?= v2.15.2
+BENCH_BIN           ?= bench/.bin
+.PHONY: bench-peer bench-compare
+bench-peer:
+	GOBIN=$(abspath $(BENCH_BIN)) $(GO) install github.com/nats-io/nats-server/v2@$(NATS_SERVER_VERSION)
+	cd bench/peer && $(GO) build -o $(abspath $(BENCH_BIN))/peerbench .
+
+## bench-compare: corestream and NATS JetStream side by side on loopback,
+## with the machine's limits, in one table (BENCHMARKS.md). BENCH_FLAGS
+## adds flags (--only, --duration); BENCH_CLUSTER_CMD names the local
+## cluster launcher for the 3-node rows (corestream bench compare --help).
+BENCH_FLAGS       ?=
+BENCH_CLUSTER_CMD ?=
+bench-compare: build bench-peer
+	@mkdir -p bench/.out
+	./$(BIN)/corestream bench compare --peer-bench $(BENCH_BIN)/peerbench --nats-server $(BENCH_BIN)/nats-server \
+	  --dir bench/.out/run --json bench/.out/compare.json $(if $(BENCH_CLUSTER_CMD),--cluster-cmd '$(BENCH_CLUSTER_CMD)') $(BENCH_FLAGS)
+
 clean:
 	rm -rf $(BIN)

@@ -1,0 +1,245 @@
+package bench
+
+import (
+	"fmt"
+	"io"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/dustin/go-humanize"
+)
+
+// Row is one figure of one scenario in the comparison.
+type Row struct {
+	Group    string `json:"group"`
+	Scenario string `json:"scenario"`
+	Title    string `json:"title"`
+	Figure   string `json:"figure"`
+	Unit     string `json:"unit"`
+	// Corestream and Peer are the figures (nil: not measured).
+	Corestream *float64 `json:"corestream,omitempty"`
+	Peer       *float64 `json:"peer,omitempty"`
+	// Ratio is corestream / peer in the peer group, and the figure over
+	// the same figure of the group's first scenario in scaling groups.
+	Ratio *float64 `json:"ratio,omitempty"`
+	// OfTCP and OfDisk are corestream's figure as a fraction of the TCP
+	// blast and of disk write+fdatasync (bytes/s figures only).
+	OfTCP  *float64 `json:"of_tcp,omitempty"`
+	OfDisk *float64 `json:"of_disk,omitempty"`
+	// PeerOfTCP is the peer's figure as a fraction of the TCP blast.
+	PeerOfTCP *float64 `json:"peer_of_tcp,omitempty"`
+	Target    string   `json:"target,omitempty"`
+	// Verdict is "met", "MISSED", "pending" or "" (no target, or nothing
+	// to judge).
+	Verdict string `json:"verdict,omitempty"`
+	// Note says why a figure is missing (pending: cluster, a failure).
+	Note string `json:"note,omitempty"`
+}
+
+func ptr(v float64) *float64 { return &v }
+
+// buildRows turns the runs into rows, scenario by scenario.
+func buildRows(scenarios []Scenario, runs []*RunResult, lim *Limits) []Row {
+	find := func(sc, sys string) *RunResult {
+		for _, r := range runs {
+			if r.Scenario == sc && r.System == sys {
+				return r
+			}
+		}
+		return nil
+	}
+	first := map[string]string{} // group → its first scenario run
+	var rows []Row
+	for _, sc := range scenarios {
+		cs, peer := find(sc.Name, "corestream"), find(sc.Name, "nats-jetstream")
+		if cs == nil && peer == nil {
+			continue
+		}
+		if _, ok := first[sc.Group]; !ok {
+			first[sc.Group] = sc.Name
+		}
+		for _, f := range sc.Figures {
+			row := Row{Group: sc.Group, Scenario: sc.Name, Title: sc.Title, Figure: f.Name, Unit: f.Unit}
+			if f.Target != nil {
+				row.Target = f.Target.Text
+			}
+			row.Corestream, row.Note = figure(f, cs)
+			row.Peer, _ = figure(f, peer)
+			switch {
+			case sc.Group == groupPeer && row.Corestream != nil && row.Peer != nil && *row.Peer > 0:
+				row.Ratio = ptr(*row.Corestream / *row.Peer)
+			case sc.Group != groupPeer && sc.Group != groupIdle && first[sc.Group] != sc.Name && row.Corestream != nil:
+				if b, _ := figure(f, find(first[sc.Group], "corestream")); b != nil && *b > 0 {
+					row.Ratio = ptr(*row.Corestream / *b)
+				}
+			}
+			if f.Unit == "B/s" && lim != nil {
+				if row.Corestream != nil && lim.TCPBytesPerSec > 0 {
+					row.OfTCP = ptr(*row.Corestream / lim.TCPBytesPerSec)
+				}
+				if row.Peer != nil && lim.TCPBytesPerSec > 0 {
+					row.PeerOfTCP = ptr(*row.Peer / lim.TCPBytesPerSec)
+				}
+				if f.Limit == "disk" && row.Corestream != nil && lim.DiskSyncBytesPerSec > 0 {
+					row.OfDisk = ptr(*row.Corestream / lim.DiskSyncBytesPerSec)
+				}
+			}
+			row.Verdict = verdict(f.Target, row)
+			rows = append(rows, row)
+		}
+	}
+	return rows
+}
+
+// figure reads f from r; nil with a note when r is pending or failed.
+func figure(f Figure, r *RunResult) (*float64, string) {
+	switch {
+	case r == nil:
+		return nil, ""
+	case r.Pending != "":
+		return nil, r.Pending
+	case r.Report == nil && r.Err != "":
+		return nil, "failed: " + firstLine(r.Err)
+	}
+	v, ok := f.Get(r)
+	note := ""
+	if r.Err != "" {
+		note = "run had failures: " + firstLine(r.Err)
+	}
+	if !ok {
+		return nil, note
+	}
+	return ptr(v), note
+}
+
+func firstLine(s string) string {
+	s, _, _ = strings.Cut(s, "\n")
+	if len(s) > 120 {
+		s = s[:120] + "…"
+	}
+	return s
+}
+
+// verdict judges row against t.
+func verdict(t *Target, row Row) string {
+	if t == nil {
+		return ""
+	}
+	if strings.HasPrefix(row.Note, "pending") {
+		return "pending"
+	}
+	var got *float64
+	met := false
+	switch t.Kind {
+	case "ratio>=":
+		got = row.Ratio
+		met = got != nil && *got >= t.Value
+	case "ratio<=":
+		got = row.Ratio
+		met = got != nil && *got <= t.Value
+	case "tcp>=":
+		got = row.OfTCP
+		met = got != nil && *got >= t.Value
+	case "<":
+		got = row.Corestream
+		met = got != nil && *got < t.Value
+	}
+	switch {
+	case got == nil:
+		return ""
+	case met:
+		return "met"
+	default:
+		return "MISSED"
+	}
+}
+
+// formatValue renders a figure in its unit.
+func formatValue(v *float64, unit string) string {
+	if v == nil {
+		return "-"
+	}
+	switch unit {
+	case "msg/s":
+		return humanize.CommafWithDigits(*v, 0)
+	case "B/s":
+		return fmtMBps(*v) + " MB/s"
+	case "ns":
+		return FormatNs(int64(*v))
+	case "%cpu":
+		return fmt.Sprintf("%.1f%% of a core", *v)
+	}
+	return fmt.Sprintf("%g", *v)
+}
+
+func formatRatio(v *float64) string {
+	if v == nil {
+		return "-"
+	}
+	return fmt.Sprintf("%.2f×", *v)
+}
+
+func formatPercent(v *float64) string {
+	if v == nil {
+		return "-"
+	}
+	return fmt.Sprintf("%.0f%%", *v*100)
+}
+
+// The column headers of the two kinds of group.
+const (
+	peerHeader    = "scenario\tfigure\tcorestream\tNATS\tcs/NATS\tcs %TCP\tcs %disk\tNATS %TCP\ttarget\tverdict\tnote\n"
+	scalingHeader = "scenario\tfigure\tcorestream\tvs first\tcs %TCP\tnote\n"
+)
+
+// WriteTable prints the machine, its limits and the rows, group by group.
+func (c *Comparison) WriteTable(w io.Writer) {
+	m := c.Machine
+	fmt.Fprintf(w, "machine: %s, %d cores, %s memory, %s, %s\n", m.CPUModel, m.Cores, humanize.IBytes(m.MemoryBytes), m.Kernel, m.GoVersion)
+	fmt.Fprintf(w, "each run: warm-up %v, measured %v; whole comparison %v\n\n", c.Warmup, c.Duration, c.Elapsed.Round(1e9))
+	if c.Limits != nil {
+		c.Limits.WriteTable(w)
+		fmt.Fprintln(w)
+	}
+	group := ""
+	var tw *tabwriter.Writer
+	for _, r := range c.Rows {
+		if r.Group != group {
+			if tw != nil {
+				tw.Flush()
+				fmt.Fprintln(w)
+			}
+			group = r.Group
+			fmt.Fprintf(w, "== %s ==\n", group)
+			tw = tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+			if group == groupPeer {
+				io.WriteString(tw, peerHeader)
+			} else {
+				io.WriteString(tw, scalingHeader)
+			}
+		}
+		if group == groupPeer {
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", r.Title, r.Figure,
+				formatValue(r.Corestream, r.Unit), formatValue(r.Peer, r.Unit), formatRatio(r.Ratio),
+				formatPercent(r.OfTCP), formatPercent(r.OfDisk), formatPercent(r.PeerOfTCP), r.Target, r.Verdict, r.Note)
+		} else {
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", r.Title, r.Figure,
+				formatValue(r.Corestream, r.Unit), formatRatio(r.Ratio), formatPercent(r.OfTCP), r.Note)
+		}
+	}
+	if tw != nil {
+		tw.Flush()
+	}
+	var met, missed, pending int
+	for _, r := range c.Rows {
+		switch r.Verdict {
+		case "met":
+			met++
+		case "MISSED":
+			missed++
+		case "pending":
+			pending++
+		}
+	}
+	fmt.Fprintf(w, "\ntargets: %d met, %d missed, %d pending\n", met, missed, pending)
+}

@@ -1,0 +1,154 @@
+package bench
+
+import (
+	"bytes"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/corestream/corestream/cluster/config"
+)
+
+// producedRun is a finished run whose produce total has rate msg/s of
+// 1 KiB and the given ack p99.
+func producedRun(scenario, system string, rate float64, p99 int64) *RunResult {
+	a := &ActorReport{Name: "produce total", Messages: int64(rate), Bytes: int64(rate) * 1024, ElapsedNs: int64(time.Second),
+		Latency: &Summary{Count: int64(rate), P50Ns: p99 / 2, P99Ns: p99, MaxNs: p99 * 2}}
+	a.rates()
+	return &RunResult{Scenario: scenario, System: system, Report: &Report{Produce: a}}
+}
+
+func rowOf(t *testing.T, rows []Row, scenario, figure string) Row {
+	t.Helper()
+	for _, r := range rows {
+		if r.Scenario == scenario && r.Figure == figure {
+			return r
+		}
+	}
+	t.Fatalf("no row %s / %s", scenario, figure)
+	return Row{}
+}
+
+func TestBuildRows(t *testing.T) {
+	runs := []*RunResult{
+		producedRun("1n-never-async", "corestream", 600_000, 2e6),
+		producedRun("1n-never-async", "nats-jetstream", 100_000, 4e6),
+		producedRun("1n-never-sync", "corestream", 5000, 300e3),
+		producedRun("1n-never-sync", "nats-jetstream", 5000, 400e3),
+		producedRun("1n-never-sync-primary", "corestream", 9000, 400e3),
+		{Scenario: "3n-never-async", System: "corestream", Pending: pendingCluster},
+		producedRun("3n-never-async", "nats-jetstream", 50_000, 9e6),
+		{Scenario: "1n-always-async", System: "corestream", Err: "boom\nmore"},
+		producedRun("partitions-1", "corestream", 100_000, 1e6),
+		producedRun("partitions-16", "corestream", 150_000, 1e6),
+	}
+	lim := &Limits{TCPBytesPerSec: 1e9, DiskSyncBytesPerSec: 1e8}
+	rows := buildRows(Scenarios(time.Second, 0), runs, lim)
+
+	r := rowOf(t, rows, "1n-never-async", "produce msg/s")
+	if *r.Ratio != 6 || r.Verdict != "met" || r.Target != "≥ 5× NATS" {
+		t.Errorf("async msg/s row %+v", r)
+	}
+	r = rowOf(t, rows, "1n-never-async", "produce MB/s")
+	if of := *r.OfTCP; of < 0.61 || of > 0.62 || r.Verdict != "met" || *r.PeerOfTCP > 0.11 {
+		t.Errorf("async MB/s row %+v", r)
+	}
+	r = rowOf(t, rows, "1n-never-sync", "ack p99")
+	if *r.Ratio != 0.75 || r.Verdict != "MISSED" {
+		t.Errorf("sync p99 row %+v (0.75 of NATS misses ≤ ½)", r)
+	}
+	r = rowOf(t, rows, "1n-never-sync-primary", "ack p50")
+	if *r.Corestream != 200e3 || r.Verdict != "MISSED" || r.Peer != nil {
+		t.Errorf("primary p50 row %+v (200µs misses < 100µs)", r)
+	}
+	r = rowOf(t, rows, "3n-never-async", "produce msg/s")
+	if r.Corestream != nil || *r.Peer != 50_000 || r.Note != pendingCluster || r.Verdict != "pending" {
+		t.Errorf("pending row %+v", r)
+	}
+	r = rowOf(t, rows, "1n-always-async", "produce msg/s")
+	if r.Corestream != nil || r.Note != "failed: boom" || r.Verdict != "" {
+		t.Errorf("failed row %+v", r)
+	}
+	r = rowOf(t, rows, "partitions-16", "produce msg/s")
+	if *r.Ratio != 1.5 {
+		t.Errorf("scaling row %+v: ratio against partitions-1 should be 1.5", r)
+	}
+	if r := rowOf(t, rows, "partitions-1", "produce msg/s"); r.Ratio != nil {
+		t.Errorf("the first row of a scaling group is its baseline: %+v", r)
+	}
+
+	var buf bytes.Buffer
+	(&Comparison{Machine: ThisMachine(), Limits: lim, Rows: rows}).WriteTable(&buf)
+	out := buf.String()
+	for _, want := range []string{"== corestream vs NATS JetStream ==", "== partition scaling (corestream) ==",
+		"6.00×", "600,000", "pending: cluster", "targets: 3 met, 2 missed, 1 pending"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("table lacks %q:\n%s", want, out)
+		}
+	}
+}
+
+// The node configuration the harness writes must be one the broker
+// accepts.
+func TestNodeConfigIsValid(t *testing.T) {
+	cfg, err := config.Parse(nodeConfig("/tmp/x/data", 2, "always"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.Storage.Fsync != "always" || cfg.Shard.Count != 2 || cfg.Node.DataDir != "/tmp/x/data" ||
+		cfg.Node.HTTPAddr != "" || cfg.Node.ClientAddr != "127.0.0.1:0" {
+		t.Fatalf("parsed %+v", cfg)
+	}
+}
+
+func TestNATSConfig(t *testing.T) {
+	one := natsNodeConfig("/d", 0, []int{4222}, []int{8222}, nil, false)
+	for _, want := range []string{`server_name: "n1"`, `listen: "127.0.0.1:4222"`, `http: "127.0.0.1:8222"`, `store_dir: "/d/n1"`} {
+		if !strings.Contains(one, want) {
+			t.Errorf("single server config lacks %q:\n%s", want, one)
+		}
+	}
+	if strings.Contains(one, "sync_interval") || strings.Contains(one, "cluster") {
+		t.Errorf("single server with default sync:\n%s", one)
+	}
+	three := natsNodeConfig("/d", 1, []int{1, 2, 3}, []int{4, 5, 6}, []int{7, 8, 9}, true)
+	for _, want := range []string{"sync_interval: always", `listen: "127.0.0.1:8"`,
+		`routes: ["nats-route://127.0.0.1:7", "nats-route://127.0.0.1:9"]`, `store_dir: "/d/n2"`} {
+		if !strings.Contains(three, want) {
+			t.Errorf("cluster member config lacks %q:\n%s", want, three)
+		}
+	}
+}
+
+func TestParseClusterDoc(t *testing.T) {
+	tests := []struct {
+		doc   string
+		nodes int
+		err   string
+	}{
+		{`{"nodes":[{"id":1,"pid":10,"client_addr":"127.0.0.1:1","data_dir":"/a"},{"id":2,"pid":11,"clientAddr":"127.0.0.1:2"}]}`, 2, ""},
+		{`[{"id":1,"pid":10,"client":"127.0.0.1:1"}]`, 1, ""},
+		{`{"nodes":[]}`, 0, "neither"},
+		{`[]`, 0, "names no node"},
+		{`[{"id":1,"client_addr":"127.0.0.1:1"}]`, 0, "no pid"},
+		{`"x"`, 0, "neither"},
+	}
+	for _, tc := range tests {
+		nodes, err := parseClusterDoc([]byte(tc.doc))
+		switch {
+		case tc.err != "" && (err == nil || !strings.Contains(err.Error(), tc.err)):
+			t.Errorf("%s: err %v, want %q", tc.doc, err, tc.err)
+		case tc.err == "" && (err != nil || len(nodes) != tc.nodes):
+			t.Errorf("%s: %v, %v; want %d nodes", tc.doc, nodes, err, tc.nodes)
+		}
+	}
+}
+
+func TestLaunchClusterWithoutLauncherIsPending(t *testing.T) {
+	for _, cmd := range [][]string{nil, {"/nonexistent/localcluster", "--nodes", "{nodes}"}} {
+		_, err := LaunchCluster(t.Context(), ClusterOptions{Cmd: cmd, Nodes: 3, Dir: t.TempDir()})
+		if err == nil || !strings.Contains(err.Error(), "pending") {
+			t.Errorf("cmd %v: err %v, want ErrPending", cmd, err)
+		}
+	}
+}

@@ -1,0 +1,118 @@
+package bench
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+)
+
+func fakeSpec(mode Mode) Spec {
+	s := DefaultSpec(mode)
+	s.Brokers = []string{"fake"}
+	s.Warmup, s.Duration = 0, 0
+	s.Messages = 1000
+	return s
+}
+
+func TestRunProduceCount(t *testing.T) {
+	s := fakeSpec(ModeProduce)
+	s.Producers = 3
+	rep, err := Run(context.Background(), newFakeSystem(), s, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.Produce.Messages != 1000 || rep.Produce.Bytes != 1000*int64(s.MessageBytes) {
+		t.Fatalf("total %d messages, %d bytes; want 1000 and %d", rep.Produce.Messages, rep.Produce.Bytes, 1000*s.MessageBytes)
+	}
+	want := []int64{334, 333, 333}
+	for i, p := range rep.Producers {
+		if p.Messages != want[i] {
+			t.Errorf("producer %d: %d messages, want %d", i, p.Messages, want[i])
+		}
+	}
+	if l := rep.Produce.Latency; l == nil || l.Count != 1000 || l.P50Ns > l.P99Ns || l.P99Ns > l.MaxNs {
+		t.Fatalf("latency summary %+v", l)
+	}
+	if rep.Consume != nil || rep.Errors != 0 || rep.System != "fake" || rep.Settings["kind"] != "fake" || rep.Machine.Cores == 0 {
+		t.Fatalf("report %+v", rep)
+	}
+	if rep.Produce.MessagesPerSec <= 0 || rep.Produce.ElapsedNs <= 0 {
+		t.Fatalf("rates %+v", rep.Produce)
+	}
+}
+
+func TestRunE2E(t *testing.T) {
+	s := fakeSpec(ModeE2E)
+	s.Producers, s.Consumers, s.Partitions, s.Messages = 2, 2, 4, 500
+	rep, err := Run(context.Background(), newFakeSystem(), s, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.Produce.Messages != 500 || rep.Consume.Messages != 500 || rep.Lost != 0 {
+		t.Fatalf("produced %d, consumed %d, lost %d; want 500, 500, 0", rep.Produce.Messages, rep.Consume.Messages, rep.Lost)
+	}
+	if len(rep.Consumers) != 2 || rep.Consumers[0].Messages+rep.Consumers[1].Messages != 500 {
+		t.Fatalf("consumers %+v", rep.Consumers)
+	}
+	if rep.Consume.Latency == nil || rep.Consume.Latency.Count != 500 {
+		t.Fatalf("e2e latency %+v", rep.Consume.Latency)
+	}
+}
+
+func TestRunConsumePreload(t *testing.T) {
+	s := fakeSpec(ModeConsume)
+	s.Messages, s.Partitions, s.Consumers = 300, 3, 2
+	sys := newFakeSystem()
+	rep, err := Run(context.Background(), sys, s, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.Consume.Messages != 300 || rep.Produce != nil || rep.Consume.Latency != nil {
+		t.Fatalf("consume %+v, produce %+v", rep.Consume, rep.Produce)
+	}
+	if n := len(sys.logs[0]) + len(sys.logs[1]) + len(sys.logs[2]); n != 300 {
+		t.Fatalf("preloaded %d messages, want 300", n)
+	}
+}
+
+// With a rate, message k is due at k intervals: exactly the messages due
+// in [warm-up, warm-up + duration) are measured, however late they go.
+func TestRunRateAndWarmupAreExact(t *testing.T) {
+	s := fakeSpec(ModeProduce)
+	s.Messages, s.Warmup, s.Duration, s.Rate = 0, 50*time.Millisecond, 100*time.Millisecond, 2000
+	rep, err := Run(context.Background(), newFakeSystem(), s, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.Produce.Messages != 200 {
+		t.Fatalf("measured %d messages, want 200 (2000/s for 100ms)", rep.Produce.Messages)
+	}
+	if r := rep.Produce.MessagesPerSec; r < 1000 || r > 2100 {
+		t.Fatalf("rate %.0f msg/s, want about 2000", r)
+	}
+}
+
+func TestRunCountsFailures(t *testing.T) {
+	sys := newFakeSystem()
+	sys.failEvery = 10
+	rep, err := Run(context.Background(), sys, fakeSpec(ModeProduce), Options{})
+	if !errors.Is(err, ErrRunFailed) {
+		t.Fatalf("err %v, want ErrRunFailed", err)
+	}
+	if rep.Errors != 100 || rep.Produce.Messages != 900 || rep.FirstError != "producer-0: "+errFake.Error() {
+		t.Fatalf("errors %d, messages %d, first %q", rep.Errors, rep.Produce.Messages, rep.FirstError)
+	}
+}
+
+func TestRunRefusesABadSpec(t *testing.T) {
+	s := fakeSpec(ModeProduce)
+	s.MessageBytes = 3
+	sys := newFakeSystem()
+	if rep, err := Run(context.Background(), sys, s, Options{}); !errors.Is(err, ErrSpec) || rep != nil {
+		t.Fatalf("got %v, %v; want ErrSpec and no report", rep, err)
+	}
+	if sys.prepared {
+		t.Fatal("a bad spec reached the system")
+	}
+}
