@@ -59,3 +59,41 @@ func TestFetchWaitersBounded(t *testing.T) {
 		t.Fatalf("%d waiters left after the commit", waiting)
 	}
 }
+
+// AnswerFetches answers every parked long poll at once with what is there
+// (a stopping node uses it so that consumers are not held until their
+// connections are cut).
+func TestAnswerFetchesEndsLongPolls(t *testing.T) {
+	e := newEnv(t, vfs.OS(), t.TempDir())
+	r := e.open(segment.FsyncAlways)
+	if res := e.produce(r, mkBatch(t, 2, -1, 0, 0), wire.AcksQuorum); res.Err != nil {
+		t.Fatal(res.Err)
+	}
+	out := make(chan FetchResult, 4)
+	e.do(func() {
+		// One poll past the end, one asking for more bytes than there are.
+		r.Fetch(&wire.FetchRequest{PartitionRef: wire.PartitionRef{Generation: wire.GenerationUnknown}, FetchOffset: 3,
+			MaxBytes: 1 << 10, MinBytes: 1, MaxWaitMs: 60000}, func(res FetchResult) { out <- res })
+		r.Fetch(&wire.FetchRequest{PartitionRef: wire.PartitionRef{Generation: wire.GenerationUnknown}, FetchOffset: 1,
+			MaxBytes: 1 << 20, MinBytes: 1 << 20, MaxWaitMs: 60000}, func(res FetchResult) { out <- res })
+	})
+	if len(out) != 0 {
+		t.Fatal("a long poll was answered before its wait")
+	}
+	var waiting int
+	e.do(func() {
+		r.AnswerFetches()
+		waiting = len(r.waiters)
+	})
+	if waiting != 0 || len(out) != 2 {
+		t.Fatalf("%d waiters left, %d answered", waiting, len(out))
+	}
+	empty, some := <-out, <-out
+	if empty.Err != nil || empty.Bytes != 0 || empty.HighWatermark != 3 {
+		t.Fatalf("poll at the end: %+v", empty)
+	}
+	if some.Err != nil || some.Bytes == 0 {
+		t.Fatalf("poll with data below min bytes: %+v", some)
+	}
+	segment.ReleaseSpans(some.Spans)
+}

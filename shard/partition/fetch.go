@@ -142,6 +142,17 @@ func (r *Replica) available(w *fetchWaiter) int64 {
 	return n
 }
 
+// AnswerFetches answers every waiting long poll now with what the log
+// holds, as if its wait had passed: a node that is stopping answers its
+// consumers instead of keeping them until their connections are cut.
+func (r *Replica) AnswerFetches() {
+	for _, w := range r.waiters {
+		r.answer(w)
+	}
+	clear(r.waiters)
+	r.waiters = r.waiters[:0]
+}
+
 // failWaiters answers every waiting fetch with err.
 func (r *Replica) failWaiters(err error) {
 	for _, w := range r.waiters {

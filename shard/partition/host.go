@@ -113,6 +113,14 @@ func (h *Host) CloseReplica(key [20]byte, err error) error {
 	return cerr
 }
 
+// AnswerFetches answers every long poll waiting on this shard's replicas
+// now (Replica.AnswerFetches).
+func (h *Host) AnswerFetches() {
+	for _, r := range h.byKey {
+		r.AnswerFetches()
+	}
+}
+
 // RequestFlush makes the IO flush at the end of this round (once).
 func (h *Host) RequestFlush() {
 	if h.flushQueued || h.closed {
