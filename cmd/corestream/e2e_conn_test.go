@@ -52,6 +52,11 @@ func (w *wireConn) call(req wire.Request, resp wire.Response) error {
 	if err != nil {
 		return err
 	}
+	return w.readFor(corr, resp)
+}
+
+// readFor reads the next response, which must answer corr, into resp.
+func (w *wireConn) readFor(corr uint32, resp wire.Response) error {
 	w.c.SetReadDeadline(time.Now().Add(wireIOTimeout))
 	var size [4]byte
 	if _, err := io.ReadFull(w.r, size[:]); err != nil {

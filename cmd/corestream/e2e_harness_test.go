@@ -42,7 +42,8 @@ var e2eBuild struct {
 	err  error
 }
 
-// corestreamBin builds this package's binary once per test process, into
+// corestreamBin builds this package's binary once per test process (with
+// -race when the tests run with it), into
 // a per-user directory under the system temp dir (one file per test
 // process; files of processes that are gone are removed), and returns it.
 func corestreamBin(t testing.TB) string {
@@ -59,7 +60,11 @@ func corestreamBin(t testing.TB) string {
 		}
 		removeStaleBinaries(dir)
 		path := filepath.Join(dir, fmt.Sprintf("corestream.%d", os.Getpid()))
-		cmd := exec.Command(goTool, "build", "-o", path, ".")
+		args := []string{"build", "-o", path}
+		if e2eRace {
+			args = append(args, "-race") // the broker under test runs under the race detector too
+		}
+		cmd := exec.Command(goTool, append(args, ".")...)
 		if out, err := cmd.CombinedOutput(); err != nil {
 			e2eBuild.err = fmt.Errorf("go build: %v\n%s", err, out)
 			return
@@ -197,6 +202,9 @@ func spawnServer(t testing.TB, opts serverOpts) *server {
 	}()
 	t.Cleanup(func() {
 		s.kill()
+		if strings.Contains(s.stderr.String(), "WARNING: DATA RACE") {
+			t.Errorf("the race detector reported a race in the broker")
+		}
 		if t.Failed() {
 			t.Logf("server %s stderr (last 8 KiB):\n%s", opts.dir, tail(s.stderr.String(), 8<<10))
 		}
