@@ -3,7 +3,11 @@ package segment
 import (
 	"bytes"
 	"errors"
+	"fmt"
+	"path/filepath"
 	"testing"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/corestream/corestream/segment/vfs"
 )
@@ -312,5 +316,25 @@ func TestEpochBeforeStartAfterRetention(t *testing.T) {
 	defer l.Close()
 	if got := l.EpochBeforeStart(); got != want || l.LogStartOffset() != start {
 		t.Fatalf("after reopen: %d at start %d, want %d at %d", got, l.LogStartOffset(), want, start)
+	}
+}
+
+// TestPreallocationGrowsWithTheSegment: one small append reserves one
+// small step, not PreallocateBytes (10,000 idle partitions must not hold
+// 10,000 × 8 MiB of disk).
+func TestPreallocationGrowsWithTheSegment(t *testing.T) {
+	dir := t.TempDir()
+	l, err := OpenLog(vfs.OS(), dir, Config{Preallocate: PreallocKeepSize}, NewIO(NewPwriteEngine()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	fill(t, l, 1, constEpoch(1), constTs(1))
+	var st unix.Stat_t
+	if err := unix.Stat(filepath.Join(dir, fmt.Sprintf("%020d.log", 0)), &st); err != nil {
+		t.Fatal(err)
+	}
+	if reserved := st.Blocks * 512; reserved > 2*preallocMinBytes {
+		t.Fatalf("one small append reserved %d bytes", reserved)
 	}
 }
