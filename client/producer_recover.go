@@ -100,6 +100,14 @@ func (s *partSender) retryOrFail(head *prodBatch) {
 		bound = ErrRetriesExhausted
 	}
 	if bound != nil {
+		if !head.sent {
+			// It never reached a broker (no route, no connection): it was
+			// not written, and the batches after it take its sequences.
+			s.finish(head, fmt.Errorf("%w: %s/%d after %d failed attempts (never sent): %w",
+				bound, s.topic, s.partition, head.failures, head.err))
+			s.renumberAfterFailure(head)
+			return
+		}
 		// Every batch sent so far has an unknown outcome: fail them all.
 		anySent := false
 		for _, b := range s.window {
