@@ -74,9 +74,11 @@ func (n *Node) partitionRoute(t *metadata.Topic, p int32) wire.PartitionRoute {
 		pr.Replicas[i] = int32(r)
 	}
 	rt, ok := n.routes.get(shardKey(t.ID, p))
-	if ok && rt.leader > 0 {
+	if ok && rt.leader > 0 && n.alive(rt.leader) {
 		pr.PrimaryID, pr.Generation = rt.leader, rt.term
 	} else {
+		// No primary, or its node is down (a factor-1 partition there is
+		// unavailable until it returns; others elect a new one).
 		pr.ErrorCode = wire.ErrPrimaryNotAvailable.Code
 	}
 	for _, r := range pr.Replicas {

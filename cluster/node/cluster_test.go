@@ -2,6 +2,7 @@ package node
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net"
 	"testing"
@@ -9,6 +10,7 @@ import (
 
 	"github.com/corestream/corestream/client"
 	"github.com/corestream/corestream/cluster/config"
+	"github.com/corestream/corestream/netio/wire"
 )
 
 // freePorts reserves n loopback ports (listen on :0, then close).
@@ -334,5 +336,66 @@ func TestClusterFailoverAndCatchUp(t *testing.T) {
 		if fmt.Sprint(got[part]) != fmt.Sprint(vals) {
 			t.Fatalf("partition %d: consumed %d values, acknowledged %d", part, len(got[part]), len(vals))
 		}
+	}
+}
+
+// Factor 2 with a copy on a stopped node stops accepting writes with
+// NOT_ENOUGH_REPLICAS; factor 1 on it is unavailable; both come back.
+func TestClusterLowFactorsWithANodeDown(t *testing.T) {
+	tc := startCluster(t, 3, nil)
+	ctx, cancel := context.WithTimeout(context.Background(), 120*time.Second)
+	defer cancel()
+	cl, err := client.Dial(ctx, tc.brokers()...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	createTopic(t, ctx, cl, client.TopicSpec{Name: "two", Partitions: 3, ReplicationFactor: 2})
+	createTopic(t, ctx, cl, client.TopicSpec{Name: "one", Partitions: 3, ReplicationFactor: 1})
+	md, err := cl.Metadata(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Find, in each topic, a partition with a replica on node 3.
+	onThree := map[string]int32{}
+	for _, tp := range md.Topics {
+		for _, p := range tp.Partitions {
+			for _, r := range p.Replicas {
+				if r == 3 {
+					onThree[tp.Name] = p.Partition
+				}
+			}
+		}
+	}
+	if len(onThree) != 2 {
+		t.Fatalf("no partition on node 3 in %v", onThree)
+	}
+	prod, err := cl.NewProducer(ctx, client.ProducerConfig{Partitioner: client.ManualPartitioner(), DeliveryTimeout: 4 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer prod.Close(ctx)
+	for name, p := range onThree {
+		if _, err := prod.Produce(ctx, client.Record{Topic: name, Partition: p, Value: []byte("before")}); err != nil {
+			t.Fatalf("%s/%d before: %v", name, p, err)
+		}
+	}
+	tc.stopNode(2)
+	_, err = prod.Produce(ctx, client.Record{Topic: "two", Partition: onThree["two"], Value: []byte("during")})
+	t.Logf("factor 2 with a copy down: %v", err)
+	if !errors.Is(err, wire.ErrNotEnoughReplicas) {
+		t.Fatalf("factor 2 with a copy down: %v, want NOT_ENOUGH_REPLICAS", err)
+	}
+	_, err = prod.Produce(ctx, client.Record{Topic: "one", Partition: onThree["one"], Value: []byte("during")})
+	t.Logf("factor 1 on the stopped node: %v", err)
+	if err == nil {
+		t.Fatal("factor 1 on a stopped node accepted a write")
+	}
+	tc.startNode(2)
+	for name, p := range onThree {
+		clusterWait(t, 30*time.Second, name+" writable again", func() bool {
+			_, err := prod.Produce(ctx, client.Record{Topic: name, Partition: p, Value: []byte("after")})
+			return err == nil
+		})
 	}
 }

@@ -257,6 +257,14 @@ func (n *Node) sendFn() func(*partition.Replica, []raftlite.Message) {
 	return n.peers.send
 }
 
+// aliveFn is the replicas' liveness oracle: nil on a single node.
+func (n *Node) aliveFn() func(raftlite.NodeID) bool {
+	if n.peers == nil {
+		return nil
+	}
+	return func(id raftlite.NodeID) bool { return n.alive(int32(id)) }
+}
+
 // opened registers a replica's consensus group for incoming messages and
 // logs what opening its log found: after a graceful stop every log says
 // clean=true (no recovery scan); after a crash it says what was scanned

@@ -98,7 +98,7 @@ func (n *Node) openReplica(h *partition.Host, t *metadata.Topic, p int32, reps [
 		FS: n.fs, Dir: n.partitionDir(t.ID, p), Log: cfg,
 		Topic: t.Name, TopicID: t.ID, Partition: p,
 		Self: n.self, Replicas: ids, Limits: n.limits,
-		Send: n.sendFn(), OnRoute: n.routeChanged,
+		Send: n.sendFn(), OnRoute: n.routeChanged, Alive: n.aliveFn(),
 	})
 	if err == nil {
 		n.opened(r, h.Shard().ID())

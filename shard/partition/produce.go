@@ -36,6 +36,11 @@ func (r *Replica) CheckRoute(generation int32) error {
 		return wire.Errorf(wire.ErrStorageError, "partition %s/%d is offline on node %d: %v", r.cfg.Topic, r.cfg.Partition, r.cfg.Self, r.failure)
 	}
 	if !r.IsPrimary() {
+		if r.leader == raftlite.None {
+			if err := r.quorumErr(); err != nil {
+				return err
+			}
+		}
 		return r.notPrimaryErr()
 	}
 	if generation != wire.GenerationUnknown {
@@ -83,6 +88,10 @@ func (r *Replica) Produce(req *wire.ProduceRequest, reply func(ProduceResult)) {
 		fail(wire.Errorf(wire.ErrStorageError, "%s/%d: %v", r.cfg.Topic, r.cfg.Partition, err))
 		return
 	}
+	if err := r.quorumErr(); err != nil {
+		fail(err)
+		return
+	}
 	v, dup, err := r.prod.check(&h)
 	if err != nil {
 		fail(err)
@@ -100,6 +109,30 @@ func (r *Replica) Produce(req *wire.ProduceRequest, reply func(ProduceResult)) {
 	p := &pendingProduce{base: e.Base, last: e.Last, term: e.Term, reply: reply}
 	r.wait(p, req)
 	r.process()
+}
+
+// quorumErr is NOT_ENOUGH_REPLICAS when fewer than a majority of the
+// replicas are reachable (a write could not commit until one returns).
+func (r *Replica) quorumErr() error {
+	if r.cfg.Alive == nil || len(r.cfg.Replicas) == 1 {
+		return nil
+	}
+	up := 0
+	var down []raftlite.NodeID
+	for _, id := range r.cfg.Replicas {
+		if id == r.cfg.Self || r.cfg.Alive(id) {
+			up++
+		} else {
+			down = append(down, id)
+		}
+	}
+	if need := len(r.cfg.Replicas)/2 + 1; up < need {
+		e := wire.Errorf(wire.ErrNotEnoughReplicas, "%s/%d: %d of its %d replicas are reachable (nodes %v are down); writes need %d until one returns",
+			r.cfg.Topic, r.cfg.Partition, up, len(r.cfg.Replicas), down, need)
+		e.RetryAfterMs = 500
+		return e
+	}
+	return nil
 }
 
 // answerDuplicate acknowledges a retried batch without appending it: at

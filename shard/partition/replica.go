@@ -53,6 +53,10 @@ type Config struct {
 	OnCommit func(r *Replica, commit int64)
 	// NowMs is the wall clock (log append times).
 	NowMs func() int64
+	// Alive reports whether a peer is believed up; nil means always. A
+	// primary that cannot reach a majority of its replicas refuses writes
+	// with NOT_ENOUGH_REPLICAS instead of letting them time out.
+	Alive func(raftlite.NodeID) bool
 	// onAppend is called after entries are appended (the host flushes
 	// the IO at the end of the round).
 	onAppend func()
