@@ -86,6 +86,9 @@ func (n *Node) serveData(sh *shard.Shard, t *metadata.Topic, p int32, hdr wire.R
 			fail(err)
 			return
 		}
+		if n.stopped.Load() {
+			req.MaxWaitMs = 0 // stopping: no new long polls (Stop answered the parked ones)
+		}
 		r.Fetch(&req, func(res partition.FetchResult) {
 			if res.Err != nil {
 				fail(res.Err)

@@ -55,7 +55,8 @@ type Node struct {
 	// peers is the replication transport (nil on a single node).
 	peers *peers
 	// rebalancing says a primary move planned by the balancer is running.
-	rebalancing atomic.Bool
+	rebalancing  atomic.Bool
+	balanceStats BalanceStats
 }
 
 // New validates cfg and prepares a node; Start runs it.
@@ -184,6 +185,10 @@ func (n *Node) Stop(ctx context.Context) error {
 		return nil
 	}
 	var first error
+	// A parked long poll is a request in flight: answer them now (and
+	// later ones at once, serveData) rather than hold the stop until the
+	// connections are cut.
+	n.answerFetches()
 	if n.server != nil {
 		if err := n.server.Shutdown(ctx); err != nil {
 			first = err
@@ -202,6 +207,20 @@ func (n *Node) Stop(ctx context.Context) error {
 		n.lockFd = -1
 	}
 	return first
+}
+
+// answerFetches answers every parked long poll with what is there now.
+func (n *Node) answerFetches() {
+	if n.group == nil {
+		return
+	}
+	for i := 0; i < n.group.Len(); i++ {
+		_ = n.group.Shard(i).Do(func(*shard.Shard) {
+			if h := n.hosts[i]; h != nil {
+				h.AnswerFetches()
+			}
+		})
+	}
 }
 
 func (n *Node) stopShards() error {
