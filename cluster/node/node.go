@@ -55,8 +55,7 @@ type Node struct {
 	// peers is the replication transport (nil on a single node).
 	peers *peers
 	// rebalancing says a primary move planned by the balancer is running.
-	rebalancing  atomic.Bool
-	balanceStats BalanceStats
+	rebalancing atomic.Bool
 }
 
 // New validates cfg and prepares a node; Start runs it.
