@@ -139,6 +139,18 @@ func (n *Node) Match(id NodeID) (match int64, ok bool) {
 	return -1, false
 }
 
+// Follower returns the leader's view of member id: its matched offset and
+// whether it was heard from in the current check-quorum interval (a
+// member that answers nothing — down, or not serving the group yet — is
+// not active). ok is false when this node is not the leader or id is not a
+// member.
+func (n *Node) Follower(id NodeID) (match int64, active bool, ok bool) {
+	if pr := n.progress(id); pr != nil {
+		return pr.match, pr.recentActive || id == n.id, true
+	}
+	return -1, false, false
+}
+
 // hardState is the current hard state.
 func (n *Node) hardState() HardState { return HardState{Term: n.term, Vote: n.vote} }
 

@@ -19,6 +19,7 @@ const (
 	OpAddPartitions     Op = "add_partitions"
 	OpAllocateProducers Op = "allocate_producer_ids"
 	OpCommitOffsets     Op = "commit_offsets"
+	OpPrimaryMoved      Op = "primary_moved"
 )
 
 // Command is one metadata change. Only the fields of its Op are set.
@@ -35,6 +36,9 @@ type Command struct {
 	NewReplicas [][]NodeID `json:"new_replicas,omitempty"`
 	// AllocateProducerIDs: how many ids.
 	Count int64 `json:"count,omitempty"`
+	// PrimaryMoved: the partition (Name, ID, Partition) and when (AtMs).
+	Partition int32 `json:"partition,omitempty"`
+	AtMs      int64 `json:"at_ms,omitempty"`
 	// CommitOffsets: the consumer and its offsets.
 	Consumer string        `json:"consumer,omitempty"`
 	Offsets  []OffsetEntry `json:"offsets,omitempty"`
@@ -87,11 +91,26 @@ func (s *State) Apply(c Command) (Result, error) {
 		delete(s.topics, t.Name)
 		delete(s.byID, t.ID)
 		s.dropOffsets(t.Name)
+		for k := range s.moved {
+			if k.Topic == t.Name {
+				delete(s.moved, k)
+			}
+		}
 		return Result{Topic: t}, nil
 	case OpAddPartitions:
 		return s.applyAddPartitions(c)
 	case OpCommitOffsets:
 		return s.applyCommit(c)
+	case OpPrimaryMoved:
+		t, err := s.lookup(c.Name, c.ID)
+		if err != nil {
+			return Result{}, err
+		}
+		if c.Partition < 0 || int(c.Partition) >= len(t.Replicas) {
+			return Result{}, fmt.Errorf("%w: %s has no partition %d", ErrUnknownTopic, c.Name, c.Partition)
+		}
+		s.moved[OffsetKey{Topic: c.Name, Partition: c.Partition}] = c.AtMs
+		return Result{Topic: t}, nil
 	case OpAllocateProducers:
 		if c.Count < 1 || c.Count > ProducerIDsPerAllocationMax {
 			return Result{}, fmt.Errorf("%w: allocate %d producer ids", ErrInvalidCommand, c.Count)

@@ -113,11 +113,18 @@ type State struct {
 	nextProducerID int64
 	// offsets holds committed consumer offsets by consumer name.
 	offsets map[string]map[OffsetKey]Committed
+	// moved holds when the balancer last moved each partition's primary
+	// (its mute period survives a metadata-primary change).
+	moved map[OffsetKey]int64
 }
+
+// LastMovedMs is when partition p of topic last had its primary moved by
+// the balancer (0: never).
+func (s *State) LastMovedMs(topic string, p int32) int64 { return s.moved[OffsetKey{topic, p}] }
 
 // New returns an empty state.
 func New() *State {
-	return &State{topics: map[string]*Topic{}, byID: map[TopicID]*Topic{}, offsets: map[string]map[OffsetKey]Committed{}}
+	return &State{topics: map[string]*Topic{}, byID: map[TopicID]*Topic{}, offsets: map[string]map[OffsetKey]Committed{}, moved: map[OffsetKey]int64{}}
 }
 
 // Topic returns the topic named name, or nil.

@@ -213,3 +213,18 @@ func TestCommitOffsets(t *testing.T) {
 		t.Fatal("offsets outlived their topic")
 	}
 }
+
+func TestPrimaryMovedIsRemembered(t *testing.T) {
+	s := New()
+	r, _ := apply(t, s, mustPlanCreate(t, s, "t", 2, 3))
+	if _, err := apply(t, s, Command{Version: 1, Op: OpPrimaryMoved, Name: "t", ID: r.Topic.ID, Partition: 1, AtMs: 777}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := apply(t, s, Command{Version: 1, Op: OpPrimaryMoved, Name: "t", ID: r.Topic.ID, Partition: 9, AtMs: 1}); err == nil {
+		t.Fatal("move of a missing partition accepted")
+	}
+	s2, err := Restore(s.Snapshot())
+	if err != nil || s2.LastMovedMs("t", 1) != 777 || s2.LastMovedMs("t", 0) != 0 {
+		t.Fatalf("restore: %v %d", err, s2.LastMovedMs("t", 1))
+	}
+}

@@ -12,6 +12,12 @@ type snapshot struct {
 	Topics         []*Topic          `json:"topics"`
 	NextProducerID int64             `json:"next_producer_id"`
 	Offsets        []consumerOffsets `json:"offsets,omitempty"`
+	Moved          []movedAt         `json:"moved,omitempty"`
+}
+
+type movedAt struct {
+	OffsetKey
+	AtMs int64 `json:"at_ms"`
 }
 
 type consumerOffsets struct {
@@ -31,6 +37,13 @@ func (s *State) Snapshot() []byte {
 	for _, c := range names {
 		snap.Offsets = append(snap.Offsets, consumerOffsets{Consumer: c, Offsets: s.CommittedAll(c)})
 	}
+	for k, at := range s.moved {
+		snap.Moved = append(snap.Moved, movedAt{k, at})
+	}
+	sort.Slice(snap.Moved, func(i, j int) bool {
+		a, b := snap.Moved[i], snap.Moved[j]
+		return a.Topic < b.Topic || a.Topic == b.Topic && a.Partition < b.Partition
+	})
 	b, err := json.Marshal(snap)
 	if err != nil {
 		panic(fmt.Sprintf("metadata: encoding a snapshot cannot fail: %v", err))
@@ -67,6 +80,9 @@ func Restore(b []byte) (*State, error) {
 		if err != nil {
 			return nil, fmt.Errorf("snapshot offsets of %q: %w", co.Consumer, err)
 		}
+	}
+	for _, m := range snap.Moved {
+		s.moved[m.OffsetKey] = m.AtMs
 	}
 	return s, nil
 }

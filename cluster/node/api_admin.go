@@ -2,7 +2,6 @@ package node
 
 import (
 	"errors"
-	"fmt"
 	"strconv"
 	"time"
 
@@ -300,13 +299,3 @@ func (c *controller) fetchOffsets(req *wire.FetchOffsetsRequest, done func(any))
 	}
 	done(resp)
 }
-
-func (c *controller) movePrimary(req *wire.MovePrimaryRequest, done func(any)) {
-	done(wire.Errorf(wire.ErrInvalidRequest, "MovePrimary of %s/%d to node %d: %v", req.Topic, req.Partition, req.TargetNodeID, errNoMoves))
-}
-
-func (c *controller) rebalance(req *wire.RebalanceRequest, done func(any)) {
-	done(&wire.RebalanceResponse{})
-}
-
-var errNoMoves = fmt.Errorf("a single node has no other replica to move a primary to")

@@ -399,3 +399,40 @@ func TestClusterLowFactorsWithANodeDown(t *testing.T) {
 		})
 	}
 }
+
+// The balancer moves primaries back after a node returns, one at a time.
+func TestClusterBalancerRestoresBalance(t *testing.T) {
+	tc := startCluster(t, 3, func(c *config.Config) { c.Cluster.LeaderBalanceIntervalMs = 300 })
+	ctx, cancel := context.WithTimeout(context.Background(), 120*time.Second)
+	defer cancel()
+	cl, err := client.Dial(ctx, tc.brokers()...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	createTopic(t, ctx, cl, client.TopicSpec{Name: "orders", Partitions: 12, ReplicationFactor: 3})
+	balanced := func() bool {
+		p := primaries(t, cl)
+		return p[1] == 4 && p[2] == 4 && p[3] == 4
+	}
+	clusterWait(t, 30*time.Second, "4 primaries per node", balanced)
+	tc.stopNode(2)
+	clusterWait(t, 30*time.Second, "primaries on the two live nodes", func() bool {
+		p := primaries(t, cl)
+		return p[1]+p[2] == 12
+	})
+	returned := time.Now()
+	tc.startNode(2)
+	clusterWait(t, 60*time.Second, "4 primaries per node again", balanced)
+	t.Logf("balanced %v after node 3 returned", time.Since(returned))
+	var started, finished, failed uint64
+	for _, n := range tc.nodes {
+		started += n.balanceStats.Started.Load()
+		finished += n.balanceStats.Finished.Load()
+		failed += n.balanceStats.Failed.Load()
+	}
+	t.Logf("moves: %d started, %d finished, %d failed", started, finished, failed)
+	if finished < 4 {
+		t.Fatalf("only %d moves finished", finished)
+	}
+}

@@ -50,6 +50,7 @@ type controller struct {
 	results     map[int64]applied
 	resultOrder []int64
 	iter        batch.Records
+	bal         *balancer
 }
 
 // startController opens the metadata group and waits until the local
@@ -79,6 +80,7 @@ func (n *Node) startController() error {
 		n.opened(r, metaShard)
 		c.r = r
 		n.ctrl = c
+		c.startBalancer()
 		done <- nil
 	})
 	if err != nil {

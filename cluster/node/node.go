@@ -55,7 +55,8 @@ type Node struct {
 	// peers is the replication transport (nil on a single node).
 	peers *peers
 	// rebalancing says a primary move planned by the balancer is running.
-	rebalancing atomic.Bool
+	rebalancing  atomic.Bool
+	balanceStats BalanceStats
 }
 
 // New validates cfg and prepares a node; Start runs it.
@@ -329,7 +330,8 @@ func (n *Node) routeChanged(r *partition.Replica) {
 }
 
 // inSync lists the replicas of r (a primary) that hold everything
-// committed and were heard from within the election timeout.
+// committed and answered the group within the election timeout (a node
+// that just came back is not in sync until its replica answers).
 func (n *Node) inSync(r *partition.Replica) []int32 {
 	commit := r.HighWatermark() - 1
 	out := []int32{int32(n.self)}
@@ -337,7 +339,7 @@ func (n *Node) inSync(r *partition.Replica) []int32 {
 		if id == n.self {
 			continue
 		}
-		if m, ok := r.Raft().Match(id); ok && m >= commit && n.alive(int32(id)) {
+		if m, active, ok := r.Raft().Follower(id); ok && active && m >= commit && n.alive(int32(id)) {
 			out = append(out, int32(id))
 		}
 	}

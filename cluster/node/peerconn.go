@@ -223,6 +223,13 @@ func (p *peers) receive(sh *shard.Shard, from int32, body []byte) {
 		for _, r := range rs {
 			p.n.routes.learn(shardKey(r.TopicID, r.Partition), route{leader: r.Leader, term: r.Term, inSync: maskIDs(r.InSync)})
 		}
+	case peerwire.KindTransfer:
+		tr, err := peerwire.DecodeTransfer(body)
+		if err != nil {
+			p.n.log.Error("replication: bad transfer", "peer", from, "err", err)
+			return
+		}
+		p.n.transferLocal(tr.TopicID, tr.Partition, tr.Target)
 	default:
 		p.n.log.Error("replication: unknown frame kind", "peer", from, "kind", body[0])
 	}

@@ -13,6 +13,9 @@
 //	          straight from segment files (sendfile), so they come last.
 //	kind 2  Ping       node i32, meta_applied i64
 //	kind 3  Routes     count u32, then count × route (below)
+//	kind 4  Transfer   topic_id [16], partition i32, target i32: "move
+//	          this partition's primary to target" (sent by the metadata
+//	          primary to the partition's primary)
 //
 //	message: type u8, group u64, from u8, to u8, term i32, index i64,
 //	         log_term i32, commit i64, flags u8 (1 reject, 2 transfer,
@@ -41,6 +44,7 @@ const (
 	KindMessages byte = 1
 	KindPing     byte = 2
 	KindRoutes   byte = 3
+	KindTransfer byte = 4
 )
 
 // Bounds a decoder enforces before it allocates.
@@ -354,4 +358,36 @@ func DecodeRoutes(b []byte) ([]Route, error) {
 		out[i].InSync = r.u32()
 	}
 	return out, r.err
+}
+
+// Transfer asks a partition's primary to hand leadership to Target.
+type Transfer struct {
+	TopicID   [16]byte
+	Partition int32
+	Target    int32
+}
+
+// AppendTransfer appends a Transfer frame body.
+func AppendTransfer(dst []byte, t Transfer) []byte {
+	dst = append(dst, KindTransfer)
+	dst = append(dst, t.TopicID[:]...)
+	dst = binary.BigEndian.AppendUint32(dst, uint32(t.Partition))
+	return binary.BigEndian.AppendUint32(dst, uint32(t.Target))
+}
+
+// DecodeTransfer decodes a Transfer frame body.
+func DecodeTransfer(b []byte) (Transfer, error) {
+	r := &reader{b: b}
+	var t Transfer
+	if k := r.u8(); k != KindTransfer {
+		r.fail("kind %d is not Transfer", k)
+		return t, r.err
+	}
+	copy(t.TopicID[:], r.take(16))
+	t.Partition = int32(r.u32())
+	t.Target = int32(r.u32())
+	if r.err == nil && len(r.b) != 0 {
+		r.fail("%d bytes after a transfer", len(r.b))
+	}
+	return t, r.err
 }

@@ -60,6 +60,13 @@ func TestPingAndRoutes(t *testing.T) {
 	if _, err := DecodeRoutes(AppendRoutes(nil, rs)[:10]); err == nil {
 		t.Fatal("short routes accepted")
 	}
+	tr := Transfer{TopicID: [16]byte{9}, Partition: 3, Target: 2}
+	if back, err := DecodeTransfer(AppendTransfer(nil, tr)); err != nil || back != tr {
+		t.Fatalf("transfer %+v %v", back, err)
+	}
+	if _, err := DecodeTransfer(AppendTransfer(nil, tr)[:20]); err == nil {
+		t.Fatal("short transfer accepted")
+	}
 }
 
 func FuzzDecode(f *testing.F) {
@@ -86,5 +93,6 @@ func FuzzDecode(f *testing.F) {
 		}
 		DecodePing(b)
 		DecodeRoutes(b)
+		DecodeTransfer(b)
 	})
 }

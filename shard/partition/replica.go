@@ -224,6 +224,18 @@ func (r *Replica) Step(m raftlite.Message) error {
 	return err
 }
 
+// TransferLeadership asks this primary to hand leadership to replica to
+// (catch it up, then tell it to campaign). Proposals are refused while the
+// transfer runs; it gives up after the limits' TransferTicksMax.
+func (r *Replica) TransferLeadership(to raftlite.NodeID) error {
+	if r.closed || r.raft == nil {
+		return ErrClosed
+	}
+	err := r.raft.TransferLeadership(to)
+	r.process()
+	return err
+}
+
 // LogProgress is called (from the shard's IO notify) when the log's written
 // or durable offset moved, the log rewound, or it failed. It defers the
 // work to the end of the round: the notify callback may not call into
@@ -355,6 +367,14 @@ func (r *Replica) appendEntries(entries []raftlite.Entry) error {
 func (r *Replica) softState(lead raftlite.NodeID, role raftlite.Role) {
 	wasPrimary := r.leader == r.cfg.Self
 	r.leader, r.term = lead, r.raft.Term()
+	if lead != raftlite.None {
+		// The group has a primary: the hold has done its work. Kept on, it
+		// would freeze this replica's election clock, and with it its
+		// leader lease (it would ignore the survivors' votes): a primary
+		// lost within 3 election timeouts of this replica opening would
+		// be replaced only when the hold ran out.
+		r.holdTicks = 0
+	}
 	if wasPrimary && role != raftlite.RoleLeader {
 		err := r.notPrimaryErr()
 		r.failPending(err)
