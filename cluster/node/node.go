@@ -52,6 +52,8 @@ type Node struct {
 	// engineNote says which write engine the shards use and why.
 	engineNote string
 	stopped    atomic.Bool
+	// http is the HTTP API (nil when node.http_addr is empty).
+	http *httpAPI
 	// peers is the replication transport (nil on a single node).
 	peers *peers
 	// rebalancing says a primary move planned by the balancer is running.

@@ -30,7 +30,7 @@ func TestE2EServeRefusesBadConfig(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			args := []string{"serve", "--data", filepath.Join(t.TempDir(), "data"), "--client-addr", "127.0.0.1:0"}
+			args := []string{"serve", "--data", filepath.Join(t.TempDir(), "data"), "--client-addr", "127.0.0.1:0", "--http-addr", ""}
 			if c.config != "" {
 				path := filepath.Join(t.TempDir(), "corestream.toml")
 				if err := os.WriteFile(path, []byte(c.config), 0o644); err != nil {

@@ -19,7 +19,7 @@ const shutdownTimeout = 30 * time.Second
 
 func newServeCmd() *cobra.Command {
 	var (
-		path, data, clientAddr string
+		path, data, clientAddr, httpAddr string
 		shards                 int
 	)
 	cmd := &cobra.Command{
@@ -42,6 +42,9 @@ func newServeCmd() *cobra.Command {
 			if cmd.Flags().Changed("client-addr") {
 				cfg.Node.ClientAddr = clientAddr
 			}
+			if cmd.Flags().Changed("http-addr") {
+				cfg.Node.HTTPAddr = httpAddr
+			}
 			if cmd.Flags().Changed("shards") {
 				cfg.Shard.Count = shards
 			}
@@ -59,6 +62,9 @@ func newServeCmd() *cobra.Command {
 				return err
 			}
 			fmt.Fprintf(a.stdout, "corestream %s node %d serving clients on %s (data in %s)\n", node.Version, cfg.Node.ID, n.ClientAddr(), cfg.Node.DataDir)
+			if h := n.HTTPAddr(); h != "" {
+				fmt.Fprintf(a.stdout, "HTTP API on http://%s\n", h)
+			}
 			<-cmd.Context().Done()
 			logger.Info("stopping")
 			ctx, cancel := context.WithTimeout(context.Background(), shutdownTimeout)
@@ -74,6 +80,7 @@ func newServeCmd() *cobra.Command {
 	f.StringVar(&path, "config", "", "TOML configuration file (default: the embedded defaults)")
 	f.StringVar(&data, "data", "", "data directory (node.data_dir; default ./data)")
 	f.StringVar(&clientAddr, "client-addr", "", "client listener HOST:PORT (node.client_addr; default 127.0.0.1:7070)")
+	f.StringVar(&httpAddr, "http-addr", "", "HTTP API HOST:PORT, empty to disable (node.http_addr; default 127.0.0.1:7072)")
 	f.IntVar(&shards, "shards", 0, "shards, 0 = one per CPU (shard.count)")
 	return cmd
 }
