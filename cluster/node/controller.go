@@ -71,7 +71,7 @@ func (n *Node) startController() error {
 			FS: n.fs, Dir: filepath.Join(n.dir, "__meta"), Log: cfg,
 			Topic: "__meta", TopicID: metaTopicID, Partition: 0,
 			Self: n.self, Replicas: reps, Limits: n.limits,
-			Send: n.sendFn(), OnCommit: c.onCommit, OnRoute: n.routeChanged,
+			Send: n.sendFn(), OnCommit: c.onCommit, OnRoute: n.routeChanged, Alive: n.aliveFn(),
 		})
 		if err != nil {
 			done <- fmt.Errorf("node: metadata log: %w", err)

@@ -169,6 +169,10 @@ func (n *Node) Start() error {
 		n.boundAddr.Store(&bound)
 	}
 	n.log.Info("listening", "client_addr", srv.Addr().String(), "node", n.self, "data_dir", n.dir)
+	if err := n.startHTTP(); err != nil {
+		n.stopShards()
+		return err
+	}
 	return nil
 }
 
@@ -191,6 +195,11 @@ func (n *Node) Stop(ctx context.Context) error {
 	// later ones at once, serveData) rather than hold the stop until the
 	// connections are cut.
 	n.answerFetches()
+	if n.http != nil {
+		if err := n.http.stop(ctx); err != nil {
+			first = err
+		}
+	}
 	if n.server != nil {
 		if err := n.server.Shutdown(ctx); err != nil {
 			first = err
