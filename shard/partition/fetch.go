@@ -45,7 +45,7 @@ func (r *Replica) Fetch(req *wire.FetchRequest, reply func(FetchResult)) {
 		reply(FetchResult{Err: wire.Errorf(wire.ErrNotPrimary, "partition %s/%d is closed on node %d", r.cfg.Topic, r.cfg.Partition, r.cfg.Self)})
 		return
 	}
-	if err := r.CheckRoute(req.Generation); err != nil {
+	if err := r.checkRead(req.Generation); err != nil {
 		reply(FetchResult{Err: err})
 		return
 	}
@@ -60,6 +60,25 @@ func (r *Replica) Fetch(req *wire.FetchRequest, reply func(FetchResult)) {
 	wait := time.Duration(min(req.MaxWaitMs, wire.FetchWaitMsMax)) * time.Millisecond
 	w.timer = r.cfg.Sched.AfterFunc(wait, func() { r.answer(w) })
 	r.waiters = append(r.waiters, w)
+}
+
+// checkRead is CheckRoute for reads. A new primary knows the high
+// watermark only once an entry of its own term has committed (the no-op
+// it appends when elected); until then its commit offset is what it
+// started with (-1 after a restart), and answering would show consumers
+// an old, lower high watermark: a "latest" offset that goes back, an end
+// reached too early. Reads get the retriable PRIMARY_NOT_AVAILABLE then.
+func (r *Replica) checkRead(generation int32) error {
+	if err := r.CheckRoute(generation); err != nil {
+		return err
+	}
+	if t, err := r.rlog.TermAt(r.commit); err != nil || t != r.term {
+		e := wire.Errorf(wire.ErrPrimaryNotAvailable, "%s/%d: the primary of generation %d has not committed an entry of its term yet",
+			r.cfg.Topic, r.cfg.Partition, r.term)
+		e.RetryAfterMs = 10
+		return e
+	}
+	return nil
 }
 
 // read resolves a fetch against the log now.
@@ -168,7 +187,7 @@ func (r *Replica) failWaiters(err error) {
 // ListOffsets answers earliest (-2), latest (-1, the high watermark) or the
 // first committed offset whose batch's max timestamp is at or after ts.
 func (r *Replica) ListOffsets(req *wire.ListOffsetsRequest) (wire.ListOffsetsResponse, error) {
-	if err := r.CheckRoute(req.Generation); err != nil {
+	if err := r.checkRead(req.Generation); err != nil {
 		return wire.ListOffsetsResponse{}, err
 	}
 	resp := wire.ListOffsetsResponse{Timestamp: -1, LogStartOffset: r.log.LogStartOffset(), HighWatermark: r.commit + 1}
