@@ -11,6 +11,7 @@ import (
 	"net"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -90,7 +91,8 @@ func oneRecordBatch(value []byte) []byte {
 
 // TestE2EThousandConnections opens 1,000 connections at once; each
 // handshakes and produces one record, and all of them stay open and are
-// served again once every one is connected.
+// served again once every one is connected; then the broker stops
+// gracefully with all of them open.
 func TestE2EThousandConnections(t *testing.T) {
 	const conns, partitions = 1000, 4
 	s := startServer(t, serverOpts{})
@@ -159,6 +161,11 @@ func TestE2EThousandConnections(t *testing.T) {
 	}
 	if records != conns {
 		t.Fatalf("%d records in the topic, %d produced", records, conns)
+	}
+	// A graceful stop with every connection still open is quick.
+	start := time.Now()
+	if code := s.stop(syscall.SIGTERM); code != 0 || time.Since(start) > 5*time.Second {
+		t.Fatalf("stop with %d idle connections: exit %d after %v", conns, code, time.Since(start))
 	}
 }
 
