@@ -26,6 +26,9 @@ func TestE2EShutdownAnswersLongPolls(t *testing.T) {
 		t.Fatal(err)
 	}
 	ref := wire.PartitionRef{Topic: "quiet", TopicID: md.Topics[0].ID, Generation: wire.GenerationUnknown}
+	eventually(t, 10*time.Second, "the partition readable", func() bool {
+		return w.call(&wire.ListOffsetsRequest{PartitionRef: ref, Timestamp: wire.TimestampLatest}, &wire.ListOffsetsResponse{}) == nil
+	})
 	// The poll, then a metadata request behind it: once the metadata is
 	// answered, the broker has read the poll (frames are read in order)
 	// and parked it.
