@@ -66,7 +66,7 @@ var (
 	ErrStorageError = &Error{13, "STORAGE_ERROR", true,
 		"The partition's log on this node is poisoned or its disk failed. The partition is unavailable on this node until an operator or a primary move repairs it; refresh metadata."}
 	ErrOffsetOutOfRange = &Error{14, "OFFSET_OUT_OF_RANGE", false,
-		"The fetch offset is below the log start offset or above the high watermark. Use ListOffsets to find a valid offset."}
+		"The fetch offset is below the log start offset or above the log end. Use ListOffsets to find a valid offset."}
 	ErrTopicAlreadyExists = &Error{15, "TOPIC_ALREADY_EXISTS", false,
 		"A topic with that name already exists."}
 	ErrInvalidTopicName = &Error{16, "INVALID_TOPIC_NAME", false,

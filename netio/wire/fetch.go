@@ -17,7 +17,8 @@ package wire
 type FetchRequest struct {
 	PartitionRef
 	// FetchOffset is the first offset wanted; it must lie in
-	// [log start offset, high watermark] (else OFFSET_OUT_OF_RANGE).
+	// [log start offset, log end] (else OFFSET_OUT_OF_RANGE); at or above the
+	// high watermark it long-polls.
 	FetchOffset int64
 	// MaxBytes bounds the records returned, except that the first batch
 	// at or after FetchOffset is returned whole even when it is larger, so

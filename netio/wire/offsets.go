@@ -239,7 +239,8 @@ func (r *FetchOffsetsResponse) DecodeBody(body []byte, version uint16) error {
 }
 
 // InitProducerRequest obtains an idempotent producer identity. Any node
-// answers (ids come from blocks the metadata group hands each node).
+// answers (an id is the node id in the top bits and a per-node persisted
+// counter below, unique across the cluster).
 //
 // Body v0:
 //
