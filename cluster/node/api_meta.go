@@ -80,6 +80,18 @@ func (n *Node) partitionRoute(t *metadata.Topic, p int32) wire.PartitionRoute {
 		// No primary, or its node is down (a factor-1 partition there is
 		// unavailable until it returns; others elect a new one).
 		pr.ErrorCode = wire.ErrPrimaryNotAvailable.Code
+		live := 0
+		for _, r := range pr.Replicas {
+			if n.alive(r) {
+				live++
+			}
+		}
+		if len(reps) > 1 && live < len(reps)/2+1 {
+			// Too few replicas reachable to elect one: nothing is
+			// under way, writes wait until a replica returns. Say so, as
+			// the primary itself would (partition.Replica.quorumErr).
+			pr.ErrorCode = wire.ErrNotEnoughReplicas.Code
+		}
 	}
 	for _, r := range pr.Replicas {
 		switch {
