@@ -1,0 +1,243 @@
+// Package launch plans and runs a local corestream cluster on loopback:
+// it picks free ports, gives every node its own data directory with its
+// TOML configuration in it, starts `corestream serve --config` for each
+// node, waits until the cluster has formed, and stops the nodes.
+//
+// tools/localcluster is its command line; the multi-process end-to-end
+// tests of cmd/corestream plan their clusters with it, so the operator's
+// launcher and the tests run the same configurations.
+package launch
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+
+	"github.com/corestream/corestream/cluster/config"
+)
+
+// Files inside each node's data directory.
+const (
+	// ConfigFile is the node's configuration, written by Plan.Write.
+	ConfigFile = "corestream.toml"
+	// LogFile collects the node's stdout and stderr when Start runs it.
+	LogFile = "corestream.log"
+)
+
+// Errors.
+var (
+	// ErrOptions is wrapped by every refusal of Options; the message
+	// names the option.
+	ErrOptions = errors.New("launch: bad option")
+)
+
+// Options describe a local cluster. The zero value of a field means its
+// documented default.
+type Options struct {
+	// Nodes is the roster size, 1..config.RosterNodesMax. Default 3.
+	Nodes int
+	// Dir is the cluster's directory: node i's data directory is
+	// Dir/node-i. Required.
+	Dir string
+	// Host is the loopback address every listener binds. Default 127.0.0.1.
+	Host string
+	// ReplicationFactor is cluster.default_replication_factor: "all" or a
+	// number. Default "all".
+	ReplicationFactor string
+	// K is cluster.coordinator.replica_connections_per_peer. Default 1.
+	K int
+	// Shards is shard.count on every node (0: one per CPU).
+	Shards int
+	// Fsync is storage.fsync. Default "always".
+	Fsync string
+	// HeartbeatIntervalMs and ElectionTimeoutMs are the consensus timing
+	// (cluster.heartbeat_interval_ms, cluster.election_timeout_ms).
+	// Defaults 100 and 1000, the broker's own.
+	HeartbeatIntervalMs, ElectionTimeoutMs int
+	// Secret is cluster.secret. Default: 16 random bytes in hex.
+	Secret string
+	// LogLevel is log.level. Default "info".
+	LogLevel string
+}
+
+func (o Options) withDefaults() (Options, error) {
+	if o.Nodes == 0 {
+		o.Nodes = 3
+	}
+	if o.Host == "" {
+		o.Host = "127.0.0.1"
+	}
+	if o.ReplicationFactor == "" {
+		o.ReplicationFactor = "all"
+	}
+	if o.K == 0 {
+		o.K = 1
+	}
+	if o.Fsync == "" {
+		o.Fsync = "always"
+	}
+	if o.HeartbeatIntervalMs == 0 {
+		o.HeartbeatIntervalMs = 100
+	}
+	if o.ElectionTimeoutMs == 0 {
+		o.ElectionTimeoutMs = 1000
+	}
+	if o.LogLevel == "" {
+		o.LogLevel = "info"
+	}
+	if o.Secret == "" {
+		var b [16]byte
+		if _, err := rand.Read(b[:]); err != nil {
+			return o, err
+		}
+		o.Secret = hex.EncodeToString(b[:])
+	}
+	switch {
+	case o.Nodes < 1 || o.Nodes > config.RosterNodesMax:
+		return o, fmt.Errorf("%w: nodes %d is outside 1..%d", ErrOptions, o.Nodes, config.RosterNodesMax)
+	case o.Dir == "":
+		return o, fmt.Errorf("%w: dir is empty", ErrOptions)
+	case o.ReplicationFactor != "all":
+		if _, err := strconv.Atoi(o.ReplicationFactor); err != nil {
+			return o, fmt.Errorf("%w: replication factor %q is neither \"all\" nor a number", ErrOptions, o.ReplicationFactor)
+		}
+	}
+	return o, nil
+}
+
+// Node is one member of a planned cluster. New fills every field from
+// the Options; a test may change Secret or K of one node before Write to
+// make it disagree with the others.
+type Node struct {
+	ID              int    `json:"id"`
+	ClientAddr      string `json:"client_addr"`
+	ReplicationAddr string `json:"replication_addr"`
+	HTTPAddr        string `json:"http_addr"`
+	DataDir         string `json:"data_dir"`
+	// Config is the node's configuration file (DataDir/ConfigFile).
+	Config string `json:"config"`
+	// Log is where Start sends the node's output (DataDir/LogFile).
+	Log string `json:"log"`
+	// Secret and K are this node's cluster.secret and
+	// cluster.coordinator.replica_connections_per_peer.
+	Secret string `json:"-"`
+	K      int    `json:"-"`
+}
+
+// Plan is a cluster's roster and configuration.
+type Plan struct {
+	Options Options
+	Nodes   []Node
+}
+
+// New plans a cluster: free ports on Options.Host for every listener and
+// one data directory per node under Options.Dir (created by Write).
+//
+// The ports are free when New returns; another process may take one
+// before the node binds it (the node then fails to start, saying which
+// address).
+func New(o Options) (*Plan, error) {
+	o, err := o.withDefaults()
+	if err != nil {
+		return nil, err
+	}
+	dir, err := filepath.Abs(o.Dir)
+	if err != nil {
+		return nil, err
+	}
+	o.Dir = dir
+	addrs, err := FreeAddrs(o.Host, 3*o.Nodes)
+	if err != nil {
+		return nil, err
+	}
+	p := &Plan{Options: o}
+	for i := 0; i < o.Nodes; i++ {
+		id := i + 1
+		data := filepath.Join(dir, "node-"+strconv.Itoa(id))
+		p.Nodes = append(p.Nodes, Node{ID: id, ClientAddr: addrs[3*i], ReplicationAddr: addrs[3*i+1], HTTPAddr: addrs[3*i+2],
+			DataDir: data, Config: filepath.Join(data, ConfigFile), Log: filepath.Join(data, LogFile),
+			Secret: o.Secret, K: o.K})
+	}
+	return p, nil
+}
+
+// FreeAddrs returns n distinct HOST:PORT addresses on host whose ports
+// were free a moment ago (all are held open together, then closed).
+func FreeAddrs(host string, n int) ([]string, error) {
+	var ls []net.Listener
+	defer func() {
+		for _, l := range ls {
+			l.Close()
+		}
+	}()
+	out := make([]string, 0, n)
+	for i := 0; i < n; i++ {
+		l, err := net.Listen("tcp", net.JoinHostPort(host, "0"))
+		if err != nil {
+			return nil, fmt.Errorf("launch: finding a free port on %s: %w", host, err)
+		}
+		ls = append(ls, l)
+		out = append(out, l.Addr().String())
+	}
+	return out, nil
+}
+
+// Brokers lists the client addresses, comma-separated (for --brokers).
+func (p *Plan) Brokers() string {
+	addrs := make([]string, len(p.Nodes))
+	for i, n := range p.Nodes {
+		addrs[i] = n.ClientAddr
+	}
+	return strings.Join(addrs, ",")
+}
+
+// TOML renders node i's configuration (index into Nodes, not the id).
+func (p *Plan) TOML(i int) string {
+	o, n := p.Options, p.Nodes[i]
+	rf := o.ReplicationFactor
+	if rf == "all" {
+		rf = strconv.Quote(rf)
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "# Node %d of a local cluster of %d nodes (written by tools/localcluster).\n", n.ID, len(p.Nodes))
+	fmt.Fprintf(&b, "# Run it alone with: corestream serve --config %s\n\n", n.Config)
+	fmt.Fprintf(&b, "[node]\nid = %d\ndata_dir = %q\nclient_addr = %q\nreplication_addr = %q\nhttp_addr = %q\n\n",
+		n.ID, n.DataDir, n.ClientAddr, n.ReplicationAddr, n.HTTPAddr)
+	fmt.Fprintf(&b, "[shard]\ncount = %d\n\n", o.Shards)
+	fmt.Fprintf(&b, "[storage]\nfsync = %q\n\n", o.Fsync)
+	fmt.Fprintf(&b, "[log]\nlevel = %q\n\n", o.LogLevel)
+	fmt.Fprintf(&b, "[cluster]\nsecret = %q\ndefault_replication_factor = %s\nheartbeat_interval_ms = %d\nelection_timeout_ms = %d\n\n",
+		n.Secret, rf, o.HeartbeatIntervalMs, o.ElectionTimeoutMs)
+	fmt.Fprintf(&b, "[cluster.coordinator]\nreplica_connections_per_peer = %d\n", n.K)
+	for _, m := range p.Nodes {
+		fmt.Fprintf(&b, "\n[[cluster.nodes]]\nid = %d\nclient_addr = %q\nreplication_addr = %q\nhttp_addr = %q\n",
+			m.ID, m.ClientAddr, m.ReplicationAddr, m.HTTPAddr)
+	}
+	return b.String()
+}
+
+// Write creates every node's data directory and writes its configuration
+// file, after checking that the broker would accept it (config.Parse): a
+// bad option is reported here with the key it sets, before any process
+// starts.
+func (p *Plan) Write() error {
+	for i, n := range p.Nodes {
+		text := p.TOML(i)
+		if _, err := config.Parse(text); err != nil {
+			return fmt.Errorf("launch: node %d: %w", n.ID, err)
+		}
+		if err := os.MkdirAll(n.DataDir, 0o755); err != nil {
+			return fmt.Errorf("launch: node %d: %w", n.ID, err)
+		}
+		if err := os.WriteFile(n.Config, []byte(text), 0o644); err != nil {
+			return fmt.Errorf("launch: node %d: %w", n.ID, err)
+		}
+	}
+	return nil
+}
