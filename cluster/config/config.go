@@ -108,6 +108,8 @@ type Storage struct {
 	RetentionMs int64 `toml:"retention_ms"`
 	// MaxBatchBytes is the largest record batch a producer may send.
 	MaxBatchBytes int `toml:"max_batch_bytes"`
+	// RetentionCheckIntervalMs is how often old segments are deleted.
+	RetentionCheckIntervalMs int `toml:"retention_check_interval_ms"`
 }
 
 // Cluster configures the roster and the consensus groups.
@@ -215,7 +217,8 @@ func Default() Config {
 		Network: Network{MaxFrameBytes: 16<<20 + 64<<10, MaxInflightPerConn: 256, MaxConnections: 10000, OutboundBytesMax: 8 << 20},
 		Storage: Storage{Fsync: "always", FsyncIntervalMs: 1000, FsyncMessages: 10000,
 			SegmentBytes: 1 << 30, SegmentMs: 7 * 24 * 3600 * 1000, IndexIntervalBytes: 4096,
-			RetentionBytes: -1, RetentionMs: 7 * 24 * 3600 * 1000, MaxBatchBytes: 4 << 20},
+			RetentionBytes: -1, RetentionMs: 7 * 24 * 3600 * 1000, MaxBatchBytes: 4 << 20,
+			RetentionCheckIntervalMs: 60_000},
 		Cluster: Cluster{DefaultReplicationFactor: All, HeartbeatIntervalMs: 100, ElectionTimeoutMs: 1000,
 			AutoLeaderRebalance: true, LeaderImbalancePercent: 10, LeaderBalanceIntervalMs: 30000,
 			Coordinator: Coordinator{ReplicaConnectionsPerPeer: 1}},
@@ -318,6 +321,7 @@ func (c *Config) Validate() error {
 		inRange("storage.retention_bytes", c.Storage.RetentionBytes, -1, 1<<60),
 		inRange("storage.retention_ms", c.Storage.RetentionMs, -1, 1<<50),
 		inRange("storage.max_batch_bytes", int64(c.Storage.MaxBatchBytes), 1<<10, BatchBytesMax),
+		inRange("storage.retention_check_interval_ms", int64(c.Storage.RetentionCheckIntervalMs), 100, 24*3600*1000),
 		inRange("cluster.heartbeat_interval_ms", int64(c.Cluster.HeartbeatIntervalMs), 10, 10000),
 		inRange("cluster.election_timeout_ms", int64(c.Cluster.ElectionTimeoutMs), 100, 60000),
 		inRange("cluster.leader_imbalance_percent", int64(c.Cluster.LeaderImbalancePercent), 0, 100),

@@ -144,9 +144,11 @@ func (n *Node) Start() error {
 		n.stopShards()
 		return err
 	}
-	if n.clustered() {
-		for i := 0; i < g.Len(); i++ {
-			sh := g.Shard(i)
+	for i := 0; i < g.Len(); i++ {
+		sh := g.Shard(i)
+		every := time.Duration(n.cfg.Storage.RetentionCheckIntervalMs) * time.Millisecond
+		sh.Post(func() { sh.AfterFunc(every, func() { n.retentionLoop(sh, every) }) })
+		if n.clustered() {
 			sh.Post(func() { n.inSyncLoop(sh) })
 		}
 	}
@@ -355,6 +357,26 @@ func (n *Node) inSync(r *partition.Replica) []int32 {
 		}
 	}
 	return out
+}
+
+// retentionLoop deletes, on shard sh, old segments of its replicas.
+func (n *Node) retentionLoop(sh *shard.Shard, every time.Duration) {
+	if n.stopped.Load() {
+		return
+	}
+	if h := n.hosts[sh.ID()]; h != nil {
+		h.Each(func(r *partition.Replica) {
+			res, err := r.ApplyRetention()
+			switch {
+			case err != nil && !errors.Is(err, partition.ErrClosed):
+				n.log.Warn("retention", "topic", r.Config().Topic, "partition", r.Config().Partition, "err", err)
+			case res.Segments > 0:
+				n.log.Info("retention deleted segments", "topic", r.Config().Topic, "partition", r.Config().Partition,
+					"segments", res.Segments, "bytes", res.Bytes, "log_start", res.LogStartOffset)
+			}
+		})
+	}
+	sh.AfterFunc(every, func() { n.retentionLoop(sh, every) })
 }
 
 // inSyncEvery is how often primaries refresh their in-sync replicas.

@@ -224,6 +224,16 @@ func (r *Replica) Step(m raftlite.Message) error {
 	return err
 }
 
+// ApplyRetention deletes whole old segments past the log's retention
+// bounds, never one holding an offset that is not both committed and
+// durable here (a follower's log start moves only that far).
+func (r *Replica) ApplyRetention() (segment.RetentionResult, error) {
+	if r.closed || r.raft == nil {
+		return segment.RetentionResult{}, ErrClosed
+	}
+	return r.log.ApplyRetention(min(r.commit, r.acked))
+}
+
 // TransferLeadership asks this primary to hand leadership to replica to
 // (catch it up, then tell it to campaign). Proposals are refused while the
 // transfer runs; it gives up after the limits' TransferTicksMax.
