@@ -65,6 +65,8 @@ type RunResult struct {
 	ServerCPUNs int64 `json:"server_cpu_ns"`
 	// LoadNs is the load generator's wall time (start to exit).
 	LoadNs int64 `json:"load_ns"`
+	// StopNs is how long the deployment took to stop gracefully.
+	StopNs int64 `json:"stop_ns"`
 	// IdleNs and IdleCPUPercent are an idle measurement's length and
 	// the servers' CPU over it (100 = one core).
 	IdleNs         int64   `json:"idle_ns,omitempty"`
@@ -200,13 +202,17 @@ func runScenario(ctx context.Context, opt CompareOptions, sc Scenario, sys strin
 	}
 	r.Deployment = d
 	defer func() {
+		t := time.Now()
 		if err := d.Stop(); err != nil && r.Err == "" {
 			r.Err = err.Error()
 		}
+		r.StopNs = int64(time.Since(t))
 		removeSubdirs(dir)
 	}()
 	bin := opt.CorestreamBin
-	args := []string{"bench"}
+	// --timeout bounds the topic's creation, among others: thousands of
+	// partitions take a while.
+	args := []string{"--timeout", prepareTimeoutDefault.String(), "bench"}
 	if sys != "corestream" {
 		bin, args = opt.PeerBench, nil
 	}
@@ -326,7 +332,7 @@ func runLoad(ctx context.Context, bin string, args []string, logPath string, tim
 		if len(tail) > 400 {
 			tail = tail[len(tail)-400:]
 		}
-		return fmt.Errorf("%s %s: %w: %s", filepath.Base(bin), args[0], err, strings.TrimSpace(string(tail)))
+		return fmt.Errorf("%s: %w: %s", filepath.Base(bin), err, strings.TrimSpace(string(tail)))
 	}
 	return nil
 }

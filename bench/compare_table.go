@@ -22,13 +22,15 @@ type Row struct {
 	// Ratio is corestream / peer in the peer group, and the figure over
 	// the same figure of the group's first scenario in scaling groups.
 	Ratio *float64 `json:"ratio,omitempty"`
-	// OfTCP and OfDisk are corestream's figure as a fraction of the TCP
-	// blast and of disk write+fdatasync (bytes/s figures only).
-	OfTCP  *float64 `json:"of_tcp,omitempty"`
+	// OfLimit and PeerOfLimit are each figure against the machine's
+	// limit: a fraction of the TCP blast for bytes/s figures, a multiple
+	// of the loopback round trip at the same percentile for latencies.
+	OfLimit     *float64 `json:"of_limit,omitempty"`
+	PeerOfLimit *float64 `json:"peer_of_limit,omitempty"`
+	// OfDisk is corestream's bytes/s as a fraction of the disk's
+	// sequential write bandwidth.
 	OfDisk *float64 `json:"of_disk,omitempty"`
-	// PeerOfTCP is the peer's figure as a fraction of the TCP blast.
-	PeerOfTCP *float64 `json:"peer_of_tcp,omitempty"`
-	Target    string   `json:"target,omitempty"`
+	Target string   `json:"target,omitempty"`
 	// Verdict is "met", "MISSED", "pending" or "" (no target, or nothing
 	// to judge).
 	Verdict string `json:"verdict,omitempty"`
@@ -73,22 +75,34 @@ func buildRows(scenarios []Scenario, runs []*RunResult, lim *Limits) []Row {
 					row.Ratio = ptr(*row.Corestream / *b)
 				}
 			}
-			if f.Unit == "B/s" && lim != nil {
-				if row.Corestream != nil && lim.TCPBytesPerSec > 0 {
-					row.OfTCP = ptr(*row.Corestream / lim.TCPBytesPerSec)
-				}
-				if row.Peer != nil && lim.TCPBytesPerSec > 0 {
-					row.PeerOfTCP = ptr(*row.Peer / lim.TCPBytesPerSec)
-				}
-				if f.Limit == "disk" && row.Corestream != nil && lim.DiskSyncBytesPerSec > 0 {
-					row.OfDisk = ptr(*row.Corestream / lim.DiskSyncBytesPerSec)
-				}
+			row.OfLimit, row.PeerOfLimit, row.OfDisk = ofLimit(f, row.Corestream, lim), ofLimit(f, row.Peer, lim), nil
+			if f.Unit == "B/s" && row.Corestream != nil && lim != nil && lim.DiskWriteBytesPerSec > 0 {
+				row.OfDisk = ptr(*row.Corestream / lim.DiskWriteBytesPerSec)
 			}
 			row.Verdict = verdict(f.Target, row)
 			rows = append(rows, row)
 		}
 	}
 	return rows
+}
+
+// ofLimit returns v against the machine's limit: a fraction of the TCP
+// blast for bytes/s, a multiple of the round trip's same percentile for
+// latencies; nil when neither applies.
+func ofLimit(f Figure, v *float64, lim *Limits) *float64 {
+	if v == nil || lim == nil {
+		return nil
+	}
+	switch {
+	case f.Unit == "B/s" && lim.TCPBytesPerSec > 0:
+		return ptr(*v / lim.TCPBytesPerSec)
+	case f.Unit == "ns" && f.Quantile > 0 && lim.TCPRoundTrip != nil:
+		rtt := map[float64]int64{50: lim.TCPRoundTrip.P50Ns, 90: lim.TCPRoundTrip.P90Ns, 99: lim.TCPRoundTrip.P99Ns, 99.9: lim.TCPRoundTrip.P999Ns}[f.Quantile]
+		if rtt > 0 {
+			return ptr(*v / float64(rtt))
+		}
+	}
+	return nil
 }
 
 // figure reads f from r; nil with a note when r is pending or failed.
@@ -138,7 +152,7 @@ func verdict(t *Target, row Row) string {
 		got = row.Ratio
 		met = got != nil && *got <= t.Value
 	case "tcp>=":
-		got = row.OfTCP
+		got = row.OfLimit
 		met = got != nil && *got >= t.Value
 	case "<":
 		got = row.Corestream
@@ -186,10 +200,22 @@ func formatPercent(v *float64) string {
 	return fmt.Sprintf("%.0f%%", *v*100)
 }
 
+// formatLimit renders a figure against its limit: "31% TCP" for bytes/s,
+// "2.1× RTT" for latencies.
+func formatLimit(v *float64, unit string) string {
+	switch {
+	case v == nil:
+		return "-"
+	case unit == "ns":
+		return fmt.Sprintf("%.1f× RTT", *v)
+	}
+	return fmt.Sprintf("%.0f%% TCP", *v*100)
+}
+
 // The column headers of the two kinds of group.
 const (
-	peerHeader    = "scenario\tfigure\tcorestream\tNATS\tcs/NATS\tcs %TCP\tcs %disk\tNATS %TCP\ttarget\tverdict\tnote\n"
-	scalingHeader = "scenario\tfigure\tcorestream\tvs first\tcs %TCP\tnote\n"
+	peerHeader    = "scenario\tfigure\tcorestream\tNATS\tcs/NATS\tcs vs limit\tNATS vs limit\tcs %disk\ttarget\tverdict\tnote\n"
+	scalingHeader = "scenario\tfigure\tcorestream\tvs first\tvs limit\tnote\n"
 )
 
 // WriteTable prints the machine, its limits and the rows, group by group.
@@ -221,10 +247,10 @@ func (c *Comparison) WriteTable(w io.Writer) {
 		if group == groupPeer {
 			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", r.Title, r.Figure,
 				formatValue(r.Corestream, r.Unit), formatValue(r.Peer, r.Unit), formatRatio(r.Ratio),
-				formatPercent(r.OfTCP), formatPercent(r.OfDisk), formatPercent(r.PeerOfTCP), r.Target, r.Verdict, r.Note)
+				formatLimit(r.OfLimit, r.Unit), formatLimit(r.PeerOfLimit, r.Unit), formatPercent(r.OfDisk), r.Target, r.Verdict, r.Note)
 		} else {
 			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", r.Title, r.Figure,
-				formatValue(r.Corestream, r.Unit), formatRatio(r.Ratio), formatPercent(r.OfTCP), r.Note)
+				formatValue(r.Corestream, r.Unit), formatRatio(r.Ratio), formatLimit(r.OfLimit, r.Unit), r.Note)
 		}
 	}
 	if tw != nil {

@@ -42,7 +42,7 @@ func TestBuildRows(t *testing.T) {
 		producedRun("partitions-1", "corestream", 100_000, 1e6),
 		producedRun("partitions-16", "corestream", 150_000, 1e6),
 	}
-	lim := &Limits{TCPBytesPerSec: 1e9, DiskSyncBytesPerSec: 1e8}
+	lim := &Limits{TCPBytesPerSec: 1e9, DiskWriteBytesPerSec: 5e8, TCPRoundTrip: &Summary{P50Ns: 50e3, P99Ns: 100e3}}
 	rows := buildRows(Scenarios(time.Second, 0), runs, lim)
 
 	r := rowOf(t, rows, "1n-never-async", "produce msg/s")
@@ -50,12 +50,15 @@ func TestBuildRows(t *testing.T) {
 		t.Errorf("async msg/s row %+v", r)
 	}
 	r = rowOf(t, rows, "1n-never-async", "produce MB/s")
-	if of := *r.OfTCP; of < 0.61 || of > 0.62 || r.Verdict != "met" || *r.PeerOfTCP > 0.11 {
+	if of := *r.OfLimit; of < 0.61 || of > 0.62 || r.Verdict != "met" || *r.PeerOfLimit > 0.11 || *r.OfDisk < 1.2 || *r.OfDisk > 1.3 {
 		t.Errorf("async MB/s row %+v", r)
 	}
 	r = rowOf(t, rows, "1n-never-sync", "ack p99")
 	if *r.Ratio != 0.75 || r.Verdict != "MISSED" {
 		t.Errorf("sync p99 row %+v (0.75 of NATS misses ≤ ½)", r)
+	}
+	if *r.OfLimit != 3 || *r.PeerOfLimit != 4 {
+		t.Errorf("sync p99 against the round trip: %v and %v, want 3 and 4", *r.OfLimit, *r.PeerOfLimit)
 	}
 	r = rowOf(t, rows, "1n-never-sync-primary", "ack p50")
 	if *r.Corestream != 200e3 || r.Verdict != "MISSED" || r.Peer != nil {
@@ -81,7 +84,7 @@ func TestBuildRows(t *testing.T) {
 	(&Comparison{Machine: ThisMachine(), Limits: lim, Rows: rows}).WriteTable(&buf)
 	out := buf.String()
 	for _, want := range []string{"== corestream vs NATS JetStream ==", "== partition scaling (corestream) ==",
-		"6.00×", "600,000", "pending: cluster", "targets: 3 met, 2 missed, 1 pending"} {
+		"6.00×", "600,000", "pending: cluster", "61% TCP", "3.0× RTT", "targets: 3 met, 2 missed, 1 pending"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("table lacks %q:\n%s", want, out)
 		}

@@ -40,6 +40,10 @@ type Limits struct {
 	// TCPBytesPerSec is a plain Go TCP blast over loopback: one
 	// connection, ChunkBytes writes, a reader that discards.
 	TCPBytesPerSec float64 `json:"tcp_bytes_per_sec"`
+	// TCPRoundTrip is a plain Go ping-pong over loopback: a 1 KiB request,
+	// an 8-byte answer, one at a time: the floor of a synchronous
+	// produce's latency.
+	TCPRoundTrip *Summary `json:"tcp_round_trip,omitempty"`
 	// Dir and FS name where the disk probes wrote and its file system.
 	Dir string `json:"dir"`
 	FS  string `json:"fs"`
@@ -49,7 +53,9 @@ type Limits struct {
 	DiskSyncBytesPerSec float64  `json:"disk_sync_bytes_per_sec"`
 	DiskSyncLatency     *Summary `json:"disk_sync_latency,omitempty"`
 	// DiskWriteBytesPerSec appends ChunkBytes writes to a new file and
-	// calls fdatasync once at the end (page cache, then one flush).
+	// calls fdatasync once at the end (page cache, then one flush): the
+	// sequential write bandwidth, the disk limit figures are shown
+	// against.
 	DiskWriteBytesPerSec float64 `json:"disk_write_bytes_per_sec"`
 }
 
@@ -73,6 +79,9 @@ func Probe(ctx context.Context, opt ProbeOptions) (*Limits, error) {
 	var err error
 	if l.TCPBytesPerSec, err = probeTCP(ctx, opt.Time, opt.ChunkBytes); err != nil {
 		return nil, fmt.Errorf("bench: TCP probe: %w", err)
+	}
+	if l.TCPRoundTrip, err = probeRTT(ctx, opt.Time/2); err != nil {
+		return nil, fmt.Errorf("bench: TCP round-trip probe: %w", err)
 	}
 	if l.DiskSyncBytesPerSec, l.DiskSyncLatency, err = probeDisk(ctx, opt, true); err != nil {
 		return nil, fmt.Errorf("bench: disk probe: %w", err)
@@ -125,6 +134,58 @@ func probeTCP(ctx context.Context, d time.Duration, chunk int) (float64, error) 
 		return 0, r.err
 	}
 	return float64(r.n) / r.end.Sub(start).Seconds(), ctx.Err()
+}
+
+// The round-trip probe's messages and its bound.
+const (
+	rttRequestBytes = 1 << 10
+	rttAnswerBytes  = 8
+	rttRoundsMax    = 200_000
+)
+
+// probeRTT sends a request and waits for its answer, one at a time, for
+// d, and returns the round trips' latencies.
+func probeRTT(ctx context.Context, d time.Duration) (*Summary, error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return nil, err
+	}
+	defer ln.Close()
+	go func() {
+		c, err := ln.Accept()
+		if err != nil {
+			return
+		}
+		defer c.Close()
+		req, ans := make([]byte, rttRequestBytes), make([]byte, rttAnswerBytes)
+		for {
+			if _, err := io.ReadFull(c, req); err != nil {
+				return
+			}
+			if _, err := c.Write(ans); err != nil {
+				return
+			}
+		}
+	}()
+	c, err := net.Dial("tcp", ln.Addr().String())
+	if err != nil {
+		return nil, err
+	}
+	defer c.Close()
+	req, ans := make([]byte, rttRequestBytes), make([]byte, rttAnswerBytes)
+	lat := newLatencies()
+	start := time.Now()
+	for i := 0; i < rttRoundsMax && time.Since(start) < d && ctx.Err() == nil; i++ {
+		t := time.Now()
+		if _, err := c.Write(req); err != nil {
+			return nil, err
+		}
+		if _, err := io.ReadFull(c, ans); err != nil {
+			return nil, err
+		}
+		lat.record(int64(time.Since(t)))
+	}
+	return lat.summary(), ctx.Err()
 }
 
 // probeDisk appends chunks to a new file in opt.Dir for opt.Time (or
@@ -189,12 +250,16 @@ func (l *Limits) WriteTable(w io.Writer) {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintf(tw, "limit\tMB/s\tnotes\n")
 	fmt.Fprintf(tw, "loopback TCP blast\t%s\tone connection, %d KiB writes\n", fmtMBps(l.TCPBytesPerSec), l.ChunkBytes>>10)
+	if s := l.TCPRoundTrip; s != nil {
+		fmt.Fprintf(tw, "loopback TCP round trip\t-\t1 KiB request, 8-byte answer, one at a time: p50 %s, p99 %s, p99.9 %s\n",
+			FormatNs(s.P50Ns), FormatNs(s.P99Ns), FormatNs(s.P999Ns))
+	}
 	note := fmt.Sprintf("%s on %s, %d KiB writes each followed by fdatasync", l.Dir, l.FS, l.ChunkBytes>>10)
 	if s := l.DiskSyncLatency; s != nil {
 		note += fmt.Sprintf(" (p50 %s, p99 %s)", FormatNs(s.P50Ns), FormatNs(s.P99Ns))
 	}
 	fmt.Fprintf(tw, "disk write+fdatasync\t%s\t%s\n", fmtMBps(l.DiskSyncBytesPerSec), note)
-	fmt.Fprintf(tw, "disk write, one fdatasync\t%s\t%d KiB writes, one fdatasync at the end\n", fmtMBps(l.DiskWriteBytesPerSec), l.ChunkBytes>>10)
+	fmt.Fprintf(tw, "disk write, one fdatasync\t%s\t%d KiB writes, one fdatasync at the end (the disk limit below)\n", fmtMBps(l.DiskWriteBytesPerSec), l.ChunkBytes>>10)
 	tw.Flush()
 	if l.FS == "tmpfs" {
 		fmt.Fprintln(w, "WARNING: the directory is on tmpfs: fdatasync costs nothing there; fsync figures mean little")

@@ -73,3 +73,78 @@ func (r *runner) startProgress(w io.Writer) (stop func()) {
 	})
 	return func() { close(done); wg.Wait() }
 }
+
+// The timeline: cumulative completions sampled every timelineTick, at
+// most timelineSamplesMax samples (an hour).
+const (
+	timelineTick       = 100 * time.Millisecond
+	timelineSamplesMax = 36000
+)
+
+// Sample is the cumulative count of completed messages (warm-up
+// included) at a point of the run.
+type Sample struct {
+	AtMs     int64 `json:"at_ms"`
+	Produced int64 `json:"produced"`
+	Consumed int64 `json:"consumed"`
+}
+
+// startTimeline samples completions every timelineTick into r.timeline
+// until the returned function is called.
+func (r *runner) startTimeline() (stop func()) {
+	sum := func(actors []*actor) (n int64) {
+		for _, a := range actors {
+			n += a.completions.Load()
+		}
+		return n
+	}
+	done := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		t := time.NewTicker(timelineTick)
+		defer t.Stop()
+		for len(r.timeline) < timelineSamplesMax {
+			select {
+			case <-done:
+				return
+			case <-t.C:
+			}
+			r.timeline = append(r.timeline, Sample{AtMs: r.now() / 1e6, Produced: sum(r.producers), Consumed: sum(r.consumers)})
+		}
+	})
+	return func() { close(done); wg.Wait() }
+}
+
+// Steadiness is the spread of throughput over the measured part of a
+// run, from its timeline: a stall shows as a slow interval.
+type Steadiness struct {
+	// IntervalMs is the length of each interval.
+	IntervalMs int64 `json:"interval_ms"`
+	// SlowestPerSec and FastestPerSec are the extreme interval rates, in
+	// completions per second; SlowestAtMs is when the slowest began.
+	SlowestPerSec float64 `json:"slowest_per_sec"`
+	SlowestAtMs   int64   `json:"slowest_at_ms"`
+	FastestPerSec float64 `json:"fastest_per_sec"`
+}
+
+// steadiness computes the spread of one count of the timeline between
+// run times fromMs and toMs; nil with fewer than two whole intervals.
+func steadiness(tl []Sample, fromMs, toMs int64, count func(Sample) int64) *Steadiness {
+	var s *Steadiness
+	for i := 1; i < len(tl); i++ {
+		a, b := tl[i-1], tl[i]
+		if a.AtMs < fromMs || b.AtMs > toMs || b.AtMs <= a.AtMs {
+			continue
+		}
+		rate := float64(count(b)-count(a)) * 1000 / float64(b.AtMs-a.AtMs)
+		if s == nil {
+			s = &Steadiness{IntervalMs: timelineTick.Milliseconds(), SlowestPerSec: rate, SlowestAtMs: a.AtMs, FastestPerSec: rate}
+			continue
+		}
+		if rate < s.SlowestPerSec {
+			s.SlowestPerSec, s.SlowestAtMs = rate, a.AtMs
+		}
+		s.FastestPerSec = max(s.FastestPerSec, rate)
+	}
+	return s
+}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"runtime/pprof"
 	"text/tabwriter"
 	"time"
 
@@ -39,6 +40,8 @@ type Report struct {
 	Errors int64 `json:"errors"`
 	// FirstError is the first failure's text.
 	FirstError string `json:"first_error,omitempty"`
+	// Timeline samples the completions every 100 ms, warm-up included.
+	Timeline []Sample `json:"timeline,omitempty"`
 }
 
 // ActorReport is one actor's (or a total's) figures over the measured
@@ -58,6 +61,9 @@ type ActorReport struct {
 	// call → receipt for e2e consumers; nil for consume mode readers.
 	Latency *Summary `json:"latency,omitempty"`
 	Errors  int64    `json:"errors,omitempty"`
+	// Steadiness is the spread of the totals' throughput over 100 ms
+	// intervals (totals only).
+	Steadiness *Steadiness `json:"steadiness,omitempty"`
 }
 
 // rates fills the per-second figures from the counts and the time.
@@ -81,6 +87,20 @@ func (r *Report) WriteJSON(path string, stdout io.Writer) error {
 		return err
 	}
 	return os.WriteFile(path, b, 0o644)
+}
+
+// StartCPUProfile writes a CPU profile of this process to path until the
+// returned function is called (the load generator's --cpuprofile).
+func StartCPUProfile(path string) (stop func() error, err error) {
+	f, err := os.Create(path)
+	if err != nil {
+		return nil, err
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		f.Close()
+		return nil, err
+	}
+	return func() error { pprof.StopCPUProfile(); return f.Close() }, nil
 }
 
 // MarshalIndent renders v as indented JSON with a final newline.
@@ -134,6 +154,13 @@ func (r *Report) WriteTable(w io.Writer) {
 	rows(r.Producers, r.Produce)
 	rows(r.Consumers, r.Consume)
 	tw.Flush()
+	for _, t := range []*ActorReport{r.Produce, r.Consume} {
+		if t != nil && t.Steadiness != nil {
+			s := t.Steadiness
+			fmt.Fprintf(w, "%s: over %d ms intervals, slowest %s msg/s (at %.1fs), fastest %s msg/s\n", t.Name, s.IntervalMs,
+				humanize.CommafWithDigits(s.SlowestPerSec, 0), float64(s.SlowestAtMs)/1000, humanize.CommafWithDigits(s.FastestPerSec, 0))
+		}
+	}
 	if r.Lost > 0 {
 		fmt.Fprintf(w, "LOST: %d acknowledged messages never reached a consumer\n", r.Lost)
 	}

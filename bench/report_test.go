@@ -104,3 +104,18 @@ func TestParseStatCPU(t *testing.T) {
 		t.Fatal("a short line must fail")
 	}
 }
+
+func TestSteadiness(t *testing.T) {
+	tl := []Sample{{0, 0, 0}, {100, 50, 0}, {200, 150, 0}, {300, 160, 0}, {400, 300, 0}, {500, 400, 0}}
+	got := steadiness(tl, 100, 500, func(s Sample) int64 { return s.Produced })
+	want := &Steadiness{IntervalMs: 100, SlowestPerSec: 100, SlowestAtMs: 200, FastestPerSec: 1400}
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("steadiness = %+v, want %+v", got, want)
+	}
+	if s := steadiness(tl[:2], 0, 100, func(s Sample) int64 { return s.Produced }); s == nil || s.SlowestPerSec != 500 {
+		t.Fatalf("one interval: %+v", s)
+	}
+	if s := steadiness(tl, 1000, 2000, func(s Sample) int64 { return s.Produced }); s != nil {
+		t.Fatalf("no interval in range: %+v", s)
+	}
+}

@@ -94,6 +94,9 @@ type runner struct {
 	targetSet atomic.Bool
 	drained   chan struct{}
 	drainOnce sync.Once
+
+	// timeline is written by the sampler goroutine, read after it stops.
+	timeline []Sample
 }
 
 func (r *runner) now() int64 { return int64(time.Since(r.base)) }
@@ -161,6 +164,7 @@ func (r *runner) run(ctx context.Context, progress io.Writer) {
 		}()
 	}
 	stopProgress := r.startProgress(progress)
+	stopTimeline := r.startTimeline()
 	for i, p := range r.prods {
 		pwg.Go(func() { r.produce(ctx, i, p, r.producers[i]) })
 	}
@@ -182,6 +186,7 @@ func (r *runner) run(ctx context.Context, progress io.Writer) {
 	}
 	stopConsumers()
 	cwg.Wait()
+	stopTimeline()
 	stopProgress()
 }
 
@@ -295,6 +300,13 @@ func (r *runner) fill(rep *Report) {
 	}
 	rep.Produce = total("produce total", r.producers, r.warmNs)
 	rep.Consume = total("consume total", r.consumers, r.warmNs)
+	rep.Timeline = r.timeline
+	if t := rep.Produce; t != nil && t.Messages > 0 {
+		t.Steadiness = steadiness(r.timeline, r.warmNs/1e6, (r.warmNs+t.ElapsedNs)/1e6, func(s Sample) int64 { return s.Produced })
+	}
+	if t := rep.Consume; t != nil && t.Messages > 0 {
+		t.Steadiness = steadiness(r.timeline, r.warmNs/1e6, (r.warmNs+t.ElapsedNs)/1e6, func(s Sample) int64 { return s.Consumed })
+	}
 	for _, a := range append(append([]*actor(nil), r.producers...), r.consumers...) {
 		rep.Errors += a.errors.Load()
 		if err := a.first(); err != nil && rep.FirstError == "" {

@@ -53,9 +53,8 @@ type Figure struct {
 	Unit string
 	// Get reads the figure from a run's result.
 	Get func(*RunResult) (float64, bool)
-	// Limit names the machine limit this figure is a fraction of: "tcp",
-	// "disk" (write+fdatasync), or "" for none.
-	Limit string
+	// Quantile is the percentile a latency figure reads (50, 99, 99.9).
+	Quantile float64
 	// Target is the goal, if any.
 	Target *Target
 }
@@ -78,8 +77,8 @@ func msgsPerSec(kind string) Figure {
 	}}
 }
 
-func bytesPerSec(kind, limit string) Figure {
-	return Figure{Name: kind + " MB/s", Unit: "B/s", Limit: limit, Get: func(r *RunResult) (float64, bool) {
+func bytesPerSec(kind string) Figure {
+	return Figure{Name: kind + " MB/s", Unit: "B/s", Get: func(r *RunResult) (float64, bool) {
 		a := r.total(kind)
 		return a.BytesPerSec, a != nil && a.Messages > 0
 	}}
@@ -87,7 +86,7 @@ func bytesPerSec(kind, limit string) Figure {
 
 // latencyFigure reads a percentile of kind's latency (q: 50, 99, 99.9).
 func latencyFigure(label, kind string, q float64) Figure {
-	return Figure{Name: fmt.Sprintf("%s p%g", label, q), Unit: "ns", Get: func(r *RunResult) (float64, bool) {
+	return Figure{Name: fmt.Sprintf("%s p%g", label, q), Unit: "ns", Quantile: q, Get: func(r *RunResult) (float64, bool) {
 		a := r.total(kind)
 		if a == nil || a.Latency == nil {
 			return 0, false
@@ -128,9 +127,10 @@ func Scenarios(d, w time.Duration) []Scenario {
 	syncPrimary := sync
 	syncPrimary.Acks = "primary"
 	e2e := base(ModeE2E)
-	e2e.Rate = 10000
+	e2e.Rate, e2e.Linger = 10000, -1 // no batching delay: the peer has none
+
 	consume := base(ModeConsume)
-	consume.Messages, consume.Warmup, consume.Duration = 200_000, 0, 0
+	consume.Messages, consume.Warmup, consume.Duration = 300_000, 0, 0
 	r3 := func(s Spec) Spec { s.ReplicationFactor = 3; return s }
 	many := func(partitions int) Spec {
 		s := base(ModeProduce)
@@ -140,19 +140,19 @@ func Scenarios(d, w time.Duration) []Scenario {
 	idle := base(ModeProduce)
 	idle.Partitions, idle.Messages, idle.Warmup, idle.Duration = 10000, 1, 0, 0
 
-	prodAsync := func(limit string, tcpTarget float64) []Figure {
+	prodAsync := func(tcpTarget float64) []Figure {
 		return []Figure{
 			with(msgsPerSec("produce"), fiveTimesPeer),
-			with(bytesPerSec("produce", limit), Target{Text: fmt.Sprintf("≥ %g%% TCP", tcpTarget*100), Kind: "tcp>=", Value: tcpTarget}),
+			with(bytesPerSec("produce"), Target{Text: fmt.Sprintf("≥ %g%% TCP", tcpTarget*100), Kind: "tcp>=", Value: tcpTarget}),
 			latencyFigure("ack", "produce", 50), latencyFigure("ack", "produce", 99),
 		}
 	}
 	syncFigs := []Figure{msgsPerSec("produce"), latencyFigure("ack", "produce", 50), with(latencyFigure("ack", "produce", 99), halfPeerP99)}
-	r3Figs := []Figure{with(msgsPerSec("produce"), fiveTimesPeer), bytesPerSec("produce", ""), latencyFigure("ack", "produce", 99)}
-	scaling := []Figure{msgsPerSec("produce"), bytesPerSec("produce", "tcp"), latencyFigure("ack", "produce", 99)}
+	r3Figs := []Figure{with(msgsPerSec("produce"), fiveTimesPeer), bytesPerSec("produce"), latencyFigure("ack", "produce", 99)}
+	scaling := []Figure{msgsPerSec("produce"), bytesPerSec("produce"), latencyFigure("ack", "produce", 99)}
 	return []Scenario{
-		{Name: "1n-never-async", Title: "1 node, fsync never, batched async", Group: groupPeer, Nodes: 1, Fsync: "never", Peer: true, Spec: async, Figures: prodAsync("tcp", 0.5)},
-		{Name: "1n-always-async", Title: "1 node, fsync always, batched async", Group: groupPeer, Nodes: 1, Fsync: "always", Peer: true, Spec: async, Figures: prodAsync("disk", 0.25)},
+		{Name: "1n-never-async", Title: "1 node, fsync never, batched async", Group: groupPeer, Nodes: 1, Fsync: "never", Peer: true, Spec: async, Figures: prodAsync(0.5)},
+		{Name: "1n-always-async", Title: "1 node, fsync always, batched async", Group: groupPeer, Nodes: 1, Fsync: "always", Peer: true, Spec: async, Figures: prodAsync(0.25)},
 		{Name: "1n-never-sync", Title: "1 node, fsync never, sync one-message", Group: groupPeer, Nodes: 1, Fsync: "never", Peer: true, Spec: sync, Figures: syncFigs},
 		{Name: "1n-always-sync", Title: "1 node, fsync always, sync one-message", Group: groupPeer, Nodes: 1, Fsync: "always", Peer: true, Spec: sync, Figures: syncFigs},
 		{Name: "1n-never-sync-primary", Title: "1 node, fsync never, sync one-message, acks primary", Group: groupPeer, Nodes: 1, Fsync: "never", Spec: syncPrimary, Figures: []Figure{
@@ -160,11 +160,11 @@ func Scenarios(d, w time.Duration) []Scenario {
 			with(latencyFigure("ack", "produce", 50), Target{Text: "< 100µs", Kind: "<", Value: 100e3}),
 			with(latencyFigure("ack", "produce", 99), Target{Text: "< 500µs", Kind: "<", Value: 500e3}),
 		}},
-		{Name: "1n-never-e2e", Title: "1 node, fsync never, e2e at 10k msg/s", Group: groupPeer, Nodes: 1, Fsync: "never", Peer: true, Spec: e2e, Figures: []Figure{
+		{Name: "1n-never-e2e", Title: "1 node, fsync never, e2e at 10k msg/s, no linger", Group: groupPeer, Nodes: 1, Fsync: "never", Peer: true, Spec: e2e, Figures: []Figure{
 			msgsPerSec("consume"), latencyFigure("e2e", "consume", 50), latencyFigure("e2e", "consume", 99), latencyFigure("e2e", "consume", 99.9),
 		}},
-		{Name: "1n-never-consume", Title: "1 node, fsync never, consume 200k preloaded", Group: groupPeer, Nodes: 1, Fsync: "never", Peer: true, Spec: consume, Figures: []Figure{
-			msgsPerSec("consume"), bytesPerSec("consume", "tcp"),
+		{Name: "1n-never-consume", Title: "1 node, fsync never, consume 300k preloaded", Group: groupPeer, Nodes: 1, Fsync: "never", Peer: true, Spec: consume, Figures: []Figure{
+			msgsPerSec("consume"), bytesPerSec("consume"),
 		}},
 		{Name: "3n-never-async", Title: "3 nodes, factor 3, fsync never, batched async", Group: groupPeer, Nodes: 3, Fsync: "never", Peer: true, Spec: r3(async), Figures: r3Figs},
 		{Name: "3n-always-async", Title: "3 nodes, factor 3, fsync always, batched async", Group: groupPeer, Nodes: 3, Fsync: "always", Peer: true, Spec: r3(async), Figures: r3Figs},
@@ -175,8 +175,9 @@ func Scenarios(d, w time.Duration) []Scenario {
 		{Name: "partitions-16", Title: "16 partitions, 2 producers, never", Group: groupParts, Nodes: 1, Fsync: "never", Spec: many(16), Figures: scaling},
 		{Name: "partitions-256", Title: "256 partitions, 2 producers, never", Group: groupParts, Nodes: 1, Fsync: "never", Spec: many(256), Figures: scaling},
 		{Name: "idle-10000", Title: "10,000 partitions, idle", Group: groupIdle, Nodes: 1, Fsync: "never", Spec: idle, IdleFor: 5 * time.Second, Figures: []Figure{
-			{Name: "topic ready in", Unit: "ns", Get: func(r *RunResult) (float64, bool) { return float64(r.LoadNs), r.LoadNs > 0 }},
+			{Name: "topic created in", Unit: "ns", Get: func(r *RunResult) (float64, bool) { return float64(r.LoadNs), r.LoadNs > 0 }},
 			{Name: "server CPU idle", Unit: "%cpu", Get: func(r *RunResult) (float64, bool) { return r.IdleCPUPercent, r.IdleNs > 0 }},
+			{Name: "graceful stop in", Unit: "ns", Get: func(r *RunResult) (float64, bool) { return float64(r.StopNs), r.StopNs > 0 }},
 		}},
 	}
 }

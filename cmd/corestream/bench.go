@@ -43,7 +43,7 @@ var benchShort = map[bench.Mode]string{
 // newBenchRunCmd builds `bench produce|consume|e2e`.
 func newBenchRunCmd(mode bench.Mode) *cobra.Command {
 	spec := bench.DefaultSpec(mode)
-	var jsonPath string
+	var jsonPath, cpuProfile string
 	var progress bool
 	cmd := &cobra.Command{
 		Use:   string(mode) + " [flags]",
@@ -59,6 +59,13 @@ func newBenchRunCmd(mode bench.Mode) *cobra.Command {
 			if progress {
 				opt.Progress = a.stderr
 			}
+			if cpuProfile != "" {
+				stop, err := bench.StartCPUProfile(cpuProfile)
+				if err != nil {
+					return err
+				}
+				defer stop()
+			}
 			sys := bench.NewCorestream()
 			defer sys.Close()
 			rep, err := bench.Run(cmd.Context(), sys, spec, opt)
@@ -71,6 +78,7 @@ func newBenchRunCmd(mode bench.Mode) *cobra.Command {
 	spec.AddFlags(cmd.Flags())
 	cmd.Flags().StringVar(&jsonPath, "json", "", "write the whole report as JSON to FILE ('-': standard output, instead of the table)")
 	cmd.Flags().BoolVar(&progress, "progress", true, "draw a progress bar on standard error")
+	cmd.Flags().StringVar(&cpuProfile, "cpuprofile", "", "write a CPU profile of the load generator to FILE")
 	return cmd
 }
 
