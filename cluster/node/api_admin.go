@@ -166,14 +166,11 @@ func (c *controller) createTopic(req *wire.CreateTopicRequest, done func(any)) {
 	})
 }
 
-// whenRoutable calls fn once every partition of t that this node hosts
-// has a primary (so a produce right after the create finds it), or at the
-// deadline.
+// whenRoutable calls fn once every partition of t has a known primary
+// here (elected locally or announced by its primary), so a produce right
+// after the create finds it, or at the deadline.
 func (c *controller) whenRoutable(t *metadata.Topic, deadline time.Time, fn func()) {
-	for p, reps := range t.Replicas {
-		if !hosts(reps, c.n.self) {
-			continue
-		}
+	for p := range t.Replicas {
 		if rt, ok := c.n.routes.get(shardKey(t.ID, int32(p))); (!ok || rt.leader <= 0) && time.Now().Before(deadline) {
 			c.sh.AfterFunc(2*time.Millisecond, func() { c.whenRoutable(t, deadline, fn) })
 			return
