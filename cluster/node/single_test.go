@@ -127,7 +127,11 @@ func TestInflightBackpressure(t *testing.T) {
 	setup := dialHandshaken(t, n.ClientAddr())
 	id := setup.createTopic("quiet", 1)
 	ref := wire.PartitionRef{Topic: "quiet", TopicID: id, Generation: wire.GenerationUnknown}
-	hw := int64(1) // the primary's no-op
+	var lo wire.ListOffsetsResponse
+	waitFor(t, 10*time.Second, "the partition readable", func() bool {
+		return setup.call(&wire.ListOffsetsRequest{PartitionRef: ref, Timestamp: wire.TimestampLatest}, &lo) == nil
+	})
+	hw := lo.Offset // after the primary's no-op: long polls there wait
 
 	for _, polls := range []int{inflight, inflight - 1} {
 		rc := dialHandshaken(t, n.ClientAddr()) // the handshake's slot is free again
