@@ -57,8 +57,10 @@ func startCluster(t *testing.T, size int, mutate func(*config.Config)) *testClus
 		cfg.Shard.Count = 2
 		cfg.Cluster.Secret = "test-secret"
 		cfg.Cluster.Nodes = roster
-		cfg.Cluster.HeartbeatIntervalMs = 50
-		cfg.Cluster.ElectionTimeoutMs = 500
+		// The product's defaults: shorter timeouts flap elections when the
+		// 2-core machine is busy with every other test package.
+		cfg.Cluster.HeartbeatIntervalMs = 100
+		cfg.Cluster.ElectionTimeoutMs = 1000
 		if mutate != nil {
 			mutate(&cfg)
 		}

@@ -94,6 +94,7 @@ func (n *Node) Start() error {
 		return err
 	}
 	n.pids = pids
+	n.sweepDeleted()
 	count := n.cfg.Shards()
 	n.hosts = make([]*partition.Host, count)
 	tick := time.Duration(n.cfg.Cluster.HeartbeatIntervalMs) * time.Millisecond

@@ -2,6 +2,8 @@ package node
 
 import (
 	"context"
+	"os"
+	"path/filepath"
 	"testing"
 	"time"
 
@@ -89,5 +91,21 @@ func TestRetentionMovesTheLogStart(t *testing.T) {
 			t.Fatalf("log start still %d (%v)", lo.Offset, err)
 		}
 		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// A partition directory that a crash left half-deleted is swept at start.
+func TestStartSweepsDeletedDirectories(t *testing.T) {
+	dir := t.TempDir()
+	left := filepath.Join(dir, "partitions", "00ff-0.deleted")
+	if err := os.MkdirAll(left, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(left, "00000000000000000000.log"), []byte("x"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	startNode(t, dir, nil)
+	if _, err := os.Stat(left); !os.IsNotExist(err) {
+		t.Fatalf("left-over directory still there: %v", err)
 	}
 }

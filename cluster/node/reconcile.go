@@ -2,6 +2,8 @@ package node
 
 import (
 	"os"
+	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/corestream/corestream/cluster/metadata"
@@ -64,6 +66,26 @@ func (n *Node) reconcile(sh *shard.Shard) {
 		}
 		n.removeDir(cfg.Dir)
 		n.log.Info("partition deleted", "topic", cfg.Topic, "partition", cfg.Partition)
+	}
+}
+
+// sweepDeleted removes partition directories that a deletion renamed but
+// a crash kept from removing.
+func (n *Node) sweepDeleted() {
+	dir := filepath.Join(n.dir, "partitions")
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return
+	}
+	for _, e := range entries {
+		if strings.HasSuffix(e.Name(), ".deleted") {
+			p := filepath.Join(dir, e.Name())
+			if err := os.RemoveAll(p); err != nil {
+				n.log.Warn("removing a deleted partition directory", "dir", p, "err", err)
+			} else {
+				n.log.Info("removed a deleted partition directory left by a crash", "dir", p)
+			}
+		}
 	}
 }
 
