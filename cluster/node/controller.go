@@ -51,6 +51,16 @@ type controller struct {
 	resultOrder []int64
 	iter        batch.Records
 	bal         *balancer
+	// parked holds proposers whose command committed before this node
+	// had applied it, in offset order; onCommit answers them.
+	parked []parkedProposal
+}
+
+// parkedProposal is a proposer waiting for its committed command to be
+// applied here.
+type parkedProposal struct {
+	offset int64
+	done   func(metadata.Result, error)
 }
 
 // startController opens the metadata group and waits until the local
@@ -166,6 +176,11 @@ func (c *controller) onCommit(r *partition.Replica, commit int64) {
 	if changed {
 		c.publish()
 	}
+	for len(c.parked) > 0 && c.parked[0].offset <= c.applied {
+		p := c.parked[0]
+		c.parked = c.parked[1:]
+		c.answer(p.offset, p.done)
+	}
 }
 
 // applyBatch applies the commands of one batch (one record each).
@@ -230,14 +245,26 @@ func (c *controller) propose(cmd metadata.Command, timeout time.Duration, done f
 			done(metadata.Result{}, c.n.metaErr(pr.Err))
 			return
 		}
-		a, ok := c.results[pr.Resp.BaseOffset]
-		if !ok {
-			done(metadata.Result{}, wire.Errorf(wire.ErrUnknownServerError, "metadata command at offset %d committed but its result is gone", pr.Resp.BaseOffset))
+		if off := pr.Resp.BaseOffset; off > c.applied {
+			// The followers made it durable, and so committed it, before
+			// this node's own write of it completed; onCommit applies it
+			// (and answers) when the write does.
+			c.parked = append(c.parked, parkedProposal{off, done})
 			return
 		}
-		delete(c.results, pr.Resp.BaseOffset)
-		done(a.res, a.err)
+		c.answer(pr.Resp.BaseOffset, done)
 	})
+}
+
+// answer gives the proposer of the command at off, applied, its result.
+func (c *controller) answer(off int64, done func(metadata.Result, error)) {
+	a, ok := c.results[off]
+	if !ok {
+		done(metadata.Result{}, wire.Errorf(wire.ErrUnknownServerError, "metadata command at offset %d committed but its result is gone", off))
+		return
+	}
+	delete(c.results, off)
+	done(a.res, a.err)
 }
 
 // metaErr turns a metadata replica's NOT_PRIMARY into NOT_METADATA_PRIMARY
