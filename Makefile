@@ -63,14 +63,15 @@ bench-peer:
 
 ## bench-compare: corestream and NATS JetStream side by side on loopback,
 ## with the machine's limits, in one table (BENCHMARKS.md). BENCH_FLAGS
-## adds flags (--only, --duration); BENCH_CLUSTER_CMD names the local
-## cluster launcher for the 3-node rows (corestream bench compare --help).
+## adds flags (--only, --duration); BENCH_CLUSTER_CMD starts the 3-node
+## corestream clusters ({nodes} {dir} {fsync} {shards} are filled in).
 BENCH_FLAGS       ?=
-BENCH_CLUSTER_CMD ?=
+BENCH_CLUSTER_CMD ?= $(abspath $(BIN))/localcluster -n {nodes} -dir {dir} -fsync {fsync} -shards {shards} -bin $(abspath $(BIN))/corestream -log-level warn
 bench-compare: build bench-peer
+	$(GO) build -o $(BIN)/localcluster ./tools/localcluster
 	@mkdir -p bench/.out
 	./$(BIN)/corestream bench compare --peer-bench $(BENCH_BIN)/peerbench --nats-server $(BENCH_BIN)/nats-server \
-	  --dir bench/.out/run --json bench/.out/compare.json $(if $(BENCH_CLUSTER_CMD),--cluster-cmd '$(BENCH_CLUSTER_CMD)') $(BENCH_FLAGS)
+	  --dir bench/.out/run --json bench/.out/compare.json --cluster-cmd '$(BENCH_CLUSTER_CMD)' $(BENCH_FLAGS)
 
 clean:
 	rm -rf $(BIN)

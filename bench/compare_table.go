@@ -96,7 +96,7 @@ func ofLimit(f Figure, v *float64, lim *Limits) *float64 {
 	switch {
 	case f.Unit == "B/s" && lim.TCPBytesPerSec > 0:
 		return ptr(*v / lim.TCPBytesPerSec)
-	case f.Unit == "ns" && f.Quantile > 0 && lim.TCPRoundTrip != nil:
+	case f.Unit == "ns" && f.VsRTT && lim.TCPRoundTrip != nil:
 		rtt := map[float64]int64{50: lim.TCPRoundTrip.P50Ns, 90: lim.TCPRoundTrip.P90Ns, 99: lim.TCPRoundTrip.P99Ns, 99.9: lim.TCPRoundTrip.P999Ns}[f.Quantile]
 		if rtt > 0 {
 			return ptr(*v / float64(rtt))

@@ -133,16 +133,20 @@ func LaunchNode(ctx context.Context, opt NodeOptions) (*Deployment, error) {
 		p.stop(stopGrace)
 		return nil, fmt.Errorf("bench: starting corestream node (log %s): %w", logPath, err)
 	}
-	shards := strconv.Itoa(opt.Shards)
-	if opt.Shards == 0 {
-		shards = "one per CPU"
-	}
 	return &Deployment{System: "corestream", Brokers: []string{addr}, Pids: []int{p.pid()}, Logs: []string{logPath},
-		Settings: map[string]string{"nodes": "1", "storage.fsync": opt.Fsync, "shard.count": shards},
+		Settings: map[string]string{"nodes": "1", "storage.fsync": opt.Fsync, "shard.count": shardsSetting(opt.Shards)},
 		procs:    []*process{p}}, nil
 }
 
-// servingPrefix starts serve's start-up line on standard output:
+// shardsSetting renders shard.count for reports.
+func shardsSetting(n int) string {
+	if n == 0 {
+		return "one per CPU"
+	}
+	return strconv.Itoa(n)
+}
+
+// servingMarker is in serve's start-up line on standard output:
 // "corestream VERSION node ID serving clients on ADDR (data in DIR)".
 const servingMarker = " serving clients on "
 

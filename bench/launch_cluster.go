@@ -76,7 +76,7 @@ func LaunchCluster(ctx context.Context, opt ClusterOptions) (*Deployment, error)
 		return nil, fmt.Errorf("bench: cluster launcher (log %s): %w", logPath, err)
 	}
 	d := &Deployment{System: "corestream", Logs: []string{logPath},
-		Settings: map[string]string{"nodes": strconv.Itoa(len(nodes)), "storage.fsync": opt.Fsync, "shard.count": strconv.Itoa(opt.Shards)},
+		Settings: map[string]string{"nodes": strconv.Itoa(len(nodes)), "storage.fsync": opt.Fsync, "shard.count": shardsSetting(opt.Shards)},
 		procs:    []*process{p}}
 	for _, n := range nodes {
 		d.Brokers = append(d.Brokers, n.ClientAddr)
