@@ -6,20 +6,22 @@ import (
 	"github.com/corestream/corestream/segment/vfs"
 )
 
-// preallocMinBytes is the first step prepared ahead of a segment's first
-// append; steps double with the segment's size up to PreallocateBytes.
+// preallocMinBytes is the size a segment reaches before anything is
+// prepared ahead of it (a partition holding a few records reserves
+// nothing); from there steps double with the segment's size up to
+// PreallocateBytes.
 const preallocMinBytes = 64 << 10
 
 // preallocate prepares space ahead of the active segment's write position
 // once the position passes half of what is prepared: never the whole
 // segment, and in steps that grow with what the segment already holds
-// (64 KiB first, doubling, at most Config.PreallocateBytes), so a broker
-// with 10,000 partitions that each received one message reserves
-// megabytes, not 10,000 × 8 MiB. Failures are not fatal: the data write
+// (nothing below 64 KiB, then as much again as it holds, at most
+// Config.PreallocateBytes), so a broker with 10,000 partitions that each
+// received one message reserves nothing, not 10,000 × 8 MiB. Failures are not fatal: the data write
 // itself says whether space is there.
 func (l *Log) preallocate(s *segment) {
-	step := min(l.cfg.PreallocateBytes, max(preallocMinBytes, s.size))
-	if step <= 0 || s.size+step/2 < s.preallocEnd || s.preallocEnd >= l.cfg.SegmentBytes {
+	step := min(l.cfg.PreallocateBytes, s.size)
+	if s.size < preallocMinBytes || step <= 0 || s.size+step/2 < s.preallocEnd || s.preallocEnd >= l.cfg.SegmentBytes {
 		return
 	}
 	from := max(s.preallocEnd, s.size)
