@@ -75,6 +75,9 @@ func New(cfg config.Config, logger *slog.Logger) (*Node, error) {
 	lim.ElectionTicks = int32(cfg.Cluster.ElectionTimeoutMs / cfg.Cluster.HeartbeatIntervalMs)
 	lim.HeartbeatTicks = 1
 	lim.EntryBytesMax = int32(cfg.Storage.MaxBatchBytes)
+	// Idle groups stop heartbeating once every follower is caught up;
+	// the per-peer pings (peers.go) wake them when a member's node dies.
+	lim.Quiesce = len(cfg.Roster()) > 1
 	n.limits = lim
 	n.view.Store(&View{Applied: -1, Topics: nil})
 	return n, nil
@@ -353,7 +356,10 @@ func (n *Node) inSync(r *partition.Replica) []int32 {
 		if id == n.self {
 			continue
 		}
-		if m, active, ok := r.Raft().Follower(id); ok && active && m >= commit && n.alive(int32(id)) {
+		// A quiesced group exchanges no messages: every follower was caught
+		// up when it went quiet, so node liveness is what counts then.
+		m, active, ok := r.Raft().Follower(id)
+		if ok && (active || r.Raft().Quiesced()) && m >= commit && n.alive(int32(id)) {
 			out = append(out, int32(id))
 		}
 	}

@@ -2,6 +2,7 @@ package node
 
 import (
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"sync"
 	"sync/atomic"
@@ -309,10 +310,23 @@ func (p *peers) pingLoop(sh *shard.Shard) {
 	ps := p.shards[sh.ID()]
 	every := time.Duration(p.n.cfg.Cluster.HeartbeatIntervalMs) * time.Millisecond
 	var sinceFull time.Duration
+	wasAlive := map[int32]bool{}
 	var beat func()
 	beat = func() {
 		if p.n.stopped.Load() {
 			return
+		}
+		for _, m := range p.n.roster {
+			id := int32(m.ID)
+			if id == int32(p.n.self) {
+				continue
+			}
+			alive := p.alive(id)
+			if wasAlive[id] && !alive {
+				p.n.log.Warn("peer down", "peer", id)
+				p.n.peerDown(raftlite.NodeID(id))
+			}
+			wasAlive[id] = alive
 		}
 		applied := int64(-1)
 		if p.n.ctrl != nil {
@@ -341,6 +355,30 @@ func (p *peers) pingLoop(sh *shard.Shard) {
 		sh.AfterFunc(every, beat)
 	}
 	beat()
+}
+
+// peerDown wakes every quiesced group with a replica on node id, so
+// those it led elect a new primary.
+func (n *Node) peerDown(id raftlite.NodeID) {
+	for i := 0; i < n.group.Len(); i++ {
+		sh := n.group.Shard(i)
+		h := n.hosts[i]
+		n.postRetry(sh, func() {
+			h.Each(func(r *partition.Replica) {
+				if r.HasMember(id) {
+					r.Unquiesce()
+				}
+			})
+		})
+	}
+}
+
+// postRetry posts fn to sh, retrying from shard metaShard while sh's inbox
+// is full (fn must not be lost). REQUIRES: on shard metaShard.
+func (n *Node) postRetry(sh *shard.Shard, fn func()) {
+	if err := sh.Post(fn); errors.Is(err, shard.ErrInboxFull) {
+		n.group.Shard(metaShard).AfterFunc(5*time.Millisecond, func() { n.postRetry(sh, fn) })
+	}
 }
 
 // announce queues a route change of a partition this node leads.

@@ -153,6 +153,9 @@ func (h *Host) tick() {
 		return
 	}
 	for _, r := range h.byKey {
+		if r.raft != nil && r.raft.Quiesced() {
+			continue // an idle group costs nothing per tick
+		}
 		r.Tick()
 	}
 	h.sh.Reset(h.ticker, h.tickEvery)

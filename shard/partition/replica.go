@@ -224,6 +224,26 @@ func (r *Replica) Step(m raftlite.Message) error {
 	return err
 }
 
+// Unquiesce wakes a quiesced group (a member's node went down: its
+// election timers must run again).
+func (r *Replica) Unquiesce() {
+	if r.closed || r.raft == nil || !r.raft.Quiesced() {
+		return
+	}
+	r.raft.Unquiesce()
+	r.process()
+}
+
+// HasMember reports whether node id is in the replica set.
+func (r *Replica) HasMember(id raftlite.NodeID) bool {
+	for _, m := range r.cfg.Replicas {
+		if m == id {
+			return true
+		}
+	}
+	return false
+}
+
 // ApplyRetention deletes whole old segments past the log's retention
 // bounds, never one holding an offset that is not both committed and
 // durable here (a follower's log start moves only that far).
