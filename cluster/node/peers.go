@@ -357,16 +357,31 @@ func (p *peers) pingLoop(sh *shard.Shard) {
 	beat()
 }
 
-// peerDown wakes every quiesced group with a replica on node id, so
-// those it led elect a new primary.
+// peerDown wakes every quiesced group with a replica on node id, and in
+// the groups node id led, the first live replica in replica-set order
+// (preferred first) campaigns at once instead of waiting for an election
+// timeout: failover takes the liveness timeout plus one election round.
 func (n *Node) peerDown(id raftlite.NodeID) {
 	for i := 0; i < n.group.Len(); i++ {
 		sh := n.group.Shard(i)
 		h := n.hosts[i]
 		n.postRetry(sh, func() {
 			h.Each(func(r *partition.Replica) {
-				if r.HasMember(id) {
-					r.Unquiesce()
+				if !r.HasMember(id) {
+					return
+				}
+				r.Unquiesce()
+				if lead, _ := r.Route(); lead != id && lead != raftlite.None {
+					return
+				}
+				for _, m := range r.Config().Replicas {
+					if m == id || !(m == n.self || n.alive(int32(m))) {
+						continue
+					}
+					if m == n.self {
+						r.Campaign()
+					}
+					return
 				}
 			})
 		})

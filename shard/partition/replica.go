@@ -234,6 +234,18 @@ func (r *Replica) Unquiesce() {
 	r.process()
 }
 
+// Campaign starts an election now (the node layer knows the primary's node
+// is down and this replica is first in line to replace it). Pre-vote keeps
+// it harmless when the primary is in fact alive and heard by a quorum.
+func (r *Replica) Campaign() {
+	if r.closed || r.raft == nil || r.raft.Role() == raftlite.RoleLeader {
+		return
+	}
+	r.holdTicks = 0
+	r.raft.Campaign()
+	r.process()
+}
+
 // HasMember reports whether node id is in the replica set.
 func (r *Replica) HasMember(id raftlite.NodeID) bool {
 	for _, m := range r.cfg.Replicas {
