@@ -97,7 +97,9 @@
 //   - the node layer keeps one liveness heartbeat per peer (not per group);
 //     when it stops hearing a peer it calls Unquiesce on every quiesced
 //     group that has the peer as a member, and they elect a new leader in
-//     the usual way if the peer was the leader;
+//     the usual way if the peer was the leader; ForgetLeader on the
+//     followers of that leader ends its lease, so a live replica that
+//     campaigns at once is elected without waiting an election timeout;
 //   - a vote request from the node a follower believes leads ends its
 //     lease (that node restarted), so a leader that restarted quickly,
 //     before its peers noticed, is replaced too;

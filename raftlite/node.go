@@ -329,6 +329,24 @@ func (n *Node) TransferLeadership(to NodeID) error {
 // liveness), so that a dead leader is replaced by an election.
 func (n *Node) Unquiesce() { n.unquiesce() }
 
+// ForgetLeader tells a follower that its leader is gone: the node layer
+// has stopped hearing from the leader's node (node-level liveness). It
+// wakes the group and makes the follower leaderless in its term, so that
+// it no longer honours the leader's lease and grants a live replica's
+// pre-vote at once; otherwise a follower that heard the leader (or was
+// woken) less than an election timeout ago ignores it, and the election
+// waits a whole timeout more. It does not campaign, and the follower
+// follows the leader again if it hears from it. Safety does not depend
+// on it: the lease only keeps a live leader from being disrupted. A
+// leader or candidate ignores it.
+func (n *Node) ForgetLeader() {
+	if n.role != RoleFollower {
+		return
+	}
+	n.unquiesce()
+	n.lead = None
+}
+
 func (n *Node) unquiesce() {
 	if !n.quiesced {
 		return

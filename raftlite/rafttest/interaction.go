@@ -49,6 +49,7 @@ func NewInteractionEnv() *InteractionEnv {
 //	process-ready ID...|all | deliver-msgs [ID...] [drop=true] [type=MsgType]
 //	stabilize | run n=TICKS | partition A,B C,D | isolate ID | heal
 //	durable ID | compact ID START [snapshot=true] | crash ID | restart ID | unquiesce ID
+//	forget-leader ID
 //	status [ID...] | log [ID...]
 func (e *InteractionEnv) Handle(c *Cmd) (out string) {
 	defer func() {
@@ -125,6 +126,8 @@ func (e *InteractionEnv) Handle(c *Cmd) (out string) {
 		e.restart(e.nodes[c.ArgInt(0)-1])
 	case "unquiesce":
 		e.live(c.ArgInt(0)).Unquiesce()
+	case "forget-leader":
+		e.live(c.ArgInt(0)).ForgetLeader()
 	case "status":
 		for _, n := range e.targets(c) {
 			e.status(n, &b)

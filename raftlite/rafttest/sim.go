@@ -368,7 +368,8 @@ func (s *sim) durability() error {
 }
 
 // tickNodes restarts nodes that are due, ticks every running node, sends
-// liveness pings and wakes quiesced groups that lost a member.
+// liveness pings, wakes quiesced groups that lost a member and makes
+// followers forget a leader that looks down.
 func (s *sim) tickNodes() error {
 	for _, sn := range s.nodes {
 		if sn.node == nil && s.tick >= sn.restartAt {
@@ -393,9 +394,16 @@ func (s *sim) tickNodes() error {
 				continue
 			}
 			s.net.send(s, simMsg{ping: true, from: sn.id, to: peer.id})
-			if sn.node.Quiesced() && s.now-sn.lastHeard[peer.id-1] > livenessSteps {
+			if s.now-sn.lastHeard[peer.id-1] <= livenessSteps {
+				continue
+			}
+			if sn.node.Quiesced() {
 				s.tracef("node %d: peer %d looks down, unquiesce", sn.id, peer.id)
 				sn.node.Unquiesce()
+			}
+			if sn.node.Leader() == peer.id && sn.node.Role() == raftlite.RoleFollower {
+				s.tracef("node %d: its leader %d looks down, forget it", sn.id, peer.id)
+				sn.node.ForgetLeader()
 			}
 		}
 	}
