@@ -374,12 +374,23 @@ func (n *Node) peerDown(id raftlite.NodeID) {
 				if lead, _ := r.Route(); lead != id && lead != raftlite.None {
 					return
 				}
+				// Every live replica stops honouring the dead primary's
+				// lease, or it would ignore the campaign below.
+				r.ForgetLeader()
 				for _, m := range r.Config().Replicas {
 					if m == id || !(m == n.self || n.alive(int32(m))) {
 						continue
 					}
 					if m == n.self {
 						r.Campaign()
+						// A peer that notices the death up to a beat after
+						// this node still honoured the lease and ignored
+						// that pre-vote: ask again once it has forgotten.
+						sh.AfterFunc(2*time.Duration(n.cfg.Cluster.HeartbeatIntervalMs)*time.Millisecond, func() {
+							if lead, _ := r.Route(); lead == raftlite.None {
+								r.Campaign()
+							}
+						})
 					}
 					return
 				}
