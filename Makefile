@@ -73,5 +73,14 @@ bench-compare: build bench-peer
 	./$(BIN)/corestream bench compare --peer-bench $(BENCH_BIN)/peerbench --nats-server $(BENCH_BIN)/nats-server \
 	  --dir bench/.out/run --json bench/.out/compare.json --cluster-cmd '$(BENCH_CLUSTER_CMD)' $(BENCH_FLAGS)
 
+## cluster: NODES nodes on loopback (tools/localcluster), each with its own
+## data directory and free ports; prints them as JSON; Ctrl-C stops them.
+## CLUSTER_FLAGS adds launcher flags, e.g. "-rf 2 -k 2 -dir ./cluster".
+NODES         ?= 3
+CLUSTER_FLAGS ?=
+cluster: build
+	$(GO) build -o $(BIN)/localcluster ./tools/localcluster
+	./$(BIN)/localcluster -n $(NODES) -bin $(BIN)/corestream $(CLUSTER_FLAGS)
+
 clean:
 	rm -rf $(BIN)

@@ -173,7 +173,9 @@ func run(args []string, stdout, stderr io.Writer, sigs <-chan os.Signal) int {
 	}
 	fmt.Fprintf(stderr, "localcluster: %d nodes up; try: corestream --brokers %s cluster status\n", len(procs), plan.Brokers())
 	fmt.Fprintln(stderr, "localcluster: Ctrl-C (SIGINT) or SIGTERM stops every node")
-	return supervise(procs, sigs, stderr)
+	code := supervise(procs, sigs, stderr)
+	fmt.Fprintf(stderr, "localcluster: data and logs kept in %s\n", plan.Options.Dir)
+	return code
 }
 
 // build compiles cmd/corestream into dir/bin and returns the binary.

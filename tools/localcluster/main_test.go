@@ -1,0 +1,171 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/corestream/corestream/tools/localcluster/launch"
+)
+
+// Bad flags exit 2 before anything is built or started; a flag that makes
+// a configuration the broker would refuse names the configuration key.
+func TestBadFlags(t *testing.T) {
+	cases := []struct {
+		args []string
+		want string
+	}{
+		{[]string{"-n", "0"}, "-n 0"},
+		{[]string{"-n", "33"}, "-n 33"},
+		{[]string{"-n", "3", "-rf", "4"}, "cluster.default_replication_factor"},
+		{[]string{"-n", "3", "-rf", "some"}, "replication factor"},
+		{[]string{"-k", "65"}, "replica_connections_per_peer"},
+		{[]string{"-fsync", "sometimes"}, "storage.fsync"},
+		{[]string{"-election-ms", "100"}, "cluster.election_timeout_ms"},
+		{[]string{"extra"}, "unexpected argument"},
+		{[]string{"-nodes", "3"}, "flag provided but not defined"},
+	}
+	for _, c := range cases {
+		var out, errb bytes.Buffer
+		args := append([]string{"-dir", t.TempDir(), "-bin", "/nonexistent"}, c.args...)
+		if code := run(args, &out, &errb, nil); code != 2 || !strings.Contains(errb.String(), c.want) {
+			t.Errorf("%v: exit %d, stderr %q; want exit 2 naming %q", c.args, code, errb.String(), c.want)
+		}
+		if out.Len() != 0 {
+			t.Errorf("%v: printed %q on stdout", c.args, out.String())
+		}
+	}
+}
+
+// goBuild compiles a command of this module into dir.
+func goBuild(t *testing.T, dir, pkg string) string {
+	t.Helper()
+	goTool, err := exec.LookPath("go")
+	if err != nil {
+		goTool = filepath.Join(runtime.GOROOT(), "bin", "go")
+	}
+	bin := filepath.Join(dir, filepath.Base(pkg))
+	if out, err := exec.Command(goTool, "build", "-o", bin, pkg).CombinedOutput(); err != nil {
+		t.Fatalf("go build %s: %v\n%s", pkg, err, out)
+	}
+	return bin
+}
+
+// The launcher as an operator runs it: three nodes on free ports, each
+// with its own data directory and configuration; one JSON document on
+// stdout naming live processes whose client ports answer and see every
+// node alive; SIGINT stops every node cleanly and the launcher exits 0.
+func TestLaunchAndInterrupt(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: builds two binaries and runs three brokers")
+	}
+	bins := t.TempDir()
+	corestream := goBuild(t, bins, "github.com/corestream/corestream/cmd/corestream")
+	tool := goBuild(t, bins, "github.com/corestream/corestream/tools/localcluster")
+	dir := filepath.Join(t.TempDir(), "cluster")
+	cmd := exec.Command(tool, "-n", "3", "-dir", dir, "-bin", corestream, "-shards", "1", "-fsync", "never")
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	exited := make(chan error, 1)
+	var doc document
+	decoded := make(chan error, 1)
+	go func() {
+		r := bufio.NewReader(stdout)
+		decoded <- json.NewDecoder(r).Decode(&doc)
+		io.Copy(io.Discard, r)
+		exited <- cmd.Wait()
+	}()
+	t.Cleanup(func() {
+		cmd.Process.Kill()
+		for _, n := range doc.Nodes {
+			syscall.Kill(n.PID, syscall.SIGKILL)
+		}
+	})
+	select {
+	case err := <-decoded:
+		if err != nil {
+			t.Fatalf("reading the JSON document: %v\nstderr:\n%s", err, stderr.String())
+		}
+	case <-time.After(90 * time.Second):
+		t.Fatalf("no JSON document after 90 s; stderr:\n%s", stderr.String())
+	}
+
+	if len(doc.Nodes) != 3 || doc.Dir != dir {
+		t.Fatalf("document: %+v", doc)
+	}
+	seen := map[string]bool{}
+	for i, n := range doc.Nodes {
+		if n.ID != i+1 || n.PID <= 0 || syscall.Kill(n.PID, 0) != nil {
+			t.Fatalf("node %+v is not a live process", n)
+		}
+		for _, v := range []string{n.ClientAddr, n.ReplicationAddr, n.HTTPAddr, n.DataDir} {
+			if v == "" || seen[v] {
+				t.Fatalf("node %d: address or directory %q empty or shared", n.ID, v)
+			}
+			seen[v] = true
+		}
+		if n.DataDir != filepath.Join(dir, "node-"+string(rune('0'+n.ID))) || n.Config != filepath.Join(n.DataDir, launch.ConfigFile) {
+			t.Fatalf("node %d: data dir %s, config %s", n.ID, n.DataDir, n.Config)
+		}
+		if _, err := os.Stat(n.Config); err != nil {
+			t.Fatal(err)
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		st, err := launch.Status(ctx, n.ClientAddr)
+		cancel()
+		if err != nil {
+			t.Fatalf("node %d: %v", n.ID, err)
+		}
+		for _, m := range st.Nodes {
+			if !m.Alive {
+				t.Fatalf("node %d sees node %d down: %+v", n.ID, m.ID, st)
+			}
+		}
+	}
+	if want := doc.Nodes[0].ClientAddr + "," + doc.Nodes[1].ClientAddr + "," + doc.Nodes[2].ClientAddr; doc.Brokers != want {
+		t.Fatalf("brokers %q, want %q", doc.Brokers, want)
+	}
+
+	if err := cmd.Process.Signal(os.Interrupt); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-exited:
+		var ee *exec.ExitError
+		if errors.As(err, &ee) || err != nil {
+			t.Fatalf("the launcher exited with %v after SIGINT:\n%s", err, stderr.String())
+		}
+	case <-time.After(90 * time.Second):
+		t.Fatalf("the launcher still runs 90 s after SIGINT:\n%s", stderr.String())
+	}
+	for _, n := range doc.Nodes {
+		if syscall.Kill(n.PID, 0) == nil {
+			t.Errorf("node %d (pid %d) still runs after the launcher exited", n.ID, n.PID)
+		}
+		if !strings.Contains(stderr.String(), "node "+string(rune('0'+n.ID))+" (pid") {
+			t.Errorf("no stop line for node %d:\n%s", n.ID, stderr.String())
+		}
+	}
+	if strings.Count(stderr.String(), "stopped: exit 0") != 3 {
+		t.Errorf("not every node stopped cleanly:\n%s", stderr.String())
+	}
+	t.Logf("launcher stderr:\n%s", stderr.String())
+}
