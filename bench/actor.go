@@ -52,31 +52,73 @@ func (a *actor) first() error {
 	return a.firstErr
 }
 
-// count records one measured completion at run time nowNs.
-// REQUIRES: called from one goroutine at a time.
-func (a *actor) count(nowNs int64, bytes int, latencyNs int64, withLatency bool) {
-	if withLatency {
-		a.hist.record(latencyNs)
-	}
-	a.messages.Add(1)
-	a.bytes.Add(int64(bytes))
-	a.lastNs.Store(nowNs)
+// window is the measured part of a run, in run time.
+type window struct {
+	// warmNs ends the warm-up.
+	warmNs int64
+	// endNs ends the measured part in duration mode; 0 in count mode.
+	endNs int64
+	// runEndNs is when the run stopped (set after it did).
+	runEndNs int64
 }
 
-// report returns the actor's figures; the measured part began at run
-// time startNs. REQUIRES: the actor's completing goroutine has finished.
-func (a *actor) report(startNs int64) ActorReport {
+// counts reports whether a completion at now of a message sent at sent
+// counts toward throughput: in duration mode, completions inside the
+// window (steady state, whenever the message was sent); in count mode,
+// the messages sent after the warm-up.
+func (w window) counts(now, sent int64) bool {
+	if w.endNs > 0 {
+		return now >= w.warmNs && now < w.endNs
+	}
+	return sent >= w.warmNs
+}
+
+// elapsed returns the time throughput is divided by: the window in
+// duration mode (cut short if the run stopped first), else from the
+// warm-up's end to the last counted completion.
+func (w window) elapsed(lastNs int64) int64 {
+	if w.endNs > 0 && !w.drainedEarly(lastNs) {
+		return min(w.endNs, max(w.runEndNs, w.warmNs)) - w.warmNs
+	}
+	return lastNs - w.warmNs
+}
+
+// drainedEarly reports whether a duration-mode run ran out of work before
+// its end (a consume run that read everything): then the time is up to
+// the last completion.
+func (w window) drainedEarly(lastNs int64) bool {
+	return w.runEndNs > 0 && w.runEndNs < w.endNs && lastNs > 0
+}
+
+// measure records a completion at run time now of a message sent at sent
+// (for readers of old messages, sent = now): its latency when withLatency
+// and it was sent after the warm-up, and its count when w counts it.
+// REQUIRES: called from one goroutine at a time.
+func (a *actor) measure(w window, now, sent int64, bytes int, withLatency bool) {
+	if withLatency && sent >= w.warmNs {
+		a.hist.record(now - sent)
+	}
+	if w.counts(now, sent) {
+		a.messages.Add(1)
+		a.bytes.Add(int64(bytes))
+		a.lastNs.Store(now)
+	}
+}
+
+// report returns the actor's figures over w.
+// REQUIRES: the actor's completing goroutine has finished.
+func (a *actor) report(w window) ActorReport {
 	r := ActorReport{Name: a.name, Messages: a.messages.Load(), Bytes: a.bytes.Load(),
 		Latency: a.hist.summary(), Errors: a.errors.Load()}
 	if r.Messages > 0 {
-		r.ElapsedNs = a.lastNs.Load() - startNs
+		r.ElapsedNs = w.elapsed(a.lastNs.Load())
 	}
 	r.rates()
 	return r
 }
 
 // total merges actors into one ActorReport named name.
-func total(name string, actors []*actor, startNs int64) *ActorReport {
+func total(name string, actors []*actor, w window) *ActorReport {
 	if len(actors) == 0 {
 		return nil
 	}
@@ -92,7 +134,7 @@ func total(name string, actors []*actor, startNs int64) *ActorReport {
 	}
 	t.Latency = h.summary()
 	if t.Messages > 0 {
-		t.ElapsedNs = last - startNs
+		t.ElapsedNs = w.elapsed(last)
 	}
 	t.rates()
 	return &t

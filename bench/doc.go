@@ -30,8 +30,13 @@
 // call (or, under a rate limit, from the intended send time, so a stalled
 // broker cannot hide its stall: no coordinated omission) to the
 // acknowledgement; end-to-end latency runs from the same instant to the
-// consumer's receipt, in the same process. Messages meant to be sent
-// during the warm-up are excluded from every figure. Throughput is
-// counted messages over the time from the end of the warm-up to the last
-// counted completion.
+// consumer's receipt, in the same process. Latency covers the messages
+// meant to be sent after the warm-up, whenever they complete.
+//
+// Throughput depends on how the run is bounded. With --duration it is the
+// completions (acknowledgements, receipts) that happen inside the measured
+// window, over the window: the steady state, even for a system so far
+// behind that nothing sent in the window completes within it. With
+// --messages it is the measured messages (those sent after the warm-up)
+// over the time from the warm-up's end to the last of them completing.
 package bench

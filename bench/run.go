@@ -79,8 +79,11 @@ type runner struct {
 	// base is the run clock's origin; every ns figure is time since base.
 	base time.Time
 	// warmNs ends the warm-up; endNs ends the producers in duration mode
-	// (0 in count mode).
+	// (0 in count mode). w is the same as a window, fixed before any
+	// actor starts; runEndNs is when the workload ended.
 	warmNs, endNs int64
+	w             window
+	runEndNs      int64
 
 	prods     []Producer
 	cons      []Consumer
@@ -148,6 +151,7 @@ func (r *runner) run(ctx context.Context, progress io.Writer) {
 	if s.Messages == 0 {
 		r.endNs = r.warmNs + int64(s.Duration)
 	}
+	r.w = window{warmNs: r.warmNs, endNs: r.endNs}
 	if s.Mode == ModeConsume {
 		r.setTarget(s.Messages)
 	}
@@ -184,6 +188,7 @@ func (r *runner) run(ctx context.Context, progress io.Writer) {
 		}
 		r.waitDrained(ctx, deadline)
 	}
+	r.runEndNs = r.now()
 	stopConsumers()
 	cwg.Wait()
 	stopTimeline()
@@ -264,9 +269,7 @@ func (r *runner) complete(a *actor, sentNs int64, size int, err error) {
 	now := r.now()
 	a.completions.Add(1)
 	a.acked.Add(1)
-	if sentNs >= r.warmNs {
-		a.count(now, size, now-sentNs, true)
-	}
+	a.measure(r.w, now, sentNs, size, true)
 }
 
 // receiver returns consumer a's per-message function.
@@ -280,26 +283,28 @@ func (r *runner) receiver(a *actor) func([]byte) {
 			return
 		}
 		a.completions.Add(1)
-		switch {
-		case e2e && h.sentNs >= r.warmNs:
-			a.count(now, len(v), now-h.sentNs, true)
-		case !e2e && now >= r.warmNs:
-			a.count(now, len(v), 0, false)
+		if e2e {
+			a.measure(r.w, now, h.sentNs, len(v), true)
+		} else {
+			a.measure(r.w, now, now, len(v), false)
 		}
 		r.checkDrained(r.received.Add(1))
 	}
 }
 
 // fill puts the actors' figures into rep.
+// REQUIRES: run has returned.
 func (r *runner) fill(rep *Report) {
+	w := r.w
+	w.runEndNs = r.runEndNs
 	for _, a := range r.producers {
-		rep.Producers = append(rep.Producers, a.report(r.warmNs))
+		rep.Producers = append(rep.Producers, a.report(w))
 	}
 	for _, a := range r.consumers {
-		rep.Consumers = append(rep.Consumers, a.report(r.warmNs))
+		rep.Consumers = append(rep.Consumers, a.report(w))
 	}
-	rep.Produce = total("produce total", r.producers, r.warmNs)
-	rep.Consume = total("consume total", r.consumers, r.warmNs)
+	rep.Produce = total("produce total", r.producers, w)
+	rep.Consume = total("consume total", r.consumers, w)
 	rep.Timeline = r.timeline
 	if t := rep.Produce; t != nil && t.Messages > 0 {
 		t.Steadiness = steadiness(r.timeline, r.warmNs/1e6, (r.warmNs+t.ElapsedNs)/1e6, func(s Sample) int64 { return s.Produced })

@@ -77,7 +77,8 @@ func TestRunConsumePreload(t *testing.T) {
 }
 
 // With a rate, message k is due at k intervals: exactly the messages due
-// in [warm-up, warm-up + duration) are measured, however late they go.
+// in [warm-up, warm-up + duration) have their latency measured, however
+// late they go; throughput counts the completions inside the window.
 func TestRunRateAndWarmupAreExact(t *testing.T) {
 	s := fakeSpec(ModeProduce)
 	s.Messages, s.Warmup, s.Duration, s.Rate = 0, 50*time.Millisecond, 100*time.Millisecond, 2000
@@ -85,11 +86,40 @@ func TestRunRateAndWarmupAreExact(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if rep.Produce.Messages != 200 {
-		t.Fatalf("measured %d messages, want 200 (2000/s for 100ms)", rep.Produce.Messages)
+	if n := rep.Produce.Latency.Count; n != 200 {
+		t.Fatalf("latency of %d messages, want 200 (2000/s for 100ms)", n)
 	}
-	if r := rep.Produce.MessagesPerSec; r < 1000 || r > 2100 {
-		t.Fatalf("rate %.0f msg/s, want about 2000", r)
+	if n := rep.Produce.Messages; n < 150 || n > 210 {
+		t.Fatalf("%d completions in the window, want about 200", n)
+	}
+	if rep.Produce.ElapsedNs != int64(100*time.Millisecond) {
+		t.Fatalf("elapsed %v, want the 100ms window", time.Duration(rep.Produce.ElapsedNs))
+	}
+}
+
+// A system that completes nothing sent inside the window still shows its
+// throughput: completions inside the window count, whenever sent.
+func TestWindowCountsCompletionsInDurationMode(t *testing.T) {
+	w := window{warmNs: 100, endNs: 200}
+	for _, tc := range []struct {
+		now, sent int64
+		want      bool
+	}{{150, 10, true}, {150, 150, true}, {99, 50, false}, {200, 150, false}} {
+		if got := w.counts(tc.now, tc.sent); got != tc.want {
+			t.Errorf("duration mode: counts(%d, %d) = %v", tc.now, tc.sent, got)
+		}
+	}
+	c := window{warmNs: 100}
+	if !c.counts(5000, 100) || c.counts(5000, 99) {
+		t.Error("count mode counts the messages sent after the warm-up")
+	}
+	w.runEndNs = 300
+	if w.elapsed(180) != 100 {
+		t.Errorf("elapsed = %d, want the window", w.elapsed(180))
+	}
+	w.runEndNs = 150 // ran out of work: up to the last completion
+	if w.elapsed(140) != 40 {
+		t.Errorf("elapsed after an early end = %d, want 40", w.elapsed(140))
 	}
 }
 
