@@ -87,6 +87,24 @@ func (r *RunResult) total(kind string) *ActorReport {
 	return r.Report.Produce
 }
 
+// cpuPerMessage returns the servers' CPU time per message of kind
+// ("produce" or "consume") completed during the whole load, warm-up and
+// drain included: on a shared machine a steadier figure than throughput.
+func (r *RunResult) cpuPerMessage(kind string) (float64, bool) {
+	if r == nil || r.Report == nil || len(r.Report.Timeline) == 0 || r.ServerCPUNs <= 0 {
+		return 0, false
+	}
+	last := r.Report.Timeline[len(r.Report.Timeline)-1]
+	n := last.Produced
+	if kind == "consume" {
+		n = last.Consumed
+	}
+	if n == 0 {
+		return 0, false
+	}
+	return float64(r.ServerCPUNs) / float64(n), true
+}
+
 // Comparison is the whole result of Compare.
 type Comparison struct {
 	Version  int           `json:"version"`

@@ -155,3 +155,16 @@ func TestLaunchClusterWithoutLauncherIsPending(t *testing.T) {
 		}
 	}
 }
+
+func TestCPUPerMessage(t *testing.T) {
+	r := &RunResult{ServerCPUNs: 2e9, Report: &Report{Timeline: []Sample{{AtMs: 100, Produced: 10}, {AtMs: 200, Produced: 1e6, Consumed: 4e5}}}}
+	if v, ok := r.cpuPerMessage("produce"); !ok || v != 2000 {
+		t.Fatalf("produce: %v, %v; want 2000 ns", v, ok)
+	}
+	if v, ok := r.cpuPerMessage("consume"); !ok || v != 5000 {
+		t.Fatalf("consume: %v, %v; want 5000 ns", v, ok)
+	}
+	if _, ok := (&RunResult{ServerCPUNs: 1, Report: &Report{}}).cpuPerMessage("produce"); ok {
+		t.Fatal("no timeline, no figure")
+	}
+}

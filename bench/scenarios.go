@@ -111,6 +111,11 @@ func latencyFigure(label, kind string, q float64) Figure {
 	}}
 }
 
+// cpuFigure is the servers' CPU time per message of kind.
+func cpuFigure(kind string) Figure {
+	return Figure{Name: "server CPU/msg", Unit: "ns", Get: func(r *RunResult) (float64, bool) { return r.cpuPerMessage(kind) }}
+}
+
 func with(f Figure, t Target) Figure { f.Target = &t; return f }
 
 func vsRTT(f Figure) Figure { f.VsRTT = true; return f }
@@ -151,12 +156,12 @@ func Scenarios(d, w time.Duration) []Scenario {
 		return []Figure{
 			with(msgsPerSec("produce"), fiveTimesPeer),
 			with(bytesPerSec("produce"), Target{Text: fmt.Sprintf("≥ %g%% TCP", tcpTarget*100), Kind: "tcp>=", Value: tcpTarget}),
-			latencyFigure("ack", "produce", 50), latencyFigure("ack", "produce", 99),
+			latencyFigure("ack", "produce", 50), latencyFigure("ack", "produce", 99), cpuFigure("produce"),
 		}
 	}
-	syncFigs := []Figure{msgsPerSec("produce"), vsRTT(latencyFigure("ack", "produce", 50)), with(vsRTT(latencyFigure("ack", "produce", 99)), halfPeerP99)}
-	r3Figs := []Figure{with(msgsPerSec("produce"), fiveTimesPeer), bytesPerSec("produce"), latencyFigure("ack", "produce", 99)}
-	scaling := []Figure{msgsPerSec("produce"), bytesPerSec("produce"), latencyFigure("ack", "produce", 99)}
+	syncFigs := []Figure{msgsPerSec("produce"), vsRTT(latencyFigure("ack", "produce", 50)), with(vsRTT(latencyFigure("ack", "produce", 99)), halfPeerP99), cpuFigure("produce")}
+	r3Figs := []Figure{with(msgsPerSec("produce"), fiveTimesPeer), bytesPerSec("produce"), latencyFigure("ack", "produce", 99), cpuFigure("produce")}
+	scaling := []Figure{msgsPerSec("produce"), bytesPerSec("produce"), latencyFigure("ack", "produce", 99), cpuFigure("produce")}
 	return []Scenario{
 		{Name: "1n-never-async", Title: "1 node, fsync never, batched async", Group: groupPeer, Nodes: 1, Fsync: "never", Peer: true, Spec: async, Figures: prodAsync(0.5)},
 		{Name: "1n-always-async", Title: "1 node, fsync always, batched async", Group: groupPeer, Nodes: 1, Fsync: "always", Peer: true, Spec: async, Figures: prodAsync(0.25)},
@@ -165,13 +170,13 @@ func Scenarios(d, w time.Duration) []Scenario {
 		{Name: "1n-never-sync-primary", Title: "1 node, fsync never, sync one-message, acks primary", Group: groupPeer, Nodes: 1, Fsync: "never", Spec: syncPrimary, Figures: []Figure{
 			msgsPerSec("produce"),
 			with(vsRTT(latencyFigure("ack", "produce", 50)), Target{Text: "< 100µs", Kind: "<", Value: 100e3}),
-			with(vsRTT(latencyFigure("ack", "produce", 99)), Target{Text: "< 500µs", Kind: "<", Value: 500e3}),
+			with(vsRTT(latencyFigure("ack", "produce", 99)), Target{Text: "< 500µs", Kind: "<", Value: 500e3}), cpuFigure("produce"),
 		}},
 		{Name: "1n-never-e2e", Title: "1 node, fsync never, e2e at 10k msg/s, no linger", Group: groupPeer, Nodes: 1, Fsync: "never", Peer: true, Spec: e2e, Figures: []Figure{
 			msgsPerSec("consume"), vsRTT(latencyFigure("e2e", "consume", 50)), vsRTT(latencyFigure("e2e", "consume", 99)), vsRTT(latencyFigure("e2e", "consume", 99.9)),
 		}},
 		{Name: "1n-never-consume", Title: "1 node, fsync never, consume 300k preloaded", Group: groupPeer, Nodes: 1, Fsync: "never", Peer: true, Spec: consume, Figures: []Figure{
-			msgsPerSec("consume"), bytesPerSec("consume"),
+			msgsPerSec("consume"), bytesPerSec("consume"), cpuFigure("consume"),
 		}},
 		{Name: "3n-never-async", Title: "3 nodes, factor 3, fsync never, batched async", Group: groupPeer, Nodes: 3, Fsync: "never", Peer: true, Spec: r3(async), Figures: r3Figs},
 		{Name: "3n-always-async", Title: "3 nodes, factor 3, fsync always, batched async", Group: groupPeer, Nodes: 3, Fsync: "always", Peer: true, Spec: r3(async), Figures: r3Figs},
