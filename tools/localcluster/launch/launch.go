@@ -62,6 +62,9 @@ type Options struct {
 	HeartbeatIntervalMs, ElectionTimeoutMs int
 	// Secret is cluster.secret. Default: 16 random bytes in hex.
 	Secret string
+	// JWTSecret is http.jwt_secret, with which nodes sign the HTTP
+	// forwarding proofs. Default: 16 random bytes in hex.
+	JWTSecret string
 	// LogLevel is log.level. Default "info".
 	LogLevel string
 }
@@ -91,12 +94,14 @@ func (o Options) withDefaults() (Options, error) {
 	if o.LogLevel == "" {
 		o.LogLevel = "info"
 	}
-	if o.Secret == "" {
-		var b [16]byte
-		if _, err := rand.Read(b[:]); err != nil {
-			return o, err
+	for _, p := range []*string{&o.Secret, &o.JWTSecret} {
+		if *p == "" {
+			var b [16]byte
+			if _, err := rand.Read(b[:]); err != nil {
+				return o, err
+			}
+			*p = hex.EncodeToString(b[:])
 		}
-		o.Secret = hex.EncodeToString(b[:])
 	}
 	switch {
 	case o.Nodes < 1 || o.Nodes > config.RosterNodesMax:
@@ -212,6 +217,7 @@ func (p *Plan) TOML(i int) string {
 	fmt.Fprintf(&b, "[shard]\ncount = %d\n\n", o.Shards)
 	fmt.Fprintf(&b, "[storage]\nfsync = %q\n\n", o.Fsync)
 	fmt.Fprintf(&b, "[log]\nlevel = %q\n\n", o.LogLevel)
+	fmt.Fprintf(&b, "[http]\njwt_secret = %q\n\n", o.JWTSecret)
 	fmt.Fprintf(&b, "[cluster]\nsecret = %q\ndefault_replication_factor = %s\nheartbeat_interval_ms = %d\nelection_timeout_ms = %d\n\n",
 		n.Secret, rf, o.HeartbeatIntervalMs, o.ElectionTimeoutMs)
 	fmt.Fprintf(&b, "[cluster.coordinator]\nreplica_connections_per_peer = %d\n", n.K)

@@ -1,0 +1,74 @@
+package launch
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/corestream/corestream/cluster/config"
+)
+
+// Every node's configuration is one the broker accepts, names that node
+// with its own addresses and data directory, and shares the roster and
+// the secrets with the others.
+func TestPlanConfigs(t *testing.T) {
+	p, err := New(Options{Nodes: 5, Dir: t.TempDir(), ReplicationFactor: "3", K: 2, Shards: 2, Fsync: "never"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := p.Write(); err != nil {
+		t.Fatal(err)
+	}
+	seen := map[string]bool{}
+	var first config.Config
+	for i, n := range p.Nodes {
+		text, err := os.ReadFile(n.Config)
+		if err != nil {
+			t.Fatal(err)
+		}
+		c, err := config.Parse(string(text))
+		if err != nil {
+			t.Fatalf("node %d: %v\n%s", n.ID, err, text)
+		}
+		if c.Node.ID != n.ID || c.Node.ClientAddr != n.ClientAddr || c.Node.ReplicationAddr != n.ReplicationAddr ||
+			c.Node.HTTPAddr != n.HTTPAddr || c.Node.DataDir != n.DataDir || filepath.Dir(n.Config) != n.DataDir {
+			t.Fatalf("node %d: [node] is %+v, planned %+v", n.ID, c.Node, n)
+		}
+		if len(c.Cluster.Nodes) != 5 || c.Cluster.Coordinator.ReplicaConnectionsPerPeer != 2 || c.Shard.Count != 2 ||
+			c.Storage.Fsync != "never" || c.Cluster.DefaultReplicationFactor != 3 {
+			t.Fatalf("node %d: %+v", n.ID, c)
+		}
+		if i == 0 {
+			first = c
+		} else if c.Cluster.Secret != first.Cluster.Secret || c.HTTP.JWTSecret != first.HTTP.JWTSecret || c.Cluster.Secret == "" {
+			t.Fatalf("node %d does not share the secrets", n.ID)
+		}
+		for _, a := range []string{n.ClientAddr, n.ReplicationAddr, n.HTTPAddr, n.DataDir} {
+			if seen[a] {
+				t.Fatalf("%s planned twice", a)
+			}
+			seen[a] = true
+		}
+	}
+}
+
+// Options the broker would refuse are refused before anything is written.
+func TestPlanRefusals(t *testing.T) {
+	for _, o := range []Options{{Nodes: 33, Dir: "x"}, {Nodes: 3}, {Nodes: 3, Dir: "x", ReplicationFactor: "many"}} {
+		if _, err := New(o); !errors.Is(err, ErrOptions) {
+			t.Errorf("%+v: %v, want ErrOptions", o, err)
+		}
+	}
+	dir := t.TempDir()
+	p, err := New(Options{Nodes: 2, Dir: dir, ReplicationFactor: "3"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := p.Write(); !errors.Is(err, config.ErrInvalid) {
+		t.Fatalf("factor 3 on 2 nodes: %v, want config.ErrInvalid", err)
+	}
+	if entries, _ := os.ReadDir(dir); len(entries) != 0 {
+		t.Fatalf("a refused plan wrote %d entries", len(entries))
+	}
+}
