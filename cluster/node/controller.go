@@ -51,6 +51,13 @@ type controller struct {
 	resultOrder []int64
 	iter        batch.Records
 	bal         *balancer
+	// snapshot is the latest metadata snapshot (encodeSnapshot) and
+	// snapshotAt the offset it covers (-1: none); a leader sends it to a
+	// follower that needs entries the log no longer holds.
+	snapshot   []byte
+	snapshotAt int64
+	// installed counts snapshots received from a leader.
+	installed int
 	// parked holds proposers whose command committed before this node
 	// had applied it, in offset order; onCommit answers them.
 	parked []parkedProposal
@@ -69,23 +76,41 @@ func (n *Node) startController() error {
 	done := make(chan error, 1)
 	sh := n.group.Shard(metaShard)
 	err := sh.Do(func(sh *shard.Shard) {
-		c := &controller{n: n, sh: sh, state: metadata.New(), applied: -1, results: map[int64]applied{}}
+		c := &controller{n: n, sh: sh, state: metadata.New(), applied: -1, snapshotAt: -1, results: map[int64]applied{}}
+		hasSnap, err := c.loadSnapshot()
+		if err != nil {
+			done <- err
+			return
+		}
 		var reps []raftlite.NodeID
 		for _, m := range n.roster {
 			reps = append(reps, raftlite.NodeID(m.ID))
 		}
 		sort.Slice(reps, func(i, j int) bool { return reps[i] < reps[j] })
 		cfg := n.segmentConfig()
-		cfg.RetentionBytes, cfg.RetentionMs = -1, -1 // the metadata log keeps everything
+		// Compaction, not retention, shortens the metadata log: a
+		// retention pass (ApplyRetention up to a snapshot's offset)
+		// deletes every whole segment the snapshot covers.
+		cfg.RetentionBytes, cfg.RetentionMs = 1, -1 // 0 would mean the default
+		cfg.SegmentBytes = min(cfg.SegmentBytes, 8<<20)
 		r, err := n.hosts[metaShard].Open(partition.Config{
 			FS: n.fs, Dir: filepath.Join(n.dir, "__meta"), Log: cfg,
 			Topic: "__meta", TopicID: metaTopicID, Partition: 0,
 			Self: n.self, Replicas: reps, Limits: n.limits,
 			Send: n.sendFn(), OnCommit: c.onCommit, OnRoute: n.routeChanged, Alive: n.aliveFn(),
+			OnReset: c.onReset,
 		})
 		if err != nil {
 			done <- fmt.Errorf("node: metadata log: %w", err)
 			return
+		}
+		if start := r.Log().LogStartOffset(); start > c.applied+1 {
+			r.Close(nil)
+			done <- fmt.Errorf("node: the metadata log starts at %d but the snapshot (present: %v) covers only up to %d: metadata is missing", start, hasSnap, c.applied)
+			return
+		}
+		if hasSnap {
+			c.publish()
 		}
 		n.opened(r, metaShard)
 		c.r = r
@@ -176,6 +201,7 @@ func (c *controller) onCommit(r *partition.Replica, commit int64) {
 	if changed {
 		c.publish()
 	}
+	c.maybeSnapshot()
 	for len(c.parked) > 0 && c.parked[0].offset <= c.applied {
 		p := c.parked[0]
 		c.parked = c.parked[1:]

@@ -373,6 +373,9 @@ func (n *Node) retentionLoop(sh *shard.Shard, every time.Duration) {
 	}
 	if h := n.hosts[sh.ID()]; h != nil {
 		h.Each(func(r *partition.Replica) {
+			if r.Key() == shardKey(metaTopicID, 0) {
+				return // compacted after snapshots (snapshot.go), not by retention
+			}
 			res, err := r.ApplyRetention()
 			switch {
 			case err != nil && !errors.Is(err, partition.ErrClosed):

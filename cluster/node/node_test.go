@@ -4,12 +4,14 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/corestream/corestream/client"
 	"github.com/corestream/corestream/cluster/config"
 	"github.com/corestream/corestream/netio/wire"
+	"github.com/corestream/corestream/shard"
 )
 
 // startNode runs a single node on a free port in a temporary directory.
@@ -107,5 +109,57 @@ func TestStartSweepsDeletedDirectories(t *testing.T) {
 	startNode(t, dir, nil)
 	if _, err := os.Stat(left); !os.IsNotExist(err) {
 		t.Fatalf("left-over directory still there: %v", err)
+	}
+}
+
+// The metadata log is compacted after snapshots, and a restart starts
+// from the snapshot with every topic and committed offset intact.
+func TestMetadataSnapshotAndCompaction(t *testing.T) {
+	old := metaSnapshotEvery
+	metaSnapshotEvery = 50
+	t.Cleanup(func() { metaSnapshotEvery = old })
+	dir := t.TempDir()
+	n := startNode(t, dir, func(c *config.Config) { c.Storage.SegmentBytes = 1 << 20 })
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	cl, err := client.Dial(ctx, n.ClientAddr())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := cl.CreateTopic(ctx, client.TopicSpec{Name: "kept", Partitions: 2}); err != nil {
+		t.Fatal(err)
+	}
+	// Enough commits (one metadata entry each, about 3.5 KiB with their
+	// metadata string) to fill several 1 MiB segments of the metadata log.
+	md := strings.Repeat("m", 3500)
+	for i := 0; i < 1200; i++ {
+		err := cl.CommitOffsets(ctx, "c", []wire.OffsetCommit{{Topic: "kept", Partition: int32(i % 2), Offset: int64(i), Metadata: md}})
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	var start int64
+	n.group.Shard(metaShard).Do(func(*shard.Shard) { start = n.ctrl.r.Log().LogStartOffset() })
+	if start == 0 {
+		t.Fatal("the metadata log was never compacted")
+	}
+	cl.Close()
+	ctx2, cancel2 := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel2()
+	if err := n.Stop(ctx2); err != nil {
+		t.Fatal(err)
+	}
+	n = startNode(t, dir, nil)
+	cl, err = client.Dial(ctx, n.ClientAddr())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	got, err := cl.FetchOffsets(ctx, "c", []wire.TopicPartition{{Topic: "kept", Partition: 0}, {Topic: "kept", Partition: 1}})
+	if err != nil || got[0].Offset != 1198 || got[1].Offset != 1199 {
+		t.Fatalf("offsets after restart from a snapshot (log start %d): %+v %v", start, got, err)
+	}
+	if ts, err := cl.ListTopics(ctx); err != nil || len(ts) != 1 {
+		t.Fatalf("topics after restart: %v %v", ts, err)
 	}
 }

@@ -172,9 +172,13 @@ func (p *peers) send(r *partition.Replica, msgs []raftlite.Message) {
 	sh := r.Config().Sched.(*shard.Shard)
 	ps := p.shards[sh.ID()]
 	k := p.linkIndex(r.Key())
+	meta := r.Key() == shardKey(metaTopicID, 0)
 	for i := range msgs {
 		m := &msgs[i]
 		lk := linkKey{peer: int32(m.To), k: k}
+		if m.Type == raftlite.MsgReset && meta && p.n.ctrl != nil {
+			m.Snapshot = p.n.ctrl.snapshot // the metadata state covering every offset below the log start
+		}
 		if m.Type == raftlite.MsgApp && len(m.Entries) > 0 && !hasData(m) {
 			p.sendApp(ps, r, lk, *m, 0)
 			continue

@@ -51,6 +51,10 @@ type Config struct {
 	// again whenever the log's written offset moves: a follower can learn
 	// a commit before its own copy of the entries is readable.
 	OnCommit func(r *Replica, commit int64)
+	// OnReset runs after the log was replaced by one starting at start
+	// (the leader no longer held the entries this replica needed), with
+	// the state-machine snapshot the leader attached (metadata group).
+	OnReset func(r *Replica, start int64, snapshot []byte)
 	// NowMs is the wall clock (log append times).
 	NowMs func() int64
 	// Alive reports whether a peer is believed up; nil means always. A
@@ -275,7 +279,16 @@ func (r *Replica) ApplyRetention() (segment.RetentionResult, error) {
 	if r.closed || r.raft == nil {
 		return segment.RetentionResult{}, ErrClosed
 	}
-	return r.log.ApplyRetention(min(r.commit, r.acked))
+	return r.ApplyRetentionUpTo(r.commit)
+}
+
+// ApplyRetentionUpTo is ApplyRetention that also keeps every offset above
+// limit (the metadata group compacts only what its snapshot covers).
+func (r *Replica) ApplyRetentionUpTo(limit int64) (segment.RetentionResult, error) {
+	if r.closed || r.raft == nil {
+		return segment.RetentionResult{}, ErrClosed
+	}
+	return r.log.ApplyRetention(min(limit, r.commit, r.acked))
 }
 
 // TransferLeadership asks this primary to hand leadership to replica to
@@ -351,6 +364,9 @@ func (r *Replica) process() {
 			r.rlog.reset()
 			r.prod = newProducers()
 			r.acked = rd.Reset.Start - 1
+			if r.cfg.OnReset != nil {
+				r.cfg.OnReset(r, rd.Reset.Start, rd.Reset.Snapshot)
+			}
 		}
 		if len(rd.Entries) > 0 {
 			if err := r.appendEntries(rd.Entries); err != nil {
