@@ -66,7 +66,11 @@ func buildRows(scenarios []Scenario, runs []*RunResult, lim *Limits) []Row {
 				row.Target = f.Target.Text
 			}
 			row.Corestream, row.Note = figure(f, cs)
-			row.Peer, _ = figure(f, peer)
+			var peerNote string
+			row.Peer, peerNote = figure(f, peer)
+			if peerNote != "" && !strings.HasPrefix(row.Note, "pending") {
+				row.Note = strings.TrimPrefix(row.Note+"; NATS: "+peerNote, "; ")
+			}
 			switch {
 			case sc.Group == groupPeer && row.Corestream != nil && row.Peer != nil && *row.Peer > 0:
 				row.Ratio = ptr(*row.Corestream / *row.Peer)
@@ -117,13 +121,34 @@ func figure(f Figure, r *RunResult) (*float64, string) {
 	}
 	v, ok := f.Get(r)
 	note := ""
-	if r.Err != "" {
+	switch {
+	case r.Err != "":
 		note = "run had failures: " + firstLine(r.Err)
+	case !ok && f.Kind != "":
+		note = nothingInWindow(r, f.Kind)
 	}
 	if !ok {
 		return nil, note
 	}
 	return ptr(v), note
+}
+
+// nothingInWindow explains a figure missing because nothing of kind
+// completed inside the measured window although the run completed some:
+// how many, and by when.
+func nothingInWindow(r *RunResult, kind string) string {
+	if r.Report == nil || len(r.Report.Timeline) == 0 {
+		return ""
+	}
+	last := r.Report.Timeline[len(r.Report.Timeline)-1]
+	n := last.Produced
+	if kind == "consume" {
+		n = last.Consumed
+	}
+	if n == 0 {
+		return "nothing completed"
+	}
+	return fmt.Sprintf("nothing completed in the window; %d by %.1fs", n, float64(last.AtMs)/1000)
 }
 
 func firstLine(s string) string {

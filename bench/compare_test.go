@@ -39,6 +39,8 @@ func TestBuildRows(t *testing.T) {
 		{Scenario: "3n-never-async", System: "corestream", Pending: pendingCluster},
 		producedRun("3n-never-async", "nats-jetstream", 50_000, 9e6),
 		{Scenario: "1n-always-async", System: "corestream", Err: "boom\nmore"},
+		{Scenario: "1n-never-consume", System: "nats-jetstream", Report: &Report{Consume: &ActorReport{},
+			Timeline: []Sample{{AtMs: 100}, {AtMs: 12300, Consumed: 300}}}},
 		producedRun("partitions-1", "corestream", 100_000, 1e6),
 		producedRun("partitions-16", "corestream", 150_000, 1e6),
 	}
@@ -72,12 +74,24 @@ func TestBuildRows(t *testing.T) {
 	if r.Corestream != nil || r.Note != "failed: boom" || r.Verdict != "" {
 		t.Errorf("failed row %+v", r)
 	}
+	r = rowOf(t, rows, "1n-always-async", "ack p50")
+	if r.Peer != nil || !strings.HasPrefix(r.Note, "failed") {
+		t.Errorf("always row %+v", r)
+	}
 	r = rowOf(t, rows, "partitions-16", "produce msg/s")
 	if *r.Ratio != 1.5 {
 		t.Errorf("scaling row %+v: ratio against partitions-1 should be 1.5", r)
 	}
 	if r := rowOf(t, rows, "partitions-1", "produce msg/s"); r.Ratio != nil {
 		t.Errorf("the first row of a scaling group is its baseline: %+v", r)
+	}
+
+	r = rowOf(t, rows, "1n-never-consume", "consume msg/s")
+	if r.Peer != nil || r.Note != "NATS: nothing completed in the window; 300 by 12.3s" {
+		t.Errorf("consume row without corestream %+v", r)
+	}
+	if _, note := figure(msgsPerSec("consume"), find(runs, "1n-never-consume", "nats-jetstream")); note != "nothing completed in the window; 300 by 12.3s" {
+		t.Errorf("note %q", note)
 	}
 
 	var buf bytes.Buffer
@@ -154,6 +168,15 @@ func TestLaunchClusterWithoutLauncherIsPending(t *testing.T) {
 			t.Errorf("cmd %v: err %v, want ErrPending", cmd, err)
 		}
 	}
+}
+
+func find(runs []*RunResult, sc, sys string) *RunResult {
+	for _, r := range runs {
+		if r.Scenario == sc && r.System == sys {
+			return r
+		}
+	}
+	return nil
 }
 
 func TestCPUPerMessage(t *testing.T) {

@@ -51,6 +51,9 @@ type Figure struct {
 	Name string
 	// Unit is "msg/s", "B/s", "ns" or "%cpu".
 	Unit string
+	// Kind is the total it reads: "produce", "consume", or "" for
+	// figures of the deployment.
+	Kind string
 	// Get reads the figure from a run's result.
 	Get func(*RunResult) (float64, bool)
 	// Quantile is the percentile a latency figure reads (50, 99, 99.9).
@@ -76,14 +79,14 @@ type Target struct {
 }
 
 func msgsPerSec(kind string) Figure {
-	return Figure{Name: kind + " msg/s", Unit: "msg/s", Get: func(r *RunResult) (float64, bool) {
+	return Figure{Name: kind + " msg/s", Unit: "msg/s", Kind: kind, Get: func(r *RunResult) (float64, bool) {
 		a := r.total(kind)
 		return a.MessagesPerSec, a != nil && a.Messages > 0
 	}}
 }
 
 func bytesPerSec(kind string) Figure {
-	return Figure{Name: kind + " MB/s", Unit: "B/s", Get: func(r *RunResult) (float64, bool) {
+	return Figure{Name: kind + " MB/s", Unit: "B/s", Kind: kind, Get: func(r *RunResult) (float64, bool) {
 		a := r.total(kind)
 		return a.BytesPerSec, a != nil && a.Messages > 0
 	}}
@@ -91,7 +94,7 @@ func bytesPerSec(kind string) Figure {
 
 // latencyFigure reads a percentile of kind's latency (q: 50, 99, 99.9).
 func latencyFigure(label, kind string, q float64) Figure {
-	return Figure{Name: fmt.Sprintf("%s p%g", label, q), Unit: "ns", Quantile: q, Get: func(r *RunResult) (float64, bool) {
+	return Figure{Name: fmt.Sprintf("%s p%g", label, q), Unit: "ns", Kind: kind, Quantile: q, Get: func(r *RunResult) (float64, bool) {
 		a := r.total(kind)
 		if a == nil || a.Latency == nil {
 			return 0, false
@@ -113,7 +116,7 @@ func latencyFigure(label, kind string, q float64) Figure {
 
 // cpuFigure is the servers' CPU time per message of kind.
 func cpuFigure(kind string) Figure {
-	return Figure{Name: "server CPU/msg", Unit: "ns", Get: func(r *RunResult) (float64, bool) { return r.cpuPerMessage(kind) }}
+	return Figure{Name: "server CPU/msg", Unit: "ns", Kind: kind, Get: func(r *RunResult) (float64, bool) { return r.cpuPerMessage(kind) }}
 }
 
 func with(f Figure, t Target) Figure { f.Target = &t; return f }
@@ -140,6 +143,8 @@ func Scenarios(d, w time.Duration) []Scenario {
 	syncPrimary.Acks = "primary"
 	e2e := base(ModeE2E)
 	e2e.Rate, e2e.Linger = 10000, -1 // no batching delay: the peer has none
+	e2eLinger := e2e
+	e2eLinger.Linger = DefaultSpec(ModeE2E).Linger
 
 	consume := base(ModeConsume)
 	consume.Messages, consume.Warmup, consume.Duration = 300_000, 0, 0
@@ -173,7 +178,10 @@ func Scenarios(d, w time.Duration) []Scenario {
 			with(vsRTT(latencyFigure("ack", "produce", 99)), Target{Text: "< 500µs", Kind: "<", Value: 500e3}), cpuFigure("produce"),
 		}},
 		{Name: "1n-never-e2e", Title: "1 node, fsync never, e2e at 10k msg/s, no linger", Group: groupPeer, Nodes: 1, Fsync: "never", Peer: true, Spec: e2e, Figures: []Figure{
-			msgsPerSec("consume"), vsRTT(latencyFigure("e2e", "consume", 50)), vsRTT(latencyFigure("e2e", "consume", 99)), vsRTT(latencyFigure("e2e", "consume", 99.9)),
+			msgsPerSec("consume"), vsRTT(latencyFigure("e2e", "consume", 50)), vsRTT(latencyFigure("e2e", "consume", 99)), vsRTT(latencyFigure("e2e", "consume", 99.9)), cpuFigure("produce"),
+		}},
+		{Name: "1n-never-e2e-linger", Title: "1 node, fsync never, e2e at 10k msg/s, linger 5ms", Group: groupPeer, Nodes: 1, Fsync: "never", Spec: e2eLinger, Figures: []Figure{
+			msgsPerSec("consume"), vsRTT(latencyFigure("e2e", "consume", 50)), vsRTT(latencyFigure("e2e", "consume", 99)), cpuFigure("produce"),
 		}},
 		{Name: "1n-never-consume", Title: "1 node, fsync never, consume 300k preloaded", Group: groupPeer, Nodes: 1, Fsync: "never", Peer: true, Spec: consume, Figures: []Figure{
 			msgsPerSec("consume"), bytesPerSec("consume"), cpuFigure("consume"),

@@ -15,11 +15,6 @@ import (
 	"github.com/corestream/corestream/bench"
 )
 
-// bufferedBytesMax matches the corestream producer's default
-// BufferedBytesMax (32 MiB): the peer's async publisher gets the same
-// budget of unacknowledged bytes, as a message count.
-const bufferedBytesMax = 32 << 20
-
 // stallWait is how long an async publish may wait for room among the
 // pending messages before it fails: long, as corestream's ProduceAsync
 // waits for buffer space under its context.
@@ -43,12 +38,10 @@ func (*natsJS) Settings(spec *bench.Spec) map[string]string {
 	if spec.Sync {
 		m["produce"] = "Publish (synchronous)"
 	} else {
-		m["produce"] = "PublishMsgAsync, max pending " + strconv.Itoa(maxPending(spec)) + ", sticky subject per batch"
+		m["produce"] = "PublishMsgAsync, nats.go's default max pending (4000), sticky subject per batch"
 	}
 	return m
 }
-
-func maxPending(spec *bench.Spec) int { return max(bufferedBytesMax/spec.MessageBytes, 1) }
 
 func connect(spec *bench.Spec, name string) (*nats.Conn, error) {
 	return nats.Connect(strings.Join(spec.Brokers, ","), nats.Name(name))
@@ -85,7 +78,11 @@ func (n *natsJS) NewProducer(ctx context.Context, spec *bench.Spec, index int) (
 	}
 	p := &natsProducer{nc: nc, topic: spec.Topic, partitions: spec.Partitions, sync: spec.Sync,
 		perBatch: max(spec.BatchBytes/spec.MessageBytes, 1), pending: map[*nats.Msg]func(error){}}
-	p.js, err = jetstream.New(nc, jetstream.WithPublishAsyncMaxPending(maxPending(spec)),
+	// The async publisher keeps nats.go's default max pending (4000
+	// messages): with corestream's budget (32 MiB, 32768 such messages)
+	// NATS was slower, and with sync_interval always it acknowledged
+	// nothing for over ten seconds.
+	p.js, err = jetstream.New(nc,
 		jetstream.WithPublishAsyncAckHandler(func(_ jetstream.JetStream, m *nats.Msg, _ *jetstream.PubAck) { p.complete(m, nil) }),
 		jetstream.WithPublishAsyncErrHandler(func(_ jetstream.JetStream, m *nats.Msg, err error) { p.complete(m, err) }))
 	if err != nil {
