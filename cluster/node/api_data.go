@@ -58,15 +58,22 @@ func (n *Node) serveData(sh *shard.Shard, t *metadata.Topic, p int32, hdr wire.R
 		fail(err)
 		return
 	}
+	// decode fills req from the body and applies the topic-id check.
+	decode := func(req wire.Request, ref *wire.PartitionRef) bool {
+		err := req.DecodeBody(body, hdr.APIVersion)
+		if err == nil {
+			err = checkTopicID(ref, t)
+		}
+		if err != nil {
+			fail(err)
+			return false
+		}
+		return true
+	}
 	switch hdr.APIKey {
 	case wire.APIProduce:
 		var req wire.ProduceRequest
-		if err := req.DecodeBody(body, hdr.APIVersion); err != nil {
-			fail(err)
-			return
-		}
-		if err := checkTopicID(&req.PartitionRef, t); err != nil {
-			fail(err)
+		if !decode(&req, &req.PartitionRef) {
 			return
 		}
 		r.Produce(&req, func(res partition.ProduceResult) {
@@ -78,12 +85,7 @@ func (n *Node) serveData(sh *shard.Shard, t *metadata.Topic, p int32, hdr wire.R
 		})
 	case wire.APIFetch:
 		var req wire.FetchRequest
-		if err := req.DecodeBody(body, hdr.APIVersion); err != nil {
-			fail(err)
-			return
-		}
-		if err := checkTopicID(&req.PartitionRef, t); err != nil {
-			fail(err)
+		if !decode(&req, &req.PartitionRef) {
 			return
 		}
 		if n.stopped.Load() {
@@ -98,12 +100,7 @@ func (n *Node) serveData(sh *shard.Shard, t *metadata.Topic, p int32, hdr wire.R
 		})
 	case wire.APIListOffsets:
 		var req wire.ListOffsetsRequest
-		if err := req.DecodeBody(body, hdr.APIVersion); err != nil {
-			fail(err)
-			return
-		}
-		if err := checkTopicID(&req.PartitionRef, t); err != nil {
-			fail(err)
+		if !decode(&req, &req.PartitionRef) {
 			return
 		}
 		resp, err := r.ListOffsets(&req)
