@@ -17,7 +17,7 @@ import (
 
 // startNode runs a real single node in this process (one shard, fsync
 // never) and returns its client address.
-func startNode(t *testing.T) string {
+func startNode(t testing.TB) string {
 	t.Helper()
 	cfg, err := config.Parse(nodeConfig(filepath.Join(t.TempDir(), "data"), 1, "never"))
 	if err != nil {
