@@ -220,13 +220,29 @@ func (l *Log) roll() error {
 		return err
 	}
 	s.preallocEnd = s.size
-	if err := s.file.f.Sync(); err != nil {
-		l.poison(err)
-		return l.failed
-	}
-	l.durable = l.written
-	if err := l.writeIndexFiles(s); err != nil {
-		return err
+	if l.cfg.Fsync == FsyncAlways {
+		// Every write already carried its fdatasync: this one is cheap.
+		if err := s.file.f.Sync(); err != nil {
+			l.poison(err)
+			return l.failed
+		}
+		l.durable = l.written
+		if err := l.writeIndexFiles(s); err != nil {
+			return err
+		}
+	} else {
+		// Under the other policies the segment may hold a gigabyte of
+		// dirty page cache: syncing it here would stall every partition
+		// of the shard. The sync goes to the engine instead, and the
+		// index files — the mark that a sealed segment is whole on disk
+		// (recovery scans the last sealed segment without them) — are
+		// written when it completes. drainAll above waited for the
+		// previous seal, so at most one is in flight.
+		o := l.io.newOp()
+		*o = op{log: l, file: s.file, seg: s, standalone: true, covers: l.written, seal: true}
+		s.file.acquire()
+		l.syncsInFlight++
+		l.io.start(o)
 	}
 	ns, err := l.createSegment(l.leo)
 	if err != nil {
@@ -391,6 +407,12 @@ func (l *Log) complete(o *op, err error) {
 		} else if l.failed == nil && l.stall == nil && o.covers > l.durable {
 			l.durable = o.covers
 			l.io.queueNotify(l)
+		}
+		if o.seal && err == nil && !l.closed {
+			if werr := l.writeIndexFiles(o.seg); werr != nil {
+				// Only the mark is missing: recovery scans the segment.
+				l.lastFailure = fmt.Errorf("writing the index files of sealed segment %d: %w", o.seg.base, werr)
+			}
 		}
 		o.file.release()
 		l.io.freeOp(o)

@@ -107,6 +107,10 @@ type op struct {
 	data []byte
 	// covers is a standalone sync's reach: the written offset when queued.
 	covers int64
+	// seal marks the standalone sync of a segment being sealed under a
+	// policy other than always: its index files are written when it
+	// completes.
+	seal bool
 	done   bool
 	err    error
 }

@@ -303,7 +303,27 @@ func (l *Log) openSegments(bases []int64, clean cleanRecord, hasClean bool) erro
 		s.writtenSize, s.preallocEnd = s.size, s.size
 		if i+1 < len(bases) {
 			s.sealed, s.last = true, bases[i+1]-1
-			continue
+			if i+2 < len(bases) || hasClean {
+				continue
+			}
+			// The last sealed segment after an unclean stop: under a policy
+			// other than always its seal (fdatasync, then the index files)
+			// may not have finished. Without valid index files it is
+			// scanned; a torn tail ends the log there.
+			torn, err := l.checkLastSealed(s)
+			if err != nil {
+				return err
+			}
+			if !torn {
+				continue
+			}
+			if err := l.removeSegmentFiles(bases[i+1]); err != nil {
+				return err
+			}
+			s.sealed = false
+			l.leo = s.last + 1
+			l.written, l.durable = s.last, s.last
+			return nil
 		}
 		if hasClean && clean.activeBase == b && clean.activeBytes == s.size && clean.leo >= b {
 			s.last = clean.leo - 1
@@ -324,6 +344,40 @@ func (l *Log) openSegments(bases []int64, clean cleanRecord, hasClean bool) erro
 		l.written, l.durable = s.last, s.last
 	}
 	return nil
+}
+
+// checkLastSealed validates a sealed segment whose seal may not have
+// finished. It reports whether the segment was torn, in which case it has
+// been truncated to its last whole batch and made durable, and its index
+// rebuilt (s.idx, s.last).
+func (l *Log) checkLastSealed(s *segment) (bool, error) {
+	if err := l.loadIndex(s); err == nil {
+		return false, nil // index files valid: the seal finished
+	}
+	s.damaged, s.idx = nil, nil
+	r := scanSegment(s.file.f, s.base, s.size, 0, l.cfg.IndexIntervalBytes)
+	l.report.ScannedBytes += r.end
+	if r.end == s.size && r.last == s.last {
+		// Whole: finish the seal so the next unclean start need not scan.
+		s.idx = r.idx
+		l.report.IndexesRebuilt++
+		if err := s.file.f.Sync(); err != nil {
+			return false, err
+		}
+		return false, l.writeIndexFiles(s)
+	}
+	s.idx, s.last = r.idx, r.last
+	l.scanEpochs = r.epochs
+	l.report.TruncatedBytes += s.size - r.end
+	l.report.TruncatedReason = r.stop
+	if err := s.file.f.Truncate(r.end); err != nil {
+		return false, err
+	}
+	s.size, s.writtenSize, s.preallocEnd = r.end, r.end, r.end
+	if err := s.file.f.Sync(); err != nil {
+		return false, err
+	}
+	return true, l.removeIndexFiles(s.base)
 }
 
 // scanActive validates the active segment, truncates what does not check
