@@ -111,8 +111,8 @@ type op struct {
 	// policy other than always: its index files are written when it
 	// completes.
 	seal bool
-	done   bool
-	err    error
+	done bool
+	err  error
 }
 
 // OpenLog opens (creating when needed) the log in dir and recovers it:
