@@ -27,16 +27,52 @@ func (h *handler) dataRequest(c *netio.Conn, hdr wire.RequestHeader, body []byte
 	}
 	home := c.Shard()
 	owner := h.n.group.Shard(h.n.shardOf(t.ID, p))
+	st := c.Context().(*connState)
 	if owner == home {
+		st.streak = 0
 		h.n.serveData(home, t, p, hdr, body, func(r netio.Response) { c.Reply(r) })
 		return
+	}
+	if owner.ID() == st.target {
+		st.streak++
+	} else {
+		st.target, st.streak = owner.ID(), 1
 	}
 	frame := append([]byte(nil), body...)
 	err := shard.CallAsync(home, owner, func(to *shard.Shard, done func(netio.Response)) {
 		h.n.serveData(to, t, p, hdr, frame, done)
-	}, func(r netio.Response) { c.Reply(r) })
+	}, func(r netio.Response) {
+		c.Reply(r)
+		h.maybeMigrate(c, st)
+	})
 	if err != nil {
 		replyErr(c, hdr, busy(err))
+	}
+}
+
+// migrateAfter is how many consecutive data requests for partitions of one
+// other shard move a connection to that shard.
+const migrateAfter = 8
+
+// maybeMigrate moves a connection whose requests all go to one other
+// shard (a producer or consumer of partitions owned there) onto that
+// shard, once it has nothing in flight: its requests then run inline,
+// without two cross-thread hand-offs each. A connection that spreads its
+// requests over shards stays where the kernel put it.
+func (h *handler) maybeMigrate(c *netio.Conn, st *connState) {
+	if st.streak < migrateAfter || st.migrating || c.InFlight() > 0 || c.Closed() {
+		return
+	}
+	st.migrating = true
+	to := h.n.group.Shard(st.target)
+	err := c.Migrate(to, func(_ *netio.Conn, err error) {
+		st.migrating, st.streak = false, 0
+		if err == nil {
+			h.n.migrations.Add(1)
+		}
+	})
+	if err != nil {
+		st.migrating, st.streak = false, 0
 	}
 }
 

@@ -18,6 +18,11 @@ type connState struct {
 	// handshaken says the Handshake came first, as the protocol requires.
 	handshaken bool
 	protocol   uint16
+	// target and streak count consecutive data requests for partitions of
+	// one other shard; migrating is set while the connection moves there.
+	target    int
+	streak    int
+	migrating bool
 }
 
 func (h *handler) OnOpen(c *netio.Conn) error {

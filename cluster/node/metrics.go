@@ -34,6 +34,8 @@ func (n *Node) metricsHandler() http.Handler {
 		counter("client_sendfile_bytes_total", "Bytes sent to clients with sendfile.", func() float64 { return float64(st.SendfileBytes.Load()) })
 		gauge("client_connections", "Open client connections.", func() float64 { return float64(n.server.Connections()) })
 	}
+	counter("client_connections_migrated_total", "Client connections moved to the shard that owns the partitions they use.",
+		func() float64 { return float64(n.migrations.Load()) })
 	gauge("partitions_led", "Partitions whose primary is this node.", func() float64 {
 		return float64(len(n.routes.ledBy(int32(n.self))))
 	})

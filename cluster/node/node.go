@@ -57,7 +57,10 @@ type Node struct {
 	// peers is the replication transport (nil on a single node).
 	peers *peers
 	// rebalancing says a primary move planned by the balancer is running.
-	rebalancing  atomic.Bool
+	rebalancing atomic.Bool
+	// migrations counts client connections moved to the shard their
+	// requests go to.
+	migrations   atomic.Uint64
 	balanceStats BalanceStats
 }
 

@@ -2,6 +2,7 @@ package node
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -161,5 +162,36 @@ func TestMetadataSnapshotAndCompaction(t *testing.T) {
 	}
 	if ts, err := cl.ListTopics(ctx); err != nil || len(ts) != 1 {
 		t.Fatalf("topics after restart: %v %v", ts, err)
+	}
+}
+
+// A connection whose requests all go to partitions of another shard moves
+// to that shard, and keeps being served correctly there.
+func TestConnectionMovesToItsPartitionsShard(t *testing.T) {
+	n := startNode(t, t.TempDir(), nil)
+	rc := dialHandshaken(t, n.ClientAddr())
+	id := rc.createTopic("moving", 8)
+	// One partition owned by each shard.
+	parts := map[int]int32{}
+	for p := int32(0); p < 8; p++ {
+		parts[n.shardOf(id, p)] = p
+	}
+	if len(parts) != 2 {
+		t.Fatalf("partitions cover shards %v", parts)
+	}
+	for _, sh := range []int{0, 1} {
+		ref := wire.PartitionRef{Topic: "moving", TopicID: id, Partition: parts[sh], Generation: wire.GenerationUnknown}
+		for i := 0; i < 2*migrateAfter; i++ {
+			resp, err := rc.produce(ref, fmt.Sprintf("s%d-%d", sh, i))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if want := int64(i + 1); resp.BaseOffset != want { // offset 0 is the primary's no-op
+				t.Fatalf("shard %d partition %d: base offset %d, want %d", sh, parts[sh], resp.BaseOffset, want)
+			}
+		}
+	}
+	if n.migrations.Load() == 0 {
+		t.Fatal("the connection never moved, though its requests went to the other shard")
 	}
 }
