@@ -315,7 +315,7 @@ func (c *Config) Validate() error {
 		inRange("network.outbound_bytes_max", int64(c.Network.OutboundBytesMax), 64<<10, 1<<30),
 		inRange("storage.fsync_interval_ms", int64(c.Storage.FsyncIntervalMs), 1, 3600*1000),
 		inRange("storage.fsync_messages", int64(c.Storage.FsyncMessages), 1, 1<<31-1),
-		inRange("storage.segment_bytes", c.Storage.SegmentBytes, 1<<20, 1<<32),
+		inRange("storage.segment_bytes", c.Storage.SegmentBytes, 1<<20, 1<<31-1), // positions are 32-bit
 		inRange("storage.segment_ms", c.Storage.SegmentMs, 1000, 1<<50),
 		inRange("storage.index_interval_bytes", int64(c.Storage.IndexIntervalBytes), 64, 1<<24),
 		inRange("storage.retention_bytes", c.Storage.RetentionBytes, -1, 1<<60),
