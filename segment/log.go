@@ -57,6 +57,9 @@ type Log struct {
 	// chains are this log's writes in flight, in submission order.
 	chains        []*op
 	syncsInFlight int
+	// unsyncedBytes counts bytes submitted without a sync since the last
+	// background writeback sync (writeback).
+	unsyncedBytes int64
 	// zerosInFlight counts zero-fill writes in flight (preallocation).
 	zerosInFlight int
 	// unsyncedRecords and lastSyncMs drive FsyncMessages and FsyncInterval.
