@@ -9,6 +9,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sort"
 	"strings"
@@ -188,19 +189,27 @@ func (c *e2eCluster) primaries(from int32) map[int32]int32 {
 	return out
 }
 
-// createTopic creates a topic through the SDK (retrying while the
-// cluster settles).
+// createTopic creates a topic through the SDK, retrying while the
+// cluster settles. An attempt that timed out may have created it: a
+// retry answered TOPIC_ALREADY_EXISTS then counts as done.
 func createTopic(t *testing.T, cl *client.Client, spec client.TopicSpec) wire.TopicID {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), clusterWaitTimeout)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
 	var errs []string
 	for {
-		rctx, rcancel := context.WithTimeout(ctx, 10*time.Second)
+		rctx, rcancel := context.WithTimeout(ctx, clusterWaitTimeout)
 		resp, err := cl.CreateTopic(rctx, spec)
 		rcancel()
-		if err == nil {
+		switch {
+		case err == nil:
 			return resp.TopicID
+		case len(errs) > 0 && errors.Is(err, wire.ErrTopicAlreadyExists):
+			d, err := cl.DescribeTopic(ctx, spec.Name)
+			if err != nil {
+				t.Fatalf("create %s: %v", spec.Name, err)
+			}
+			return d.Topic.ID
 		}
 		if len(errs) < 10 {
 			errs = append(errs, err.Error())
