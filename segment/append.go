@@ -325,20 +325,20 @@ func (l *Log) submitCur(forceSync bool) {
 	}
 }
 
-// writebackBytes bounds the dirty page cache one log accumulates under the
-// policies that do not sync every write: past it a background fdatasync
-// starts (nothing waits for it). Without it a partition written at disk
-// speed piles up gigabytes of dirty pages, and the kernel's writeback
-// throttling, or the seal of a 1 GiB segment, then stalls the shard's
-// writes for hundreds of milliseconds (measured).
-const writebackBytes = 32 << 20
-
-// writeback counts n bytes submitted without a sync and starts a
-// background fdatasync every writebackBytes. It does not count as a sync of
-// the interval or messages policies (it covers only completed writes).
+// writeback counts n bytes submitted without a sync and, when
+// Config.WritebackBytes is set, starts a background fdatasync every that
+// many bytes (nothing waits for it). It bounds the dirty page cache a
+// partition written at disk speed accumulates, at the price of page-cache
+// speed: without it the kernel's writeback throttling can stall the shard's
+// writes for hundreds of milliseconds once gigabytes are dirty (measured),
+// with it appends run at disk speed. It does not count as a sync of the
+// interval or messages policies (it covers only completed writes).
 func (l *Log) writeback(n int64) {
+	if l.cfg.WritebackBytes <= 0 {
+		return
+	}
 	l.unsyncedBytes += n
-	if l.unsyncedBytes < writebackBytes || l.syncsInFlight > 0 || l.written < 0 {
+	if l.unsyncedBytes < l.cfg.WritebackBytes || l.syncsInFlight > 0 || l.written < 0 {
 		return
 	}
 	l.unsyncedBytes = 0

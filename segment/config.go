@@ -158,6 +158,10 @@ type Config struct {
 	// WriteBufferBytes is the largest write the log coalesces appends into
 	// (default 1 MiB). A full buffer is submitted at once.
 	WriteBufferBytes int
+	// WritebackBytes, when positive, starts a background fdatasync every
+	// that many bytes written without a sync (policies other than
+	// always), bounding the log's dirty page cache. Default 0: off.
+	WritebackBytes int64
 	// ChainsInFlight bounds the log's writes in flight (default 8). When
 	// the bound is reached, submitting blocks until one completes.
 	ChainsInFlight int

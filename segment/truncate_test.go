@@ -338,3 +338,29 @@ func TestPreallocationGrowsWithTheSegment(t *testing.T) {
 		t.Fatalf("one small append reserved %d bytes", reserved)
 	}
 }
+
+// TestWritebackSyncsInTheBackground: under never, WritebackBytes makes
+// the durable offset advance without anyone asking for a sync; without it
+// the durable offset stays where it was.
+func TestWritebackSyncsInTheBackground(t *testing.T) {
+	for _, wb := range []int64{0, 64 << 10} {
+		l, err := OpenLog(vfs.NewMem(), "p", Config{Fsync: FsyncNever, WritebackBytes: wb, WriteBufferBytes: 16 << 10}, NewIO(NewPwriteEngine()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		rng := newRNG(7)
+		for i := 0; i < 100; i++ {
+			if _, _, err := l.AppendLeader(makeBatch(rng, 2, 1000, 1), 1); err != nil {
+				t.Fatal(err)
+			}
+			if err := l.io.Flush(); err != nil {
+				t.Fatal(err)
+			}
+		}
+		l.io.Poll()
+		if got := l.DurableOffset(); (wb > 0) != (got >= 0) {
+			t.Errorf("WritebackBytes %d: durable offset %d after 100 appends", wb, got)
+		}
+		l.Close()
+	}
+}

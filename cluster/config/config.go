@@ -108,6 +108,9 @@ type Storage struct {
 	RetentionMs int64 `toml:"retention_ms"`
 	// MaxBatchBytes is the largest record batch a producer may send.
 	MaxBatchBytes int `toml:"max_batch_bytes"`
+	// WritebackBytes starts a background sync every that many bytes
+	// written to a partition without one (0: off).
+	WritebackBytes int64 `toml:"writeback_bytes"`
 	// RetentionCheckIntervalMs is how often old segments are deleted.
 	RetentionCheckIntervalMs int `toml:"retention_check_interval_ms"`
 }
@@ -321,6 +324,7 @@ func (c *Config) Validate() error {
 		inRange("storage.retention_bytes", c.Storage.RetentionBytes, -1, 1<<60),
 		inRange("storage.retention_ms", c.Storage.RetentionMs, -1, 1<<50),
 		inRange("storage.max_batch_bytes", int64(c.Storage.MaxBatchBytes), 1<<10, BatchBytesMax),
+		inRange("storage.writeback_bytes", c.Storage.WritebackBytes, 0, 1<<30),
 		inRange("storage.retention_check_interval_ms", int64(c.Storage.RetentionCheckIntervalMs), 100, 24*3600*1000),
 		inRange("cluster.heartbeat_interval_ms", int64(c.Cluster.HeartbeatIntervalMs), 10, 10000),
 		inRange("cluster.election_timeout_ms", int64(c.Cluster.ElectionTimeoutMs), 100, 60000),

@@ -464,5 +464,6 @@ func (n *Node) segmentConfig() segment.Config {
 	pol, _ := segment.ParseFsyncPolicy(s.Fsync)
 	return segment.Config{SegmentBytes: s.SegmentBytes, SegmentMs: s.SegmentMs, IndexIntervalBytes: int64(s.IndexIntervalBytes),
 		Fsync: pol, FsyncIntervalMs: int64(s.FsyncIntervalMs), FsyncMessages: int64(s.FsyncMessages),
-		BatchBytesMax: s.MaxBatchBytes, RetentionBytes: s.RetentionBytes, RetentionMs: s.RetentionMs}
+		BatchBytesMax: s.MaxBatchBytes, RetentionBytes: s.RetentionBytes, RetentionMs: s.RetentionMs,
+		WritebackBytes: s.WritebackBytes}
 }
