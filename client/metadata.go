@@ -90,7 +90,12 @@ func (m *metaCache) apply(r *wire.MetadataResponse) {
 				pm.addr = n.ClientAddr
 			}
 			if old != nil && old.id == t.ID && j < len(old.parts) {
-				if o := old.parts[j]; o.gen > pm.gen && o.addr != "" {
+				// A node that lags may report an older primary, or none:
+				// keep the newer route we had — unless its node is now
+				// reported down, when "no primary" is the truth.
+				o := old.parts[j]
+				oldAlive := nodes[o.primary].Alive
+				if o.gen > pm.gen && o.addr != "" && (p.PrimaryID != wire.NodeNone || oldAlive) {
 					pm.primary, pm.addr, pm.gen, pm.err = o.primary, o.addr, o.gen, wire.CodeNone
 				}
 			}
