@@ -54,7 +54,10 @@ func newProduceCmd() *cobra.Command {
 		Args: argsRange(1, 1, "one TOPIC"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			a := appFrom(cmd)
-			cfg := client.ProducerConfig{}
+			// Each message gets --timeout to be acknowledged, so a batch
+			// the cluster cannot take fails with the broker's own error
+			// (NOT_ENOUGH_REPLICAS, …) before the command gives up.
+			cfg := client.ProducerConfig{DeliveryTimeout: a.timeout}
 			if partition >= 0 {
 				cfg.Partitioner = client.ManualPartitioner()
 			}
