@@ -403,7 +403,9 @@ func (n *Node) inSyncLoop(sh *shard.Shard) {
 	}
 	if h := n.hosts[sh.ID()]; h != nil {
 		h.Each(func(r *partition.Replica) {
-			if !r.IsPrimary() {
+			// A quiesced group's followers were all caught up when it went
+			// quiet, and a member's death wakes it: nothing to refresh.
+			if !r.IsPrimary() || r.Raft().Quiesced() {
 				return
 			}
 			old, _ := n.routes.get(r.Key())
