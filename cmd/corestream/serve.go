@@ -20,7 +20,7 @@ const shutdownTimeout = 30 * time.Second
 func newServeCmd() *cobra.Command {
 	var (
 		path, data, clientAddr, httpAddr string
-		shards                 int
+		shards                           int
 	)
 	cmd := &cobra.Command{
 		Use:   "serve",
