@@ -403,12 +403,17 @@ func (n *Node) inSyncLoop(sh *shard.Shard) {
 	}
 	if h := n.hosts[sh.ID()]; h != nil {
 		h.Each(func(r *partition.Replica) {
-			// A quiesced group's followers were all caught up when it went
-			// quiet, and a member's death wakes it: nothing to refresh.
-			if !r.IsPrimary() || r.Raft().Quiesced() {
+			if !r.IsPrimary() {
 				return
 			}
 			old, _ := n.routes.get(r.Key())
+			// A quiesced group's followers were all caught up when it went
+			// quiet, and a member's death wakes it: once its announced set
+			// is whole there is nothing to refresh. (It may have gone quiet
+			// between two refreshes, with the last one still short.)
+			if r.Raft().Quiesced() && old.leader == int32(n.self) && len(old.inSync) == len(r.Config().Replicas) {
+				return
+			}
 			if !sameIDs(old.inSync, n.inSync(r)) || old.leader != int32(n.self) {
 				n.routeChanged(r)
 			}
