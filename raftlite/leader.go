@@ -233,6 +233,14 @@ func (n *Node) stepLeader(m Message) {
 		if pr.match < n.log.last() || (m.Commit < n.commit && pr.match > m.Commit) {
 			n.sendAppend(pr, true)
 		}
+		// A transfer target that is caught up and answering was not
+		// running when its MsgTimeoutNow arrived (a node that just
+		// restarted, its group not open yet): send it again. A copy that
+		// arrives after the target campaigned carries an old term and is
+		// dropped.
+		if n.transferee == pr.id && pr.match == n.log.last() {
+			n.send(Message{Type: MsgTimeoutNow, To: pr.id})
+		}
 	}
 }
 
