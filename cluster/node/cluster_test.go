@@ -430,12 +430,18 @@ func TestClusterBalancerRestoresBalance(t *testing.T) {
 	tc.startNode(2)
 	clusterWait(t, 60*time.Second, "4 primaries per node again", balanced)
 	t.Logf("balanced %v after node 3 returned", time.Since(returned))
+	// The last move's primary is in place before the balancer sees its
+	// transfer finish: wait for no move to be in flight.
 	var started, finished, failed uint64
-	for _, n := range tc.nodes {
-		started += n.balanceStats.Started.Load()
-		finished += n.balanceStats.Finished.Load()
-		failed += n.balanceStats.Failed.Load()
-	}
+	clusterWait(t, 10*time.Second, "no move in flight", func() bool {
+		started, finished, failed = 0, 0, 0
+		for _, n := range tc.nodes {
+			started += n.balanceStats.Started.Load()
+			finished += n.balanceStats.Finished.Load()
+			failed += n.balanceStats.Failed.Load()
+		}
+		return started == finished+failed
+	})
 	t.Logf("moves: %d started, %d finished, %d failed", started, finished, failed)
 	if finished < 4 {
 		t.Fatalf("only %d moves finished", finished)
