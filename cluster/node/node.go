@@ -108,6 +108,12 @@ func (n *Node) Start() error {
 	if n.cfg.Storage.Fsync == "interval" {
 		flushEvery = time.Duration(n.cfg.Storage.FsyncIntervalMs) * time.Millisecond
 	}
+	// Every shard keeps its replicas' terms and votes in one journal; a
+	// replica starts from the newest state any journal holds for it.
+	states, err := partition.LoadHardStates(n.fs, n.dir)
+	if err != nil {
+		return err
+	}
 	var hostErr atomic.Pointer[error]
 	g, err := shard.NewGroup(shard.Config{
 		Count: count, PinCores: n.cfg.Shard.PinCores, InboxDepth: n.cfg.Shard.InboxDepth,
@@ -121,6 +127,9 @@ func (n *Node) Start() error {
 				}
 			}
 			h, err := partition.NewHost(sh, eng, tick, flushEvery)
+			if err == nil {
+				err = h.UseJournal(n.fs, n.dir, states)
+			}
 			if err != nil {
 				hostErr.Store(&err)
 				return

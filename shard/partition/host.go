@@ -6,6 +6,7 @@ import (
 
 	"github.com/corestream/corestream/raftlite"
 	"github.com/corestream/corestream/segment"
+	"github.com/corestream/corestream/segment/vfs"
 	"github.com/corestream/corestream/shard"
 	"golang.org/x/sys/unix"
 )
@@ -30,6 +31,36 @@ type Host struct {
 	flushEvery time.Duration
 	flusher    *shard.Timer
 	closed     bool
+	// journal is the shard's hard-state journal (nil: per-replica files);
+	// states are the hard states loaded from every journal at start.
+	journal       *journal
+	states        map[raftlite.GroupID]raftlite.HardState
+	journalQueued bool
+}
+
+// UseJournal makes the replicas opened from now on keep their terms and
+// votes in this shard's journal in dir (one fdatasync per round for all of
+// them), starting from states (LoadHardStates of every shard's journal).
+// REQUIRES: on the shard's thread, before the first Open.
+func (h *Host) UseJournal(fsys vfs.FS, dir string, states map[raftlite.GroupID]raftlite.HardState) error {
+	j, err := openJournal(fsys, dir, h.sh.ID())
+	if err != nil {
+		return err
+	}
+	h.journal, h.states = j, states
+	return nil
+}
+
+// requestJournalSync makes the journal sync at the end of this round.
+func (h *Host) requestJournalSync() {
+	if h.journalQueued || h.closed {
+		return
+	}
+	h.journalQueued = true
+	h.sh.Defer(func() {
+		h.journalQueued = false
+		h.journal.sync(func(g raftlite.GroupID) bool { return h.byGroup[g] != nil })
+	})
 }
 
 // NewHost creates the host of shard sh around engine eng. tick is the
@@ -68,6 +99,10 @@ func (h *Host) Shard() *shard.Shard { return h.sh }
 func (h *Host) Open(cfg Config) (*Replica, error) {
 	cfg.IO, cfg.Sched = h.io, h.sh
 	cfg.onAppend = h.RequestFlush
+	if h.journal != nil {
+		cfg.jrnl, cfg.syncJournal = h.journal, h.requestJournalSync
+		cfg.initial = h.states[GroupID(shard.PartitionKey(cfg.TopicID, uint32(cfg.Partition)))]
+	}
 	key := shard.PartitionKey(cfg.TopicID, uint32(cfg.Partition))
 	if h.byKey[key] != nil {
 		return nil, fmt.Errorf("partition: %s/%d is already open on shard %d", cfg.Topic, cfg.Partition, h.sh.ID())
@@ -190,6 +225,14 @@ func (h *Host) Close(err error) error {
 	}
 	if cerr := h.io.Close(); cerr != nil && first == nil {
 		first = cerr
+	}
+	if h.journal != nil {
+		if len(h.journal.held) > 0 || len(h.journal.buf) > 0 {
+			h.journal.sync(func(raftlite.GroupID) bool { return true })
+		}
+		if cerr := h.journal.close(); cerr != nil && first == nil {
+			first = cerr
+		}
 	}
 	return first
 }

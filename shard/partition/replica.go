@@ -64,6 +64,11 @@ type Config struct {
 	// onAppend is called after entries are appended (the host flushes
 	// the IO at the end of the round).
 	onAppend func()
+	// syncJournal asks the host to sync the hard-state journal at the end
+	// of the round; initial is the state loaded from the journals.
+	syncJournal func()
+	initial     raftlite.HardState
+	jrnl        *journal
 }
 
 // Errors of a replica that are not wire errors.
@@ -101,6 +106,10 @@ type Replica struct {
 	// progressDeferred says a log-progress pass is queued for this round.
 	progressDeferred bool
 	closed           bool
+	// journal is the shard's hard-state journal (nil: a per-replica
+	// checkpoint file); held is the Ready waiting for its sync.
+	journal *journal
+	held    *raftlite.Ready
 	// holdTicks delays a non-preferred replica's election clock after it
 	// opens, so the preferred primary (which campaigns after one tick)
 	// wins even when the other replicas open first.
@@ -119,6 +128,7 @@ func Open(cfg Config) (*Replica, error) {
 		cfg.NowMs = func() int64 { return time.Now().UnixMilli() }
 	}
 	r := &Replica{cfg: cfg, key: shard.PartitionKey(cfg.TopicID, uint32(cfg.Partition)), commit: -1, acked: -1}
+	r.journal = cfg.jrnl
 	if err := cfg.FS.MkdirAll(cfg.Dir, 0o755); err != nil {
 		return nil, fmt.Errorf("partition: %w", err)
 	}
@@ -152,6 +162,21 @@ func (r *Replica) startRaft() error {
 	hs, err := loadHardState(r.cfg.FS, r.cfg.Dir)
 	if err != nil {
 		return err
+	}
+	if newer(r.cfg.initial, hs) {
+		hs = r.cfg.initial
+	}
+	if r.journal != nil && newer(r.journal.live[GroupID(r.key)], hs) {
+		// A restart after an error: the journal has moved on since Open.
+		hs = r.journal.live[GroupID(r.key)]
+	}
+	r.cfg.initial = hs
+	if r.journal != nil && hs.Term > 0 && r.journal.live[GroupID(r.key)] != hs {
+		// Recorded elsewhere (the legacy file, or another shard's journal
+		// before the shard count changed): keep it in this shard's journal,
+		// which compaction may otherwise leave without it.
+		r.journal.put(GroupID(r.key), hs)
+		r.cfg.syncJournal()
 	}
 	set := raftlite.NewReplicaSet(r.cfg.Replicas...)
 	node, err := raftlite.New(raftlite.Config{
@@ -346,50 +371,96 @@ func (r *Replica) localDurable() int64 {
 	return r.log.WrittenOffset()
 }
 
-// process carries out every Ready in the order its doc requires.
+// process carries out every Ready in the order its doc requires. A Ready
+// whose term or vote changed is held after its local steps (reset,
+// entries) until the shard's hard-state journal has synced this round's
+// changes (one fdatasync for every replica of the shard); resume finishes
+// it. Nothing else of the replica's Readys runs meanwhile.
 func (r *Replica) process() {
-	for !r.closed && r.raft != nil && r.raft.HasReady() {
+	for !r.closed && r.raft != nil && r.held == nil && r.raft.HasReady() {
 		rd := r.raft.Ready()
 		if rd.HardStateChanged {
-			if err := saveHardState(r.cfg.FS, r.cfg.Dir, rd.HardState); err != nil {
-				r.restart(fmt.Errorf("persisting term and vote: %w", err))
+			if r.journal == nil {
+				if err := saveHardState(r.cfg.FS, r.cfg.Dir, rd.HardState); err != nil {
+					r.restart(fmt.Errorf("persisting term and vote: %w", err))
+					return
+				}
+			} else {
+				r.journal.put(GroupID(r.key), rd.HardState)
+				if !r.applyLocal(&rd) {
+					return
+				}
+				r.held = &rd
+				r.journal.held = append(r.journal.held, r)
+				r.cfg.syncJournal()
 				return
 			}
 		}
-		if rd.Reset != nil {
-			if err := r.log.ResetWithEpoch(rd.Reset.Start, rd.Reset.PrevTerm); err != nil {
-				r.restart(fmt.Errorf("resetting the log to %d: %w", rd.Reset.Start, err))
-				return
-			}
-			r.rlog.reset()
-			r.prod = newProducers()
-			r.acked = rd.Reset.Start - 1
-			if r.cfg.OnReset != nil {
-				r.cfg.OnReset(r, rd.Reset.Start, rd.Reset.Snapshot)
-			}
+		if !r.applyLocal(&rd) {
+			return
 		}
-		if len(rd.Entries) > 0 {
-			if err := r.appendEntries(rd.Entries); err != nil {
-				r.restart(err)
-				return
-			}
-		}
-		if len(rd.Messages) > 0 && r.cfg.Send != nil {
-			r.cfg.Send(r, rd.Messages)
-		}
-		if rd.SoftStateChanged || r.term != r.raft.Term() {
-			r.softState(rd.Lead, rd.Role)
-		}
-		if rd.CommitChanged && rd.Commit > r.commit {
-			r.commit = rd.Commit
-			if r.cfg.OnCommit != nil {
-				r.cfg.OnCommit(r, r.commit)
-			}
-			r.completeQuorum()
-			r.wakeFetchers()
-		}
-		r.raft.Advance(rd)
+		r.finishReady(&rd)
 	}
+}
+
+// resume finishes the Ready held for the journal's sync (err: the sync
+// failed, and nothing that depends on the state may leave: restart).
+func (r *Replica) resume(err error) {
+	rd := r.held
+	r.held = nil
+	if rd == nil || r.closed || r.raft == nil {
+		return
+	}
+	if err != nil {
+		r.restart(err)
+		return
+	}
+	r.finishReady(rd)
+	r.process()
+}
+
+// applyLocal carries out a Ready's local steps: the log reset and the
+// entries. It reports false when the replica had to restart.
+func (r *Replica) applyLocal(rd *raftlite.Ready) bool {
+	if rd.Reset != nil {
+		if err := r.log.ResetWithEpoch(rd.Reset.Start, rd.Reset.PrevTerm); err != nil {
+			r.restart(fmt.Errorf("resetting the log to %d: %w", rd.Reset.Start, err))
+			return false
+		}
+		r.rlog.reset()
+		r.prod = newProducers()
+		r.acked = rd.Reset.Start - 1
+		if r.cfg.OnReset != nil {
+			r.cfg.OnReset(r, rd.Reset.Start, rd.Reset.Snapshot)
+		}
+	}
+	if len(rd.Entries) > 0 {
+		if err := r.appendEntries(rd.Entries); err != nil {
+			r.restart(err)
+			return false
+		}
+	}
+	return true
+}
+
+// finishReady sends a Ready's messages, takes its role and commit, and
+// advances.
+func (r *Replica) finishReady(rd *raftlite.Ready) {
+	if len(rd.Messages) > 0 && r.cfg.Send != nil {
+		r.cfg.Send(r, rd.Messages)
+	}
+	if rd.SoftStateChanged || r.term != r.raft.Term() {
+		r.softState(rd.Lead, rd.Role)
+	}
+	if rd.CommitChanged && rd.Commit > r.commit {
+		r.commit = rd.Commit
+		if r.cfg.OnCommit != nil {
+			r.cfg.OnCommit(r, r.commit)
+		}
+		r.completeQuorum()
+		r.wakeFetchers()
+	}
+	r.raft.Advance(*rd)
 }
 
 // appendEntries writes Ready.Entries: truncating a divergent suffix first,
@@ -469,7 +540,7 @@ func (r *Replica) restart(cause error) {
 	serr := wire.Errorf(wire.ErrStorageError, "partition %s/%d: %v", r.cfg.Topic, r.cfg.Partition, cause)
 	r.failPending(serr)
 	r.failWaiters(serr)
-	r.raft = nil
+	r.raft, r.held = nil, nil
 	if r.log.Err() != nil {
 		r.log.Close()
 		if err := r.openLog(); err != nil {
