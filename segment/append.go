@@ -116,17 +116,19 @@ func (l *Log) validate(b []byte) (batch.Header, error) {
 	return h, nil
 }
 
-// noteEpoch persists a new epoch before the first batch that carries it.
+// noteEpoch records a new epoch starting at the batch that carries it.
+// The checkpoint is written later, when the active segment rolls or the
+// log closes: until then the epoch starts in the active segment, whose
+// batch headers an unclean start scans anyway, and the scan recovers it.
+// (Written here, with its create, fsync, rename and directory sync, it
+// was most of the CPU of a node electing primaries for thousands of new
+// partitions: one write per partition per new primary.)
 func (l *Log) noteEpoch(epoch int32, start int64) error {
 	if epoch == l.epochs.last() {
 		return nil
 	}
-	saved := append([]EpochEntry(nil), l.epochs.entries...)
 	l.epochs.assign(epoch, start)
-	if err := l.persistEpochs(); err != nil {
-		l.epochs.entries = saved
-		return err
-	}
+	l.epochsDirty = true
 	return nil
 }
 
@@ -243,6 +245,13 @@ func (l *Log) roll() error {
 		s.file.acquire()
 		l.syncsInFlight++
 		l.io.start(o)
+	}
+	if l.epochsDirty {
+		// Epochs that start in the segment being sealed: the next unclean
+		// start scans only the new active segment.
+		if err := l.persistEpochs(); err != nil {
+			return err
+		}
 	}
 	ns, err := l.createSegment(l.leo)
 	if err != nil {

@@ -76,6 +76,9 @@ type Log struct {
 	report      RecoveryReport
 	// scanEpochs holds the epoch changes the recovery scan saw (open only).
 	scanEpochs []EpochEntry
+	// epochsDirty says the leader-epoch checkpoint lags the cache by
+	// epochs that start in the active segment (see noteEpoch).
+	epochsDirty bool
 
 	// Membership flags of the IO's lists.
 	inDirty, inLagging, inNotify bool
@@ -269,6 +272,10 @@ func (l *Log) Close() error {
 	}
 	if derr := l.drain(); err == nil && derr != nil {
 		err = derr
+	}
+	if l.failed == nil && err == nil && l.epochsDirty {
+		// A clean start trusts the checkpoint without scanning.
+		err = l.persistEpochs()
 	}
 	if l.failed == nil && err == nil {
 		err = l.writeClean()

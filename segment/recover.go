@@ -410,6 +410,13 @@ func (l *Log) recoverEpochs() error {
 	if err == nil {
 		entries, err = decodeEpochs(v, p)
 	}
+	if errors.Is(err, fs.ErrNotExist) && l.leo == l.logStart {
+		// A new log: nothing to describe yet. The first roll or the
+		// clean close writes the file.
+		l.epochs = epochCache{}
+		l.epochsDirty = true
+		return nil
+	}
 	if err != nil {
 		return l.rebuildAndPersistEpochs()
 	}
@@ -473,7 +480,11 @@ func (l *Log) rebuildEpochs() error {
 }
 
 func (l *Log) persistEpochs() error {
-	return checkpoint.Write(l.fs, l.path(epochFile), epochKind, epochVersion, l.epochs.encode())
+	if err := checkpoint.Write(l.fs, l.path(epochFile), epochKind, epochVersion, l.epochs.encode()); err != nil {
+		return err
+	}
+	l.epochsDirty = false
+	return nil
 }
 
 // createSegment creates an empty segment file at base and makes its entry
