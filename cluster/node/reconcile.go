@@ -26,8 +26,17 @@ func (n *Node) requestReconcile(i int) {
 	}
 }
 
+// reconcileBatch bounds the replicas one reconcile pass opens or closes.
+// Opening one costs a few file creations and syncs (about a millisecond);
+// a topic of thousands of partitions opened in one pass kept its shard
+// from its other work for seconds, shard 0's pings among them, and the
+// peers declared the node down. The rest waits behind the work queued
+// meanwhile.
+const reconcileBatch = 32
+
 // reconcile opens the replicas this shard should host and closes (and
-// deletes) those whose topic is gone. Runs on the shard.
+// deletes) those whose topic is gone, reconcileBatch at a time. Runs on
+// the shard.
 func (n *Node) reconcile(sh *shard.Shard) {
 	h := n.hosts[sh.ID()]
 	if h == nil {
@@ -35,6 +44,7 @@ func (n *Node) reconcile(sh *shard.Shard) {
 	}
 	v := n.view.Load()
 	want := map[[20]byte]bool{shardKey(metaTopicID, 0): true}
+	budget := reconcileBatch
 	for _, t := range v.Sorted {
 		for p, reps := range t.Replicas {
 			if !hosts(reps, n.self) || n.shardOf(t.ID, int32(p)) != sh.ID() {
@@ -42,9 +52,10 @@ func (n *Node) reconcile(sh *shard.Shard) {
 			}
 			key := shardKey(t.ID, int32(p))
 			want[key] = true
-			if h.Get(key) != nil {
+			if h.Get(key) != nil || budget == 0 {
 				continue
 			}
+			budget--
 			if err := n.openReplica(h, t, int32(p), reps); err != nil {
 				n.log.Error("opening a partition", "topic", t.Name, "partition", p, "err", err)
 			}
@@ -52,10 +63,13 @@ func (n *Node) reconcile(sh *shard.Shard) {
 	}
 	var gone []*partition.Replica
 	h.Each(func(r *partition.Replica) {
-		if !want[r.Key()] {
+		if !want[r.Key()] && len(gone) < reconcileBatch {
 			gone = append(gone, r)
 		}
 	})
+	if budget == 0 || len(gone) == reconcileBatch {
+		n.requestReconcile(sh.ID())
+	}
 	for _, r := range gone {
 		cfg := r.Config()
 		key := r.Key()
