@@ -87,6 +87,15 @@ func (o *outbound) OnFrame(c *netio.Conn, body []byte) {
 	case kind == peerauth.KindWelcome:
 		o.l.ready, o.l.backoff = true, redialMin
 		o.p.n.log.Info("replication link up", "peer", o.l.key.peer, "link", o.l.key.k)
+		if o.l.key.k == 0 {
+			// The peer may have just restarted and know no primary:
+			// tell it ours now rather than at the next full
+			// announcement (routesFullEvery), or its clients would be
+			// told PRIMARY_NOT_AVAILABLE for seconds.
+			if routes := o.p.n.routes.ledBy(int32(o.p.n.self)); len(routes) > 0 {
+				o.ps.sendFrame(o.l.key, peerwire.AppendRoutes(nil, routes))
+			}
+		}
 		return
 	default:
 		o.p.n.log.Error("replication: unexpected handshake message", "peer", o.l.key.peer, "kind", kind)
