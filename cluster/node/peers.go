@@ -315,14 +315,21 @@ func (p *peers) pingLoop(sh *shard.Shard) {
 	every := time.Duration(p.n.cfg.Cluster.HeartbeatIntervalMs) * time.Millisecond
 	var sinceFull time.Duration
 	wasAlive := map[int32]bool{}
+	lastBeat := time.Now()
 	var beat func()
 	beat = func() {
 		if p.n.stopped.Load() {
 			return
 		}
+		// A beat that comes late means this shard was the one stalled:
+		// the peers' frames may be waiting unread in its sockets, so their
+		// silence proves nothing this time.
+		now := time.Now()
+		stalled := now.Sub(lastBeat) > every+time.Duration(p.n.cfg.Cluster.ElectionTimeoutMs)*time.Millisecond/2
+		lastBeat = now
 		for _, m := range p.n.roster {
 			id := int32(m.ID)
-			if id == int32(p.n.self) {
+			if id == int32(p.n.self) || stalled {
 				continue
 			}
 			alive := p.alive(id)
