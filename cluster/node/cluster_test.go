@@ -108,6 +108,31 @@ func (tc *testCluster) stopNode(i int) {
 	tc.nodes[i] = nil
 }
 
+// dial connects a client to the cluster, with a context that ends after
+// limit; both are released when the test ends (before the nodes stop).
+func (tc *testCluster) dial(t *testing.T, limit time.Duration) (context.Context, *client.Client) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), limit)
+	t.Cleanup(cancel)
+	cl, err := client.Dial(ctx, tc.brokers()...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cl.Close() })
+	return ctx, cl
+}
+
+// sameValues fails t unless every partition consumed exactly the values
+// acknowledged, in order.
+func sameValues(t *testing.T, got, want map[int32][]string) {
+	t.Helper()
+	for part, vals := range want {
+		if fmt.Sprint(got[part]) != fmt.Sprint(vals) {
+			t.Fatalf("partition %d: consumed %d values, acknowledged %d", part, len(got[part]), len(vals))
+		}
+	}
+}
+
 func (tc *testCluster) brokers() []string {
 	var out []string
 	for _, c := range tc.cfgs {
@@ -118,13 +143,7 @@ func (tc *testCluster) brokers() []string {
 
 func TestClusterCreateProduceConsume(t *testing.T) {
 	tc := startCluster(t, 3, nil)
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
-	cl, err := client.Dial(ctx, tc.brokers()...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cl.Close()
+	ctx, cl := tc.dial(t, 60*time.Second)
 	var created bool
 	for !created {
 		_, err := cl.CreateTopic(ctx, client.TopicSpec{Name: "orders", Partitions: 12, ReplicationFactor: 3})
@@ -286,13 +305,7 @@ func consumeAll(t *testing.T, ctx context.Context, cl *client.Client, topic stri
 
 func TestClusterPrimariesSpreadAndReplicate(t *testing.T) {
 	tc := startCluster(t, 3, nil)
-	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
-	defer cancel()
-	cl, err := client.Dial(ctx, tc.brokers()...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cl.Close()
+	ctx, cl := tc.dial(t, 90*time.Second)
 	createTopic(t, ctx, cl, client.TopicSpec{Name: "orders", Partitions: 12, ReplicationFactor: 3})
 	clusterWait(t, 30*time.Second, "4 primaries per node", func() bool {
 		p := primaries(t, cl)
@@ -300,22 +313,12 @@ func TestClusterPrimariesSpreadAndReplicate(t *testing.T) {
 	})
 	want := produceAll(t, ctx, cl, "orders", 0, 3000)
 	got := consumeAll(t, ctx, cl, "orders", 12)
-	for part, vals := range want {
-		if fmt.Sprint(got[part]) != fmt.Sprint(vals) {
-			t.Fatalf("partition %d: consumed %d values, acknowledged %d", part, len(got[part]), len(vals))
-		}
-	}
+	sameValues(t, got, want)
 }
 
 func TestClusterFailoverAndCatchUp(t *testing.T) {
 	tc := startCluster(t, 3, nil)
-	ctx, cancel := context.WithTimeout(context.Background(), 120*time.Second)
-	defer cancel()
-	cl, err := client.Dial(ctx, tc.brokers()...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cl.Close()
+	ctx, cl := tc.dial(t, 120*time.Second)
 	createTopic(t, ctx, cl, client.TopicSpec{Name: "orders", Partitions: 6, ReplicationFactor: 3})
 	clusterWait(t, 30*time.Second, "2 primaries per node", func() bool {
 		p := primaries(t, cl)
@@ -336,25 +339,14 @@ func TestClusterFailoverAndCatchUp(t *testing.T) {
 		st, err := cl.ClusterStatus(ctx)
 		return err == nil && st.UnderReplicated == 0 && st.Offline == 0
 	})
-	got := consumeAll(t, ctx, cl, "orders", 6)
-	for part, vals := range want {
-		if fmt.Sprint(got[part]) != fmt.Sprint(vals) {
-			t.Fatalf("partition %d: consumed %d values, acknowledged %d", part, len(got[part]), len(vals))
-		}
-	}
+	sameValues(t, consumeAll(t, ctx, cl, "orders", 6), want)
 }
 
 // Factor 2 with a copy on a stopped node stops accepting writes with
 // NOT_ENOUGH_REPLICAS; factor 1 on it is unavailable; both come back.
 func TestClusterLowFactorsWithANodeDown(t *testing.T) {
 	tc := startCluster(t, 3, nil)
-	ctx, cancel := context.WithTimeout(context.Background(), 120*time.Second)
-	defer cancel()
-	cl, err := client.Dial(ctx, tc.brokers()...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cl.Close()
+	ctx, cl := tc.dial(t, 120*time.Second)
 	createTopic(t, ctx, cl, client.TopicSpec{Name: "two", Partitions: 3, ReplicationFactor: 2})
 	createTopic(t, ctx, cl, client.TopicSpec{Name: "one", Partitions: 3, ReplicationFactor: 1})
 	md, err := cl.Metadata(ctx)
@@ -408,13 +400,7 @@ func TestClusterLowFactorsWithANodeDown(t *testing.T) {
 // The balancer moves primaries back after a node returns, one at a time.
 func TestClusterBalancerRestoresBalance(t *testing.T) {
 	tc := startCluster(t, 3, func(c *config.Config) { c.Cluster.LeaderBalanceIntervalMs = 300 })
-	ctx, cancel := context.WithTimeout(context.Background(), 120*time.Second)
-	defer cancel()
-	cl, err := client.Dial(ctx, tc.brokers()...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cl.Close()
+	ctx, cl := tc.dial(t, 120*time.Second)
 	createTopic(t, ctx, cl, client.TopicSpec{Name: "orders", Partitions: 12, ReplicationFactor: 3})
 	balanced := func() bool {
 		p := primaries(t, cl)
@@ -454,13 +440,7 @@ func TestClusterBalancerRestoresBalance(t *testing.T) {
 // moves never overlap, and no acknowledged record is lost or duplicated.
 func TestBalancerUnderLoad(t *testing.T) {
 	tc := startCluster(t, 3, func(c *config.Config) { c.Cluster.LeaderBalanceIntervalMs = 500 })
-	ctx, cancel := context.WithTimeout(context.Background(), 150*time.Second)
-	defer cancel()
-	cl, err := client.Dial(ctx, tc.brokers()...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cl.Close()
+	ctx, cl := tc.dial(t, 150*time.Second)
 	createTopic(t, ctx, cl, client.TopicSpec{Name: "load", Partitions: 12, ReplicationFactor: 3})
 	balanced := func() bool {
 		p := primaries(t, cl)
@@ -585,13 +565,7 @@ func TestClusterMetadataSnapshotInstall(t *testing.T) {
 	metaSnapshotEvery = 50
 	t.Cleanup(func() { metaSnapshotEvery = old })
 	tc := startCluster(t, 3, func(c *config.Config) { c.Storage.SegmentBytes = 1 << 20 })
-	ctx, cancel := context.WithTimeout(context.Background(), 120*time.Second)
-	defer cancel()
-	cl, err := client.Dial(ctx, tc.brokers()...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cl.Close()
+	ctx, cl := tc.dial(t, 120*time.Second)
 	createTopic(t, ctx, cl, client.TopicSpec{Name: "kept", Partitions: 1, ReplicationFactor: 3})
 	tc.stopNode(2)
 	md := strings.Repeat("m", 3500)
