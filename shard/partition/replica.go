@@ -64,8 +64,9 @@ type Config struct {
 	// onAppend is called after entries are appended (the host flushes
 	// the IO at the end of the round).
 	onAppend func()
-	// syncJournal asks the host to sync the hard-state journal at the end
-	// of the round; initial is the state loaded from the journals.
+	// jrnl is the shard's hard-state journal (nil: a per-replica
+	// checkpoint file); syncJournal asks the host to sync it at the end
+	// of the round; initial is the state loaded from every journal.
 	syncJournal func()
 	initial     raftlite.HardState
 	jrnl        *journal
@@ -106,10 +107,8 @@ type Replica struct {
 	// progressDeferred says a log-progress pass is queued for this round.
 	progressDeferred bool
 	closed           bool
-	// journal is the shard's hard-state journal (nil: a per-replica
-	// checkpoint file); held is the Ready waiting for its sync.
-	journal *journal
-	held    *raftlite.Ready
+	// held is the Ready waiting for the hard-state journal's sync.
+	held *raftlite.Ready
 	// holdTicks delays a non-preferred replica's election clock after it
 	// opens, so the preferred primary (which campaigns after one tick)
 	// wins even when the other replicas open first.
@@ -128,7 +127,6 @@ func Open(cfg Config) (*Replica, error) {
 		cfg.NowMs = func() int64 { return time.Now().UnixMilli() }
 	}
 	r := &Replica{cfg: cfg, key: shard.PartitionKey(cfg.TopicID, uint32(cfg.Partition)), commit: -1, acked: -1}
-	r.journal = cfg.jrnl
 	if err := cfg.FS.MkdirAll(cfg.Dir, 0o755); err != nil {
 		return nil, fmt.Errorf("partition: %w", err)
 	}
@@ -166,17 +164,19 @@ func (r *Replica) startRaft() error {
 	if newer(r.cfg.initial, hs) {
 		hs = r.cfg.initial
 	}
-	if r.journal != nil && newer(r.journal.live[GroupID(r.key)], hs) {
-		// A restart after an error: the journal has moved on since Open.
-		hs = r.journal.live[GroupID(r.key)]
-	}
-	r.cfg.initial = hs
-	if r.journal != nil && hs.Term > 0 && r.journal.live[GroupID(r.key)] != hs {
-		// Recorded elsewhere (the legacy file, or another shard's journal
-		// before the shard count changed): keep it in this shard's journal,
-		// which compaction may otherwise leave without it.
-		r.journal.put(GroupID(r.key), hs)
-		r.cfg.syncJournal()
+	if j := r.cfg.jrnl; j != nil {
+		switch live := j.live[GroupID(r.key)]; {
+		case newer(live, hs):
+			// A restart after an error: the journal has moved on since Open.
+			hs = live
+		case hs.Term > 0 && live != hs:
+			// Recorded elsewhere (the legacy file, or another shard's
+			// journal before the shard count changed): keep it in this
+			// shard's journal, which compaction may otherwise leave
+			// without it.
+			j.put(GroupID(r.key), hs)
+			r.cfg.syncJournal()
+		}
 	}
 	set := raftlite.NewReplicaSet(r.cfg.Replicas...)
 	node, err := raftlite.New(raftlite.Config{
@@ -380,18 +380,18 @@ func (r *Replica) process() {
 	for !r.closed && r.raft != nil && r.held == nil && r.raft.HasReady() {
 		rd := r.raft.Ready()
 		if rd.HardStateChanged {
-			if r.journal == nil {
+			if j := r.cfg.jrnl; j == nil {
 				if err := saveHardState(r.cfg.FS, r.cfg.Dir, rd.HardState); err != nil {
 					r.restart(fmt.Errorf("persisting term and vote: %w", err))
 					return
 				}
 			} else {
-				r.journal.put(GroupID(r.key), rd.HardState)
+				j.put(GroupID(r.key), rd.HardState)
 				if !r.applyLocal(&rd) {
 					return
 				}
 				r.held = &rd
-				r.journal.held = append(r.journal.held, r)
+				j.held = append(j.held, r)
 				r.cfg.syncJournal()
 				return
 			}
