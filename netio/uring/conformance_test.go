@@ -12,11 +12,16 @@ import (
 // The engine satisfies the log's interface without importing it.
 var _ segment.Engine = (*uring.Engine)(nil)
 
+// Every write goes to the ring in the "ring" variants; small writes without
+// a sync are made inline in the others.
 func TestConformance(t *testing.T) {
-	for _, depth := range []int{4, uring.QueueDepthDefault} {
-		t.Run(map[int]string{4: "depth4", uring.QueueDepthDefault: "default"}[depth], func(t *testing.T) {
+	for _, v := range []struct {
+		name          string
+		depth, inline int
+	}{{"depth4-ring", 4, -1}, {"depth4", 4, 0}, {"default-ring", 0, -1}, {"default", 0, 0}} {
+		t.Run(v.name, func(t *testing.T) {
 			enginetest.Run(t, func(t *testing.T) segment.Engine {
-				e, err := uring.NewEngine(uring.Options{QueueDepth: depth})
+				e, err := uring.NewEngine(uring.Options{QueueDepth: v.depth, InlineWriteMax: v.inline})
 				if errors.Is(err, uring.ErrUnavailable) {
 					t.Skip(err)
 				}

@@ -223,7 +223,7 @@ func reapAllEngine(t *testing.T, e *Engine, n int) map[uint64]error {
 // operation is resubmitted through the kernel several times (the path short
 // writes take) and completes once.
 func TestEnginePieces(t *testing.T) {
-	e := newTestEngine(t, Options{QueueDepth: 4, pieceBytes: 4096})
+	e := newTestEngine(t, Options{QueueDepth: 4, pieceBytes: 4096, InlineWriteMax: -1})
 	f := newTestFile(t, t.TempDir(), "pieces")
 	a, b := bytes.Repeat([]byte("a"), 10000), bytes.Repeat([]byte("b"), 8192)
 	for i, w := range []struct {
@@ -255,22 +255,74 @@ func TestEnginePieces(t *testing.T) {
 // TestEngineShortWrite makes the kernel cut a write short for real (it
 // crosses the file system's size limit): the engine resubmits the remainder,
 // which fails with EFBIG, and reports one error at the remainder's offset.
+// The write without fdatasync runs both through the ring and inline.
 func TestEngineShortWrite(t *testing.T) {
-	e := newTestEngine(t, Options{QueueDepth: 4})
-	f := newTestFile(t, t.TempDir(), "big")
-	limit := fileSizeLimit(t, f.fd)
-	for _, sync := range []bool{false, true} {
-		if err := e.Write(f, make([]byte, 4096), limit-100, sync, 1); err != nil {
-			t.Fatal(err)
+	for _, inline := range []int{-1, 0} {
+		e := newTestEngine(t, Options{QueueDepth: 4, InlineWriteMax: inline})
+		f := newTestFile(t, t.TempDir(), "big")
+		limit := fileSizeLimit(t, f.fd)
+		for _, sync := range []bool{false, true} {
+			if err := e.Write(f, make([]byte, 4096), limit-100, sync, 1); err != nil {
+				t.Fatal(err)
+			}
+			if err := e.Submit(); err != nil {
+				t.Fatal(err)
+			}
+			err := reapAllEngine(t, e, 1)[1]
+			var oe *OpError
+			if !errors.Is(err, syscall.EFBIG) || !errors.As(err, &oe) || oe.Off != limit || oe.Op != "write" {
+				t.Fatalf("inline %d, sync %v: error %v, want a write EFBIG at offset %d", inline, sync, err, limit)
+			}
 		}
-		if err := e.Submit(); err != nil {
-			t.Fatal(err)
+	}
+}
+
+// TestEngineInlineWrites: a small write without fdatasync is in the file
+// when Write returns and completes at the next Reap without a Submit or a
+// kernel round; a larger one, or one with a sync, goes to the ring.
+func TestEngineInlineWrites(t *testing.T) {
+	e := newTestEngine(t, Options{QueueDepth: 4, InlineWriteMax: 1024})
+	f := newTestFile(t, t.TempDir(), "inline")
+	small := bytes.Repeat([]byte("s"), 1024)
+	if err := e.Write(f, small, 0, false, 7); err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := os.ReadFile(f.name); !bytes.Equal(got, small) {
+		t.Fatalf("file has %d bytes right after Write, want the inline write's 1024", len(got))
+	}
+	if e.active != 0 || e.InFlight() != 1 {
+		t.Fatalf("active %d InFlight %d: the inline write must hold no ring slot, yet count as in flight", e.active, e.InFlight())
+	}
+	var toks []uint64
+	n, err := e.Reap(false, func(tok uint64, err error) {
+		if err != nil {
+			t.Errorf("token %d: %v", tok, err)
 		}
-		err := reapAllEngine(t, e, 1)[1]
-		var oe *OpError
-		if !errors.Is(err, syscall.EFBIG) || !errors.As(err, &oe) || oe.Off != limit || oe.Op != "write" {
-			t.Fatalf("sync %v: error %v, want a write EFBIG at offset %d", sync, err, limit)
+		toks = append(toks, tok)
+	})
+	if err != nil || n != 1 || len(toks) != 1 || toks[0] != 7 {
+		t.Fatalf("Reap without Submit: n %d err %v tokens %v, want token 7", n, err, toks)
+	}
+	big := bytes.Repeat([]byte("b"), 1025)
+	if err := e.Write(f, big, 1024, false, 8); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.Write(f, small, 2049, true, 9); err != nil {
+		t.Fatal(err)
+	}
+	if e.active != 2 {
+		t.Fatalf("active %d, want the large write and the synced one in the ring", e.active)
+	}
+	if err := e.Submit(); err != nil {
+		t.Fatal(err)
+	}
+	for tok, err := range reapAllEngine(t, e, 2) {
+		if err != nil {
+			t.Fatalf("token %d: %v", tok, err)
 		}
+	}
+	if got, _ := os.ReadFile(f.name); len(got) != 3073 {
+		t.Fatalf("file has %d bytes, want 3073", len(got))
 	}
 }
 
