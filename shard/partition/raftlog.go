@@ -3,15 +3,18 @@ package partition
 import (
 	"errors"
 	"fmt"
+	"sort"
 
 	"github.com/corestream/corestream/raftlite"
 	"github.com/corestream/corestream/segment"
 	"github.com/corestream/corestream/segment/batch"
 )
 
-// tailEntriesMax bounds the entry metadata kept in memory for the newest
-// batches (the ones followers ask for). Older ranges are read from the
-// segment files.
+// tailEntriesMax is how much entry metadata is kept in memory for the
+// newest batches (the ones followers ask for): the tail is trimmed back to
+// it once it holds twice as many, so that trimming costs O(1) per append
+// rather than a shift of the whole tail on every one. Older ranges are
+// read from the segment files.
 const tailEntriesMax = 4096
 
 // raftLog is the read side of the segment log as raftlite sees it
@@ -80,10 +83,10 @@ func (r *raftLog) Entries(lo, hi int64, bytesMax int64, buf []raftlite.Entry) ([
 	}
 	if n := len(r.tail); n > 0 && lo >= r.tail[0].Base {
 		var total int64
-		for _, e := range r.tail {
-			if e.Last < lo {
-				continue
-			}
+		// The tail is contiguous: the first entry holding lo is found by
+		// bisection (followers ask for the newest few of thousands).
+		first := sort.Search(n, func(i int) bool { return r.tail[i].Last >= lo })
+		for _, e := range r.tail[first:] {
 			if e.Base >= hi || (total >= bytesMax && total > 0) {
 				break
 			}
@@ -136,9 +139,10 @@ func (r *raftLog) appended(e raftlite.Entry) {
 	r.trim()
 }
 
-// trim drops tail entries beyond the bound that are already written.
+// trim drops tail entries beyond the bound that are already written, once
+// the tail holds twice the bound.
 func (r *raftLog) trim() {
-	if len(r.tail) <= tailEntriesMax {
+	if len(r.tail) <= 2*tailEntriesMax {
 		return
 	}
 	written := r.log.WrittenOffset()
