@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -183,14 +184,42 @@ func (p *peers) send(r *partition.Replica, msgs []raftlite.Message) {
 			p.sendApp(ps, r, lk, *m, 0)
 			continue
 		}
+		n := peerwire.FramedMessageBytes(m, true)
 		buf := ps.pending[lk]
 		if buf == nil {
-			buf = peerwire.AppendMessagesHeader(make([]byte, 4, 512), 0)
+			buf = peerwire.AppendMessagesHeader(getFrameBuf(frameHeaderBytes + n)[:4], 0)
 		}
-		ps.pending[lk] = peerwire.AppendFramedMessage(buf, m, true)
+		ps.pending[lk] = peerwire.AppendFramedMessage(slices.Grow(buf, n), m, true)
 		ps.pendingN[lk]++
 	}
 	p.queueFlush(ps)
+}
+
+// frameHeaderBytes is a Messages frame's length prefix, kind and count.
+const frameHeaderBytes = 4 + 1 + 2
+
+// frameBufs recycles the buffers of frames built from memory: a primary
+// under load builds one per follower each round, as large as the round's
+// batches, and growing a fresh one each time made most of the node's
+// garbage.
+var frameBufs sync.Pool // of *[]byte
+
+// frameBufPooledMax bounds the buffers kept for reuse.
+const frameBufPooledMax = 4 << 20
+
+// getFrameBuf returns an empty buffer with room for n bytes.
+func getFrameBuf(n int) []byte {
+	if v, ok := frameBufs.Get().(*[]byte); ok && cap(*v) >= n {
+		return (*v)[:0]
+	}
+	return make([]byte, 0, max(n, 4<<10))
+}
+
+// putFrameBuf hands b back once the connection is done with it.
+func putFrameBuf(b []byte) {
+	if cap(b) <= frameBufPooledMax {
+		frameBufs.Put(&b)
+	}
 }
 
 func hasData(m *raftlite.Message) bool {
@@ -247,7 +276,7 @@ func (p *peers) flushPending(ps *peerShard, lk linkKey) {
 	}
 	binary.BigEndian.PutUint32(buf, uint32(len(buf)-4))
 	binary.BigEndian.PutUint16(buf[5:], uint16(ps.pendingN[lk]))
-	ps.out[lk] = append(ps.out[lk], netio.Response{Header: buf})
+	ps.out[lk] = append(ps.out[lk], netio.Response{Header: buf, Release: func(error) { putFrameBuf(buf) }})
 	delete(ps.pending, lk)
 	delete(ps.pendingN, lk)
 }

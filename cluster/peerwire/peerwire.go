@@ -83,6 +83,17 @@ func DataBytes(m *raftlite.Message) int64 {
 	return n
 }
 
+// FramedMessageBytes is how many bytes AppendFramedMessage appends for m.
+func FramedMessageBytes(m *raftlite.Message, withData bool) int {
+	n := 4 + messageFixedBytes + len(m.Entries)*entryHeaderBytes + len(m.Snapshot)
+	if withData {
+		for _, e := range m.Entries {
+			n += len(e.Data)
+		}
+	}
+	return n
+}
+
 // AppendMessage appends m's encoding (without its entries' bytes) to dst.
 func AppendMessage(dst []byte, m *raftlite.Message) []byte {
 	be := binary.BigEndian

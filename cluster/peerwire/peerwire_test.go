@@ -26,6 +26,11 @@ func TestMessagesRoundTrip(t *testing.T) {
 	msgs := sampleMessages()
 	body := AppendMessagesHeader(nil, len(msgs))
 	for i := range msgs {
+		for _, data := range []bool{false, true} {
+			if got, want := len(AppendFramedMessage(nil, &msgs[i], data)), FramedMessageBytes(&msgs[i], data); got != want {
+				t.Fatalf("message %d (data %v): FramedMessageBytes %d, appended %d", i, data, want, got)
+			}
+		}
 		body = AppendFramedMessage(body, &msgs[i], true)
 	}
 	var got []raftlite.Message
