@@ -3,6 +3,7 @@ package netio
 import (
 	"encoding/binary"
 	"errors"
+	"math/bits"
 	"net"
 	"time"
 
@@ -248,8 +249,7 @@ func (c *Conn) readOnce() (int, error) {
 			return 0, err
 		}
 		c.srv.stats.BytesIn.Add(uint64(n))
-		rest := c.deliver(lp.scratch[:k+n])
-		c.pend = append(c.pend[:0], rest...)
+		c.keep(c.deliver(lp.scratch[:k+n]))
 		c.trimPend()
 		return n, nil
 	}
@@ -258,7 +258,10 @@ func (c *Conn) readOnce() (int, error) {
 		if cap(lp.spare) >= need { // reuse the shard's last large buffer
 			grown, lp.spare = lp.spare[:len(c.pend)], nil
 		} else {
-			grown = make([]byte, len(c.pend), need)
+			// A power of two: frames of nearby sizes (a replication
+			// stream's) then reuse the shard's spare instead of each
+			// allocating its own.
+			grown = make([]byte, len(c.pend), 1<<bits.Len(uint(need-1)))
 		}
 		copy(grown, c.pend)
 		c.pend = grown
@@ -271,6 +274,22 @@ func (c *Conn) readOnce() (int, error) {
 	c.pend = c.pend[:len(c.pend)+n]
 	c.compact(c.deliver(c.pend))
 	return n, nil
+}
+
+// keep makes rest, the partial frame left in the shard's read buffer, the
+// connection's pending input. A partial frame too large for the buffer
+// the connection holds takes the shard's spare large buffer when it fits,
+// else a new one sized to a power of two, so that a stream of large
+// frames (replication) does not allocate one per read.
+func (c *Conn) keep(rest []byte) {
+	if cap(c.pend) < len(rest) {
+		if lp := c.lp; cap(lp.spare) >= len(rest) {
+			c.pend, lp.spare = lp.spare[:0], nil
+		} else {
+			c.pend = make([]byte, 0, 1<<bits.Len(uint(len(rest)-1)))
+		}
+	}
+	c.pend = append(c.pend[:0], rest...)
 }
 
 // frameNeed is how many bytes of input b must hold before the first frame
