@@ -20,9 +20,10 @@ import (
 
 // ServeNode runs one node from the configuration file path until ctx
 // ends, as `corestream serve --config` does, writing a CPU profile of the
-// whole process to profile (when not empty) until it stops. It prints the
-// same start-up line as serve on stdout.
-func ServeNode(ctx context.Context, path, profile string, stdout, stderr io.Writer, stopTimeout time.Duration) error {
+// whole process to profile (when not empty) until it stops, and the
+// allocations made until then to memProfile (when not empty). It prints
+// the same start-up line as serve on stdout.
+func ServeNode(ctx context.Context, path, profile, memProfile string, stdout, stderr io.Writer, stopTimeout time.Duration) error {
 	cfg, err := config.Load(path)
 	if err != nil {
 		return err
@@ -48,7 +49,26 @@ func ServeNode(ctx context.Context, path, profile string, stdout, stderr io.Writ
 	}
 	fmt.Fprintf(stdout, "corestream %s node %d serving clients on %s (data in %s)\n", node.Version, cfg.Node.ID, n.ClientAddr(), cfg.Node.DataDir)
 	<-ctx.Done()
+	if memProfile != "" {
+		if err := writeAllocs(memProfile); err != nil {
+			fmt.Fprintf(stderr, "corestream: %v\n", err)
+		}
+	}
 	sctx, cancel := context.WithTimeout(context.Background(), stopTimeout)
 	defer cancel()
 	return n.Stop(sctx)
+}
+
+// writeAllocs writes the allocations sampled so far (pprof's allocs
+// profile) to path.
+func writeAllocs(path string) error {
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	if err := pprof.Lookup("allocs").WriteTo(f, 0); err != nil {
+		f.Close()
+		return fmt.Errorf("allocation profile: %w", err)
+	}
+	return f.Close()
 }

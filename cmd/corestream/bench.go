@@ -189,19 +189,20 @@ func newBenchCompareCmd() *cobra.Command {
 // newBenchNodeCmd builds the hidden `bench node`: serve with a CPU
 // profile, for profiling the broker under a bench workload.
 func newBenchNodeCmd() *cobra.Command {
-	var path, profile string
+	var path, profile, memProfile string
 	cmd := &cobra.Command{
-		Use:    "node --config FILE [--cpuprofile FILE]",
+		Use:    "node --config FILE [--cpuprofile FILE] [--memprofile FILE]",
 		Short:  "serve one node from FILE, writing a CPU profile until it stops (bench harness only)",
 		Hidden: true,
 		Args:   argsRange(0, 0, "no arguments"),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			a := appFrom(cmd)
-			return profnode.ServeNode(cmd.Context(), path, profile, a.stdout, a.stderr, 30*time.Second)
+			return profnode.ServeNode(cmd.Context(), path, profile, memProfile, a.stdout, a.stderr, 30*time.Second)
 		},
 	}
 	cmd.Flags().StringVar(&path, "config", "", "TOML configuration file")
 	cmd.Flags().StringVar(&profile, "cpuprofile", "", "write a CPU profile to FILE")
+	cmd.Flags().StringVar(&memProfile, "memprofile", "", "write the allocations made until the stop signal to FILE")
 	return cmd
 }
 
