@@ -66,7 +66,7 @@ bench-peer:
 ## adds flags (--only, --duration); BENCH_CLUSTER_CMD starts the 3-node
 ## corestream clusters ({nodes} {dir} {fsync} {shards} are filled in).
 BENCH_FLAGS       ?=
-BENCH_CLUSTER_CMD ?= $(abspath $(BIN))/localcluster -n {nodes} -dir {dir} -fsync {fsync} -shards {shards} -bin $(abspath $(BIN))/corestream -log-level warn
+BENCH_CLUSTER_CMD ?= $(abspath $(BIN))/localcluster -n {nodes} -dir {dir} -fsync {fsync} -shards {shards} -k 0 -bin $(abspath $(BIN))/corestream -log-level warn
 bench-compare: build bench-peer
 	$(GO) build -o $(BIN)/localcluster ./tools/localcluster
 	@mkdir -p bench/.out

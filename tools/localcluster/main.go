@@ -73,7 +73,7 @@ func parseFlags(args []string, stderr io.Writer) (flags, error) {
 	fs.IntVar(&f.opts.Nodes, "n", 3, "nodes in the roster (1..32)")
 	fs.StringVar(&f.opts.Dir, "dir", "", "cluster directory; node i keeps its data in DIR/node-i (default: a new temporary directory)")
 	fs.StringVar(&f.opts.ReplicationFactor, "rf", "all", `cluster.default_replication_factor: "all" or 1..n`)
-	fs.IntVar(&f.opts.K, "k", 1, "cluster.coordinator.replica_connections_per_peer (1..64)")
+	fs.IntVar(&f.opts.K, "k", 1, "cluster.coordinator.replica_connections_per_peer (1..64; 0: the shard count, so that every partition replicates shard to shard)")
 	fs.IntVar(&f.opts.Shards, "shards", 0, "shard.count per node (0: one per CPU)")
 	fs.StringVar(&f.opts.Fsync, "fsync", "always", "storage.fsync: always, interval, messages or never")
 	fs.IntVar(&f.opts.HeartbeatIntervalMs, "heartbeat-ms", 100, "cluster.heartbeat_interval_ms")
@@ -93,6 +93,13 @@ func parseFlags(args []string, stderr io.Writer) (flags, error) {
 	}
 	if f.opts.Nodes < 1 || f.opts.Nodes > 32 {
 		return f, fmt.Errorf("-n %d is outside 1..32", f.opts.Nodes)
+	}
+	if f.opts.K == 0 {
+		// Every node runs on this machine: one shard count for all.
+		f.opts.K = f.opts.Shards
+		if f.opts.K == 0 {
+			f.opts.K = runtime.NumCPU()
+		}
 	}
 	return f, nil
 }

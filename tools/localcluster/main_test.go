@@ -169,3 +169,21 @@ func TestLaunchAndInterrupt(t *testing.T) {
 	}
 	t.Logf("launcher stderr:\n%s", stderr.String())
 }
+
+// TestParseFlagsKFollowsShards: -k 0 asks for one link per shard.
+func TestParseFlagsKFollowsShards(t *testing.T) {
+	for _, c := range []struct {
+		args []string
+		want int
+	}{
+		{[]string{"-k", "0", "-shards", "3"}, 3},
+		{[]string{"-k", "0"}, runtime.NumCPU()},
+		{[]string{"-k", "5", "-shards", "3"}, 5},
+		{nil, 1},
+	} {
+		f, err := parseFlags(c.args, io.Discard)
+		if err != nil || f.opts.K != c.want {
+			t.Errorf("%v: K %d, err %v; want %d", c.args, f.opts.K, err, c.want)
+		}
+	}
+}
