@@ -1,6 +1,7 @@
 package segment
 
 import (
+	"errors"
 	"fmt"
 
 	"github.com/corestream/corestream/segment/batch"
@@ -213,13 +214,22 @@ func (l *Log) maybeRoll(size int, lastDelta int64) error {
 // Sealing waits for the log's writes, trims the preallocated space, syncs
 // the file (under every policy: a sealed segment is always durable) and
 // writes its index files; the new segment's creation syncs the directory.
+//
+// Under the policies other than always, with an IO whose engine signals
+// completions, everything of the seal that waits on the disk runs on the
+// IO's background worker (see background): the trim, the fdatasync, the
+// index files and, under never, the directory sync that makes the new
+// segment's name durable. The shard's thread only creates the new file.
 func (l *Log) roll() error {
 	if err := l.drainAll(); err != nil {
 		return err
 	}
 	s := l.active()
-	if err := s.file.f.Truncate(s.size); err != nil {
-		return err
+	async := l.cfg.Fsync != FsyncAlways && l.io.bg != nil && vfs.FdBacked(l.fs)
+	if !async {
+		if err := s.file.f.Truncate(s.size); err != nil {
+			return err
+		}
 	}
 	s.preallocEnd = s.size
 	if l.cfg.Fsync == FsyncAlways {
@@ -232,19 +242,6 @@ func (l *Log) roll() error {
 		if err := l.writeIndexFiles(s); err != nil {
 			return err
 		}
-	} else {
-		// Under the other policies the segment may hold a gigabyte of
-		// dirty page cache: syncing it here would stall every partition
-		// of the shard. The sync goes to the engine instead, and the
-		// index files — the mark that a sealed segment is whole on disk
-		// (recovery scans the last sealed segment without them) — are
-		// written when it completes. drainAll above waited for the
-		// previous seal, so at most one is in flight.
-		o := l.io.newOp()
-		*o = op{log: l, file: s.file, seg: s, standalone: true, covers: l.written, seal: true}
-		s.file.acquire()
-		l.syncsInFlight++
-		l.io.start(o)
 	}
 	if l.epochsDirty {
 		// Epochs that start in the segment being sealed: the next unclean
@@ -253,14 +250,67 @@ func (l *Log) roll() error {
 			return err
 		}
 	}
-	ns, err := l.createSegment(l.leo)
+	// Under never the seal's worker job syncs the directory after the
+	// new file exists; the other policies promise durability by time or
+	// count, so their new segment's name is made durable here.
+	ns, err := l.createSegment(l.leo, !async || l.cfg.Fsync != FsyncNever)
 	if err != nil {
 		return err
+	}
+	if l.cfg.Fsync != FsyncAlways {
+		// Under the other policies the segment may hold a gigabyte of
+		// dirty page cache: syncing it here would stall every partition
+		// of the shard. The sync goes to the engine (or the worker)
+		// instead, and the index files — the mark that a sealed segment
+		// is whole on disk (recovery scans the last sealed segment
+		// without them) — are written when it completes. drainAll above
+		// waited for the previous seal, so at most one is in flight.
+		o := l.io.newOp()
+		*o = op{log: l, file: s.file, seg: s, standalone: true, covers: l.written, seal: true}
+		s.file.acquire()
+		l.syncsInFlight++
+		if async {
+			o.indexed = true
+			l.io.startBackground(o, l.sealJob(s, l.cfg.Fsync == FsyncNever))
+		} else {
+			l.io.start(o)
+		}
 	}
 	s.sealed = true
 	l.segs = append(l.segs, ns)
 	return nil
 }
+
+// sealJob returns the background part of sealing s: trim the preallocated
+// tail, fdatasync, sync the directory when syncDir, then write the index
+// files. It touches only the file system and what it captured now, never
+// the log.
+func (l *Log) sealJob(s *segment, syncDir bool) func() error {
+	f, size, fsys, dir := s.file.f, s.size, l.fs, l.dir
+	files := l.indexFiles(s)
+	return func() error {
+		if err := f.Truncate(size); err != nil {
+			return &sealError{err: fmt.Errorf("trimming the sealed segment: %w", err)}
+		}
+		if err := f.Sync(); err != nil {
+			return &sealError{err: &vfs.SyncError{Err: err}}
+		}
+		if syncDir {
+			if err := fsys.SyncDir(dir); err != nil {
+				return &sealError{err: fmt.Errorf("syncing the directory: %w", err)}
+			}
+		}
+		return writeFiles(fsys, files)
+	}
+}
+
+// sealError is a background seal's failure before its index files: the
+// segment's contents on disk are not known, so the log is poisoned. Any
+// other error of the job is the index files' (recovery then scans).
+type sealError struct{ err error }
+
+func (e *sealError) Error() string { return e.err.Error() }
+func (e *sealError) Unwrap() error { return e.err }
 
 // drainAll submits the buffer and waits for every operation of the log.
 // It returns the log's failure, or the cause of a rewind it went through.
@@ -440,13 +490,24 @@ func (l *Log) complete(o *op, err error) {
 	}
 	if o.standalone {
 		l.syncsInFlight--
-		if err != nil {
+		var indexErr error
+		if o.indexed && err != nil && !errors.As(err, new(*sealError)) {
+			indexErr, err = err, nil // the seal is durable; only its mark failed
+		}
+		switch {
+		case errors.As(err, new(*sealError)):
+			l.poison(fmt.Errorf("sealing segment %d: %w", o.seg.base, err))
+		case err != nil:
 			l.poison(fmt.Errorf("fdatasync: %w", err))
-		} else if l.failed == nil && l.stall == nil && o.covers > l.durable {
+		case l.failed == nil && l.stall == nil && o.covers > l.durable:
 			l.durable = o.covers
 			l.io.queueNotify(l)
 		}
-		if o.seal && err == nil && !l.closed {
+		if indexErr != nil {
+			// Only the mark is missing: recovery scans the segment.
+			l.lastFailure = fmt.Errorf("writing the index files of sealed segment %d: %w", o.seg.base, indexErr)
+		}
+		if o.seal && !o.indexed && err == nil && !l.closed {
 			if werr := l.writeIndexFiles(o.seg); werr != nil {
 				// Only the mark is missing: recovery scans the segment.
 				l.lastFailure = fmt.Errorf("writing the index files of sealed segment %d: %w", o.seg.base, werr)

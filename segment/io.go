@@ -46,6 +46,10 @@ type IO struct {
 	// zeros is a read-only mapping of zeros (zero-fill writes).
 	zeros  []byte
 	reapFn func(token uint64, err error)
+	// bg runs blocking file-system work off the owner's thread; nil when
+	// the engine completes everything inside Submit (the owner then never
+	// blocks on a descriptor that the worker could signal).
+	bg     *background
 	closed bool
 	// delivering is true while notify callbacks run (they must not
 	// re-enter Flush, Poll or Wait).
@@ -60,6 +64,9 @@ const opsInFlightMax = 1024
 func NewIO(e Engine) *IO {
 	d := &IO{eng: e, pool: bufPool{cachedBytesMax: poolCachedBytesMaxDefault}}
 	d.reapFn = d.complete
+	if fd := e.WakeFd(); fd >= 0 {
+		d.bg = newBackground(fd)
+	}
 	return d
 }
 
@@ -73,8 +80,15 @@ func (d *IO) SetNotify(fn func(*Log)) { d.notify = fn }
 // Engine returns the engine the IO owns.
 func (d *IO) Engine() Engine { return d.eng }
 
-// InFlight is the number of engine operations not yet reaped.
-func (d *IO) InFlight() int { return d.eng.InFlight() }
+// InFlight is the number of operations (engine and background) not yet
+// reaped.
+func (d *IO) InFlight() int {
+	n := d.eng.InFlight()
+	if d.bg != nil {
+		n += d.bg.pending
+	}
+	return n
+}
 
 // WakeFd is the engine's completion descriptor (-1: completions are ready
 // right after Flush; see Engine.WakeFd).
@@ -143,7 +157,7 @@ func (d *IO) Wait() (int, error) {
 	if err := d.submit(); err != nil {
 		return 0, err
 	}
-	if d.eng.InFlight() == 0 {
+	if d.InFlight() == 0 {
 		return 0, nil
 	}
 	return d.reap(true)
@@ -158,10 +172,13 @@ func (d *IO) Close() error {
 	// Reap what is in flight first, so every buffer and file reference
 	// comes home; then close the engine.
 	var err error
-	for err == nil && d.eng.InFlight() > 0 {
+	for err == nil && d.InFlight() > 0 {
 		if err = d.submit(); err == nil {
 			_, err = d.reap(true)
 		}
+	}
+	if d.bg != nil {
+		d.bg.stop()
 	}
 	if cerr := d.eng.Close(); err == nil {
 		err = cerr
@@ -205,7 +222,20 @@ func (d *IO) reap(wait bool) (int, error) {
 	if d.delivering {
 		return 0, errors.New("segment: IO re-entered from a notify callback")
 	}
-	n, err := d.eng.Reap(wait, d.reapFn)
+	n := 0
+	if d.bg != nil && d.bg.pending > 0 {
+		// Block on the worker only when the engine has nothing that
+		// could complete instead.
+		for _, j := range d.bg.take(wait && d.eng.InFlight() == 0) {
+			d.complete(j.tok, j.err)
+			n++
+		}
+		if n > 0 {
+			wait = false
+		}
+	}
+	m, err := d.eng.Reap(wait, d.reapFn)
+	n += m
 	d.deliver()
 	if err != nil {
 		return n, fmt.Errorf("segment: %s reap: %w", d.eng.Name(), err)
@@ -237,7 +267,7 @@ func (d *IO) waitFor(cond func() bool) error {
 		if err := d.submit(); err != nil {
 			return err
 		}
-		if d.eng.InFlight() == 0 {
+		if d.InFlight() == 0 {
 			return errors.New("segment: waiting on a log with nothing in flight")
 		}
 		if _, err := d.reap(true); err != nil {
@@ -282,6 +312,21 @@ func (d *IO) freeOp(o *op) {
 	if len(d.opFree) < opsInFlightMax {
 		d.opFree = append(d.opFree, o)
 	}
+}
+
+// startBackground hands o's work, run, to the background worker; o
+// completes by its token when run returns.
+func (d *IO) startBackground(o *op, run func() error) {
+	var tok uint64
+	if n := len(d.freeTokens); n > 0 {
+		tok = d.freeTokens[n-1]
+		d.freeTokens = d.freeTokens[:n-1]
+	} else {
+		tok = uint64(len(d.ops))
+		d.ops = append(d.ops, nil)
+	}
+	d.ops[tok] = o
+	d.bg.start(tok, run)
 }
 
 // start hands o to the engine. An operation the engine refuses completes

@@ -117,8 +117,11 @@ type op struct {
 	// policy other than always: its index files are written when it
 	// completes.
 	seal bool
-	done bool
-	err  error
+	// indexed: the background job that ran the seal wrote the index
+	// files too.
+	indexed bool
+	done    bool
+	err     error
 }
 
 // OpenLog opens (creating when needed) the log in dir and recovers it:

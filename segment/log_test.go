@@ -3,6 +3,7 @@ package segment
 import (
 	"bytes"
 	"errors"
+	"os"
 	"testing"
 
 	"github.com/corestream/corestream/segment/batch"
@@ -321,5 +322,74 @@ func TestRefusesBadBatches(t *testing.T) {
 	}
 	if _, _, err := l.AppendLeader(good, 4); !errors.Is(err, ErrStaleEpoch) {
 		t.Fatalf("epoch going back: %v", err)
+	}
+}
+
+// TestRollSealsInBackground: under never, with an engine that signals
+// completions, a roll hands the seal (trim, fdatasync, directory sync,
+// index files) to the IO's worker. Once reaped, every sealed segment's
+// file is trimmed to its data and its index files load; a reopened log
+// reads everything back.
+func TestRollSealsInBackground(t *testing.T) {
+	e, err := DefaultEngine(vfs.OS())
+	if err != nil {
+		t.Skipf("no io_uring here (%v): rolls seal on the owner's thread", err)
+	}
+	dir := t.TempDir() + "/topic-0"
+	cfg := Config{Fsync: FsyncNever, SegmentBytes: 1 << 20}
+	l := openLog(t, vfs.OS(), dir, cfg, e)
+	if l.io.bg == nil {
+		t.Fatal("an engine with a completion descriptor must get a background worker")
+	}
+	rng := newRNG(7)
+	want := map[int64][]byte{}
+	for i := 0; i < 400; i++ {
+		b := makeBatch(rng, 4, 16<<10, int64(1000+i))
+		base, _, err := l.AppendLeader(b, 1)
+		if err != nil {
+			t.Fatalf("append %d: %v", i, err)
+		}
+		want[base] = stamped(b, base, 1)
+		if i%8 == 0 {
+			mustFlush(t, l)
+		}
+	}
+	mustFlush(t, l)
+	if len(l.segs) < 4 {
+		t.Fatalf("%d segments: the test meant to roll several times", len(l.segs))
+	}
+	for _, s := range l.segs[:len(l.segs)-1] {
+		fi, err := os.Stat(l.path(segName(s.base, logSuffix)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if fi.Size() != s.size {
+			t.Fatalf("sealed segment %d is %d bytes on disk, holds %d: the preallocated tail was not trimmed", s.base, fi.Size(), s.size)
+		}
+		ib, err1 := readWhole(vfs.OS(), l.path(segName(s.base, indexSuffix)))
+		tb, err2 := readWhole(vfs.OS(), l.path(segName(s.base, timeIndexSuffix)))
+		x := newSegIndex()
+		if err1 == nil && err2 == nil {
+			err1 = decodeIndex(ib, s.base, s.size, s.last, x)
+			err2 = decodeTimeIndex(tb, s.base, s.size, s.last, x)
+		}
+		if err1 != nil || err2 != nil {
+			t.Fatalf("sealed segment %d: index files: %v, %v", s.base, err1, err2)
+		}
+	}
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+	e2, _ := DefaultEngine(vfs.OS())
+	l2 := openLog(t, vfs.OS(), dir, cfg, e2)
+	defer l2.Close()
+	got := readAll(t, l2)
+	if len(got) != len(want) {
+		t.Fatalf("reopened log has %d batches, want %d", len(got), len(want))
+	}
+	for base, b := range want {
+		if !bytes.Equal(got[base], b) {
+			t.Fatalf("batch %d differs after reopening", base)
+		}
 	}
 }

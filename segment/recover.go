@@ -233,7 +233,7 @@ func (l *Log) recover() error {
 		if !hasStart {
 			start = 0
 		}
-		s, err := l.createSegment(start)
+		s, err := l.createSegment(start, true)
 		if err != nil {
 			return err
 		}
@@ -357,8 +357,16 @@ func (l *Log) checkLastSealed(s *segment) (bool, error) {
 	s.damaged, s.idx = nil, nil
 	r := scanSegment(s.file.f, s.base, s.size, 0, l.cfg.IndexIntervalBytes)
 	l.report.ScannedBytes += r.end
-	if r.end == s.size && r.last == s.last {
+	if r.last == s.last && (r.end == s.size || r.zeroTail) {
 		// Whole: finish the seal so the next unclean start need not scan.
+		// Only zeros after the last batch is the preallocated tail that
+		// the seal trims (in the background: a crash can come first).
+		if r.end < s.size {
+			if err := s.file.f.Truncate(r.end); err != nil {
+				return false, err
+			}
+			s.size, s.writtenSize, s.preallocEnd = r.end, r.end, r.end
+		}
 		s.idx = r.idx
 		l.report.IndexesRebuilt++
 		if err := s.file.f.Sync(); err != nil {
@@ -487,9 +495,9 @@ func (l *Log) persistEpochs() error {
 	return nil
 }
 
-// createSegment creates an empty segment file at base and makes its entry
-// durable.
-func (l *Log) createSegment(base int64) (*segment, error) {
+// createSegment creates an empty segment file at base and, when syncDir,
+// makes its entry durable (else the caller arranges a directory sync).
+func (l *Log) createSegment(base int64, syncDir bool) (*segment, error) {
 	if err := l.removeIndexFiles(base); err != nil {
 		return nil, err
 	}
@@ -497,6 +505,9 @@ func (l *Log) createSegment(base int64) (*segment, error) {
 	f, err := l.fs.Create(name)
 	if err != nil {
 		return nil, err
+	}
+	if !syncDir {
+		return &segment{base: base, file: newSegFile(f), last: base - 1, idx: newSegIndex(), rollAtMs: l.cfg.NowMs()}, nil
 	}
 	if err := l.fs.SyncDir(l.dir); err != nil {
 		_ = f.Close()

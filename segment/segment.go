@@ -318,16 +318,29 @@ func readWhole(fsys vfs.FS, name string) ([]byte, error) {
 // writeIndexFiles writes s's .index and .timeindex whole and syncs them.
 // Their directory entries become durable with the next SyncDir.
 func (l *Log) writeIndexFiles(s *segment) error {
+	return writeFiles(l.fs, l.indexFiles(s))
+}
+
+// namedBytes is a file to write whole.
+type namedBytes struct {
+	name string
+	b    []byte
+}
+
+// indexFiles encodes s's index files (paths and contents).
+func (l *Log) indexFiles(s *segment) []namedBytes {
 	s.idx.markTime()
-	files := []struct {
-		name string
-		b    []byte
-	}{
-		{segName(s.base, indexSuffix), encodeIndex(s.base, s.size, s.last, s.idx)},
-		{segName(s.base, timeIndexSuffix), encodeTimeIndex(s.base, s.size, s.idx)},
+	return []namedBytes{
+		{l.path(segName(s.base, indexSuffix)), encodeIndex(s.base, s.size, s.last, s.idx)},
+		{l.path(segName(s.base, timeIndexSuffix)), encodeTimeIndex(s.base, s.size, s.idx)},
 	}
+}
+
+// writeFiles creates each file, writes it whole and syncs it. It only
+// touches fsys, so a background job may run it.
+func writeFiles(fsys vfs.FS, files []namedBytes) error {
 	for _, w := range files {
-		f, err := l.fs.Create(l.path(w.name))
+		f, err := fsys.Create(w.name)
 		if err != nil {
 			return err
 		}

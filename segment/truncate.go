@@ -136,7 +136,7 @@ func (l *Log) ResetWithEpoch(newStart int64, prevEpoch int32) error {
 	if err := l.persistEpochs(); err != nil {
 		return err
 	}
-	s, err := l.createSegment(newStart)
+	s, err := l.createSegment(newStart, true)
 	if err != nil {
 		// The directory now has no segment; the next open creates it.
 		l.poison(fmt.Errorf("reset: %w", err))
