@@ -18,7 +18,8 @@ type verdict int
 const (
 	// giveUp: the error is final for this request.
 	giveUp verdict = iota
-	// resendNow: the route changed (a hint was applied); resend at once.
+	// resendNow: the route changed (a hint was applied); resend at once,
+	// or after the backoff when an earlier attempt already followed one.
 	resendNow
 	// refreshThenResend: refresh the metadata, back off, resend.
 	refreshThenResend
@@ -71,7 +72,8 @@ type partitionOpts struct {
 
 // doPartition sends the data request that build makes for a route to
 // topic/partition's primary and decodes the answer into resp, following
-// the routing rules: hints are followed at once, routing errors and lost
+// the routing rules: a first hint is followed at once (later ones after
+// the backoff), routing errors and lost
 // connections refresh the metadata, other retriable errors back off; at
 // most RetryAttemptsMax attempts, all under ctx.
 func (c *Client) doPartition(ctx context.Context, topic string, partition int32,
@@ -113,7 +115,12 @@ func (c *Client) afterVerdict(ctx context.Context, v verdict, retryAfter time.Du
 	case giveUp:
 		return errGiveUp
 	case resendNow:
-		return nil
+		if attempt == 0 {
+			return nil
+		}
+		// Hints that keep changing the route (a primary moving while the
+		// nodes' routes converge) are followed after the usual backoff, so
+		// that the attempts span the move instead of a few milliseconds.
 	case refreshThenResend:
 		if err := c.refreshMetadata(ctx); err != nil && ctx.Err() != nil {
 			return ctx.Err()

@@ -41,6 +41,45 @@ func TestNotPrimaryHintFollowedAtOnce(t *testing.T) {
 	}
 }
 
+// Nodes that name another node as the primary while routes converge (a
+// primary moving) bounce a request. The first hint is followed at once,
+// later attempts wait the backoff, so the attempts span the move instead
+// of using themselves up in a few milliseconds.
+func TestBouncingHintsBackOff(t *testing.T) {
+	const backoffMin = 40 * time.Millisecond
+	e := newEnv(t, 2, map[string]int32{"t": 1}, func(c *client.Config) {
+		c.RetryBackoffMin, c.RetryBackoffMax = backoffMin, backoffMin
+	})
+	if _, err := e.c.ListOffsets(e.ctx, "t", 0, wire.TimestampLatest); err != nil {
+		t.Fatal(err)
+	}
+	_, gen, err := e.fc.Primary("t", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	hintTo := func(node int32) *wire.ErrorResponse {
+		return &wire.ErrorResponse{Err: wire.ErrNotPrimary, Message: "moving",
+			Hint: &wire.Hint{NodeID: node, Address: e.fc.Addr(node), Generation: gen}}
+	}
+	e.fc.AddFault(clienttest.Fault{Node: 1, APIs: []wire.APIKey{wire.APIListOffsets}, Times: 3, Err: hintTo(2)})
+	e.fc.AddFault(clienttest.Fault{Node: 2, APIs: []wire.APIKey{wire.APIListOffsets}, Times: 3, Err: hintTo(1)})
+	before := e.fc.Requests(1, wire.APIListOffsets) + e.fc.Requests(2, wire.APIListOffsets)
+	start := time.Now()
+	if _, err := e.c.ListOffsets(e.ctx, "t", 0, wire.TimestampLatest); err != nil {
+		t.Fatalf("after the bounced attempts: %v", err)
+	}
+	d := time.Since(start)
+	failed := e.fc.Requests(1, wire.APIListOffsets) + e.fc.Requests(2, wire.APIListOffsets) - before - 1
+	if failed < 3 {
+		t.Fatalf("%d attempts were refused; the test meant to bounce at least 3", failed)
+	}
+	// The first hint is followed at once, every later attempt waits at
+	// least 3/4 of the backoff (the jitter takes up to a quarter).
+	if least := time.Duration(failed-1) * backoffMin * 3 / 4; d < least {
+		t.Fatalf("%d bounced attempts took %v: the attempts after the first hint must wait the backoff (at least %v in all)", failed, d, least)
+	}
+}
+
 // A bumped generation is answered STALE_GENERATION with a hint; the
 // request is resent with the new generation.
 func TestStaleGenerationResent(t *testing.T) {
