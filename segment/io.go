@@ -317,6 +317,11 @@ func (d *IO) freeOp(o *op) {
 // startBackground hands o's work, run, to the background worker; o
 // completes by its token when run returns.
 func (d *IO) startBackground(o *op, run func() error) {
+	d.bg.start(d.token(o), run)
+}
+
+// token registers o and returns the token its completion will carry.
+func (d *IO) token(o *op) uint64 {
 	var tok uint64
 	if n := len(d.freeTokens); n > 0 {
 		tok = d.freeTokens[n-1]
@@ -326,7 +331,7 @@ func (d *IO) startBackground(o *op, run func() error) {
 		d.ops = append(d.ops, nil)
 	}
 	d.ops[tok] = o
-	d.bg.start(tok, run)
+	return tok
 }
 
 // start hands o to the engine. An operation the engine refuses completes
@@ -336,15 +341,7 @@ func (d *IO) start(o *op) {
 		// Bounded: make room first. An error here surfaces below.
 		_ = d.waitFor(func() bool { return d.eng.InFlight() < opsInFlightMax })
 	}
-	var tok uint64
-	if n := len(d.freeTokens); n > 0 {
-		tok = d.freeTokens[n-1]
-		d.freeTokens = d.freeTokens[:n-1]
-	} else {
-		tok = uint64(len(d.ops))
-		d.ops = append(d.ops, nil)
-	}
-	d.ops[tok] = o
+	tok := d.token(o)
 	var err error
 	switch {
 	case o.standalone:
