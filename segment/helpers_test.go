@@ -143,6 +143,21 @@ func readAll(t *testing.T, l *Log) map[int64][]byte {
 	return out
 }
 
+// mustHave checks that l reads back exactly the batches of want (by base
+// offset).
+func mustHave(t *testing.T, l *Log, want map[int64][]byte) {
+	t.Helper()
+	got := readAll(t, l)
+	if len(got) != len(want) {
+		t.Fatalf("the log reads back %d batches, want %d", len(got), len(want))
+	}
+	for off, b := range want {
+		if !bytes.Equal(got[off], b) {
+			t.Fatalf("batch at %d differs", off)
+		}
+	}
+}
+
 // mustFlush flushes the log's IO and waits for everything in flight.
 func mustFlush(t *testing.T, l *Log) {
 	t.Helper()

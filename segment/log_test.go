@@ -40,15 +40,7 @@ func TestAppendReadRoundTrip(t *testing.T) {
 		if l.DurableOffset() != l.LogEndOffset()-1 || l.WrittenOffset() != l.LogEndOffset()-1 {
 			t.Fatalf("watermarks %d/%d, LEO %d", l.WrittenOffset(), l.DurableOffset(), l.LogEndOffset())
 		}
-		got := readAll(t, l)
-		if len(got) != len(want) {
-			t.Fatalf("read %d batches, appended %d", len(got), len(want))
-		}
-		for off, b := range want {
-			if !bytes.Equal(got[off], b) {
-				t.Fatalf("batch at %d differs", off)
-			}
-		}
+		mustHave(t, l, want)
 		if err := l.Close(); err != nil {
 			t.Fatal(err)
 		}
@@ -57,12 +49,7 @@ func TestAppendReadRoundTrip(t *testing.T) {
 		if r := l.Recovery(); !r.Clean || r.ScannedBytes != 0 {
 			t.Fatalf("clean reopen scanned: %v", r)
 		}
-		got = readAll(t, l)
-		for off, b := range want {
-			if !bytes.Equal(got[off], b) {
-				t.Fatalf("after reopen, batch at %d differs", off)
-			}
-		}
+		mustHave(t, l, want)
 		l.Close()
 	})
 }
@@ -383,13 +370,5 @@ func TestRollSealsInBackground(t *testing.T) {
 	e2, _ := DefaultEngine(vfs.OS())
 	l2 := openLog(t, vfs.OS(), dir, cfg, e2)
 	defer l2.Close()
-	got := readAll(t, l2)
-	if len(got) != len(want) {
-		t.Fatalf("reopened log has %d batches, want %d", len(got), len(want))
-	}
-	for base, b := range want {
-		if !bytes.Equal(got[base], b) {
-			t.Fatalf("batch %d differs after reopening", base)
-		}
-	}
+	mustHave(t, l2, want)
 }

@@ -327,15 +327,7 @@ func TestRecoverSealWithUntrimmedTail(t *testing.T) {
 	if r := l.Recovery(); r.Clean || r.DataDropped() {
 		t.Fatalf("report %v: want an unclean start that drops nothing", r)
 	}
-	got := readAll(t, l)
-	if len(got) != len(want) {
-		t.Fatalf("recovered %d batches, want %d", len(got), len(want))
-	}
-	for k, v := range want {
-		if !bytes.Equal(got[k], v) {
-			t.Fatalf("batch %d differs", k)
-		}
-	}
+	mustHave(t, l, want)
 	f, _ = fsys.Open("/d/" + segName(last, logSuffix))
 	if n, _ := f.Size(); n != size {
 		t.Fatalf("sealed segment is %d bytes after recovery, want its %d bytes of batches", n, size)

@@ -70,15 +70,7 @@ func TestTruncateTo(t *testing.T) {
 				delete(want, k)
 			}
 		}
-		got := readAll(t, l)
-		if len(got) != len(want) {
-			t.Fatalf("%d batches, want %d", len(got), len(want))
-		}
-		for k, v := range want {
-			if !bytes.Equal(got[k], v) {
-				t.Fatalf("batch %d differs", k)
-			}
-		}
+		mustHave(t, l, want)
 		if e, _ := l.TermAt(55); e != 7 {
 			t.Fatalf("TermAt(55) = %d", e)
 		}
