@@ -159,3 +159,19 @@ func readFull(br *bufio.Reader, b []byte) (int, error) {
 	}
 	return len(b), nil
 }
+
+// The in-flight window of an idempotent producer is the protocol's: the
+// default uses all of it, and a larger one is refused (the broker would not
+// recognise retries of batches pushed out of its memory).
+func TestProducerInFlightWindow(t *testing.T) {
+	cfg, err := ProducerConfig{}.withDefaults()
+	if err != nil || cfg.InFlightPerPartitionMax != wire.IdempotentWindow {
+		t.Fatalf("default in flight %d (%v), want the protocol's window %d", cfg.InFlightPerPartitionMax, err, wire.IdempotentWindow)
+	}
+	if _, err := (ProducerConfig{InFlightPerPartitionMax: wire.IdempotentWindow + 1}).withDefaults(); err == nil {
+		t.Fatalf("an idempotent producer accepted %d batches in flight", wire.IdempotentWindow+1)
+	}
+	if _, err := (ProducerConfig{InFlightPerPartitionMax: wire.IdempotentWindow + 1, DisableIdempotence: true}).withDefaults(); err != nil {
+		t.Fatalf("without idempotence: %v", err)
+	}
+}

@@ -42,8 +42,9 @@ type ProducerConfig struct {
 	// batch twice.
 	DisableIdempotence bool
 	// InFlightPerPartitionMax bounds the batches in flight per partition.
-	// Default and maximum with idempotence: 5 (the broker remembers the
-	// last 5 batches per producer). Default without: 5.
+	// Default and maximum with idempotence: 32 (wire.IdempotentWindow: the
+	// broker remembers the last 32 batches per producer). Default without:
+	// 32.
 	InFlightPerPartitionMax int
 	// DeliveryTimeout bounds the time from a batch's creation to its
 	// acknowledgement, retries included; past it the batch fails with
@@ -56,10 +57,10 @@ const (
 	defaultLinger                  = 5 * time.Millisecond
 	defaultBatchBytesMax           = 64 << 10
 	defaultBufferedBytesMax        = 32 << 20
-	defaultInFlightPerPartitionMax = 5
+	defaultInFlightPerPartitionMax = wire.IdempotentWindow
 	defaultDeliveryTimeout         = 2 * time.Minute
 	// idempotentInFlightMax is the protocol's bound for idempotent producers.
-	idempotentInFlightMax = 5
+	idempotentInFlightMax = wire.IdempotentWindow
 	// recordOverheadBytes is added to a record's key, value and header
 	// bytes when charging it against BufferedBytesMax.
 	recordOverheadBytes = 32

@@ -97,7 +97,7 @@ type partSender struct {
 	// already be in the log (its answer was lost); if it were resent with
 	// later batches and failed again (BUSY, a lost connection) while they
 	// were appended behind it, each round would push it further out of the
-	// broker's window of 5 recent batches, and its retry would come back
+	// broker's window of recent batches, and its retry would come back
 	// DUPLICATE_SEQUENCE with its offset unknown.
 	probing bool
 	// topicID pins the topic's history once a batch was routed.

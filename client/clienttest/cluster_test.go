@@ -146,7 +146,7 @@ func TestIdempotenceRules(t *testing.T) {
 			t.Fatalf("%s: base offset %d, want %d", s.name, base, s.base)
 		}
 	}
-	for i := 1; i < 7; i++ { // push the first batches out of the window of 5
+	for i := 1; i <= wire.IdempotentWindow+1; i++ { // push the first batches out of the window
 		if _, err := produce(build(t, 1, 7, 1, int32(i))); err != nil {
 			t.Fatal(err)
 		}

@@ -45,8 +45,8 @@ type stored struct {
 }
 
 // producerWindow is how many recent batches per producer a partition
-// remembers for deduplication (the protocol's 5).
-const producerWindow = 5
+// remembers for deduplication (the protocol's).
+const producerWindow = wire.IdempotentWindow
 
 // producerState is what a partition remembers of one idempotent producer.
 type producerState struct {

@@ -11,7 +11,7 @@ import (
 const (
 	// producerBatchesMax is how many recent batches per producer are
 	// remembered for duplicate detection (the protocol's in-flight bound).
-	producerBatchesMax = 5
+	producerBatchesMax = wire.IdempotentWindow
 	// producersMax bounds producers remembered per partition; past it the
 	// least recently written one is forgotten (it then gets
 	// UNKNOWN_PRODUCER_ID on a non-zero sequence and re-initialises).
