@@ -488,6 +488,15 @@ func (l *Log) complete(o *op, err error) {
 		l.zeroDone(o, err)
 		return
 	}
+	if o.cleanup {
+		if err != nil && !l.closed {
+			// The log start is persisted, so the next open removes what
+			// is left; the next ApplyRetention reports it.
+			l.cleanupErr = err
+		}
+		l.io.freeOp(o)
+		return
+	}
 	if o.standalone {
 		l.syncsInFlight--
 		var indexErr error

@@ -72,8 +72,11 @@ type Log struct {
 	stall       *stall
 	failed      error
 	lastFailure error
-	closed      bool
-	report      RecoveryReport
+	// cleanupErr is a background removal's failure, reported by the next
+	// ApplyRetention.
+	cleanupErr error
+	closed     bool
+	report     RecoveryReport
 	// scanEpochs holds the epoch changes the recovery scan saw (open only).
 	scanEpochs []EpochEntry
 	// epochsDirty says the leader-epoch checkpoint lags the cache by
@@ -120,6 +123,8 @@ type op struct {
 	// indexed: the background job that ran the seal wrote the index
 	// files too.
 	indexed bool
+	// cleanup marks a background removal of segments retention dropped.
+	cleanup bool
 	done    bool
 	err     error
 }

@@ -120,11 +120,21 @@ func TestReset(t *testing.T) {
 	}
 }
 
+// On the OS's file system with io_uring the dropped segments' files are
+// removed by the IO's background worker; the second run checks they are
+// gone once the log is closed.
 func TestRetention(t *testing.T) {
+	t.Run("mem/pwrite", func(t *testing.T) { testRetention(t, vfs.NewMem(), "/d", NewPwriteEngine) })
+	t.Run("os/default", func(t *testing.T) {
+		newEngine := func() Engine { e, _ := DefaultEngine(vfs.OS()); return e }
+		testRetention(t, vfs.OS(), t.TempDir()+"/d", newEngine)
+	})
+}
+
+func testRetention(t *testing.T, fsys vfs.FS, dir string, newEngine func() Engine) {
 	now := int64(10_000)
 	cfg := Config{SegmentBytes: 4096, RetentionBytes: 10_000, RetentionMs: -1, NowMs: func() int64 { return now }}
-	fsys := vfs.NewMem()
-	l := openLog(t, fsys, "/d", cfg, NewPwriteEngine())
+	l := openLog(t, fsys, dir, cfg, newEngine())
 	fill(t, l, 100, constEpoch(1), func(i int) int64 { return int64(i) })
 	size, segs := l.Size(), l.SegmentCount()
 	// A span into the first segment must survive its deletion.
@@ -169,7 +179,13 @@ func TestRetention(t *testing.T) {
 	}
 	start := l.LogStartOffset()
 	l.Close()
-	l = openLog(t, fsys, "/d", cfg, NewPwriteEngine())
+	names, _ := fsys.List(dir)
+	for _, n := range names {
+		if b, ok := parseSegName(n, logSuffix); ok && b < start {
+			t.Fatalf("segment file %s below the log start %d is still there after close", n, start)
+		}
+	}
+	l = openLog(t, fsys, dir, cfg, newEngine())
 	defer l.Close()
 	if l.LogStartOffset() != start {
 		t.Fatalf("log start %d after reopen, want %d", l.LogStartOffset(), start)
