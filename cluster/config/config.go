@@ -33,6 +33,12 @@ const (
 	// BatchBytesMax bounds storage.max_batch_bytes (the record format's own
 	// bound on one batch).
 	BatchBytesMax = 16 << 20
+	// WritebackBytesDefault is storage.writeback_bytes' default: without
+	// it a fast producer left gigabytes dirty and each 1 GiB segment's
+	// seal flushed them at once, with 100 ms intervals in which nothing
+	// was acknowledged; with it the disk is written steadily (numbers in
+	// docs/configuration.md).
+	WritebackBytesDefault = 64 << 20
 	// ReplicaConnectionsPerPeerMax bounds cluster.coordinator.replica_connections_per_peer.
 	ReplicaConnectionsPerPeerMax = 64
 )
@@ -109,7 +115,8 @@ type Storage struct {
 	// MaxBatchBytes is the largest record batch a producer may send.
 	MaxBatchBytes int `toml:"max_batch_bytes"`
 	// WritebackBytes starts a background sync every that many bytes
-	// written to a partition without one (0: off).
+	// written to a partition without one (0: off). Default
+	// WritebackBytesDefault.
 	WritebackBytes int64 `toml:"writeback_bytes"`
 	// RetentionCheckIntervalMs is how often old segments are deleted.
 	RetentionCheckIntervalMs int `toml:"retention_check_interval_ms"`
@@ -221,7 +228,7 @@ func Default() Config {
 		Storage: Storage{Fsync: "always", FsyncIntervalMs: 1000, FsyncMessages: 10000,
 			SegmentBytes: 1 << 30, SegmentMs: 7 * 24 * 3600 * 1000, IndexIntervalBytes: 4096,
 			RetentionBytes: -1, RetentionMs: 7 * 24 * 3600 * 1000, MaxBatchBytes: 4 << 20,
-			RetentionCheckIntervalMs: 60_000},
+			WritebackBytes: WritebackBytesDefault, RetentionCheckIntervalMs: 60_000},
 		Cluster: Cluster{DefaultReplicationFactor: All, HeartbeatIntervalMs: 100, ElectionTimeoutMs: 1000,
 			AutoLeaderRebalance: true, LeaderImbalancePercent: 10, LeaderBalanceIntervalMs: 30000,
 			Coordinator: Coordinator{ReplicaConnectionsPerPeer: 1}},
