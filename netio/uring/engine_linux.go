@@ -155,13 +155,8 @@ func NewEngine(opts Options) (*Engine, error) {
 	if opts.pieceBytes > 0 {
 		e.limit = opts.pieceBytes
 	}
-	switch {
-	case opts.InlineWriteMax == 0:
-		e.inline = InlineWriteMaxDefault
-	case opts.InlineWriteMax < 0:
-		e.inline = -1
-	default:
-		e.inline = opts.InlineWriteMax
+	if e.inline = opts.InlineWriteMax; e.inline == 0 {
+		e.inline = InlineWriteMaxDefault // a negative one matches no write
 	}
 
 	for i := range e.free {
@@ -240,16 +235,12 @@ func (e *Engine) Write(f vfs.File, buf []byte, off int64, sync bool, token uint6
 // for a small write. Writes carrying an fdatasync always go to the ring:
 // the sync is the slow part, and the shard must not wait for it.
 func (e *Engine) writeInline(f vfs.File, buf []byte, off int64, token uint64) error {
-	if e.closed {
-		return ErrClosed
+	fd, err := e.fdOf(f)
+	if err != nil {
+		return err
 	}
-	fd := f.Fd()
-	if fd == vfs.InvalidFd || fd > uintptr(math.MaxInt32) {
-		return ErrNoFd
-	}
-	var err error
 	for done, shorts := 0, 0; done < len(buf); {
-		n, werr := unix.Pwrite(int(fd), buf[done:], off+int64(done))
+		n, werr := unix.Pwrite(fd, buf[done:], off+int64(done))
 		if werr == unix.EINTR {
 			continue
 		}
@@ -278,25 +269,34 @@ func (e *Engine) Sync(f vfs.File, token uint64) error {
 // queue allocates a slot for a new operation and prepares its first
 // submission.
 func (e *Engine) queue(f vfs.File, buf []byte, off int64, write, sync bool, token uint64) error {
-	if e.closed {
-		return ErrClosed
-	}
-	fd := f.Fd()
-	if fd == vfs.InvalidFd || fd > uintptr(math.MaxInt32) {
-		return ErrNoFd
+	fd, err := e.fdOf(f)
+	if err != nil {
+		return err
 	}
 	slot, err := e.alloc()
 	if err != nil {
 		return err
 	}
 	o := &e.ops[slot]
-	o.token, o.file, o.fd, o.buf, o.off = token, f, int(fd), buf, off
+	o.token, o.file, o.fd, o.buf, o.off = token, f, fd, buf, off
 	o.write, o.sync, o.limit = write, sync, e.limit
 	if len(buf) > 0 {
 		o.pinner.Pin(&buf[0])
 	}
 	e.prepare(slot)
 	return nil
+}
+
+// fdOf returns f's descriptor for an operation, or why there is none.
+func (e *Engine) fdOf(f vfs.File) (int, error) {
+	if e.closed {
+		return 0, ErrClosed
+	}
+	fd := f.Fd()
+	if fd == vfs.InvalidFd || fd > uintptr(math.MaxInt32) {
+		return 0, ErrNoFd
+	}
+	return int(fd), nil
 }
 
 // alloc takes a free slot, waiting for a completion when none is free.
