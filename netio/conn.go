@@ -254,17 +254,7 @@ func (c *Conn) readOnce() (int, error) {
 		return n, nil
 	}
 	if cap(c.pend) < need {
-		var grown []byte
-		if cap(lp.spare) >= need { // reuse the shard's last large buffer
-			grown, lp.spare = lp.spare[:len(c.pend)], nil
-		} else {
-			// A power of two: frames of nearby sizes (a replication
-			// stream's) then reuse the shard's spare instead of each
-			// allocating its own.
-			grown = make([]byte, len(c.pend), 1<<bits.Len(uint(need-1)))
-		}
-		copy(grown, c.pend)
-		c.pend = grown
+		c.pend = append(lp.buffer(need), c.pend...)
 	}
 	n, err := unix.Read(c.fd, c.pend[len(c.pend):need])
 	if n <= 0 {
@@ -277,19 +267,26 @@ func (c *Conn) readOnce() (int, error) {
 }
 
 // keep makes rest, the partial frame left in the shard's read buffer, the
-// connection's pending input. A partial frame too large for the buffer
-// the connection holds takes the shard's spare large buffer when it fits,
-// else a new one sized to a power of two, so that a stream of large
-// frames (replication) does not allocate one per read.
+// connection's pending input (in a larger buffer when the one it holds is
+// too small).
 func (c *Conn) keep(rest []byte) {
 	if cap(c.pend) < len(rest) {
-		if lp := c.lp; cap(lp.spare) >= len(rest) {
-			c.pend, lp.spare = lp.spare[:0], nil
-		} else {
-			c.pend = make([]byte, 0, 1<<bits.Len(uint(len(rest)-1)))
-		}
+		c.pend = c.lp.buffer(len(rest))
 	}
 	c.pend = append(c.pend[:0], rest...)
+}
+
+// buffer returns an empty input buffer with room for n > 0 bytes: the
+// shard's spare when it is large enough, else a new one sized to a power
+// of two, so that frames of nearby sizes (a replication stream's) reuse
+// one buffer instead of each allocating its own.
+func (lp *loop) buffer(n int) []byte {
+	if cap(lp.spare) >= n {
+		b := lp.spare[:0]
+		lp.spare = nil
+		return b
+	}
+	return make([]byte, 0, 1<<bits.Len(uint(n-1)))
 }
 
 // frameNeed is how many bytes of input b must hold before the first frame

@@ -120,8 +120,8 @@ type loop struct {
 	conns   map[*Conn]struct{}
 	scratch []byte // read buffer shared by the shard's connections
 	// spare is the largest input buffer a connection gave back, kept for
-	// the next frame larger than half of scratch (at most one per shard,
-	// so at most MaxFrameBytes+4 bytes).
+	// the next large frame or partial frame (at most one per shard, at
+	// most MaxFrameBytes+4 rounded up to a power of two; loop.buffer).
 	spare  []byte
 	iov    []unix.Iovec // writev scratch
 	dirty  []*Conn      // connections with deferred work this round
