@@ -44,8 +44,8 @@ type bgDone struct {
 	err error
 }
 
-// bgQueueMax bounds the jobs queued to the worker: one seal per log at a
-// time, so a shard with more logs sealing at once waits for room.
+// bgQueueMax bounds the jobs queued to the worker (at most one seal per
+// log, plus retention's removals); past it the owner waits for room.
 const bgQueueMax = 256
 
 func newBackground(wakeFd int) *background {

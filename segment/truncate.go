@@ -216,31 +216,30 @@ func (l *Log) applyRetention(limit int64) (RetentionResult, error) {
 	if err := l.writeLogStart(newStart, false, prevEpoch); err != nil {
 		return RetentionResult{LogStartOffset: l.logStart}, err
 	}
-	if l.io.bg != nil && vfs.FdBacked(l.fs) {
+	background := l.io.bg != nil && vfs.FdBacked(l.fs)
+	if background {
 		// Unlinking a gigabyte segment frees its blocks, which with the
 		// discard mount option waits for the device (0.2 s per GiB
 		// measured here): the files go on the IO's worker. The log start
 		// is persisted, so a crash before they are gone leaves segments
 		// below it, which the next open deletes.
-		dropped := make([]*segment, n)
-		copy(dropped, l.segs[:n])
 		o := l.io.newOp()
 		*o = op{log: l, cleanup: true}
-		l.io.startBackground(o, l.removeSegmentsJob(dropped))
-		for _, s := range dropped {
+		l.io.startBackground(o, l.removeSegmentsJob(l.segs[:n]))
+		for _, s := range l.segs[:n] {
 			s.file.release()
 		}
-		n, res.Segments = 0, n
-	}
-	for j := 0; j < n; j++ {
-		if err := l.dropSegment(l.segs[j]); err != nil {
-			// The log start is persisted: the next open finishes the job.
-			l.segs = l.segs[j:]
-			l.logStart = max(l.logStart, newStart)
-			return res, err
+	} else {
+		for j := 0; j < n; j++ {
+			if err := l.dropSegment(l.segs[j]); err != nil {
+				// The log start is persisted: the next open finishes the job.
+				l.segs = l.segs[j:]
+				l.logStart = max(l.logStart, newStart)
+				return res, err
+			}
 		}
 	}
-	l.segs = append(l.segs[:0], l.segs[l.segIndex(newStart):]...)
+	l.segs = append(l.segs[:0], l.segs[n:]...)
 	l.logStart = newStart
 	l.startPrevEpoch = prevEpoch
 	l.written, l.durable = max(l.written, newStart-1), max(l.durable, newStart-1)
@@ -249,26 +248,16 @@ func (l *Log) applyRetention(limit int64) (RetentionResult, error) {
 			return res, err
 		}
 	}
-	if res.Segments > 0 {
-		res.LogStartOffset = newStart
+	res.Segments, res.LogStartOffset = n, newStart
+	if background {
 		return res, nil // the worker syncs the directory after the removals
 	}
-	res.Segments, res.LogStartOffset = n, newStart
 	return res, l.fs.SyncDir(l.dir)
 }
 
-// segIndex is the index in l.segs of the segment based at base.
-func (l *Log) segIndex(base int64) int {
-	for i, s := range l.segs {
-		if s.base == base {
-			return i
-		}
-	}
-	return len(l.segs)
-}
-
 // removeSegmentsJob returns the background removal of dropped segments'
-// files, then a directory sync. It touches only the file system.
+// files, then a directory sync. It names the files now and touches only
+// the file system.
 func (l *Log) removeSegmentsJob(dropped []*segment) func() error {
 	fsys, dir := l.fs, l.dir
 	var names []string
