@@ -214,7 +214,7 @@ func runScenario(ctx context.Context, opt CompareOptions, sc Scenario, sys strin
 	// Every run writes gigabytes that the kernel writes back for seconds
 	// after: flushed now, they do not slow the next system's run (which
 	// measured 391k and 740k msg/s for the same row in two comparisons).
-	settleDisk()
+	unix.Sync()
 	d, err := deploy(ctx, opt, sc, sys, dir)
 	if err != nil {
 		if errors.Is(err, ErrPending) {
@@ -360,7 +360,3 @@ func runLoad(ctx context.Context, bin string, args []string, logPath string, tim
 	}
 	return nil
 }
-
-// settleDisk writes back every dirty page of the machine and returns when
-// the disks have them (sync(2)); its time is outside every measurement.
-func settleDisk() { unix.Sync() }
