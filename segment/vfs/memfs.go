@@ -33,10 +33,11 @@ const (
 	OpList
 	OpStat
 	OpSyncDir
+	OpSyncFS
 )
 
 var opNames = [...]string{"?", "create", "open", "read", "write", "sync", "truncate",
-	"preallocate", "remove", "rename", "mkdir", "list", "stat", "syncdir"}
+	"preallocate", "remove", "rename", "mkdir", "list", "stat", "syncdir", "syncfs"}
 
 // String names the operation.
 func (o Op) String() string {
@@ -358,6 +359,33 @@ func (m *MemFS) SyncDir(dir string) error {
 	}
 	clear(m.nsLog[len(rest):])
 	m.nsLog = rest
+	return nil
+}
+
+// SyncFS makes every namespace operation and every file's contents
+// durable (a MemFS is one file system). The injector sees one OpSyncFS per
+// directory named; a failure leaves nothing more durable than before.
+func (m *MemFS) SyncFS(dirs ...string) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for _, d := range dirs {
+		d = clean(d)
+		if err := m.check(OpSyncFS, d); err != nil {
+			return err
+		}
+		if !m.dirExists(d) {
+			return notExist("syncfs", d)
+		}
+	}
+	for _, op := range m.nsLog {
+		applyNs(m.durable, op)
+	}
+	clear(m.nsLog)
+	m.nsLog = m.nsLog[:0]
+	for _, n := range m.files {
+		n.synced = bytes.Clone(n.data)
+		n.pending = nil
+	}
 	return nil
 }
 

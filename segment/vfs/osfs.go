@@ -73,6 +73,28 @@ func (osFS) SyncDir(dir string) error {
 	return nil
 }
 
+// SyncFS calls syncfs(2) once for each file system among dirs.
+func (osFS) SyncFS(dirs ...string) error {
+	synced := map[uint64]bool{}
+	for _, dir := range dirs {
+		fd, err := unix.Open(filepath.Clean(dir), unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+		if err != nil {
+			return &os.PathError{Op: "open", Path: dir, Err: err}
+		}
+		var st unix.Stat_t
+		err = unix.Fstat(fd, &st)
+		if err == nil && !synced[st.Dev] {
+			synced[st.Dev] = true
+			err = unix.Syncfs(fd)
+		}
+		unix.Close(fd)
+		if err != nil {
+			return &os.PathError{Op: "syncfs", Path: dir, Err: err}
+		}
+	}
+	return nil
+}
+
 // osFile is a raw descriptor. ReadAt may run concurrently with anything;
 // every other method is used by one goroutine at a time (vfs.File).
 type osFile struct {

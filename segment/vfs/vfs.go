@@ -62,4 +62,9 @@ type FS interface {
 	Stat(name string) (os.FileInfo, error)
 	// SyncDir makes dir's entries (creations, removals, renames) durable.
 	SyncDir(dir string) error
+	// SyncFS makes durable everything written so far on the file systems
+	// that hold dirs: every file's data and size and every directory's
+	// entries (syncfs(2) once per file system). One call replaces a sync
+	// per file when many files were written together.
+	SyncFS(dirs ...string) error
 }
