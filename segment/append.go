@@ -300,7 +300,7 @@ func (l *Log) sealJob(s *segment, syncDir bool) func() error {
 				return &sealError{err: fmt.Errorf("syncing the directory: %w", err)}
 			}
 		}
-		return writeFiles(fsys, files)
+		return writeFiles(fsys, files, true)
 	}
 }
 

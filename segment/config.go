@@ -168,6 +168,10 @@ type Config struct {
 	// NowMs returns the wall clock in milliseconds (default: time.Now).
 	// Rolling by age, the interval policy and retention by age read it.
 	NowMs func() int64
+	// Stopped is the node's clean-stop record read at this start
+	// (LoadStopRecord): OpenLog trusts the log's entry in it as it trusts
+	// the log's own clean-shutdown record. Nil: none.
+	Stopped *StopRecord
 }
 
 func (c Config) withDefaults() (Config, error) {

@@ -185,10 +185,17 @@ func crashRun(t *testing.T, seed uint64) (err error) {
 				m, alt = alt, nil
 			}
 		case r < 99:
-			// A clean restart: everything must come back as it was.
-			if opErr = l.Close(); opErr == nil {
+			// A clean restart, from the log's own record or from a node's
+			// clean-stop record: everything must come back as it was.
+			reopen := cfg
+			if rng.IntN(2) == 0 {
+				opErr = stopInto(l, fsys, &reopen)
+			} else {
+				opErr = l.Close()
+			}
+			if opErr == nil {
 				m.durable = l.LogEndOffset() - 1
-				l, opErr = OpenLog(fsys, "/p", cfg, NewIO(newEngine()))
+				l, opErr = OpenLog(fsys, "/p", reopen, NewIO(newEngine()))
 				if opErr == nil {
 					l.ownIO = true
 					if !l.Recovery().Clean && !dead {
@@ -220,6 +227,10 @@ func crashRun(t *testing.T, seed uint64) (err error) {
 	}
 	fsys.Crash(rng.Uint64())
 
+	// As a node starts: a clean-stop record the crash left is used.
+	if cfg.Stopped, err = LoadStopRecord(fsys, "/"); err != nil {
+		return fmt.Errorf("clean-stop record after crash: %w", err)
+	}
 	l, err = OpenLog(fsys, "/p", cfg, NewIO(newEngine()))
 	if err != nil {
 		return fmt.Errorf("reopen after crash: %w", err)
@@ -329,4 +340,19 @@ func readAllErr(l *Log) (map[int64][]byte, error) {
 		return nil, errors.New("no batches but a non-empty log")
 	}
 	return out, nil
+}
+
+// stopInto closes l as a node's graceful stop does (CloseInto, Commit)
+// and loads the record as the next start does, into cfg.Stopped.
+func stopInto(l *Log, fsys vfs.FS, cfg *Config) error {
+	rec := NewStopRecord("/")
+	if err := l.CloseInto(rec); err != nil {
+		return err
+	}
+	if err := rec.Commit(fsys); err != nil {
+		return err
+	}
+	var err error
+	cfg.Stopped, err = LoadStopRecord(fsys, "/")
+	return err
 }

@@ -270,23 +270,45 @@ func (l *Log) releaseAll() {
 // index files and a clean-shutdown record (so the next OpenLog need not
 // scan), and releases the log's files (spans still out keep theirs open).
 // A failed log is closed without any of that; reopening recovers it.
-func (l *Log) Close() error {
+func (l *Log) Close() error { return l.close(nil) }
+
+// CloseInto closes the log for a stop of the whole node: like Close, but
+// it writes out what it holds without syncing it and leaves the rest (the
+// trim, the index files, the epochs, and its clean-shutdown record) to
+// stop.Commit, which does it for every log at once. The next OpenLog
+// scans the log unless that Commit returned.
+func (l *Log) CloseInto(stop *StopRecord) error { return l.close(stop) }
+
+func (l *Log) close(stop *StopRecord) error {
 	if l.closed {
 		return ErrClosed
 	}
 	var err error
 	if l.failed == nil {
-		err = l.Sync()
+		if stop == nil {
+			err = l.Sync()
+		} else {
+			err = l.drainAll()
+		}
 	}
 	if derr := l.drain(); err == nil && derr != nil {
 		err = derr
 	}
-	if l.failed == nil && err == nil && l.epochsDirty {
-		// A clean start trusts the checkpoint without scanning.
-		err = l.persistEpochs()
-	}
-	if l.failed == nil && err == nil {
-		err = l.writeClean()
+	switch {
+	case l.failed != nil || err != nil:
+	case stop != nil:
+		c, job := l.stopJob()
+		stop.add(l.dir, c, job)
+	default:
+		if l.epochsDirty && l.leo > l.logStart {
+			// A clean start trusts the checkpoint without scanning. An
+			// empty log keeps none: recovery drops every epoch from its
+			// end on.
+			err = l.persistEpochs()
+		}
+		if err == nil {
+			err = l.writeClean()
+		}
 	}
 	if l.cur != nil {
 		l.io.pool.put(l.cur)
