@@ -3,6 +3,8 @@ package node
 import (
 	"context"
 	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -27,6 +29,14 @@ func TestGracefulStopNeedsNoRecovery(t *testing.T) {
 		}
 	}
 	n.stop(t)
+	// The partitions were closed into the node's one clean-stop record,
+	// each without a record (and syncs) of its own.
+	if _, err := os.Stat(filepath.Join(dir, "clean-stop.checkpoint")); err != nil {
+		t.Fatalf("no clean-stop record after a graceful stop: %v", err)
+	}
+	if own, _ := filepath.Glob(filepath.Join(dir, "partitions", "*", "clean-shutdown.checkpoint")); len(own) != 0 {
+		t.Fatalf("partitions wrote their own records: %v", own)
+	}
 
 	n = runNode(t, dir, nil)
 	// __meta and the three partitions; the partitions open as the shards

@@ -136,6 +136,10 @@ func (h *Host) Len() int { return len(h.byKey) }
 
 // CloseReplica closes the replica with key (its waiting requests get err).
 func (h *Host) CloseReplica(key [20]byte, err error) error {
+	return h.closeReplica(key, err, nil)
+}
+
+func (h *Host) closeReplica(key [20]byte, err error, stop *segment.StopRecord) error {
 	r := h.byKey[key]
 	if r == nil {
 		return nil
@@ -143,7 +147,7 @@ func (h *Host) CloseReplica(key [20]byte, err error) error {
 	delete(h.byKey, key)
 	delete(h.byGroup, GroupID(key))
 	log := r.log
-	cerr := r.Close(err)
+	cerr := r.close(err, stop)
 	delete(h.byLog, log)
 	return cerr
 }
@@ -205,13 +209,20 @@ func (h *Host) periodicFlush() {
 }
 
 // Close closes every replica (their waiting requests get err) and the IO.
-func (h *Host) Close(err error) error {
+func (h *Host) Close(err error) error { return h.close(err, nil) }
+
+// Stop closes like Close for a stop of the whole node: every log is closed
+// into stop (segment.Log.CloseInto), whose Commit, once every shard has
+// stopped, makes them durable and clean together.
+func (h *Host) Stop(stop *segment.StopRecord) error { return h.close(nil, stop) }
+
+func (h *Host) close(err error, stop *segment.StopRecord) error {
 	if h.closed {
 		return nil
 	}
 	var first error
 	for key := range h.byKey {
-		if cerr := h.CloseReplica(key, err); cerr != nil && first == nil {
+		if cerr := h.closeReplica(key, err, stop); cerr != nil && first == nil {
 			first = cerr
 		}
 	}

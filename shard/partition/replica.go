@@ -567,7 +567,11 @@ func (r *Replica) retryOpen() {
 
 // Close fails every waiting request with err (ErrClosed when nil), and
 // closes the log.
-func (r *Replica) Close(err error) error {
+func (r *Replica) Close(err error) error { return r.close(err, nil) }
+
+// close is Close; with stop, the log is closed into the node's clean-stop
+// record (segment.Log.CloseInto).
+func (r *Replica) close(err error, stop *segment.StopRecord) error {
 	if r.closed {
 		return nil
 	}
@@ -577,6 +581,9 @@ func (r *Replica) Close(err error) error {
 	r.failPending(err)
 	r.failWaiters(err)
 	r.closed = true
+	if stop != nil {
+		return r.log.CloseInto(stop)
+	}
 	return r.log.Close()
 }
 
