@@ -221,13 +221,16 @@ func TestRecoverEpochsAfterCrashWithLazyCheckpoint(t *testing.T) {
 }
 
 func TestRecoverEpochAheadOfData(t *testing.T) {
-	// An epoch persisted (here by a roll) ahead of batches that a crash
+	// An epoch persisted (by a roll, say) ahead of batches that a crash
 	// lost leaves an entry past the log end that recovery drops.
 	fsys := vfs.NewMem()
 	l := openLog(t, fsys, "/d", Config{}, NewPwriteEngine())
 	fill(t, l, 5, constEpoch(1), constTs(1))
 	rng := newRNG(1)
 	if _, _, err := l.AppendLeader(makeBatch(rng, 1, 10, 1), 2); err != nil {
+		t.Fatal(err)
+	}
+	if err := l.persistEpochs(); err != nil { // as a roll does
 		t.Fatal(err)
 	}
 	abandon(l) // the batch never left the buffer
