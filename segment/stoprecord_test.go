@@ -1,6 +1,7 @@
 package segment
 
 import (
+	"bytes"
 	"errors"
 	"io/fs"
 	"path"
@@ -223,5 +224,41 @@ func TestStopRecordRefusesLogOutsideItsDirectory(t *testing.T) {
 	}
 	if err := rec.Commit(fsys); err == nil {
 		t.Fatal("Commit recorded a log outside the record's directory")
+	}
+}
+
+// Discard (a deleted partition) syncs and writes nothing: no file appears,
+// and the next open finds no clean record and scans.
+func TestDiscardWritesNothing(t *testing.T) {
+	fsys := vfs.NewMem()
+	cfg := Config{Fsync: FsyncNever}
+	l := openLog(t, fsys, "/d", cfg, NewPwriteEngine())
+	durable := fill(t, l, 3, constEpoch(1), constTs(1)) // fill syncs
+	rng := newRNG(3)
+	if _, _, err := l.AppendLeader(makeBatch(rng, 1, 100, 1), 2); err != nil {
+		t.Fatal(err)
+	}
+	mustFlush(t, l)
+	before, _ := fsys.List("/d")
+	if err := l.Discard(); err != nil {
+		t.Fatal(err)
+	}
+	if err := l.Discard(); !errors.Is(err, ErrClosed) {
+		t.Fatalf("second Discard: %v", err)
+	}
+	if after, _ := fsys.List("/d"); len(after) != len(before) {
+		t.Fatalf("files %v after Discard, %v before", after, before)
+	}
+	fsys.Crash(1)
+	l = openLog(t, fsys, "/d", cfg, NewPwriteEngine())
+	defer l.Close()
+	if l.Recovery().Clean {
+		t.Fatalf("clean after Discard: %v", l.Recovery())
+	}
+	got := readAll(t, l) // the unsynced batch may survive the crash or not
+	for off, b := range durable {
+		if !bytes.Equal(got[off], b) {
+			t.Fatalf("synced batch at %d lost", off)
+		}
 	}
 }

@@ -12,6 +12,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -62,6 +63,11 @@ type Node struct {
 	// requests go to.
 	migrations   atomic.Uint64
 	balanceStats BalanceStats
+	// removeQueue holds deleted partitions' directories (renamed to
+	// .deleted) for the one background remover, running while removing.
+	removeMu    sync.Mutex
+	removeQueue []string
+	removing    bool
 	// stopRec is the clean-stop record of the previous graceful stop,
 	// read at Start; every partition's log takes its entry when it opens.
 	stopRec *segment.StopRecord

@@ -3,6 +3,8 @@ package node
 import (
 	"context"
 	"errors"
+	"fmt"
+	"path/filepath"
 	"testing"
 	"time"
 
@@ -167,5 +169,36 @@ func TestInflightBackpressure(t *testing.T) {
 			}
 		}
 		rc.c.Close()
+	}
+}
+
+// A deleted topic's partition directories go (closed without a clean
+// close's syncs, removed by the node's background remover); another
+// topic's stay.
+func TestDeletedTopicDirectoriesAreRemoved(t *testing.T) {
+	dir := t.TempDir()
+	n := runNode(t, dir, nil)
+	rc := dialHandshaken(t, n.ClientAddr())
+	id := rc.createTopic("gone", 8)
+	keptID := rc.createTopic("kept", 1)
+	for p := int32(0); p < 8; p++ {
+		if _, err := rc.produce(wire.PartitionRef{Topic: "gone", TopicID: id, Partition: p, Generation: wire.GenerationUnknown}, "v"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	dirsOf := func(id [16]byte) []string {
+		m, _ := filepath.Glob(filepath.Join(dir, "partitions", fmt.Sprintf("%x-*", id)))
+		return m
+	}
+	if got := dirsOf(id); len(got) != 8 {
+		t.Fatalf("before the deletion: %v", got)
+	}
+	var del wire.DeleteTopicResponse
+	if err := rc.call(&wire.DeleteTopicRequest{Name: "gone"}, &del); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 10*time.Second, "the deleted topic's directories removed", func() bool { return len(dirsOf(id)) == 0 })
+	if got := dirsOf(keptID); len(got) != 1 {
+		t.Fatalf("the other topic's directories: %v", got)
 	}
 }

@@ -136,10 +136,17 @@ func (h *Host) Len() int { return len(h.byKey) }
 
 // CloseReplica closes the replica with key (its waiting requests get err).
 func (h *Host) CloseReplica(key [20]byte, err error) error {
-	return h.closeReplica(key, err, nil)
+	return h.closeReplica(key, err, nil, false)
 }
 
-func (h *Host) closeReplica(key [20]byte, err error, stop *segment.StopRecord) error {
+// DropReplica closes the replica with key like CloseReplica but discards
+// its log (segment.Log.Discard): for a deleted partition whose directory
+// goes next.
+func (h *Host) DropReplica(key [20]byte, err error) error {
+	return h.closeReplica(key, err, nil, true)
+}
+
+func (h *Host) closeReplica(key [20]byte, err error, stop *segment.StopRecord, discard bool) error {
 	r := h.byKey[key]
 	if r == nil {
 		return nil
@@ -147,7 +154,7 @@ func (h *Host) closeReplica(key [20]byte, err error, stop *segment.StopRecord) e
 	delete(h.byKey, key)
 	delete(h.byGroup, GroupID(key))
 	log := r.log
-	cerr := r.close(err, stop)
+	cerr := r.close(err, stop, discard)
 	delete(h.byLog, log)
 	return cerr
 }
@@ -222,7 +229,7 @@ func (h *Host) close(err error, stop *segment.StopRecord) error {
 	}
 	var first error
 	for key := range h.byKey {
-		if cerr := h.closeReplica(key, err, stop); cerr != nil && first == nil {
+		if cerr := h.closeReplica(key, err, stop, false); cerr != nil && first == nil {
 			first = cerr
 		}
 	}

@@ -567,11 +567,12 @@ func (r *Replica) retryOpen() {
 
 // Close fails every waiting request with err (ErrClosed when nil), and
 // closes the log.
-func (r *Replica) Close(err error) error { return r.close(err, nil) }
+func (r *Replica) Close(err error) error { return r.close(err, nil, false) }
 
 // close is Close; with stop, the log is closed into the node's clean-stop
-// record (segment.Log.CloseInto).
-func (r *Replica) close(err error, stop *segment.StopRecord) error {
+// record (segment.Log.CloseInto); with discard, it is discarded
+// (segment.Log.Discard).
+func (r *Replica) close(err error, stop *segment.StopRecord, discard bool) error {
 	if r.closed {
 		return nil
 	}
@@ -581,7 +582,10 @@ func (r *Replica) close(err error, stop *segment.StopRecord) error {
 	r.failPending(err)
 	r.failWaiters(err)
 	r.closed = true
-	if stop != nil {
+	switch {
+	case discard:
+		return r.log.Discard()
+	case stop != nil:
 		return r.log.CloseInto(stop)
 	}
 	return r.log.Close()
