@@ -182,7 +182,7 @@ func TestStopRecordAndOwnRecordScan(t *testing.T) {
 		t.Fatal(err)
 	}
 	l = openLog(t, fsys, "/n/p", cfg, NewPwriteEngine()) // no Stopped: scans, then
-	if err := l.Close(); err != nil {                      // writes its own record
+	if err := l.Close(); err != nil {                    // writes its own record
 		t.Fatal(err)
 	}
 	cfg.Stopped = loadStop(t, fsys, "/n")
