@@ -42,7 +42,8 @@ type Config struct {
 	// replies; Call returns ErrCallsFull beyond it. Default 1024.
 	CallsInFlightMax int
 	// BatchMax is how many inbox messages a shard runs before it looks at
-	// its timers, engine and descriptors again. Default 256.
+	// its timers, engine and descriptors again. Default 256. A round also
+	// starts no message once its messages have run 1 ms (inboxBudgetNs).
 	BatchMax int
 	// Tick is the timer resolution. Default 1 ms.
 	Tick time.Duration

@@ -39,6 +39,14 @@ func (s *Shard) fail(err error, started chan<- error) {
 // epoll_wait, which a busy shard would otherwise never reach).
 const busyPollNs = 50_000
 
+// inboxBudgetNs bounds a round's inbox batch in time as BatchMax bounds
+// it in count: after a message that ran long, the round's replies,
+// timers, deferred work (the IO flush that acknowledges produces) and
+// descriptors come before the next message. Without it a stream of
+// 100 ms messages (reconcile passes opening partitions, each queueing
+// the next) ran 156 in one round and a produce waited 18 s.
+const inboxBudgetNs = 1_000_000
+
 // timerSlackNs is added to every timerfd deadline (see park).
 const timerSlackNs = 20_000
 
@@ -73,7 +81,11 @@ func (s *Shard) loop() error {
 // on the engine and dispatches its completions. It returns how much it did.
 func (s *Shard) runOnce() int {
 	n := 0
+	start := s.clock.Now()
 	for i := 0; i < s.cfg.BatchMax; i++ {
+		if i > 0 && s.clock.Now()-start >= inboxBudgetNs {
+			break
+		}
 		t, ok := s.inbox.Pop()
 		if !ok {
 			break

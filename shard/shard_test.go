@@ -434,6 +434,25 @@ func TestDeferRunsBeforePark(t *testing.T) {
 	}
 }
 
+// A message that ran past the round's inbox budget ends the batch: what
+// it deferred runs before the next message, not after a stream of them.
+func TestLongMessageYieldsTheRound(t *testing.T) {
+	g := startGroup(t, Config{Count: 1})
+	s := g.Shard(0)
+	var order []string
+	done := make(chan []string, 1)
+	_ = s.Post(func() {
+		time.Sleep(3 * time.Duration(inboxBudgetNs))
+		s.Defer(func() { order = append(order, "deferred") })
+		if err := s.Post(func() { order = append(order, "next message"); done <- order }); err != nil {
+			t.Error(err)
+		}
+	})
+	if got := strings.Join(recvWithin(t, done), ","); got != "deferred,next message" {
+		t.Fatalf("order %s", got)
+	}
+}
+
 func TestPinning(t *testing.T) {
 	cpus, err := allowedCPUs()
 	if err != nil {
