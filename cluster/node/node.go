@@ -63,6 +63,8 @@ type Node struct {
 	// requests go to.
 	migrations   atomic.Uint64
 	balanceStats BalanceStats
+	// reconcileQueued says a reconcile pass is queued on the shard.
+	reconcileQueued []atomic.Bool
 	// removeQueue holds deleted partitions' directories (renamed to
 	// .deleted) for the one background remover, running while removing.
 	removeMu    sync.Mutex
@@ -116,6 +118,7 @@ func (n *Node) Start() error {
 	n.sweepDeleted()
 	count := n.cfg.Shards()
 	n.hosts = make([]*partition.Host, count)
+	n.reconcileQueued = make([]atomic.Bool, count)
 	tick := time.Duration(n.cfg.Cluster.HeartbeatIntervalMs) * time.Millisecond
 	var flushEvery time.Duration
 	if n.cfg.Storage.Fsync == "interval" {
