@@ -39,12 +39,7 @@ func TestStopRecordOpensEveryLogClean(t *testing.T) {
 		cfg := Config{Fsync: FsyncNever}
 		logs, want := fillStopLogs(t, fsys, dir, cfg, newEngine)
 		epochs := logs[0].Epochs()
-		rec := NewStopRecord(dir)
-		for _, l := range logs {
-			if err := l.CloseInto(rec); err != nil {
-				t.Fatal(err)
-			}
-		}
+		rec := closeAllInto(t, dir, logs)
 		if rec.Len() != len(logs) {
 			t.Fatalf("record holds %d logs, want %d", rec.Len(), len(logs))
 		}
@@ -98,6 +93,19 @@ func TestStopRecordOpensEveryLogClean(t *testing.T) {
 	})
 }
 
+// closeAllInto closes logs into a new record for dir, as a node's stop
+// does before its Commit.
+func closeAllInto(t *testing.T, dir string, logs []*Log) *StopRecord {
+	t.Helper()
+	rec := NewStopRecord(dir)
+	for _, l := range logs {
+		if err := l.CloseInto(rec); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return rec
+}
+
 func loadStop(t *testing.T, fsys vfs.FS, dir string) *StopRecord {
 	t.Helper()
 	rec, err := LoadStopRecord(fsys, dir)
@@ -115,12 +123,7 @@ func TestStopRecordCrashBeforeCommit(t *testing.T) {
 		cfg := Config{Fsync: FsyncAlways}
 		eng := func() Engine { return NewPwriteEngine() }
 		logs, want := fillStopLogs(t, fsys, "/n", cfg, eng)
-		rec := NewStopRecord("/n")
-		for _, l := range logs {
-			if err := l.CloseInto(rec); err != nil {
-				t.Fatal(err)
-			}
-		}
+		closeAllInto(t, "/n", logs)
 		fsys.Crash(seed)
 		cfg.Stopped = loadStop(t, fsys, "/n")
 		for i, sl := range stopLogs {
@@ -139,12 +142,7 @@ func TestStopRecordFailedSyncRecordsNothing(t *testing.T) {
 	cfg := Config{Fsync: FsyncNever}
 	eng := func() Engine { return NewPwriteEngine() }
 	logs, want := fillStopLogs(t, fsys, "/n", cfg, eng)
-	rec := NewStopRecord("/n")
-	for _, l := range logs {
-		if err := l.CloseInto(rec); err != nil {
-			t.Fatal(err)
-		}
-	}
+	rec := closeAllInto(t, "/n", logs)
 	fsys.SetInjector(func(op vfs.Op, _ string) error {
 		if op == vfs.OpSyncFS {
 			return syscall.EIO
