@@ -34,9 +34,10 @@ var stopKind = checkpoint.Kind{'C', 'S', 'T', 'P'}
 const stopEntryFixedBytes = 2 + 24
 
 // stopWorkers is how many of the logs' file writes Commit runs at once.
-// Each creates or rewrites small files: on a busy disk the creation waits
-// on reads of directory and inode blocks, which the disk serves in
-// parallel.
+// A log's first stop creates its index files, about 0.7 ms each here, much
+// of it waiting: a node of 10,000 partitions holding 1.3 GB stopped in
+// 1.5-1.7 s with 32 at once, 9.2 s with one (idle, 0.45-0.50 s against
+// 0.60-0.65 s).
 const stopWorkers = 32
 
 // StopRecord is a node's clean-stop record: the clean state of the logs
