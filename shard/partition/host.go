@@ -136,17 +136,17 @@ func (h *Host) Len() int { return len(h.byKey) }
 
 // CloseReplica closes the replica with key (its waiting requests get err).
 func (h *Host) CloseReplica(key [20]byte, err error) error {
-	return h.closeReplica(key, err, nil, false)
+	return h.closeReplica(key, err, (*segment.Log).Close)
 }
 
 // DropReplica closes the replica with key like CloseReplica but discards
 // its log (segment.Log.Discard): for a deleted partition whose directory
 // goes next.
 func (h *Host) DropReplica(key [20]byte, err error) error {
-	return h.closeReplica(key, err, nil, true)
+	return h.closeReplica(key, err, (*segment.Log).Discard)
 }
 
-func (h *Host) closeReplica(key [20]byte, err error, stop *segment.StopRecord, discard bool) error {
+func (h *Host) closeReplica(key [20]byte, err error, closeLog func(*segment.Log) error) error {
 	r := h.byKey[key]
 	if r == nil {
 		return nil
@@ -154,7 +154,7 @@ func (h *Host) closeReplica(key [20]byte, err error, stop *segment.StopRecord, d
 	delete(h.byKey, key)
 	delete(h.byGroup, GroupID(key))
 	log := r.log
-	cerr := r.close(err, stop, discard)
+	cerr := r.close(err, closeLog)
 	delete(h.byLog, log)
 	return cerr
 }
@@ -216,20 +216,22 @@ func (h *Host) periodicFlush() {
 }
 
 // Close closes every replica (their waiting requests get err) and the IO.
-func (h *Host) Close(err error) error { return h.close(err, nil) }
+func (h *Host) Close(err error) error { return h.close(err, (*segment.Log).Close) }
 
 // Stop closes like Close for a stop of the whole node: every log is closed
 // into stop (segment.Log.CloseInto), whose Commit, once every shard has
 // stopped, makes them durable and clean together.
-func (h *Host) Stop(stop *segment.StopRecord) error { return h.close(nil, stop) }
+func (h *Host) Stop(stop *segment.StopRecord) error {
+	return h.close(nil, func(l *segment.Log) error { return l.CloseInto(stop) })
+}
 
-func (h *Host) close(err error, stop *segment.StopRecord) error {
+func (h *Host) close(err error, closeLog func(*segment.Log) error) error {
 	if h.closed {
 		return nil
 	}
 	var first error
 	for key := range h.byKey {
-		if cerr := h.closeReplica(key, err, stop, false); cerr != nil && first == nil {
+		if cerr := h.closeReplica(key, err, closeLog); cerr != nil && first == nil {
 			first = cerr
 		}
 	}

@@ -567,12 +567,11 @@ func (r *Replica) retryOpen() {
 
 // Close fails every waiting request with err (ErrClosed when nil), and
 // closes the log.
-func (r *Replica) Close(err error) error { return r.close(err, nil, false) }
+func (r *Replica) Close(err error) error { return r.close(err, (*segment.Log).Close) }
 
-// close is Close; with stop, the log is closed into the node's clean-stop
-// record (segment.Log.CloseInto); with discard, it is discarded
-// (segment.Log.Discard).
-func (r *Replica) close(err error, stop *segment.StopRecord, discard bool) error {
+// close is Close with the log closed by closeLog: Log.Close, or for the
+// node's stop and for deletion Log.CloseInto and Log.Discard.
+func (r *Replica) close(err error, closeLog func(*segment.Log) error) error {
 	if r.closed {
 		return nil
 	}
@@ -582,13 +581,7 @@ func (r *Replica) close(err error, stop *segment.StopRecord, discard bool) error
 	r.failPending(err)
 	r.failWaiters(err)
 	r.closed = true
-	switch {
-	case discard:
-		return r.log.Discard()
-	case stop != nil:
-		return r.log.CloseInto(stop)
-	}
-	return r.log.Close()
+	return closeLog(r.log)
 }
 
 // notPrimaryErr is NOT_PRIMARY with the best hint this replica has.
