@@ -270,7 +270,7 @@ func (l *Log) loadIndex(s *segment) error {
 	if s.damaged != nil {
 		return s.damaged
 	}
-	small := !s.sealed && s.size < indexFilesMinBytes
+	small := !s.sealed && !needsIndexFiles(s) // a clean close wrote none
 	if !small {
 		x := newSegIndex()
 		ib, err1 := readWhole(l.fs, l.path(segName(s.base, indexSuffix)))

@@ -73,24 +73,30 @@ func (osFS) SyncDir(dir string) error {
 	return nil
 }
 
-// SyncFS calls syncfs(2) once for each file system among dirs.
+// SyncFS calls syncfs(2) once for each file system among dirs (a stat
+// each, and an open only for a file system not synced yet: a node passes
+// every partition's directory).
 func (osFS) SyncFS(dirs ...string) error {
 	synced := map[uint64]bool{}
 	for _, dir := range dirs {
-		fd, err := unix.Open(filepath.Clean(dir), unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+		dir = filepath.Clean(dir)
+		var st unix.Stat_t
+		if err := unix.Stat(dir, &st); err != nil {
+			return &os.PathError{Op: "stat", Path: dir, Err: err}
+		}
+		if synced[st.Dev] {
+			continue
+		}
+		fd, err := unix.Open(dir, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
 		if err != nil {
 			return &os.PathError{Op: "open", Path: dir, Err: err}
 		}
-		var st unix.Stat_t
-		err = unix.Fstat(fd, &st)
-		if err == nil && !synced[st.Dev] {
-			synced[st.Dev] = true
-			err = unix.Syncfs(fd)
-		}
+		err = unix.Syncfs(fd)
 		unix.Close(fd)
 		if err != nil {
 			return &os.PathError{Op: "syncfs", Path: dir, Err: err}
 		}
+		synced[st.Dev] = true
 	}
 	return nil
 }
