@@ -16,11 +16,9 @@ import (
 // requestReconcile asks shard i to bring its replicas in line with the
 // latest View. Reconciling reads the latest View when it runs, so
 // requests coalesce: at most one pass is queued per shard. (Every
-// metadata change publishes a View; while a topic of 10,000 partitions
-// was created, each shard's inbox filled with passes that ran 256 at a
-// time, and the shard's end-of-round work, the flushes that acknowledge
-// produces among it, waited 10-17 s.) A full inbox is retried shortly
-// from shard metaShard.
+// metadata change publishes a View, thousands while a big topic's
+// partitions elect their primaries; each used to queue a pass on every
+// shard.) A full inbox is retried shortly from shard metaShard.
 func (n *Node) requestReconcile(i int) {
 	if n.stopped.Load() || n.reconcileQueued[i].Swap(true) {
 		return
