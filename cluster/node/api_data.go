@@ -1,6 +1,8 @@
 package node
 
 import (
+	"time"
+
 	"github.com/corestream/corestream/cluster/metadata"
 	"github.com/corestream/corestream/netio"
 	"github.com/corestream/corestream/netio/wire"
@@ -112,12 +114,15 @@ func (n *Node) serveData(sh *shard.Shard, t *metadata.Topic, p int32, hdr wire.R
 		if !decode(&req, &req.PartitionRef) {
 			return
 		}
-		r.Produce(&req, func(res partition.ProduceResult) {
+		args := partition.ProduceArgs{Generation: req.Generation, AcksPrimary: req.Acks == wire.AcksPrimary,
+			Timeout: time.Duration(req.TimeoutMs) * time.Millisecond, Records: req.Records}
+		r.Produce(&args, func(res partition.ProduceResult) {
 			if res.Err != nil {
 				fail(res.Err)
 				return
 			}
-			done(netio.Response{Header: wire.AppendResponse(nil, hdr.CorrelationID, hdr.APIVersion, &res.Resp)})
+			resp := wire.ProduceResponse(res.Produced)
+			done(netio.Response{Header: wire.AppendResponse(nil, hdr.CorrelationID, hdr.APIVersion, &resp)})
 		})
 	case wire.APIFetch:
 		var req wire.FetchRequest
@@ -127,7 +132,10 @@ func (n *Node) serveData(sh *shard.Shard, t *metadata.Topic, p int32, hdr wire.R
 		if n.stopped.Load() {
 			req.MaxWaitMs = 0 // stopping: no new long polls (Stop answered the parked ones)
 		}
-		r.Fetch(&req, func(res partition.FetchResult) {
+		args := partition.FetchArgs{Generation: req.Generation, Offset: req.FetchOffset,
+			MaxBytes: min(req.MaxBytes, wire.RecordsBytesMax), MinBytes: req.MinBytes,
+			MaxWait: time.Duration(min(req.MaxWaitMs, wire.FetchWaitMsMax)) * time.Millisecond}
+		r.Fetch(&args, func(res partition.FetchResult) {
 			if res.Err != nil {
 				fail(res.Err)
 				return
@@ -139,11 +147,12 @@ func (n *Node) serveData(sh *shard.Shard, t *metadata.Topic, p int32, hdr wire.R
 		if !decode(&req, &req.PartitionRef) {
 			return
 		}
-		resp, err := r.ListOffsets(&req)
+		offs, err := r.ListOffsets(req.Generation, req.Timestamp)
 		if err != nil {
 			fail(err)
 			return
 		}
+		resp := wire.ListOffsetsResponse(offs)
 		done(netio.Response{Header: wire.AppendResponse(nil, hdr.CorrelationID, hdr.APIVersion, &resp)})
 	}
 }

@@ -264,21 +264,20 @@ func (c *controller) propose(cmd metadata.Command, timeout time.Duration, done f
 		done(metadata.Result{}, wire.Errorf(wire.ErrInvalidRequest, "metadata command: %v", err))
 		return
 	}
-	req := &wire.ProduceRequest{PartitionRef: wire.PartitionRef{Topic: "__meta", Generation: wire.GenerationUnknown},
-		Acks: wire.AcksQuorum, TimeoutMs: uint32(timeout / time.Millisecond), Records: data}
+	req := &partition.ProduceArgs{Generation: partition.GenerationUnknown, Timeout: timeout, Records: data}
 	c.r.Produce(req, func(pr partition.ProduceResult) {
 		if pr.Err != nil {
 			done(metadata.Result{}, c.n.metaErr(pr.Err))
 			return
 		}
-		if off := pr.Resp.BaseOffset; off > c.applied {
+		if off := pr.Produced.BaseOffset; off > c.applied {
 			// The followers made it durable, and so committed it, before
 			// this node's own write of it completed; onCommit applies it
 			// (and answers) when the write does.
 			c.parked = append(c.parked, parkedProposal{off, done})
 			return
 		}
-		c.answer(pr.Resp.BaseOffset, done)
+		c.answer(pr.Produced.BaseOffset, done)
 	})
 }
 
@@ -296,6 +295,7 @@ func (c *controller) answer(off int64, done func(metadata.Result, error)) {
 // metaErr turns a metadata replica's NOT_PRIMARY into NOT_METADATA_PRIMARY
 // with the metadata primary's address.
 func (n *Node) metaErr(err error) error {
+	err = wireError(err)
 	var er *wire.ErrorResponse
 	if errors.As(err, &er) && er.Err == wire.ErrNotPrimary {
 		e := wire.Errorf(wire.ErrNotMetadataPrimary, "node %d is not the metadata primary", n.self)
@@ -313,7 +313,7 @@ func (c *controller) requireMetaPrimary() error {
 	if c.r.IsPrimary() {
 		return nil
 	}
-	return c.n.metaErr(c.r.CheckRoute(wire.GenerationUnknown))
+	return c.n.metaErr(c.r.CheckRoute(partition.GenerationUnknown))
 }
 
 func shardKey(id [16]byte, p int32) [20]byte { return shard.PartitionKey(id, uint32(p)) }

@@ -134,8 +134,10 @@ func busy(err error) error {
 	return e
 }
 
-// withAddress fills a routing hint's address from the roster.
+// withAddress turns a replica's error into the protocol's (wireError) and
+// fills a routing hint's address from the roster.
 func (n *Node) withAddress(err error) error {
+	err = wireError(err)
 	var er *wire.ErrorResponse
 	if errors.As(err, &er) && er.Hint != nil && er.Hint.Address == "" && er.Hint.NodeID > 0 {
 		er.Hint.Address = n.addrOf(er.Hint.NodeID)

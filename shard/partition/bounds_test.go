@@ -4,7 +4,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/corestream/corestream/netio/wire"
 	"github.com/corestream/corestream/segment"
 	"github.com/corestream/corestream/segment/vfs"
 )
@@ -17,8 +16,8 @@ func TestFetchWaitersBounded(t *testing.T) {
 	r := e.open(segment.FsyncAlways)
 	out := make(chan FetchResult, fetchWaitersMax+10)
 	poll := func() {
-		r.Fetch(&wire.FetchRequest{PartitionRef: wire.PartitionRef{Generation: wire.GenerationUnknown}, FetchOffset: 1,
-			MaxBytes: 1 << 10, MinBytes: 1, MaxWaitMs: 30000}, func(res FetchResult) { out <- res })
+		r.Fetch(&FetchArgs{Generation: GenerationUnknown, Offset: 1,
+			MaxBytes: 1 << 10, MinBytes: 1, MaxWait: 30000 * time.Millisecond}, func(res FetchResult) { out <- res })
 	}
 	var waiting int
 	e.do(func() {
@@ -39,7 +38,7 @@ func TestFetchWaitersBounded(t *testing.T) {
 	case <-time.After(5 * time.Second):
 		t.Fatal("a fetch past the bound waited")
 	}
-	if res := e.produce(r, mkBatch(t, 1, -1, 0, 0), wire.AcksQuorum); res.Err != nil {
+	if res := e.produce(r, mkBatch(t, 1, -1, 0, 0), acksQuorum); res.Err != nil {
 		t.Fatal(res.Err)
 	}
 	deadline := time.After(10 * time.Second)
@@ -66,16 +65,16 @@ func TestFetchWaitersBounded(t *testing.T) {
 func TestAnswerFetchesEndsLongPolls(t *testing.T) {
 	e := newEnv(t, vfs.OS(), t.TempDir())
 	r := e.open(segment.FsyncAlways)
-	if res := e.produce(r, mkBatch(t, 2, -1, 0, 0), wire.AcksQuorum); res.Err != nil {
+	if res := e.produce(r, mkBatch(t, 2, -1, 0, 0), acksQuorum); res.Err != nil {
 		t.Fatal(res.Err)
 	}
 	out := make(chan FetchResult, 4)
 	e.do(func() {
 		// One poll past the end, one asking for more bytes than there are.
-		r.Fetch(&wire.FetchRequest{PartitionRef: wire.PartitionRef{Generation: wire.GenerationUnknown}, FetchOffset: 3,
-			MaxBytes: 1 << 10, MinBytes: 1, MaxWaitMs: 60000}, func(res FetchResult) { out <- res })
-		r.Fetch(&wire.FetchRequest{PartitionRef: wire.PartitionRef{Generation: wire.GenerationUnknown}, FetchOffset: 1,
-			MaxBytes: 1 << 20, MinBytes: 1 << 20, MaxWaitMs: 60000}, func(res FetchResult) { out <- res })
+		r.Fetch(&FetchArgs{Generation: GenerationUnknown, Offset: 3,
+			MaxBytes: 1 << 10, MinBytes: 1, MaxWait: 60000 * time.Millisecond}, func(res FetchResult) { out <- res })
+		r.Fetch(&FetchArgs{Generation: GenerationUnknown, Offset: 1,
+			MaxBytes: 1 << 20, MinBytes: 1 << 20, MaxWait: 60000 * time.Millisecond}, func(res FetchResult) { out <- res })
 	})
 	if len(out) != 0 {
 		t.Fatal("a long poll was answered before its wait")

@@ -10,7 +10,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/corestream/corestream/netio/wire"
 	"github.com/corestream/corestream/segment"
 	"github.com/corestream/corestream/segment/batch"
 	"github.com/corestream/corestream/segment/vfs"
@@ -73,12 +72,12 @@ func powerLossRun(t *testing.T, seed int64) bool {
 	r := e.open(segment.FsyncAlways)
 
 	answers := make(chan answered, inFlightMax)
-	acks := [2]wire.Acks{wire.AcksQuorum, wire.AcksPrimary} // both wait for the fsync under always
+	acks := [2]bool{acksQuorum, acksPrimary} // both wait for the fsync under always
 	issue := func(seq int) {
 		b := mkBatch(t, 1+seq%3, -1, 0, int32(seq))
 		e.do(func() {
-			r.Produce(&wire.ProduceRequest{PartitionRef: wire.PartitionRef{Topic: "t", Generation: wire.GenerationUnknown},
-				Acks: acks[seq%2], TimeoutMs: 5000, Records: b}, func(res ProduceResult) { answers <- answered{seq, res} })
+			r.Produce(&ProduceArgs{Generation: GenerationUnknown,
+				AcksPrimary: acks[seq%2], Timeout: 5 * time.Second, Records: b}, func(res ProduceResult) { answers <- answered{seq, res} })
 		})
 	}
 	acked := map[int]int64{} // seq -> base offset
@@ -88,7 +87,7 @@ func powerLossRun(t *testing.T, seed int64) bool {
 			refused = append(refused, a.res.Err)
 			return
 		}
-		acked[a.seq] = a.res.Resp.BaseOffset
+		acked[a.seq] = a.res.Produced.BaseOffset
 	}
 
 	crashAfter := 1 + rng.IntN(80)
@@ -126,7 +125,7 @@ func powerLossRun(t *testing.T, seed int64) bool {
 
 	e = newEnv(t, mem, "data")
 	r = e.open(segment.FsyncAlways)
-	data, res := e.fetch(r, wire.FetchRequest{PartitionRef: wire.PartitionRef{Generation: wire.GenerationUnknown}, FetchOffset: 0, MaxBytes: 64 << 20})
+	data, res := e.fetch(r, FetchArgs{Generation: GenerationUnknown, Offset: 0, MaxBytes: 64 << 20})
 	if res.Err != nil {
 		t.Fatalf("fetch after the power loss: %v", res.Err)
 	}

@@ -4,7 +4,6 @@ import (
 	"errors"
 	"time"
 
-	"github.com/corestream/corestream/netio/wire"
 	"github.com/corestream/corestream/segment"
 	"github.com/corestream/corestream/segment/batch"
 	"github.com/corestream/corestream/shard"
@@ -22,6 +21,38 @@ type FetchResult struct {
 	Err   error
 }
 
+// FetchArgs is one read of this replica.
+type FetchArgs struct {
+	// Generation is the route's generation; GenerationUnknown skips the check.
+	Generation int32
+	// Offset is the first offset wanted.
+	Offset int64
+	// MaxBytes bounds the answer (at least one whole batch is returned).
+	// REQUIRES: within the protocol's bound, which the caller applies.
+	MaxBytes uint32
+	// MinBytes: with fewer committed bytes available the fetch waits.
+	MinBytes uint32
+	// MaxWait bounds that wait; 0 answers at once.
+	// REQUIRES: within the protocol's bound, which the caller applies.
+	MaxWait time.Duration
+}
+
+// Offsets answers ListOffsets.
+type Offsets struct {
+	// Offset is the offset found, -1 when no committed batch matches.
+	Offset int64
+	// Timestamp is the max timestamp of the batch found by time, else -1.
+	Timestamp      int64
+	LogStartOffset int64
+	HighWatermark  int64
+}
+
+// Special timestamps of ListOffsets (Kafka's values).
+const (
+	TimestampLatest   int64 = -1
+	TimestampEarliest int64 = -2
+)
+
 // Bounds on fetches.
 const (
 	// fetchWaitersMax bounds the long-poll fetches one partition holds;
@@ -31,18 +62,18 @@ const (
 
 // fetchWaiter is a long-poll fetch waiting for the commit to move.
 type fetchWaiter struct {
-	req   wire.FetchRequest
+	req   FetchArgs
 	reply func(FetchResult)
 	timer *shard.Timer
 	done  bool
 }
 
-// Fetch reads committed batches from req.FetchOffset. When fewer than
+// Fetch reads committed batches from req.Offset. When fewer than
 // req.MinBytes are available it waits up to req.MaxWaitMs for more. reply
 // runs exactly once.
-func (r *Replica) Fetch(req *wire.FetchRequest, reply func(FetchResult)) {
+func (r *Replica) Fetch(req *FetchArgs, reply func(FetchResult)) {
 	if r.closed {
-		reply(FetchResult{Err: wire.Errorf(wire.ErrNotPrimary, "partition %s/%d is closed on node %d", r.cfg.Topic, r.cfg.Partition, r.cfg.Self)})
+		reply(FetchResult{Err: errorf(ErrNotPrimary, "partition %s/%d is closed on node %d", r.cfg.Topic, r.cfg.Partition, r.cfg.Self)})
 		return
 	}
 	if err := r.checkRead(req.Generation); err != nil {
@@ -50,15 +81,13 @@ func (r *Replica) Fetch(req *wire.FetchRequest, reply func(FetchResult)) {
 		return
 	}
 	res := r.read(req)
-	if res.Err != nil || res.Bytes >= int64(req.MinBytes) || req.MaxWaitMs == 0 || len(r.waiters) >= fetchWaitersMax {
+	if res.Err != nil || res.Bytes >= int64(req.MinBytes) || req.MaxWait <= 0 || len(r.waiters) >= fetchWaitersMax {
 		reply(res)
 		return
 	}
 	segment.ReleaseSpans(res.Spans)
 	w := &fetchWaiter{req: *req, reply: reply}
-	w.req.Topic = "" // the waiter needs no name; do not pin the frame's string
-	wait := time.Duration(min(req.MaxWaitMs, wire.FetchWaitMsMax)) * time.Millisecond
-	w.timer = r.cfg.Sched.AfterFunc(wait, func() { r.answer(w) })
+	w.timer = r.cfg.Sched.AfterFunc(req.MaxWait, func() { r.answer(w) })
 	r.waiters = append(r.waiters, w)
 }
 
@@ -73,7 +102,7 @@ func (r *Replica) checkRead(generation int32) error {
 		return err
 	}
 	if t, err := r.rlog.TermAt(r.commit); err != nil || t != r.term {
-		e := wire.Errorf(wire.ErrPrimaryNotAvailable, "%s/%d: the primary of generation %d has not committed an entry of its term yet",
+		e := errorf(ErrPrimaryNotAvailable, "%s/%d: the primary of generation %d has not committed an entry of its term yet",
 			r.cfg.Topic, r.cfg.Partition, r.term)
 		e.RetryAfterMs = 10
 		return e
@@ -82,23 +111,23 @@ func (r *Replica) checkRead(generation int32) error {
 }
 
 // read resolves a fetch against the log now.
-func (r *Replica) read(req *wire.FetchRequest) FetchResult {
+func (r *Replica) read(req *FetchArgs) FetchResult {
 	res := FetchResult{HighWatermark: r.commit + 1, LogStartOffset: r.log.LogStartOffset()}
-	if req.FetchOffset < res.LogStartOffset || req.FetchOffset > r.log.LogEndOffset() {
-		res.Err = wire.Errorf(wire.ErrOffsetOutOfRange, "%s/%d: offset %d is outside [%d, %d]",
-			r.cfg.Topic, r.cfg.Partition, req.FetchOffset, res.LogStartOffset, r.log.LogEndOffset())
+	if req.Offset < res.LogStartOffset || req.Offset > r.log.LogEndOffset() {
+		res.Err = errorf(ErrOffsetOutOfRange, "%s/%d: offset %d is outside [%d, %d]",
+			r.cfg.Topic, r.cfg.Partition, req.Offset, res.LogStartOffset, r.log.LogEndOffset())
 		return res
 	}
-	if req.FetchOffset > r.commit {
+	if req.Offset > r.commit {
 		return res
 	}
-	maxBytes := int(min(req.MaxBytes, wire.RecordsBytesMax))
-	spans, err := r.log.Read(req.FetchOffset, maxBytes, r.commit)
+	maxBytes := int(req.MaxBytes)
+	spans, err := r.log.Read(req.Offset, maxBytes, r.commit)
 	if err != nil {
 		if errors.Is(err, segment.ErrOffsetOutOfRange) {
-			res.Err = wire.Errorf(wire.ErrOffsetOutOfRange, "%s/%d: %v", r.cfg.Topic, r.cfg.Partition, err)
+			res.Err = errorf(ErrOffsetOutOfRange, "%s/%d: %v", r.cfg.Topic, r.cfg.Partition, err)
 		} else {
-			res.Err = wire.Errorf(wire.ErrStorageError, "%s/%d: %v", r.cfg.Topic, r.cfg.Partition, err)
+			res.Err = errorf(ErrStorage, "%s/%d: %v", r.cfg.Topic, r.cfg.Partition, err)
 		}
 		return res
 	}
@@ -117,7 +146,7 @@ func (r *Replica) answer(w *fetchWaiter) {
 	w.done = true
 	r.cfg.Sched.Stop(w.timer)
 	if r.closed {
-		w.reply(FetchResult{Err: wire.Errorf(wire.ErrNotPrimary, "partition %s/%d is closed on node %d", r.cfg.Topic, r.cfg.Partition, r.cfg.Self)})
+		w.reply(FetchResult{Err: errorf(ErrNotPrimary, "partition %s/%d is closed on node %d", r.cfg.Topic, r.cfg.Partition, r.cfg.Self)})
 		return
 	}
 	w.reply(r.read(&w.req))
@@ -131,7 +160,7 @@ func (r *Replica) wakeFetchers() {
 	}
 	n := 0
 	for _, w := range r.waiters {
-		if !w.done && r.commit+1-w.req.FetchOffset > 0 && r.available(w) >= int64(w.req.MinBytes) {
+		if !w.done && r.commit+1-w.req.Offset > 0 && r.available(w) >= int64(w.req.MinBytes) {
 			r.answer(w)
 		}
 		if !w.done {
@@ -149,7 +178,7 @@ func (r *Replica) available(w *fetchWaiter) int64 {
 	if w.req.MinBytes <= 1 {
 		return 1
 	}
-	spans, err := r.log.Read(w.req.FetchOffset, int(w.req.MinBytes), r.commit)
+	spans, err := r.log.Read(w.req.Offset, int(w.req.MinBytes), r.commit)
 	if err != nil {
 		return int64(w.req.MinBytes) // answer now: the read reports the error
 	}
@@ -186,18 +215,18 @@ func (r *Replica) failWaiters(err error) {
 
 // ListOffsets answers earliest (-2), latest (-1, the high watermark) or the
 // first committed offset whose batch's max timestamp is at or after ts.
-func (r *Replica) ListOffsets(req *wire.ListOffsetsRequest) (wire.ListOffsetsResponse, error) {
-	if err := r.checkRead(req.Generation); err != nil {
-		return wire.ListOffsetsResponse{}, err
+func (r *Replica) ListOffsets(generation int32, ts int64) (Offsets, error) {
+	if err := r.checkRead(generation); err != nil {
+		return Offsets{}, err
 	}
-	resp := wire.ListOffsetsResponse{Timestamp: -1, LogStartOffset: r.log.LogStartOffset(), HighWatermark: r.commit + 1}
-	switch req.Timestamp {
-	case wire.TimestampEarliest:
+	resp := Offsets{Timestamp: -1, LogStartOffset: r.log.LogStartOffset(), HighWatermark: r.commit + 1}
+	switch ts {
+	case TimestampEarliest:
 		resp.Offset = resp.LogStartOffset
-	case wire.TimestampLatest:
+	case TimestampLatest:
 		resp.Offset = resp.HighWatermark
 	default:
-		off, err := r.log.OffsetForTimestamp(req.Timestamp)
+		off, err := r.log.OffsetForTimestamp(ts)
 		if err != nil || off > r.commit {
 			resp.Offset = -1
 			break

@@ -5,17 +5,36 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/corestream/corestream/netio/wire"
 	"github.com/corestream/corestream/raftlite"
 	"github.com/corestream/corestream/segment"
 	"github.com/corestream/corestream/segment/batch"
 	"github.com/corestream/corestream/shard"
 )
 
-// ProduceResult answers a produce.
+// ProduceArgs is one produce to this replica.
+type ProduceArgs struct {
+	// Generation is the route's generation; GenerationUnknown skips the check.
+	Generation int32
+	// AcksPrimary acknowledges once the batch is durable here, without
+	// waiting for it to commit.
+	AcksPrimary bool
+	// Timeout bounds the wait for the acknowledgement; 0 is the default.
+	Timeout time.Duration
+	// Records is one RecordBatch v2.
+	Records []byte
+}
+
+// Produced is where an acknowledged batch landed.
+type Produced struct {
+	BaseOffset      int64
+	LogAppendTimeMs int64
+	LogStartOffset  int64
+}
+
+// ProduceResult answers a produce: Produced, or Err.
 type ProduceResult struct {
-	Resp wire.ProduceResponse
-	Err  error
+	Produced Produced
+	Err      error
 }
 
 // pendingProduce is a produce waiting for its batch to commit (or, with
@@ -33,7 +52,7 @@ type pendingProduce struct {
 // primary, and a known generation must be the current one.
 func (r *Replica) CheckRoute(generation int32) error {
 	if r.failure != nil || r.raft == nil {
-		return wire.Errorf(wire.ErrStorageError, "partition %s/%d is offline on node %d: %v", r.cfg.Topic, r.cfg.Partition, r.cfg.Self, r.failure)
+		return errorf(ErrStorage, "partition %s/%d is offline on node %d: %v", r.cfg.Topic, r.cfg.Partition, r.cfg.Self, r.failure)
 	}
 	if !r.IsPrimary() {
 		if r.leader == raftlite.None {
@@ -43,13 +62,13 @@ func (r *Replica) CheckRoute(generation int32) error {
 		}
 		return r.notPrimaryErr()
 	}
-	if generation != wire.GenerationUnknown {
+	if generation != GenerationUnknown {
 		if generation > r.term {
 			return r.notPrimaryErr()
 		}
 		if generation < r.term {
-			e := wire.Errorf(wire.ErrStaleGeneration, "%s/%d: generation %d is older than the current %d", r.cfg.Topic, r.cfg.Partition, generation, r.term)
-			e.Hint = &wire.Hint{NodeID: int32(r.cfg.Self), Generation: r.term}
+			e := errorf(ErrStaleGeneration, "%s/%d: generation %d is older than the current %d", r.cfg.Topic, r.cfg.Partition, generation, r.term)
+			e.Leader, e.Generation = int32(r.cfg.Self), r.term
 			return e
 		}
 	}
@@ -60,10 +79,10 @@ func (r *Replica) CheckRoute(generation int32) error {
 // when the batch commits (acks=quorum), when it is durable here
 // (acks=primary), on an error, or when req's timeout passes. data must stay
 // valid until Produce returns (it is copied into the log before that).
-func (r *Replica) Produce(req *wire.ProduceRequest, reply func(ProduceResult)) {
+func (r *Replica) Produce(req *ProduceArgs, reply func(ProduceResult)) {
 	fail := func(err error) { reply(ProduceResult{Err: err}) }
 	if r.closed {
-		fail(wire.Errorf(wire.ErrNotPrimary, "partition %s/%d is closed on node %d", r.cfg.Topic, r.cfg.Partition, r.cfg.Self))
+		fail(errorf(ErrNotPrimary, "partition %s/%d is closed on node %d", r.cfg.Topic, r.cfg.Partition, r.cfg.Self))
 		return
 	}
 	if err := r.CheckRoute(req.Generation); err != nil {
@@ -72,20 +91,20 @@ func (r *Replica) Produce(req *wire.ProduceRequest, reply func(ProduceResult)) {
 	}
 	data := req.Records
 	if max := r.cfg.Log.BatchBytesMax; max > 0 && len(data) > max {
-		fail(wire.Errorf(wire.ErrMessageTooLarge, "batch of %d bytes exceeds storage.max_batch_bytes %d", len(data), max))
+		fail(errorf(ErrBatchTooLarge, "batch of %d bytes exceeds storage.max_batch_bytes %d", len(data), max))
 		return
 	}
 	h, err := batch.ValidateRecords(data)
 	if err != nil {
-		fail(wire.Errorf(wire.ErrCorruptMessage, "%s/%d: %v", r.cfg.Topic, r.cfg.Partition, err))
+		fail(errorf(ErrCorruptBatch, "%s/%d: %v", r.cfg.Topic, r.cfg.Partition, err))
 		return
 	}
 	if h.IsControl() {
-		fail(wire.Errorf(wire.ErrInvalidRequest, "%s/%d: producers may not write control batches", r.cfg.Topic, r.cfg.Partition))
+		fail(errorf(ErrInvalidBatch, "%s/%d: producers may not write control batches", r.cfg.Topic, r.cfg.Partition))
 		return
 	}
 	if err := r.log.Err(); err != nil {
-		fail(wire.Errorf(wire.ErrStorageError, "%s/%d: %v", r.cfg.Topic, r.cfg.Partition, err))
+		fail(errorf(ErrStorage, "%s/%d: %v", r.cfg.Topic, r.cfg.Partition, err))
 		return
 	}
 	if err := r.quorumErr(); err != nil {
@@ -127,7 +146,7 @@ func (r *Replica) quorumErr() error {
 		}
 	}
 	if need := len(r.cfg.Replicas)/2 + 1; up < need {
-		e := wire.Errorf(wire.ErrNotEnoughReplicas, "%s/%d: %d of its %d replicas are reachable (nodes %v are down); writes need %d until one returns",
+		e := errorf(ErrNotEnoughReplicas, "%s/%d: %d of its %d replicas are reachable (nodes %v are down); writes need %d until one returns",
 			r.cfg.Topic, r.cfg.Partition, up, len(r.cfg.Replicas), down, need)
 		e.RetryAfterMs = 500
 		return e
@@ -137,7 +156,7 @@ func (r *Replica) quorumErr() error {
 
 // answerDuplicate acknowledges a retried batch without appending it: at
 // once when it is committed, else when it commits.
-func (r *Replica) answerDuplicate(req *wire.ProduceRequest, b seqBatch, reply func(ProduceResult)) {
+func (r *Replica) answerDuplicate(req *ProduceArgs, b seqBatch, reply func(ProduceResult)) {
 	p := &pendingProduce{base: b.base, last: b.last, term: b.term, reply: reply}
 	if b.last <= r.commit {
 		r.finish(p)
@@ -147,20 +166,20 @@ func (r *Replica) answerDuplicate(req *wire.ProduceRequest, b seqBatch, reply fu
 }
 
 // wait queues p by acks and arms its timeout.
-func (r *Replica) wait(p *pendingProduce, req *wire.ProduceRequest) {
+func (r *Replica) wait(p *pendingProduce, req *ProduceArgs) {
 	timeout := produceTimeoutDefault
-	if req.TimeoutMs > 0 {
-		timeout = time.Duration(req.TimeoutMs) * time.Millisecond
+	if req.Timeout > 0 {
+		timeout = req.Timeout
 	}
 	p.timer = r.cfg.Sched.AfterFunc(timeout, func() {
 		if !p.done {
 			p.done = true
-			p.reply(ProduceResult{Err: wire.Errorf(wire.ErrRequestTimedOut,
+			p.reply(ProduceResult{Err: errorf(ErrTimedOut,
 				"%s/%d: offsets %d..%d not acknowledged within %v (the write may still commit; retry with the same sequence)",
 				r.cfg.Topic, r.cfg.Partition, p.base, p.last, timeout)})
 		}
 	})
-	if req.Acks == wire.AcksPrimary {
+	if req.AcksPrimary {
 		r.primaryQ = append(r.primaryQ, p)
 		r.completePrimary()
 		return
@@ -174,11 +193,11 @@ func (r *Replica) proposeErr(err error) error {
 	case errors.Is(err, raftlite.ErrNotLeader), errors.Is(err, raftlite.ErrTransferInProgress):
 		return r.notPrimaryErr()
 	case errors.Is(err, raftlite.ErrProposalBackpressure):
-		e := wire.Errorf(wire.ErrBusy, "%s/%d: too many bytes waiting for replication", r.cfg.Topic, r.cfg.Partition)
+		e := errorf(ErrBusy, "%s/%d: too many bytes waiting for replication", r.cfg.Topic, r.cfg.Partition)
 		e.RetryAfterMs = 10
 		return e
 	}
-	return wire.Errorf(wire.ErrInvalidRequest, "%s/%d: %v", r.cfg.Topic, r.cfg.Partition, err)
+	return errorf(ErrInvalidBatch, "%s/%d: %v", r.cfg.Topic, r.cfg.Partition, err)
 }
 
 // finish answers p with success, or with NOT_PRIMARY when the log holds
@@ -192,12 +211,12 @@ func (r *Replica) finish(p *pendingProduce) {
 		r.cfg.Sched.Stop(p.timer)
 	}
 	if t, err := r.rlog.TermAt(p.last); err == nil && t != p.term {
-		p.reply(ProduceResult{Err: wire.Errorf(wire.ErrNotPrimary,
+		p.reply(ProduceResult{Err: errorf(ErrNotPrimary,
 			"%s/%d: the batch at %d..%d was replaced by a new primary; retry", r.cfg.Topic, r.cfg.Partition, p.base, p.last)})
 		return
 	}
 	appendTime := int64(-1)
-	p.reply(ProduceResult{Resp: wire.ProduceResponse{BaseOffset: p.base, LogAppendTimeMs: appendTime, LogStartOffset: r.log.LogStartOffset()}})
+	p.reply(ProduceResult{Produced: Produced{BaseOffset: p.base, LogAppendTimeMs: appendTime, LogStartOffset: r.log.LogStartOffset()}})
 }
 
 // completeQuorum answers the quorum waiters the commit now covers.

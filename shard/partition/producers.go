@@ -3,15 +3,16 @@ package partition
 import (
 	"fmt"
 
-	"github.com/corestream/corestream/netio/wire"
 	"github.com/corestream/corestream/segment/batch"
 )
 
 // Bounds of the idempotent-producer table.
 const (
-	// producerBatchesMax is how many recent batches per producer are
-	// remembered for duplicate detection (the protocol's in-flight bound).
-	producerBatchesMax = wire.IdempotentWindow
+	// ProducerWindow is how many recent batches per producer are
+	// remembered for duplicate detection: the most batches an idempotent
+	// producer may have in flight per partition (every protocol's bound
+	// must equal it).
+	ProducerWindow = 32
 	// producersMax bounds producers remembered per partition; past it the
 	// least recently written one is forgotten (it then gets
 	// UNKNOWN_PRODUCER_ID on a non-zero sequence and re-initialises).
@@ -26,7 +27,7 @@ type seqBatch struct {
 }
 
 // producerState is what a partition remembers of one producer id.
-// Invariant: batches are in append order, at most producerBatchesMax.
+// Invariant: batches are in append order, at most ProducerWindow.
 type producerState struct {
 	epoch   int16
 	batches []seqBatch
@@ -65,17 +66,17 @@ func (p *producers) check(h *batch.Header) (verdict, seqBatch, error) {
 	switch {
 	case st == nil:
 		if first != 0 {
-			return 0, seqBatch{}, wire.Errorf(wire.ErrUnknownProducerID,
+			return 0, seqBatch{}, errorf(ErrUnknownProducer,
 				"producer %d is unknown to this partition and its batch starts at sequence %d, not 0: the producer state expired; call InitProducer",
 				h.ProducerID, first)
 		}
 		return appendBatch, seqBatch{}, nil
 	case h.ProducerEpoch < st.epoch:
-		return 0, seqBatch{}, wire.Errorf(wire.ErrInvalidProducerEpoch,
+		return 0, seqBatch{}, errorf(ErrFencedProducerEpoch,
 			"producer %d epoch %d is older than epoch %d already seen: this producer was fenced", h.ProducerID, h.ProducerEpoch, st.epoch)
 	case h.ProducerEpoch > st.epoch:
 		if first != 0 {
-			return 0, seqBatch{}, wire.Errorf(wire.ErrOutOfOrderSequence,
+			return 0, seqBatch{}, errorf(ErrOutOfOrderSequence,
 				"producer %d starts epoch %d at sequence %d; a new epoch starts at 0", h.ProducerID, h.ProducerEpoch, first)
 		}
 		return appendBatch, seqBatch{}, nil
@@ -90,11 +91,11 @@ func (p *producers) check(h *batch.Header) (verdict, seqBatch, error) {
 		return appendBatch, seqBatch{}, nil
 	}
 	if seqBefore(first, st.batches[0].firstSeq) {
-		return 0, seqBatch{}, wire.Errorf(wire.ErrDuplicateSequence,
+		return 0, seqBatch{}, errorf(ErrDuplicateSequence,
 			"producer %d batch %d..%d is older than the last %d batches remembered (from %d): it was written long ago",
 			h.ProducerID, first, last, len(st.batches), st.batches[0].firstSeq)
 	}
-	return 0, seqBatch{}, wire.Errorf(wire.ErrOutOfOrderSequence,
+	return 0, seqBatch{}, errorf(ErrOutOfOrderSequence,
 		"producer %d batch starts at sequence %d but the next expected is %d", h.ProducerID, first, nextSeq(lastSeq))
 }
 
@@ -112,9 +113,9 @@ func (p *producers) record(h *batch.Header, base, last int64, term int32) {
 		}
 		st.epoch, st.batches = h.ProducerEpoch, st.batches[:0]
 	}
-	if len(st.batches) == producerBatchesMax {
+	if len(st.batches) == ProducerWindow {
 		copy(st.batches, st.batches[1:])
-		st.batches = st.batches[:producerBatchesMax-1]
+		st.batches = st.batches[:ProducerWindow-1]
 	}
 	st.batches = append(st.batches, seqBatch{firstSeq: h.BaseSequence, lastSeq: h.LastSequence(), base: base, last: last, term: term})
 	p.clock++

@@ -4,7 +4,6 @@ import (
 	"errors"
 	"testing"
 
-	"github.com/corestream/corestream/netio/wire"
 	"github.com/corestream/corestream/raftlite"
 	"github.com/corestream/corestream/segment"
 	"github.com/corestream/corestream/segment/vfs"
@@ -22,14 +21,13 @@ func TestReadsWaitForTheFirstCommitOfTheTerm(t *testing.T) {
 	e := newEnv(t, vfs.OS(), dir)
 	r := e.open(segment.FsyncAlways)
 	for i := 0; i < 3; i++ {
-		if res := e.produce(r, mkBatch(t, 2, -1, 0, int32(i)), wire.AcksQuorum); res.Err != nil {
+		if res := e.produce(r, mkBatch(t, 2, -1, 0, int32(i)), acksQuorum); res.Err != nil {
 			t.Fatal(res.Err)
 		}
 	}
 	e.stop()
 
 	e = newEnv(t, vfs.OS(), dir)
-	ref := wire.PartitionRef{Topic: "t", Generation: wire.GenerationUnknown}
 	var (
 		listErr, fetchErr error
 		primary           bool
@@ -45,8 +43,8 @@ func TestReadsWaitForTheFirstCommitOfTheTerm(t *testing.T) {
 			t.Fatal(err)
 		}
 		primary = r.IsPrimary()
-		_, listErr = r.ListOffsets(&wire.ListOffsetsRequest{PartitionRef: ref, Timestamp: wire.TimestampLatest})
-		r.Fetch(&wire.FetchRequest{PartitionRef: ref, FetchOffset: 0, MaxBytes: 1 << 20}, func(res FetchResult) {
+		_, listErr = r.ListOffsets(GenerationUnknown, TimestampLatest)
+		r.Fetch(&FetchArgs{Generation: GenerationUnknown, Offset: 0, MaxBytes: 1 << 20}, func(res FetchResult) {
 			fetchErr = res.Err
 			fetched = res
 		})
@@ -55,18 +53,18 @@ func TestReadsWaitForTheFirstCommitOfTheTerm(t *testing.T) {
 	if !primary {
 		t.Skip("the replica was not primary in its first turn; nothing to check")
 	}
-	var er *wire.ErrorResponse
-	if !errors.Is(listErr, wire.ErrPrimaryNotAvailable) || !errors.As(listErr, &er) || er.RetryAfterMs == 0 {
+	var er *Error
+	if !errors.Is(listErr, ErrPrimaryNotAvailable) || !errors.As(listErr, &er) || er.RetryAfterMs == 0 {
 		t.Fatalf("list offsets before the term's first commit: %v (high watermark %d)", listErr, fetched.HighWatermark)
 	}
-	if !errors.Is(fetchErr, wire.ErrPrimaryNotAvailable) {
+	if !errors.Is(fetchErr, ErrPrimaryNotAvailable) {
 		t.Fatalf("fetch before the term's first commit: %v (high watermark %d)", fetchErr, fetched.HighWatermark)
 	}
 	e.waitPrimary(r)
-	var lo wire.ListOffsetsResponse
+	var lo Offsets
 	var err error
 	e.do(func() {
-		lo, err = r.ListOffsets(&wire.ListOffsetsRequest{PartitionRef: ref, Timestamp: wire.TimestampLatest})
+		lo, err = r.ListOffsets(GenerationUnknown, TimestampLatest)
 	})
 	// Offsets: the first no-op, three batches of two, the new no-op.
 	if err != nil || lo.Offset != 8 {

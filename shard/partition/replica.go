@@ -6,7 +6,6 @@ import (
 	"time"
 
 	"github.com/cespare/xxhash/v2"
-	"github.com/corestream/corestream/netio/wire"
 	"github.com/corestream/corestream/raftlite"
 	"github.com/corestream/corestream/segment"
 	"github.com/corestream/corestream/segment/batch"
@@ -537,7 +536,7 @@ func (r *Replica) restart(cause error) {
 	if cause == nil {
 		cause = fmt.Errorf("log end moved back to %d: a write found no space", r.log.LogEndOffset())
 	}
-	serr := wire.Errorf(wire.ErrStorageError, "partition %s/%d: %v", r.cfg.Topic, r.cfg.Partition, cause)
+	serr := errorf(ErrStorage, "partition %s/%d: %v", r.cfg.Topic, r.cfg.Partition, cause)
 	r.failPending(serr)
 	r.failWaiters(serr)
 	r.raft, r.held = nil, nil
@@ -576,7 +575,7 @@ func (r *Replica) close(err error, closeLog func(*segment.Log) error) error {
 		return nil
 	}
 	if err == nil {
-		err = wire.Errorf(wire.ErrNotPrimary, "partition %s/%d is closing on this node", r.cfg.Topic, r.cfg.Partition)
+		err = errorf(ErrNotPrimary, "partition %s/%d is closing on this node", r.cfg.Topic, r.cfg.Partition)
 	}
 	r.failPending(err)
 	r.failWaiters(err)
@@ -586,9 +585,9 @@ func (r *Replica) close(err error, closeLog func(*segment.Log) error) error {
 
 // notPrimaryErr is NOT_PRIMARY with the best hint this replica has.
 func (r *Replica) notPrimaryErr() error {
-	e := wire.Errorf(wire.ErrNotPrimary, "node %d is not the primary of %s/%d", r.cfg.Self, r.cfg.Topic, r.cfg.Partition)
+	e := errorf(ErrNotPrimary, "node %d is not the primary of %s/%d", r.cfg.Self, r.cfg.Topic, r.cfg.Partition)
 	if r.leader != raftlite.None && r.leader != r.cfg.Self {
-		e.Hint = &wire.Hint{NodeID: int32(r.leader), Generation: r.term}
+		e.Leader, e.Generation = int32(r.leader), r.term
 	}
 	return e
 }

@@ -6,7 +6,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/corestream/corestream/netio/wire"
 	"github.com/corestream/corestream/raftlite"
 	"github.com/corestream/corestream/segment"
 	"github.com/corestream/corestream/segment/batch"
@@ -94,10 +93,13 @@ func (e *env) waitPrimary(r *Replica) {
 	}
 }
 
-func (e *env) produce(r *Replica, b []byte, acks wire.Acks) ProduceResult {
+// The acknowledgement levels, by name, for the produce helper.
+const acksQuorum, acksPrimary = false, true
+
+func (e *env) produce(r *Replica, b []byte, acksPrimary bool) ProduceResult {
 	out := make(chan ProduceResult, 1)
 	e.do(func() {
-		r.Produce(&wire.ProduceRequest{PartitionRef: wire.PartitionRef{Topic: "t", Generation: -1}, Acks: acks, Records: b},
+		r.Produce(&ProduceArgs{Generation: GenerationUnknown, AcksPrimary: acksPrimary, Records: b},
 			func(res ProduceResult) { out <- res })
 	})
 	select {
@@ -109,7 +111,7 @@ func (e *env) produce(r *Replica, b []byte, acks wire.Acks) ProduceResult {
 	return ProduceResult{}
 }
 
-func (e *env) fetch(r *Replica, req wire.FetchRequest) ([]byte, FetchResult) {
+func (e *env) fetch(r *Replica, req FetchArgs) ([]byte, FetchResult) {
 	out := make(chan FetchResult, 1)
 	e.do(func() { r.Fetch(&req, func(res FetchResult) { out <- res }) })
 	var res FetchResult
@@ -185,17 +187,17 @@ func TestProduceFetchSingleNode(t *testing.T) {
 			r := e.open(fsync)
 			var bases []int64
 			for i := 0; i < 5; i++ {
-				res := e.produce(r, mkBatch(t, 3, -1, 0, int32(i)), wire.AcksQuorum)
+				res := e.produce(r, mkBatch(t, 3, -1, 0, int32(i)), acksQuorum)
 				if res.Err != nil {
 					t.Fatal(res.Err)
 				}
-				bases = append(bases, res.Resp.BaseOffset)
+				bases = append(bases, res.Produced.BaseOffset)
 			}
 			// The new primary's no-op takes offset 0.
 			if bases[0] != 1 || bases[4] != 13 {
 				t.Fatalf("base offsets %v", bases)
 			}
-			data, res := e.fetch(r, wire.FetchRequest{PartitionRef: wire.PartitionRef{Generation: -1}, FetchOffset: 4, MaxBytes: 1 << 20})
+			data, res := e.fetch(r, FetchArgs{Generation: GenerationUnknown, Offset: 4, MaxBytes: 1 << 20})
 			if res.Err != nil || res.HighWatermark != 16 {
 				t.Fatalf("fetch: hw %d err %v", res.HighWatermark, res.Err)
 			}
@@ -211,18 +213,18 @@ func TestIdempotentRetryIsNotWrittenTwice(t *testing.T) {
 	e := newEnv(t, vfs.OS(), t.TempDir())
 	r := e.open(segment.FsyncAlways)
 	b0 := mkBatch(t, 2, 7, 0, 0)
-	first := e.produce(r, b0, wire.AcksQuorum)
-	again := e.produce(r, b0, wire.AcksQuorum)
-	if first.Err != nil || again.Err != nil || first.Resp.BaseOffset != again.Resp.BaseOffset {
+	first := e.produce(r, b0, acksQuorum)
+	again := e.produce(r, b0, acksQuorum)
+	if first.Err != nil || again.Err != nil || first.Produced.BaseOffset != again.Produced.BaseOffset {
 		t.Fatalf("retry: %+v then %+v", first, again)
 	}
-	if res := e.produce(r, mkBatch(t, 2, 7, 0, 5), wire.AcksQuorum); !errors.Is(res.Err, wire.ErrOutOfOrderSequence) {
+	if res := e.produce(r, mkBatch(t, 2, 7, 0, 5), acksQuorum); !errors.Is(res.Err, ErrOutOfOrderSequence) {
 		t.Fatalf("gap: %v", res.Err)
 	}
-	if res := e.produce(r, mkBatch(t, 2, 8, 0, 3), wire.AcksQuorum); !errors.Is(res.Err, wire.ErrUnknownProducerID) {
+	if res := e.produce(r, mkBatch(t, 2, 8, 0, 3), acksQuorum); !errors.Is(res.Err, ErrUnknownProducer) {
 		t.Fatalf("unknown producer: %v", res.Err)
 	}
-	if res := e.produce(r, mkBatch(t, 2, 7, 0, 2), wire.AcksQuorum); res.Err != nil {
+	if res := e.produce(r, mkBatch(t, 2, 7, 0, 2), acksQuorum); res.Err != nil {
 		t.Fatal(res.Err)
 	}
 	// After a restart the table is rebuilt from the log: the same retry is
@@ -231,17 +233,17 @@ func TestIdempotentRetryIsNotWrittenTwice(t *testing.T) {
 	e.stop()
 	e = newEnv(t, vfs.OS(), dir)
 	r = e.open(segment.FsyncAlways)
-	res := e.produce(r, mkBatch(t, 2, 7, 0, 2), wire.AcksQuorum)
-	if res.Err != nil || res.Resp.BaseOffset != 3 {
+	res := e.produce(r, mkBatch(t, 2, 7, 0, 2), acksQuorum)
+	if res.Err != nil || res.Produced.BaseOffset != 3 {
 		t.Fatalf("retry after restart: %+v", res)
 	}
-	if res := e.produce(r, mkBatch(t, 2, 7, 0, 4), wire.AcksQuorum); res.Err != nil || res.Resp.BaseOffset != 6 {
+	if res := e.produce(r, mkBatch(t, 2, 7, 0, 4), acksQuorum); res.Err != nil || res.Produced.BaseOffset != 6 {
 		t.Fatalf("next after restart: %+v", res)
 	}
-	if res := e.produce(r, mkBatch(t, 1, 7, 0, 6), wire.AcksQuorum); res.Err != nil {
+	if res := e.produce(r, mkBatch(t, 1, 7, 0, 6), acksQuorum); res.Err != nil {
 		t.Fatal(res.Err)
 	}
-	if res := e.produce(r, mkBatch(t, 1, 7, 1, 3), wire.AcksQuorum); !errors.Is(res.Err, wire.ErrOutOfOrderSequence) {
+	if res := e.produce(r, mkBatch(t, 1, 7, 1, 3), acksQuorum); !errors.Is(res.Err, ErrOutOfOrderSequence) {
 		t.Fatalf("new epoch not at 0: %v", res.Err)
 	}
 }
@@ -251,11 +253,11 @@ func TestBadBatchesAreRefused(t *testing.T) {
 	r := e.open(segment.FsyncAlways)
 	b := mkBatch(t, 2, -1, 0, 0)
 	b[len(b)-1] ^= 0xff
-	if res := e.produce(r, b, wire.AcksQuorum); !errors.Is(res.Err, wire.ErrCorruptMessage) {
+	if res := e.produce(r, b, acksQuorum); !errors.Is(res.Err, ErrCorruptBatch) {
 		t.Fatalf("corrupt: %v", res.Err)
 	}
 	big := make([]byte, 2<<20)
-	if res := e.produce(r, big, wire.AcksQuorum); !errors.Is(res.Err, wire.ErrMessageTooLarge) {
+	if res := e.produce(r, big, acksQuorum); !errors.Is(res.Err, ErrBatchTooLarge) {
 		t.Fatalf("too large: %v", res.Err)
 	}
 	var end int64
@@ -270,7 +272,7 @@ func TestLongPollFetch(t *testing.T) {
 	r := e.open(segment.FsyncAlways)
 	out := make(chan FetchResult, 1)
 	e.do(func() {
-		r.Fetch(&wire.FetchRequest{PartitionRef: wire.PartitionRef{Generation: -1}, FetchOffset: 1, MaxBytes: 1 << 20, MinBytes: 1, MaxWaitMs: 10000},
+		r.Fetch(&FetchArgs{Generation: GenerationUnknown, Offset: 1, MaxBytes: 1 << 20, MinBytes: 1, MaxWait: 10000 * time.Millisecond},
 			func(res FetchResult) { out <- res })
 	})
 	select {
@@ -278,7 +280,7 @@ func TestLongPollFetch(t *testing.T) {
 		t.Fatal("fetch answered before any data")
 	default:
 	}
-	if res := e.produce(r, mkBatch(t, 1, -1, 0, 0), wire.AcksQuorum); res.Err != nil {
+	if res := e.produce(r, mkBatch(t, 1, -1, 0, 0), acksQuorum); res.Err != nil {
 		t.Fatal(res.Err)
 	}
 	select {
@@ -292,11 +294,11 @@ func TestLongPollFetch(t *testing.T) {
 	}
 	// MaxWait passes with nothing new: answered empty.
 	start := time.Now()
-	_, res := e.fetch(r, wire.FetchRequest{PartitionRef: wire.PartitionRef{Generation: -1}, FetchOffset: 2, MaxBytes: 1 << 20, MinBytes: 1, MaxWaitMs: 50})
+	_, res := e.fetch(r, FetchArgs{Generation: GenerationUnknown, Offset: 2, MaxBytes: 1 << 20, MinBytes: 1, MaxWait: 50 * time.Millisecond})
 	if res.Err != nil || res.Bytes != 0 || time.Since(start) < 40*time.Millisecond {
 		t.Fatalf("timed-out fetch: %+v after %v", res, time.Since(start))
 	}
-	if _, res := e.fetch(r, wire.FetchRequest{PartitionRef: wire.PartitionRef{Generation: -1}, FetchOffset: 99, MaxBytes: 1}); !errors.Is(res.Err, wire.ErrOffsetOutOfRange) {
+	if _, res := e.fetch(r, FetchArgs{Generation: GenerationUnknown, Offset: 99, MaxBytes: 1}); !errors.Is(res.Err, ErrOffsetOutOfRange) {
 		t.Fatalf("out of range: %v", res.Err)
 	}
 }
@@ -307,10 +309,10 @@ func TestRouteChecks(t *testing.T) {
 	var term int32
 	e.do(func() { _, term = r.Route() })
 	e.do(func() {
-		if err := r.CheckRoute(term - 1); !errors.Is(err, wire.ErrStaleGeneration) {
+		if err := r.CheckRoute(term - 1); !errors.Is(err, ErrStaleGeneration) {
 			t.Errorf("older generation: %v", err)
 		}
-		if err := r.CheckRoute(term + 1); !errors.Is(err, wire.ErrNotPrimary) {
+		if err := r.CheckRoute(term + 1); !errors.Is(err, ErrNotPrimary) {
 			t.Errorf("newer generation: %v", err)
 		}
 		if err := r.CheckRoute(term); err != nil {
@@ -325,23 +327,23 @@ func TestNoSpaceAndRecovery(t *testing.T) {
 	mem := vfs.NewMem()
 	e := newEnv(t, mem, "data")
 	r := e.open(segment.FsyncAlways)
-	if res := e.produce(r, mkBatch(t, 1, -1, 0, 0), wire.AcksQuorum); res.Err != nil {
+	if res := e.produce(r, mkBatch(t, 1, -1, 0, 0), acksQuorum); res.Err != nil {
 		t.Fatal(res.Err)
 	}
 	var used int64
 	e.do(func() { used = r.log.Size() })
 	mem.SetCapacity(used + 100)
-	res := e.produce(r, mkBatch(t, 50, -1, 0, 1), wire.AcksQuorum)
-	if !errors.Is(res.Err, wire.ErrStorageError) {
+	res := e.produce(r, mkBatch(t, 50, -1, 0, 1), acksQuorum)
+	if !errors.Is(res.Err, ErrStorage) {
 		t.Fatalf("full disk: %v", res.Err)
 	}
 	mem.SetCapacity(-1)
 	e.waitPrimary(r)
-	res = e.produce(r, mkBatch(t, 2, -1, 0, 2), wire.AcksQuorum)
+	res = e.produce(r, mkBatch(t, 2, -1, 0, 2), acksQuorum)
 	if res.Err != nil {
 		t.Fatalf("after space returned: %v", res.Err)
 	}
-	data, _ := e.fetch(r, wire.FetchRequest{PartitionRef: wire.PartitionRef{Generation: -1}, FetchOffset: 0, MaxBytes: 1 << 20})
+	data, _ := e.fetch(r, FetchArgs{Generation: GenerationUnknown, Offset: 0, MaxBytes: 1 << 20})
 	got := values(t, data, 0)
 	if len(got) != 3 || got[0] != "v0-0" || got[1] != "v2-0" {
 		t.Fatalf("values after recovery %v", got)
