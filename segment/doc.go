@@ -5,7 +5,7 @@
 //
 // A Log is owned by one goroutine, the shard that owns the partition. Many
 // logs share one IO, which owns the shard's Engine (io_uring from
-// netio/uring, or the pwrite engine here; DefaultEngine chooses). Appends
+// netio/uring, or the pwrite engine here; the node chooses). Appends
 // are copied into the log's write buffer; IO.Flush, once per event-loop
 // iteration, hands every log's buffer to the engine as one write, linked to
 // an fdatasync under FsyncAlways (group commit). Completions come back in

@@ -13,9 +13,9 @@ import "github.com/corestream/corestream/segment/vfs"
 // Two implementations exist: the io_uring engine (netio/uring), which links
 // each write to its fdatasync and keeps several such chains in flight, and the
 // pwrite engine (this package), which performs each operation synchronously
-// inside Submit. DefaultEngine (what OpenLog uses for a log without a shared
-// IO) chooses io_uring when the kernel allows it and the file system hands
-// out real descriptors, and falls back to pwrite otherwise.
+// inside Submit. This package does not import netio/uring (it stands below
+// it): whoever builds a shard's IO chooses the engine (uring.ForFS, with
+// pwrite as the fallback). OpenLog without a shared IO uses pwrite.
 type Engine interface {
 	// Name is a short identifier: "io_uring" or "pwrite".
 	Name() string

@@ -218,3 +218,13 @@ func (e *reorderEngine) WakeFd() int   { return -1 }
 func (e *reorderEngine) Close() error  { return e.inner.Close() }
 
 func readHeaderBytes(b []byte) (batch.Header, error) { return batch.ReadHeader(b) }
+
+// osEngine is the engine a node picks for the OS's file system: io_uring,
+// or pwrite (with the reason) where the kernel refuses it.
+func osEngine() (Engine, error) {
+	u, err := uring.ForFS(vfs.OS())
+	if err != nil {
+		return NewPwriteEngine(), err
+	}
+	return u, nil
+}

@@ -135,8 +135,9 @@ type op struct {
 // scanned, a torn or garbage tail truncated and its index rebuilt.
 // Recovery() reports what was found and dropped.
 //
-// d is the dispatcher to share; nil gives the log a private one on
-// DefaultEngine(fsys) (closed with the log).
+// d is the dispatcher to share; nil gives the log a private one on the
+// pwrite engine (closed with the log). A node shares one dispatcher per
+// shard, on the io_uring engine when the kernel allows it.
 func OpenLog(fsys vfs.FS, dir string, cfg Config, d *IO) (*Log, error) {
 	c, err := cfg.withDefaults()
 	if err != nil {
@@ -144,8 +145,7 @@ func OpenLog(fsys vfs.FS, dir string, cfg Config, d *IO) (*Log, error) {
 	}
 	l := &Log{fs: fsys, dir: dir, cfg: c, io: d}
 	if d == nil {
-		e, _ := DefaultEngine(fsys)
-		l.io, l.ownIO = NewIO(e), true
+		l.io, l.ownIO = NewIO(NewPwriteEngine()), true
 	}
 	l.bufClass = classFor(64 << 10)
 	if err := l.recover(); err != nil {

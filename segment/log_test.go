@@ -318,7 +318,7 @@ func TestRefusesBadBatches(t *testing.T) {
 // file is trimmed to its data and its index files load; a reopened log
 // reads everything back.
 func TestRollSealsInBackground(t *testing.T) {
-	e, err := DefaultEngine(vfs.OS())
+	e, err := osEngine()
 	if err != nil {
 		t.Skipf("no io_uring here (%v): rolls seal on the owner's thread", err)
 	}
@@ -367,7 +367,7 @@ func TestRollSealsInBackground(t *testing.T) {
 	if err := l.Close(); err != nil {
 		t.Fatal(err)
 	}
-	e2, _ := DefaultEngine(vfs.OS())
+	e2, _ := osEngine()
 	l2 := openLog(t, vfs.OS(), dir, cfg, e2)
 	defer l2.Close()
 	mustHave(t, l2, want)

@@ -126,7 +126,7 @@ func TestReset(t *testing.T) {
 func TestRetention(t *testing.T) {
 	t.Run("mem/pwrite", func(t *testing.T) { testRetention(t, vfs.NewMem(), "/d", NewPwriteEngine) })
 	t.Run("os/default", func(t *testing.T) {
-		newEngine := func() Engine { e, _ := DefaultEngine(vfs.OS()); return e }
+		newEngine := func() Engine { e, _ := osEngine(); return e }
 		testRetention(t, vfs.OS(), t.TempDir()+"/d", newEngine)
 	})
 }

@@ -18,6 +18,7 @@ import (
 
 	"github.com/corestream/corestream/cluster/config"
 	"github.com/corestream/corestream/netio"
+	"github.com/corestream/corestream/netio/uring"
 	"github.com/corestream/corestream/raftlite"
 	"github.com/corestream/corestream/segment"
 	"github.com/corestream/corestream/segment/vfs"
@@ -135,7 +136,7 @@ func (n *Node) Start() error {
 		Count: count, PinCores: n.cfg.Shard.PinCores, InboxDepth: n.cfg.Shard.InboxDepth,
 		CallsInFlightMax: 1 << 16,
 		OnStart: func(sh *shard.Shard) {
-			eng, why := segment.DefaultEngine(n.fs)
+			eng, why := diskEngine(n.fs)
 			if sh.ID() == 0 {
 				n.engineNote = eng.Name()
 				if why != nil {
@@ -506,4 +507,15 @@ func (n *Node) segmentConfig() segment.Config {
 		Fsync: pol, FsyncIntervalMs: int64(s.FsyncIntervalMs), FsyncMessages: int64(s.FsyncMessages),
 		BatchBytesMax: s.MaxBatchBytes, RetentionBytes: s.RetentionBytes, RetentionMs: s.RetentionMs,
 		WritebackBytes: s.WritebackBytes, Stopped: n.stopRec}
+}
+
+// diskEngine is the engine for a shard's files on fsys: io_uring when the
+// kernel allows it and fsys hands out descriptors, else pwrite; why says
+// why not io_uring (for the operator's log), nil when it was chosen.
+func diskEngine(fsys vfs.FS) (e segment.Engine, why error) {
+	u, err := uring.ForFS(fsys)
+	if err != nil {
+		return segment.NewPwriteEngine(), err
+	}
+	return u, nil
 }

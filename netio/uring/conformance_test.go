@@ -7,6 +7,7 @@ import (
 	"github.com/corestream/corestream/netio/uring"
 	"github.com/corestream/corestream/segment"
 	"github.com/corestream/corestream/segment/enginetest"
+	"github.com/corestream/corestream/segment/vfs"
 )
 
 // The engine satisfies the log's interface without importing it.
@@ -31,5 +32,21 @@ func TestConformance(t *testing.T) {
 				return e
 			})
 		})
+	}
+}
+
+// ForFS refuses a file system without descriptors, and on the OS's file
+// system gives io_uring exactly when the kernel allows it.
+func TestForFS(t *testing.T) {
+	if e, err := uring.ForFS(vfs.NewMem()); e != nil || err == nil {
+		t.Fatalf("in-memory FS: engine %v, reason %v", e, err)
+	}
+	e, err := uring.ForFS(vfs.OS())
+	t.Logf("OS file system: engine %v (reason: %v)", e != nil, err)
+	if (err == nil) != (uring.Available() == nil) || (e != nil) != (err == nil) {
+		t.Fatalf("engine %v with reason %v; Available: %v", e, err, uring.Available())
+	}
+	if e != nil {
+		e.Close()
 	}
 }

@@ -39,7 +39,7 @@ func TestHoldEndsOnceAPrimaryIsKnown(t *testing.T) {
 		var r *Replica
 		var preVotes int // touched on the shard only
 		do(func() {
-			eng, _ := segment.DefaultEngine(vfs.OS())
+			eng := testEngine(vfs.OS())
 			// Ticks come from this test only.
 			if h, err = NewHost(sh, eng, time.Hour, 0); err != nil {
 				t.Fatal(err)

@@ -3,6 +3,7 @@ package partition
 import (
 	"errors"
 	"fmt"
+	"github.com/corestream/corestream/netio/uring"
 	"testing"
 	"time"
 
@@ -35,7 +36,7 @@ func newEnv(t *testing.T, fs vfs.FS, dir string) *env {
 	}
 	e.g, e.sh = g, g.Shard(0)
 	e.do(func() {
-		eng, _ := segment.DefaultEngine(fs)
+		eng := testEngine(fs)
 		h, err := NewHost(e.sh, eng, 10*time.Millisecond, 0)
 		if err != nil {
 			t.Fatal(err)
@@ -348,4 +349,13 @@ func TestNoSpaceAndRecovery(t *testing.T) {
 	if len(got) != 3 || got[0] != "v0-0" || got[1] != "v2-0" {
 		t.Fatalf("values after recovery %v", got)
 	}
+}
+
+// testEngine is the engine a node gives a shard on fsys: io_uring where
+// the kernel allows it and fsys has descriptors, else pwrite.
+func testEngine(fsys vfs.FS) segment.Engine {
+	if u, err := uring.ForFS(fsys); err == nil {
+		return u
+	}
+	return segment.NewPwriteEngine()
 }
