@@ -1,0 +1,146 @@
+package layering
+
+import (
+	"go/parser"
+	"go/token"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+)
+
+const module = "github.com/corestream/corestream/"
+
+// TestNoImportRunsUp parses the imports of every Go file of the module and
+// fails on any that runs up a floor or across to a sibling folder on the
+// same floor, naming the file and the rule.
+func TestNoImportRunsUp(t *testing.T) {
+	root := moduleRoot(t)
+	files := 0
+	err := filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(root, path)
+		if d.IsDir() {
+			// Nested modules (bench/peer) and hidden or generated
+			// folders are not part of this module's tree.
+			if rel != "." && (strings.HasPrefix(d.Name(), ".") || d.Name() == "testdata") {
+				return filepath.SkipDir
+			}
+			if rel != "." {
+				if _, err := os.Stat(filepath.Join(path, "go.mod")); err == nil {
+					return filepath.SkipDir
+				}
+			}
+			return nil
+		}
+		if !strings.HasSuffix(path, ".go") {
+			return nil
+		}
+		files++
+		f, err := parser.ParseFile(token.NewFileSet(), path, nil, parser.ImportsOnly)
+		if err != nil {
+			return err
+		}
+		from := filepath.ToSlash(filepath.Dir(rel))
+		isTest := strings.HasSuffix(path, "_test.go")
+		for _, imp := range f.Imports {
+			p, _ := strconv.Unquote(imp.Path.Value)
+			to, ok := strings.CutPrefix(p, module)
+			if !ok {
+				continue
+			}
+			if why := violation(from, to, isTest); why != "" {
+				t.Errorf("%s imports %s: %s", rel, to, why)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if files < 100 {
+		t.Fatalf("only %d Go files found under %s: the walk is broken", files, root)
+	}
+}
+
+// violation says why package folder from may not import to, or "".
+func violation(from, to string, isTest bool) string {
+	ff, fok := floorOf(from)
+	tf, tok := floorOf(to)
+	switch {
+	case !fok:
+		return "the importing folder " + top(from) + " has no floor in layering.Floors"
+	case !tok:
+		return "the imported folder " + top(to) + " has no floor in layering.Floors"
+	case top(from) == top(to):
+		return ""
+	case tf < ff:
+		return ""
+	}
+	if isTest {
+		for _, e := range TestExceptions {
+			if under(from, e.From) && under(to, e.To) {
+				return ""
+			}
+		}
+	}
+	if tf == ff {
+		return "it is a sibling on floor " + strconv.Itoa(ff) + "; floors share code only downward"
+	}
+	return "floor " + strconv.Itoa(tf) + " (" + top(to) + ") is above floor " + strconv.Itoa(ff) + " (" + top(from) + ")"
+}
+
+func top(pkg string) string { first, _, _ := strings.Cut(pkg, "/"); return first }
+
+func floorOf(pkg string) (int, bool) { f, ok := Floors[top(pkg)]; return f, ok }
+
+func under(pkg, prefix string) bool { return pkg == prefix || strings.HasPrefix(pkg, prefix+"/") }
+
+// The rules themselves, on cases each way.
+func TestViolation(t *testing.T) {
+	for _, c := range []struct {
+		from, to string
+		test     bool
+		ok       bool
+	}{
+		{"cluster/node", "shard/partition", false, true},
+		{"segment", "segment/vfs", false, true},
+		{"segment", "netio/uring", false, false},
+		{"segment", "netio/uring", true, true},
+		{"segment", "raftlite", false, false},
+		{"shard/partition", "netio/wire", false, false},
+		{"shard/partition", "netio/wire", true, false},
+		{"netio/uring", "segment/vfs", false, true},
+		{"client", "cluster/node", false, false},
+		{"cluster/node", "client", false, false},
+		{"cluster/node", "client", true, true},
+		{"bench", "tools/localcluster", false, false},
+		{"cmd/corestream", "bench", false, true},
+		{"newfolder", "segment", false, false},
+	} {
+		if got := violation(c.from, c.to, c.test) == ""; got != c.ok {
+			t.Errorf("%s -> %s (test %v): allowed %v, want %v", c.from, c.to, c.test, got, c.ok)
+		}
+	}
+}
+
+func moduleRoot(t *testing.T) string {
+	dir, err := os.Getwd()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for {
+		if b, err := os.ReadFile(filepath.Join(dir, "go.mod")); err == nil && strings.Contains(string(b), "module "+strings.TrimSuffix(module, "/")) {
+			return dir
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			t.Fatal("no go.mod of the module above the test's directory")
+		}
+		dir = parent
+	}
+}
