@@ -35,6 +35,9 @@ const (
 	httpReadHeaderTimeout = 10 * time.Second
 	// httpIdleTimeout closes keep-alive connections idle this long.
 	httpIdleTimeout = 2 * time.Minute
+	// httpBodyTimeout bounds the read of a request body once its headers
+	// are in: 16 MiB at about 0.5 MiB/s.
+	httpBodyTimeout = 30 * time.Second
 )
 
 type httpAPI struct {
@@ -43,6 +46,8 @@ type httpAPI struct {
 	ln     net.Listener
 	mux    *http.ServeMux
 	client *http.Client
+	// bodyTimeout is httpBodyTimeout; tests shorten it.
+	bodyTimeout time.Duration
 }
 
 // httpMethods are the methods any route serves; an unknown path or
@@ -57,7 +62,7 @@ func (n *Node) startHTTP() error {
 	if err != nil {
 		return fmt.Errorf("node: node.http_addr %s: %w", n.cfg.Node.HTTPAddr, err)
 	}
-	h := newHTTPAPI(n, ln)
+	h := newHTTPAPI(n, ln, httpBodyTimeout)
 	n.http = h
 	go h.srv.Serve(ln)
 	n.log.Info("http listening", "http_addr", ln.Addr().String())
@@ -65,8 +70,9 @@ func (n *Node) startHTTP() error {
 }
 
 // newHTTPAPI builds the router and the server on ln.
-func newHTTPAPI(n *Node, ln net.Listener) *httpAPI {
-	h := &httpAPI{n: n, ln: ln, mux: http.NewServeMux(), client: &http.Client{Timeout: httpForwardTimeout}}
+func newHTTPAPI(n *Node, ln net.Listener, bodyTimeout time.Duration) *httpAPI {
+	h := &httpAPI{n: n, ln: ln, mux: http.NewServeMux(), client: &http.Client{Timeout: httpForwardTimeout},
+		bodyTimeout: bodyTimeout}
 	h.mux.HandleFunc("GET /v1/health", h.health)
 	h.mux.HandleFunc("GET /v1/cluster", h.cluster)
 	h.mux.HandleFunc("GET /v1/topics", h.listTopics)

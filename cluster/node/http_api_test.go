@@ -1,10 +1,13 @@
 package node
 
 import (
+	"bufio"
 	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
+	"net"
 	"net/http"
 	"net/url"
 	"strings"
@@ -314,5 +317,41 @@ func TestHTTPParseQuery(t *testing.T) {
 		if (err != nil) != c.bad || (!c.bad && got.acks != c.acks) {
 			t.Errorf("produce %q: %+v %v", c.query, got, err)
 		}
+	}
+}
+
+// A client that stops in the middle of a body is answered 408 once the
+// body timeout passes, instead of holding its connection for ever.
+func TestHTTPHalfSentBodyTimesOut(t *testing.T) {
+	n := runNode(t, t.TempDir(), nil)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	const timeout = 300 * time.Millisecond
+	h := newHTTPAPI(n.Node, ln, timeout)
+	go h.srv.Serve(ln)
+	t.Cleanup(func() { h.srv.Close() })
+	c, err := net.Dial("tcp", ln.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	start := time.Now()
+	if _, err := io.WriteString(c, "POST /v1/topics HTTP/1.1\r\nHost: x\r\nContent-Length: 100\r\n\r\n{\"name\":"); err != nil {
+		t.Fatal(err)
+	}
+	c.SetReadDeadline(time.Now().Add(30 * time.Second)) // generous: a loaded machine
+	resp, err := http.ReadResponse(bufio.NewReader(c), nil)
+	if err != nil {
+		t.Fatalf("no answer to a half-sent body after %v: %v", time.Since(start), err)
+	}
+	raw, _ := io.ReadAll(resp.Body)
+	if code, msg, retriable := errorOf(t, raw); resp.StatusCode != http.StatusRequestTimeout || code != "REQUEST_TIMED_OUT" || !retriable ||
+		!strings.Contains(msg, timeout.String()) {
+		t.Fatalf("half-sent body: %d %s %q", resp.StatusCode, code, msg)
+	}
+	if el := time.Since(start); el < timeout {
+		t.Fatalf("answered after %v, before the %v timeout", el, timeout)
 	}
 }

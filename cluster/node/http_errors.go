@@ -72,7 +72,8 @@ func httpStatusOf(e *wire.Error) int {
 // httpStatusError is an error whose HTTP status HTTP itself decides rather
 // than the code's table entry: no such route (404), a method the route
 // does not serve (405, with Allow), a forwarding proof that does not verify
-// (401), a forward that did not reach the target (502).
+// (401), a body that did not arrive in time (408), a forward that did not
+// reach the target (502).
 type httpStatusError struct {
 	status int
 	// allow is the Allow header of a 405: the methods the path serves.

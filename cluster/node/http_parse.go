@@ -10,10 +10,12 @@ import (
 	"maps"
 	"net/http"
 	"net/url"
+	"os"
 	"reflect"
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/corestream/corestream/netio/wire"
 )
@@ -32,10 +34,25 @@ import (
 // so a body at this bound still builds a batch within the wire's).
 const httpBodyBytesMax = 16 << 20
 
-// readBody reads r's body, at most httpBodyBytesMax bytes; a longer body
-// is MESSAGE_TOO_LARGE (413).
-func readBody(r *http.Request) ([]byte, error) {
+// readBody reads r's body, at most httpBodyBytesMax bytes within timeout
+// (a client that stops mid-body would otherwise hold its connection and
+// a goroutine for ever). A longer body is MESSAGE_TOO_LARGE (413), a slower
+// one REQUEST_TIMED_OUT (408).
+func readBody(w http.ResponseWriter, r *http.Request, timeout time.Duration) ([]byte, error) {
+	rc := http.NewResponseController(w)
+	deadline := rc.SetReadDeadline(time.Now().Add(timeout)) == nil
 	b, err := io.ReadAll(io.LimitReader(r.Body, httpBodyBytesMax+1))
+	if errors.Is(err, os.ErrDeadlineExceeded) {
+		// The deadline stays: the server reads what is left of the body
+		// before it answers, and must give up on that too.
+		return nil, &httpStatusError{status: http.StatusRequestTimeout,
+			err: wire.Errorf(wire.ErrRequestTimedOut, "the request body did not arrive within %v (%d bytes came)", timeout, len(b))}
+	}
+	if deadline {
+		// Cleared, so that nothing else on the connection (a long poll's
+		// wait for the client to go) inherits it.
+		rc.SetReadDeadline(time.Time{})
+	}
 	if err != nil {
 		return nil, wire.Errorf(wire.ErrInvalidRequest, "reading the request body: %v", err)
 	}

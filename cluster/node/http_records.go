@@ -190,7 +190,7 @@ func (h *httpAPI) produce(w http.ResponseWriter, r *http.Request) {
 		h.fail(w, err)
 		return
 	}
-	body, err := readBody(r)
+	body, err := readBody(w, r, h.bodyTimeout)
 	if err != nil {
 		h.fail(w, err)
 		return

@@ -247,7 +247,7 @@ func (h *httpAPI) createTopic(w http.ResponseWriter, r *http.Request) {
 		h.fail(w, err)
 		return
 	}
-	body, err := readBody(r)
+	body, err := readBody(w, r, h.bodyTimeout)
 	if err != nil {
 		h.fail(w, err)
 		return
