@@ -127,6 +127,10 @@ func (h *httpAPI) notRouted(w http.ResponseWriter, r *http.Request) {
 func (h *httpAPI) route(w http.ResponseWriter, r *http.Request, body []byte, target int32, notHere *wire.Error) bool {
 	n := h.n
 	self := int32(n.self)
+	role := "the partition's primary"
+	if notHere == wire.ErrNotMetadataPrimary {
+		role = "the metadata primary"
+	}
 	if proof := r.Header.Get(forward.Header); proof != "" {
 		from, err := forward.Verify([]byte(n.cfg.HTTP.JWTSecret), proof,
 			forward.Request{Method: r.Method, PathQuery: r.URL.RequestURI(), Body: body, To: self}, time.Now())
@@ -136,8 +140,8 @@ func (h *httpAPI) route(w http.ResponseWriter, r *http.Request, body []byte, tar
 			return false
 		}
 		if target != self {
-			h.fail(w, notThere(notHere, target, fmt.Sprintf("forwarded by node %d, but node %d is not the primary (%s); a forwarded request is not forwarded again",
-				from, self, knownPrimary(target))))
+			h.fail(w, notThere(notHere, target, fmt.Sprintf("forwarded by node %d, but node %d is not %s (%s); a forwarded request is not forwarded again",
+				from, self, role, knownPrimary(target))))
 			return false
 		}
 		return true
@@ -147,17 +151,14 @@ func (h *httpAPI) route(w http.ResponseWriter, r *http.Request, body []byte, tar
 	}
 	addr := n.httpAddrOf(target)
 	switch {
-	case target <= 0 && notHere == wire.ErrNotMetadataPrimary:
-		h.fail(w, wire.Errorf(wire.ErrPrimaryNotAvailable, "the metadata group has no primary right now (no quorum, or an election); retry shortly"))
-		return false
 	case target <= 0:
-		h.fail(w, wire.Errorf(wire.ErrPrimaryNotAvailable, "the partition has no primary right now (an election, or too few replicas); retry shortly"))
+		h.fail(w, wire.Errorf(wire.ErrPrimaryNotAvailable, "no node is %s right now (an election, or too few nodes reachable); retry shortly", role))
 		return false
 	case addr == "":
-		h.fail(w, notThere(notHere, target, fmt.Sprintf("node %d is not the primary; node %d is, and has no http_addr in the roster", self, target)))
+		h.fail(w, notThere(notHere, target, fmt.Sprintf("node %d is not %s; node %d is, and has no http_addr in the roster", self, role, target)))
 		return false
 	case n.cfg.HTTP.JWTSecret == "":
-		h.fail(w, notThere(notHere, target, fmt.Sprintf("node %d is not the primary; node %d is (forwarding needs http.jwt_secret): send to %s", self, target, addr)))
+		h.fail(w, notThere(notHere, target, fmt.Sprintf("node %d is not %s; node %d is (forwarding needs http.jwt_secret): send to %s", self, role, target, addr)))
 		return false
 	}
 	h.forward(w, r, body, target, addr)
@@ -171,6 +172,7 @@ func notThere(code *wire.Error, target int32, msg string) error {
 	return e
 }
 
+// knownPrimary says which node is the right one, for a message.
 func knownPrimary(target int32) string {
 	if target <= 0 {
 		return "no primary is known"
@@ -216,6 +218,8 @@ func (h *httpAPI) forward(w http.ResponseWriter, r *http.Request, body []byte, t
 	io.Copy(w, resp.Body)
 }
 
+// httpAddrOf is node id's advertised HTTP address ("" when the roster
+// has none).
 func (n *Node) httpAddrOf(id int32) string {
 	for _, m := range n.roster {
 		if int32(m.ID) == id {

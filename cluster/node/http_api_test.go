@@ -9,6 +9,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"net/url"
 	"strings"
 	"testing"
@@ -353,5 +354,55 @@ func TestHTTPHalfSentBodyTimesOut(t *testing.T) {
 	}
 	if el := time.Since(start); el < timeout {
 		t.Fatalf("answered after %v, before the %v timeout", el, timeout)
+	}
+}
+
+// Where a request cannot be forwarded, the answer says where to send it,
+// in the error shape: no primary (503), no secret to sign with (421 with
+// the primary's HTTP address), a primary that does not answer (502).
+func TestHTTPRouteRefusals(t *testing.T) {
+	dead := freePorts(t, 1)[0] // closed: nothing listens there
+	n := &Node{self: 1, roster: []config.RosterNode{{ID: 1, HTTPAddr: "127.0.0.1:1"}, {ID: 2, HTTPAddr: dead}, {ID: 3}}}
+	h := &httpAPI{n: n, client: &http.Client{Timeout: 10 * time.Second}}
+	cases := []struct {
+		name    string
+		secret  string
+		target  int32
+		notHere *wire.Error
+		status  int
+		code    string
+		msg     string
+		hintTo  string
+	}{
+		{"no primary", "jwt", -1, wire.ErrNotPrimary, 503, "PRIMARY_NOT_AVAILABLE", "partition's primary", ""},
+		{"no metadata primary", "jwt", -1, wire.ErrNotMetadataPrimary, 503, "PRIMARY_NOT_AVAILABLE", "metadata primary", ""},
+		{"no secret", "", 2, wire.ErrNotPrimary, 421, "NOT_PRIMARY", "http.jwt_secret", dead},
+		{"no secret, metadata", "", 2, wire.ErrNotMetadataPrimary, 421, "NOT_METADATA_PRIMARY", "http.jwt_secret", dead},
+		{"no http_addr", "jwt", 3, wire.ErrNotPrimary, 421, "NOT_PRIMARY", "no http_addr", ""},
+		{"primary down", "jwt", 2, wire.ErrNotPrimary, 502, "NODE_NOT_AVAILABLE", dead, dead},
+	}
+	for _, c := range cases {
+		n.cfg.HTTP.JWTSecret = c.secret
+		w := httptest.NewRecorder()
+		r := httptest.NewRequest("GET", "/v1/topics/t/partitions/0/records", nil)
+		if h.route(w, r, nil, c.target, c.notHere) {
+			t.Fatalf("%s: served here", c.name)
+		}
+		code, msg, _ := errorOf(t, w.Body.Bytes())
+		var hinted struct {
+			Error struct {
+				Hint *struct {
+					HTTPAddr string `json:"http_addr"`
+				} `json:"hint"`
+			} `json:"error"`
+		}
+		json.Unmarshal(w.Body.Bytes(), &hinted)
+		hintTo := ""
+		if hinted.Error.Hint != nil {
+			hintTo = hinted.Error.Hint.HTTPAddr
+		}
+		if w.Code != c.status || code != c.code || !strings.Contains(msg, c.msg) || hintTo != c.hintTo {
+			t.Errorf("%s: %d %s %q hint %q, want %d %s about %q hint %q", c.name, w.Code, code, msg, hintTo, c.status, c.code, c.msg, c.hintTo)
+		}
 	}
 }
