@@ -26,8 +26,8 @@ import (
 // body does not have, trailing data after the body, or a string that is
 // not base64 where base64 is expected is refused with INVALID_REQUEST (or
 // the more precise wire code) and a message that names the parameter and
-// what it accepts. These functions are pure: they take the parsed URL or
-// the body bytes and return values or an error.
+// what it accepts. Apart from readBody these functions are pure: they
+// take the parsed URL or the body bytes and return values or an error.
 
 // httpBodyBytesMax bounds a request body (16 MiB: a produce's batch is at
 // most wire.RecordsBytesMax, and base64 makes JSON larger than its bytes,
