@@ -1,0 +1,407 @@
+package node
+
+import (
+	"errors"
+	"net/http"
+	"net/url"
+	"strconv"
+	"time"
+
+	"github.com/corestream/corestream/cluster/metadata"
+	"github.com/corestream/corestream/netio"
+	"github.com/corestream/corestream/netio/wire"
+	"github.com/corestream/corestream/segment/batch"
+	"golang.org/x/sys/unix"
+)
+
+// Records over HTTP. Keys, values and header keys and values are bytes,
+// and JSON strings are text, so both directions carry them as base64
+// (RFC 4648 standard alphabet, padded): binary data survives. A produce
+// may give text instead, as key_text / value_text (sent as its UTF-8
+// bytes), for curl and scripts; a fetch answers base64 only, so that one
+// shape serves every value. JSON null (or an absent field) is a null key
+// or value, "" an empty one: the log keeps the difference and so does
+// the API.
+
+// Bounds of the records endpoints.
+const (
+	// httpRecordsMax bounds the records of one produce request (they make
+	// one batch).
+	httpRecordsMax = 10000
+	// httpFetchBytesDefault is a fetch's max_bytes when the query has none.
+	httpFetchBytesDefault = 1 << 20
+)
+
+// produceBody is the body of POST …/records.
+type produceBody struct {
+	Records []produceRecord `json:"records"`
+}
+
+// produceRecord is one record to append.
+type produceRecord struct {
+	Key       *string `json:"key"`
+	KeyText   *string `json:"key_text"`
+	Value     *string `json:"value"`
+	ValueText *string `json:"value_text"`
+	// Timestamp is in ms since the Unix epoch; absent = the time the
+	// node received the request.
+	Timestamp *int64         `json:"timestamp"`
+	Headers   []recordHeader `json:"headers"`
+}
+
+// recordHeader is one record header, in both directions (a fetch fills
+// Key and Value only). Header keys cannot be null.
+type recordHeader struct {
+	Key       *string `json:"key"`
+	KeyText   *string `json:"key_text,omitempty"`
+	Value     *string `json:"value"`
+	ValueText *string `json:"value_text,omitempty"`
+}
+
+// produceAnswer answers a produce once the records are committed (or,
+// with acks=primary, written by the primary).
+type produceAnswer struct {
+	Topic       string `json:"topic"`
+	Partition   int32  `json:"partition"`
+	BaseOffset  int64  `json:"base_offset"`
+	LastOffset  int64  `json:"last_offset"`
+	RecordCount int    `json:"record_count"`
+	ServedBy    int32  `json:"served_by"`
+}
+
+// fetchAnswer answers a fetch. NextOffset is the offset to ask for next:
+// past every batch returned (control batches and records below the
+// requested offset included), or the requested offset when nothing was.
+type fetchAnswer struct {
+	Topic          string          `json:"topic"`
+	Partition      int32           `json:"partition"`
+	Records        []fetchedRecord `json:"records"`
+	NextOffset     int64           `json:"next_offset"`
+	HighWatermark  int64           `json:"high_watermark"`
+	LogStartOffset int64           `json:"log_start_offset"`
+	ServedBy       int32           `json:"served_by"`
+}
+
+// fetchedRecord is one committed record; every field is always present,
+// offset 0 included, and key and value are null when the record's are.
+type fetchedRecord struct {
+	Offset    int64          `json:"offset"`
+	Timestamp int64          `json:"timestamp"`
+	Key       *string        `json:"key"`
+	Value     *string        `json:"value"`
+	Headers   []recordHeader `json:"headers"`
+}
+
+func (produceAnswer) httpAnswer() {}
+func (fetchAnswer) httpAnswer()   {}
+
+// produceParams are a produce's query parameters.
+type produceParams struct{ acks wire.Acks }
+
+// parseProduceQuery reads ?acks=quorum|primary (default quorum).
+func parseProduceQuery(q url.Values) (produceParams, error) {
+	if err := checkQuery(q, "acks"); err != nil {
+		return produceParams{}, err
+	}
+	a, err := queryEnum(q, "acks", "quorum", "quorum", "primary")
+	if err != nil {
+		return produceParams{}, err
+	}
+	if a == "primary" {
+		return produceParams{acks: wire.AcksPrimary}, nil
+	}
+	return produceParams{acks: wire.AcksQuorum}, nil
+}
+
+// buildBatch checks a produce body and encodes its records into one
+// batch; records without a timestamp get nowMs.
+func buildBatch(body []byte, nowMs int64) (data []byte, count int, err error) {
+	var in produceBody
+	if err := decodeBody(body, &in); err != nil {
+		return nil, 0, err
+	}
+	if len(in.Records) == 0 || len(in.Records) > httpRecordsMax {
+		return nil, 0, wire.Errorf(wire.ErrInvalidRequest, "body field \"records\" has %d records; send 1..%d", len(in.Records), httpRecordsMax)
+	}
+	b, err := batch.NewBuilder(batch.Options{})
+	if err != nil {
+		return nil, 0, err
+	}
+	for i := range in.Records {
+		br, err := in.Records[i].toBatch(i, nowMs)
+		if err != nil {
+			return nil, 0, err
+		}
+		if err := b.Append(br); err != nil {
+			return nil, 0, wire.Errorf(wire.ErrMessageTooLarge, "records[%d]: %v; send fewer or smaller records per request", i, err)
+		}
+	}
+	data, err = b.Build()
+	if err != nil {
+		return nil, 0, wire.Errorf(wire.ErrMessageTooLarge, "building the batch: %v", err)
+	}
+	return data, len(in.Records), nil
+}
+
+// toBatch checks record i and converts it.
+func (rec *produceRecord) toBatch(i int, nowMs int64) (batch.Record, error) {
+	where := func(f string) string { return "records[" + strconv.Itoa(i) + "]." + f }
+	br := batch.Record{Timestamp: nowMs}
+	var err error
+	if br.Key, err = decodeBytes(where("key"), rec.Key, rec.KeyText); err != nil {
+		return br, err
+	}
+	if br.Value, err = decodeBytes(where("value"), rec.Value, rec.ValueText); err != nil {
+		return br, err
+	}
+	if rec.Timestamp != nil {
+		if *rec.Timestamp < 0 {
+			return br, wire.Errorf(wire.ErrInvalidTimestamp, "%s is %d; give ms since the Unix epoch (>= 0) or leave it out for the node's time", where("timestamp"), *rec.Timestamp)
+		}
+		br.Timestamp = *rec.Timestamp
+	}
+	for j := range rec.Headers {
+		hd := &rec.Headers[j]
+		hw := where("headers[" + strconv.Itoa(j) + "]")
+		k, err := decodeBytes(hw+".key", hd.Key, hd.KeyText)
+		if err != nil {
+			return br, err
+		}
+		if k == nil {
+			return br, wire.Errorf(wire.ErrInvalidRequest, "%s.key is missing; a header needs a key (key or key_text)", hw)
+		}
+		v, err := decodeBytes(hw+".value", hd.Value, hd.ValueText)
+		if err != nil {
+			return br, err
+		}
+		br.Headers = append(br.Headers, batch.RecordHeader{Key: k, Value: v})
+	}
+	return br, nil
+}
+
+func (h *httpAPI) produce(w http.ResponseWriter, r *http.Request) {
+	t, p, lead, err := h.partitionTarget(r)
+	if err != nil {
+		h.fail(w, err)
+		return
+	}
+	params, err := parseProduceQuery(r.URL.Query())
+	if err != nil {
+		h.fail(w, err)
+		return
+	}
+	body, err := readBody(w, r, h.bodyTimeout)
+	if err != nil {
+		h.fail(w, err)
+		return
+	}
+	// Check the body here, so a bad one is refused without a hop; the
+	// primary checks it again.
+	data, count, err := buildBatch(body, time.Now().UnixMilli())
+	if err != nil {
+		h.fail(w, err)
+		return
+	}
+	if !h.route(w, r, body, lead, wire.ErrNotPrimary) {
+		return
+	}
+	req := &wire.ProduceRequest{PartitionRef: partitionRef(t, p), Acks: params.acks, Records: data}
+	resp, err := h.n.serveLocal(t, p, wire.APIProduce, req)
+	if err != nil {
+		h.fail(w, err)
+		return
+	}
+	var pr wire.ProduceResponse
+	if err := decodeFrame(resp.Header, &pr); err != nil {
+		h.fail(w, h.n.withAddress(err))
+		return
+	}
+	writeJSON(w, http.StatusOK, produceAnswer{Topic: t.Name, Partition: p, BaseOffset: pr.BaseOffset,
+		LastOffset: pr.BaseOffset + int64(count) - 1, RecordCount: count, ServedBy: int32(h.n.self)})
+}
+
+// fetchParams are a fetch's query parameters.
+type fetchParams struct {
+	offset    int64
+	maxBytes  uint32
+	maxWaitMs uint32
+}
+
+// parseFetchQuery reads ?offset (default 0), max_bytes (1..RecordsBytesMax,
+// default 1 MiB) and max_wait_ms (0..FetchWaitMsMax, default 0).
+func parseFetchQuery(q url.Values) (fetchParams, error) {
+	if err := checkQuery(q, "offset", "max_bytes", "max_wait_ms"); err != nil {
+		return fetchParams{}, err
+	}
+	off, err := queryInt(q, "offset", 0, 0, 1<<63-1)
+	if err != nil {
+		return fetchParams{}, err
+	}
+	mb, err := queryInt(q, "max_bytes", httpFetchBytesDefault, 1, wire.RecordsBytesMax)
+	if err != nil {
+		return fetchParams{}, err
+	}
+	mw, err := queryInt(q, "max_wait_ms", 0, 0, wire.FetchWaitMsMax)
+	if err != nil {
+		return fetchParams{}, err
+	}
+	return fetchParams{offset: off, maxBytes: uint32(mb), maxWaitMs: uint32(mw)}, nil
+}
+
+func (h *httpAPI) fetch(w http.ResponseWriter, r *http.Request) {
+	t, p, lead, err := h.partitionTarget(r)
+	if err != nil {
+		h.fail(w, err)
+		return
+	}
+	params, err := parseFetchQuery(r.URL.Query())
+	if err != nil {
+		h.fail(w, err)
+		return
+	}
+	if !h.route(w, r, nil, lead, wire.ErrNotPrimary) {
+		return
+	}
+	req := &wire.FetchRequest{PartitionRef: partitionRef(t, p), FetchOffset: params.offset,
+		MaxBytes: params.maxBytes, MinBytes: 1, MaxWaitMs: params.maxWaitMs}
+	resp, err := h.n.serveLocal(t, p, wire.APIFetch, req)
+	if err != nil {
+		h.fail(w, err)
+		return
+	}
+	frame, err := readFetchFrame(resp)
+	if err != nil {
+		h.fail(w, err)
+		return
+	}
+	var fr wire.FetchResponse
+	if err := decodeFrame(frame, &fr); err != nil {
+		h.fail(w, h.n.withAddress(err))
+		return
+	}
+	out := fetchAnswer{Topic: t.Name, Partition: p, HighWatermark: fr.HighWatermark, LogStartOffset: fr.LogStartOffset,
+		ServedBy: int32(h.n.self)}
+	out.Records, out.NextOffset, err = decodeRecords(fr.Records, params.offset)
+	if err != nil {
+		h.fail(w, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, out)
+}
+
+// readFetchFrame is the fetch response frame with the file ranges the
+// shard answered with read in, released after.
+func readFetchFrame(resp netio.Response) ([]byte, error) {
+	frame := resp.Header
+	var err error
+	for _, f := range resp.Files {
+		buf := make([]byte, f.Len)
+		if _, err = unix.Pread(f.Fd, buf, f.Off); err != nil {
+			err = wire.Errorf(wire.ErrStorageError, "reading a segment: %v", err)
+			break
+		}
+		frame = append(frame, buf...)
+	}
+	if resp.Release != nil {
+		resp.Release(err)
+	}
+	return frame, err
+}
+
+// decodeRecords turns the fetched batches into records at or after from,
+// and returns the offset after the last batch (from when there is none).
+// A batch that does not decode is CORRUPT_MESSAGE: skipping it would
+// hide committed records from the caller.
+func decodeRecords(data []byte, from int64) ([]fetchedRecord, int64, error) {
+	out, next := []fetchedRecord{}, from
+	batches, _, err := batch.Split(nil, data)
+	if err != nil {
+		return nil, 0, wire.Errorf(wire.ErrCorruptMessage, "the fetched log after offset %d: %v", next, err)
+	}
+	var it batch.Records
+	for _, b := range batches {
+		if err := it.Reset(b); err != nil {
+			return nil, 0, wire.Errorf(wire.ErrCorruptMessage, "the fetched batch at offset %d: %v", next, err)
+		}
+		hdr := it.Header()
+		next = max(next, hdr.LastOffset()+1)
+		if hdr.IsControl() {
+			continue
+		}
+		for it.Next() {
+			rec := it.Record()
+			if rec.Offset < from {
+				continue
+			}
+			fr := fetchedRecord{Offset: rec.Offset, Timestamp: rec.Timestamp, Key: encodeBytes(rec.Key),
+				Value: encodeBytes(rec.Value), Headers: []recordHeader{}}
+			for _, hd := range rec.Headers {
+				fr.Headers = append(fr.Headers, recordHeader{Key: encodeBytes(hd.Key), Value: encodeBytes(hd.Value)})
+			}
+			out = append(out, fr)
+		}
+		if err := it.Err(); err != nil {
+			return nil, 0, wire.Errorf(wire.ErrCorruptMessage, "the fetched batch at offset %d: %v", hdr.BaseOffset, err)
+		}
+	}
+	return out, next, nil
+}
+
+// partitionRef is the reference of a request the HTTP API builds: by
+// topic id, at whatever generation the primary has.
+func partitionRef(t *metadata.Topic, p int32) wire.PartitionRef {
+	return wire.PartitionRef{Topic: t.Name, TopicID: wire.TopicID(t.ID), Partition: p, Generation: wire.GenerationUnknown}
+}
+
+// partitionTarget resolves the topic and partition of the path and the
+// partition's primary (-1 when none is known).
+func (h *httpAPI) partitionTarget(r *http.Request) (*metadata.Topic, int32, int32, error) {
+	name := r.PathValue("topic")
+	p, err := pathPartition(r.PathValue("partition"))
+	if err != nil {
+		return nil, 0, 0, err
+	}
+	t := h.n.view.Load().Topics[name]
+	if t == nil || int(p) >= t.Partitions() {
+		return nil, 0, 0, unknownPartition(name, p, t)
+	}
+	lead := int32(-1)
+	if rt, ok := h.n.routes.get(shardKey(t.ID, p)); ok && rt.leader > 0 {
+		lead = rt.leader
+	}
+	return t, p, lead, nil
+}
+
+// serveLocal runs a data request on the owning shard and returns the
+// response frame (and its file ranges, to read before release).
+func (n *Node) serveLocal(t *metadata.Topic, p int32, key wire.APIKey, req wire.Request) (netio.Response, error) {
+	v, _, _ := key.Versions()
+	hdr := wire.RequestHeader{APIKey: key, APIVersion: v}
+	body := req.AppendBody(nil, v)
+	out := make(chan netio.Response, 1)
+	sh := n.group.Shard(n.shardOf(t.ID, p))
+	if err := sh.Post(func() { n.serveData(sh, t, p, hdr, body, func(r netio.Response) { out <- r }) }); err != nil {
+		return netio.Response{}, busy(err)
+	}
+	return <-out, nil
+}
+
+// decodeFrame decodes a response frame into resp; an error response
+// comes back as its *wire.ErrorResponse.
+func decodeFrame(frame []byte, resp wire.Response) error {
+	f, _, err := wire.NextResponseFrame(frame, len(frame))
+	if err != nil {
+		return err
+	}
+	rh, body, err := wire.ParseResponseHeader(f)
+	if err != nil {
+		return err
+	}
+	v, _, _ := resp.APIKey().Versions()
+	err = wire.DecodeResponseBody(rh, body, v, resp)
+	var er *wire.ErrorResponse
+	if err != nil && !errors.As(err, &er) {
+		return wire.Errorf(wire.ErrUnknownServerError, "decoding the shard's answer: %v", err)
+	}
+	return err
+}
