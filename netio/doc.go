@@ -6,9 +6,11 @@
 //
 // # Threading
 //
-// There is no separate network thread. Every shard of a shard.Group owns a
-// SO_REUSEPORT listener on the server's port, and the kernel hands each
-// new connection to one of them; the connection then lives on that shard:
+// There is no separate network thread. The server's port is one listening
+// socket (bound without SO_REUSEPORT, so no other process can share the
+// port); every shard of a shard.Group watches it with EPOLLEXCLUSIVE, the
+// kernel wakes one parked shard for each new connection, and the
+// connection then lives on the shard that accepted it:
 // its socket sits in the shard's epoll set next to the shard's inbox
 // eventfd, timerfd and io_uring completion eventfd, and every Handler
 // callback runs on the shard's thread. A request for a partition owned by

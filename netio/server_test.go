@@ -235,6 +235,15 @@ func TestThousandConnections(t *testing.T) {
 		onShard(t, ts.g, i, func() { perShard[i] = len(ts.srv.loops[i].conns) })
 	}
 	t.Logf("connections per shard: %v", perShard)
+	// Every shard accepts from the shared listener (loop.accept). The
+	// split depends on which shard is parked when a connection arrives
+	// (24-76 % on the loaded development VM), so this only catches a shard
+	// that stopped accepting.
+	for i, k := range perShard {
+		if k < n/10 {
+			t.Errorf("shard %d holds %d of %d connections", i, k, n)
+		}
+	}
 }
 
 // Requests beyond MaxInflightPerConn are not delivered (nor read further)
