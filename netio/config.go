@@ -44,6 +44,15 @@ const (
 	CloseTimeoutDefault = 10 * time.Second
 	// DialTimeoutDefault bounds an outbound connect.
 	DialTimeoutDefault = 10 * time.Second
+	// FrameTimeoutDefault bounds how long a frame may take to arrive once
+	// its first byte did: as long as a client waits for an answer by
+	// default (the SDK's request timeout), so a client that is merely slow
+	// is not cut, while a peer that sent half a frame and stopped no
+	// longer holds its connection, buffer and slot forever.
+	FrameTimeoutDefault = 30 * time.Second
+	// FrameTimeoutMin and FrameTimeoutMax bound Config.FrameTimeout.
+	FrameTimeoutMin = time.Millisecond
+	FrameTimeoutMax = time.Hour
 	// iovMax is the most buffers one writev hands the kernel (IOV_MAX is
 	// 1024; 64 covers a burst of pipelined responses).
 	iovMax = 64
@@ -92,6 +101,15 @@ type Config struct {
 	CloseTimeout time.Duration
 	// DialTimeout bounds Dial. Default 10 s.
 	DialTimeout time.Duration
+	// FrameTimeout bounds the time from the first byte of a frame (its
+	// length prefix) to its last. A connection whose frame is still
+	// incomplete after it is closed gracefully with ErrFrameTimeout
+	// (earlier requests are still answered) and the close is logged. It
+	// does not limit a connection that is idle between frames, and time
+	// during which the server itself stopped reading the connection
+	// (backpressure) does not count. Default 30 s;
+	// FrameTimeoutMin..FrameTimeoutMax.
+	FrameTimeout time.Duration
 	// Logf receives connection-level events worth an operator's attention
 	// (oversize frames, refused connections, socket errors). Default: none.
 	Logf func(format string, args ...any)
@@ -119,6 +137,9 @@ func (c *Config) withDefaults() (Config, error) {
 	if out.DialTimeout == 0 {
 		out.DialTimeout = DialTimeoutDefault
 	}
+	if out.FrameTimeout == 0 {
+		out.FrameTimeout = FrameTimeoutDefault
+	}
 	switch {
 	case out.MaxFrameBytes < MaxFrameBytesMin || out.MaxFrameBytes > MaxFrameBytesMax:
 		return out, fmt.Errorf("netio: max frame bytes %d is outside %d..%d", out.MaxFrameBytes, MaxFrameBytesMin, MaxFrameBytesMax)
@@ -138,6 +159,8 @@ func (c *Config) withDefaults() (Config, error) {
 		return out, fmt.Errorf("netio: negative socket buffer size")
 	case out.CloseTimeout < 0 || out.DialTimeout < 0:
 		return out, fmt.Errorf("netio: negative timeout")
+	case out.FrameTimeout < FrameTimeoutMin || out.FrameTimeout > FrameTimeoutMax:
+		return out, fmt.Errorf("netio: frame timeout %v is outside %v..%v", out.FrameTimeout, FrameTimeoutMin, FrameTimeoutMax)
 	}
 	return out, nil
 }

@@ -67,6 +67,14 @@ type Conn struct {
 	out      sendQueue
 	closeErr error        // why a close in progress closes
 	timer    *shard.Timer // CloseTimeout or DialTimeout, when armed
+	// framing is set while the frame at the front of pend is incomplete
+	// and has been read since frameStartNs (shard clock), the time its
+	// first byte arrived or the server last resumed reading it. frameTimer
+	// (created on first use) checks Config.FrameTimeout; it is re-armed
+	// lazily, when it fires, so a stream of frames costs no timer work.
+	framing      bool
+	frameStartNs int64
+	frameTimer   *shard.Timer
 
 	migrateTo   *shard.Shard
 	migrateDone func(*Conn, error)
@@ -169,6 +177,9 @@ func (c *Conn) updateEvents() {
 	}
 	if c.events&unix.EPOLLIN != 0 && ev&unix.EPOLLIN == 0 && c.state == connOpen && !c.eof {
 		c.srv.stats.ReadPauses.Add(1)
+	}
+	if c.events&unix.EPOLLIN == 0 && ev&unix.EPOLLIN != 0 && c.framing {
+		c.frameStartNs = c.lp.sh.Now() // reading resumes: the peer's frame gets a whole timeout
 	}
 	c.events = ev
 	if err := c.lp.sh.Rewatch(c.fd, ev); err != nil {
@@ -325,6 +336,7 @@ func (c *Conn) deliver(data []byte) []byte {
 			return data
 		}
 		c.inflight++
+		c.framing = false // the next frame's clock starts with its first byte
 		c.srv.stats.Frames.Add(1)
 		c.handler.OnFrame(c, data[4:4+size])
 		data = data[4+size:]
@@ -464,7 +476,51 @@ func (c *Conn) settle() {
 		c.closeNow(err)
 		return
 	}
+	c.trackFrame()
 	c.updateEvents()
+}
+
+// trackFrame starts the frame clock when an incomplete frame is at the
+// front of the input, and makes sure its timer is armed (it is not after
+// a migration). A frame delivered stops the clock (deliver).
+func (c *Conn) trackFrame() {
+	if c.state != connOpen || len(c.pend) == 0 || c.holding() {
+		c.framing = false // the timer, if armed, finds nothing to do
+		return
+	}
+	timeout := c.srv.cfg.FrameTimeout
+	if !c.framing {
+		c.framing, c.frameStartNs = true, c.lp.sh.Now()
+	}
+	if c.frameTimer == nil {
+		c.frameTimer = shard.NewTimer(c.checkFrame)
+	}
+	if !c.frameTimer.Pending() {
+		c.lp.sh.Reset(c.frameTimer, time.Duration(c.frameStartNs+int64(timeout)-c.lp.sh.Now()))
+	}
+}
+
+// checkFrame runs when the frame timer fires: it closes the connection if
+// its incomplete frame is overdue, or re-arms the timer for the frame now
+// pending. A connection the server stopped reading (in-flight or
+// outbound bound, a migration) is not the peer's delay: its clock starts
+// again, and once more when reading resumes (updateEvents).
+func (c *Conn) checkFrame() {
+	if c.state != connOpen || !c.framing {
+		return
+	}
+	now, timeout := c.lp.sh.Now(), c.srv.cfg.FrameTimeout
+	if !c.readable() {
+		c.frameStartNs = now
+	}
+	if wait := c.frameStartNs + int64(timeout) - now; wait > 0 {
+		c.lp.sh.Reset(c.frameTimer, time.Duration(wait))
+		return
+	}
+	c.framing = false
+	c.srv.logf("netio: connection %d from %v sent %d bytes of a frame and nothing more for %v (frame timeout); closing it",
+		c.id, c.remote, len(c.pend), timeout)
+	c.closeGracefully(ErrFrameTimeout)
 }
 
 // armTimer (re)arms the connection's single timer.
@@ -486,6 +542,9 @@ func (c *Conn) closeNow(err error) {
 	lp, s := c.lp, c.srv
 	if c.timer != nil {
 		lp.sh.Stop(c.timer)
+	}
+	if c.frameTimer != nil {
+		lp.sh.Stop(c.frameTimer)
 	}
 	if c.watched {
 		_ = lp.sh.Unwatch(c.fd)

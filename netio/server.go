@@ -33,6 +33,11 @@ var (
 	// be sent whole because the file ended first; the frame on the wire
 	// would be corrupt, so the connection is closed.
 	ErrShortFile = errors.New("netio: file range beyond end of file")
+	// ErrFrameTimeout is passed to Handler.OnClose of a connection closed
+	// because a frame stayed incomplete for Config.FrameTimeout: the peer
+	// sent part of a frame (a length prefix, or a prefix and part of the
+	// body) and then nothing more.
+	ErrFrameTimeout = errors.New("netio: frame not completed within the frame timeout")
 	// ErrServerClosed is returned by Listen and Dial after Shutdown began.
 	ErrServerClosed = errors.New("netio: server closed")
 )
