@@ -3,6 +3,7 @@ package netio
 import (
 	"encoding/binary"
 	"errors"
+	"fmt"
 	"math/bits"
 	"net"
 	"time"
@@ -123,7 +124,7 @@ func (lp *loop) start(c *Conn) {
 	tuneSocket(c.fd, &s.cfg)
 	c.events = unix.EPOLLIN
 	if err := lp.sh.Watch(c.fd, c.events, c.onEvent); err != nil {
-		s.logf("netio: watch connection: %v", err)
+		lp.logf("netio: watch connection from %v: %v", c.remote, err)
 		_ = unix.Close(c.fd)
 		c.fd, c.state = -1, connClosed
 		if c.client {
@@ -367,10 +368,16 @@ func (c *Conn) trimPend() {
 func (c *Conn) frameTooLarge(size uint32, head []byte) {
 	c.oversize = true
 	c.srv.stats.Oversize.Add(1)
-	c.srv.logf("netio: connection %d from %v announced a %d-byte frame (max %d); closing it",
-		c.id, c.remote, size, c.srv.cfg.MaxFrameBytes)
+	reason := fmt.Errorf("%w: the peer announced a frame of %d bytes, max %d", ErrFrameTooLarge, size, c.srv.cfg.MaxFrameBytes)
+	c.logFault(reason)
 	c.handler.OnFrameTooLarge(c, size, head)
-	c.closeGracefully(ErrFrameTooLarge)
+	c.closeGracefully(reason)
+}
+
+// logFault logs the one line a connection closed for a fault gets: who,
+// and why (through the server's log limit).
+func (c *Conn) logFault(reason error) {
+	c.lp.logf("netio: closing connection %d from %v: %v", c.id, c.remote, reason)
 }
 
 // resume delivers frames held back by the in-flight or outbound bound.
@@ -425,10 +432,15 @@ func (c *Conn) closeGracefully(reason error) {
 
 // Abort closes the connection at the end of the shard's current round:
 // queued responses are dropped (their Release runs with ErrClosed) and
-// OnClose runs with err.
+// OnClose runs with err. A non-nil err is the fault of the peer (a
+// malformed request): it is logged, once, with the peer's address, so the
+// handler need not log it too.
 func (c *Conn) Abort(err error) {
 	if c.state >= connAborting {
 		return
+	}
+	if err != nil && !errors.Is(err, ErrServerClosed) {
+		c.logFault(err)
 	}
 	c.state = connAborting
 	c.closeErr = err
@@ -471,7 +483,8 @@ func (c *Conn) settle() {
 	case c.state == connOpen && c.eof && idle && !c.holding():
 		var err error
 		if len(c.pend) > 0 {
-			err = ErrTruncated
+			err = fmt.Errorf("%w: %d bytes of a frame arrived before the peer shut its side", ErrTruncated, len(c.pend))
+			c.logFault(err)
 		}
 		c.closeNow(err)
 		return
@@ -518,9 +531,9 @@ func (c *Conn) checkFrame() {
 		return
 	}
 	c.framing = false
-	c.srv.logf("netio: connection %d from %v sent %d bytes of a frame and nothing more for %v (frame timeout); closing it",
-		c.id, c.remote, len(c.pend), timeout)
-	c.closeGracefully(ErrFrameTimeout)
+	reason := fmt.Errorf("%w: %d bytes of a frame arrived, then nothing for %v", ErrFrameTimeout, len(c.pend), timeout)
+	c.logFault(reason)
+	c.closeGracefully(reason)
 }
 
 // armTimer (re)arms the connection's single timer.

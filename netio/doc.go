@@ -42,6 +42,17 @@
 // one frame of input beyond its in-flight requests, and its output stays
 // within OutboundBytesMax plus the answers to its in-flight requests.
 //
+// # Faults and logging
+//
+// A connection closed for a fault of its peer (an oversize frame, a frame
+// cut short by the peer's shutdown or left incomplete for
+// Config.FrameTimeout, a request the handler refused with Conn.Abort) is
+// logged once, with the peer's address and the reason, which OnClose
+// also receives (errors.Is matches ErrFrameTooLarge, ErrTruncated,
+// ErrFrameTimeout). Every line goes through the server's limit,
+// Config.LogLinesMax per Config.LogInterval, past which lines are counted
+// and summed up in one line when the interval ends.
+//
 // # Responses
 //
 // A Response is header bytes followed by file ranges sent with

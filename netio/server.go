@@ -114,6 +114,8 @@ type Server struct {
 	drainOnce sync.Once
 	drained   chan struct{} // closed when draining and no connection is open
 
+	logLimit *logLimit // every line to cfg.Logf passes it
+
 	stats Stats
 }
 
@@ -141,7 +143,7 @@ func NewServer(g *shard.Group, cfg Config, h Handler) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &Server{group: g, cfg: c, handler: h, drained: make(chan struct{})}
+	s := &Server{group: g, cfg: c, handler: h, drained: make(chan struct{}), logLimit: newLogLimit(c.LogLinesMax, c.LogInterval)}
 	for i := 0; i < g.Len(); i++ {
 		s.loops = append(s.loops, &loop{
 			srv:     s,
@@ -282,7 +284,7 @@ func (lp *loop) accept() {
 			switch err {
 			case unix.EAGAIN, unix.EINTR, unix.ECONNABORTED:
 			default:
-				s.logf("netio: accept on shard %d: %v", lp.sh.ID(), err)
+				lp.logf("netio: accept on shard %d: %v", lp.sh.ID(), err)
 			}
 			break
 		}
@@ -313,7 +315,7 @@ func (lp *loop) watchListener() error {
 func (lp *loop) requeue() {
 	_ = lp.sh.Unwatch(lp.lfd)
 	if err := lp.watchListener(); err != nil {
-		lp.srv.logf("netio: shard %d stops accepting: %v", lp.sh.ID(), err)
+		lp.logf("netio: shard %d stops accepting: %v", lp.sh.ID(), err)
 		_ = unix.Close(lp.lfd)
 		lp.lfd = -1
 	}
@@ -333,6 +335,11 @@ func (s *Server) Shutdown(ctx context.Context) error {
 		return nil
 	}
 	defer s.state.Store(srvClosed)
+	defer func() {
+		if s.cfg.Logf != nil {
+			s.logSuppressed(s.logLimit.drain())
+		}
+	}()
 	stopped := s.forEachLoop(ctx, func(lp *loop) {
 		lp.closeListener()
 		for c := range lp.conns {
@@ -405,9 +412,42 @@ func (lp *loop) closeListener() {
 
 func (s *Server) markDrained() { s.drainOnce.Do(func() { close(s.drained) }) }
 
+// logf logs a line through the server's limit (Config.LogLinesMax per
+// Config.LogInterval). Safe from any goroutine; on a shard's thread use
+// loop.logf, which also makes sure a window's summary is logged when the
+// window ends.
 func (s *Server) logf(format string, args ...any) {
-	if s.cfg.Logf != nil {
+	s.logOn(nil, format, args...)
+}
+
+// logf is Server.logf on the loop's shard thread.
+func (lp *loop) logf(format string, args ...any) {
+	lp.srv.logOn(lp, format, args...)
+}
+
+// logOn logs through the limit; lp, when not nil, is the calling shard's
+// loop, which arms the timer that reports the lines a window held back.
+func (s *Server) logOn(lp *loop, format string, args ...any) {
+	if s.cfg.Logf == nil {
+		return
+	}
+	now := s.loops[0].sh.Now() // every shard of a group reads the same clock
+	ok, before, first, endNs := s.logLimit.admit(now)
+	s.logSuppressed(before)
+	if ok {
 		s.cfg.Logf(format, args...)
+	}
+	if first && lp != nil {
+		lp.sh.AfterFunc(time.Duration(endNs-now), func() {
+			s.logSuppressed(s.logLimit.flush(lp.sh.Now()))
+		})
+	}
+}
+
+// logSuppressed reports the lines a window of the limit held back.
+func (s *Server) logSuppressed(n int) {
+	if n > 0 {
+		s.cfg.Logf("netio: suppressed %d similar messages (limit: %d lines per %v)", n, s.cfg.LogLinesMax, s.cfg.LogInterval)
 	}
 }
 

@@ -22,6 +22,7 @@ func TestConfigBounds(t *testing.T) {
 		{MaxConnections: MaxConnectionsMax + 1}, {OutboundBytesMax: 10}, {ReadBufferBytes: 100},
 		{ReadBufferBytes: 1 << 20, ReadBudgetBytes: 4096}, {OversizeHeadBytes: 1 << 20},
 		{FrameTimeout: -time.Second}, {FrameTimeout: time.Microsecond}, {FrameTimeout: 2 * time.Hour},
+		{LogLinesMax: -1}, {LogInterval: time.Microsecond}, {LogInterval: 2 * time.Hour},
 	} {
 		if _, err := cfg.withDefaults(); err == nil {
 			t.Errorf("config %+v accepted", cfg)
@@ -29,7 +30,7 @@ func TestConfigBounds(t *testing.T) {
 	}
 	if c, err := (&Config{}).withDefaults(); err != nil || c.MaxFrameBytes != MaxFrameBytesDefault ||
 		c.MaxInflightPerConn != 256 || c.MaxConnections != 10000 || c.OutboundBytesMax != 8<<20 ||
-		c.FrameTimeout != 30*time.Second {
+		c.FrameTimeout != 30*time.Second || c.LogLinesMax != 10 || c.LogInterval != 10*time.Second {
 		t.Fatalf("defaults %+v %v", c, err)
 	}
 }
