@@ -146,10 +146,12 @@ func newIdleServer(t *testing.T) *Server {
 func TestSecondListenerOnBusyPortFails(t *testing.T) {
 	for _, tc := range []struct {
 		name          string
-		first, second string // "netio" or "go"
+		first, second string // "netio", "go", or "bound" (Bind without Serve)
 		wildcardFirst bool   // the first binds 0.0.0.0, the second 127.0.0.1
 	}{
 		{"netio then netio", "netio", "netio", false},
+		{"bound, not yet served, then netio", "bound", "netio", false},
+		{"bound, not yet served, then go", "bound", "go", false},
 		{"netio on any address then netio", "netio", "netio", true},
 		{"netio then go", "netio", "go", false},
 		{"go then netio", "go", "netio", false},
@@ -167,6 +169,13 @@ func TestSecondListenerOnBusyPortFails(t *testing.T) {
 					t.Fatal(err)
 				}
 				port = srv.Addr().(*net.TCPAddr).Port
+			case "bound":
+				l, err := Bind("127.0.0.1:0")
+				if err != nil {
+					t.Fatal(err)
+				}
+				t.Cleanup(func() { l.Close() })
+				port = l.Addr().Port
 			case "go":
 				ln, err := ListenTCP("127.0.0.1:0")
 				if err != nil {
@@ -197,7 +206,10 @@ func TestSecondListenerOnBusyPortFails(t *testing.T) {
 				}
 			}
 			wantAddrInUse(t, err, addr)
-			if tc.first == "netio" {
+			switch tc.first {
+			case "bound":
+				return
+			case "netio":
 				echoed(t, addr, 10)
 				return
 			}
@@ -242,4 +254,54 @@ func TestSecondProcessOnBusyPortFails(t *testing.T) {
 			t.Fatalf("this process accepted %d of 20 connections", got)
 		}
 	})
+}
+
+// A node binds its ports first (Bind) and serves them once its shards run
+// (Serve): a taken port fails the Bind, before anything else happens; a
+// connection that arrives between the two waits and is then served.
+func TestBindThenServe(t *testing.T) {
+	l, err := Bind("127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := l.Addr().String()
+	if _, err := Bind(addr); !errors.Is(err, ErrAddrInUse) {
+		t.Fatalf("second Bind: %v", err)
+	}
+	wantAddrInUse(t, newIdleServer(t).Listen(addr), addr)
+	early := dialT(t, addr) // queued by the kernel until Serve
+	early.send(1, opEcho, []byte("early"))
+
+	srv := newIdleServer(t)
+	if err := srv.Serve(l); err != nil {
+		t.Fatal(err)
+	}
+	if srv.Addr().String() != addr {
+		t.Fatalf("serving %v, bound %s", srv.Addr(), addr)
+	}
+	if corr, _, p := early.mustRecv(); corr != 1 || string(p) != "early" {
+		t.Fatalf("early connection: %d %q", corr, p)
+	}
+	echoed(t, addr, 5)
+	if err := l.Close(); err != nil {
+		t.Fatalf("Close after Serve: %v", err)
+	}
+	if err := newIdleServer(t).Serve(l); !errors.Is(err, ErrListenerClosed) {
+		t.Fatalf("serving a listener twice: %v", err)
+	}
+	echoed(t, addr, 1) // the first server still has it
+
+	closed, err := Bind("127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	freed := closed.Addr().String()
+	if err := closed.Close(); err != nil {
+		t.Fatal(err)
+	}
+	again, err := Bind(freed) // a closed listener frees its port
+	if err != nil {
+		t.Fatalf("bind after close: %v", err)
+	}
+	_ = again.Close()
 }

@@ -176,28 +176,40 @@ func (s *Server) Addr() net.Addr {
 func (s *Server) Connections() int { return int(s.open.Load()) }
 
 // Listen binds addr ("host:port"; port 0 picks a free port) and starts
-// accepting on every shard. It may be called once, from a goroutine that is
-// not a shard (it waits for each shard to register its listener).
+// accepting on every shard: Bind, then Serve. It may be called once, from
+// a goroutine that is not a shard (it waits for each shard to register
+// its listener).
 //
-// The port is bound once, without SO_REUSEPORT, so a port another process
-// (or another Server) listens on is refused with an *AddrInUseError
-// (errors.Is(err, ErrAddrInUse)) instead of being shared with it. Every
-// shard watches its own descriptor of that one socket with EPOLLEXCLUSIVE:
-// the kernel wakes one parked shard per new connection, that shard accepts
-// it and the connection lives there (loop.accept).
+// A port another process (or another Server) listens on is refused with
+// an *AddrInUseError (errors.Is(err, ErrAddrInUse)) instead of being
+// shared with it (see Bind).
 func (s *Server) Listen(addr string) error {
-	if !s.state.CompareAndSwap(srvNew, srvListening) {
+	if s.state.Load() != srvNew {
 		return ErrServerClosed
 	}
-	ta, err := net.ResolveTCPAddr("tcp", addr)
-	if err != nil {
-		return fmt.Errorf("netio: listen %q: %w", addr, err)
-	}
-	sa, family, err := sockaddr(ta)
+	l, err := Bind(addr)
 	if err != nil {
 		return err
 	}
-	fd, err := listenSocket(sa, family, addr)
+	if err := s.Serve(l); err != nil {
+		_ = l.Close()
+		return err
+	}
+	return nil
+}
+
+// Serve starts accepting on l on every shard; the server owns l from then
+// on and closes it at Shutdown (or when Serve fails; the caller may Close
+// l again, harmlessly). Every shard watches its own descriptor of l's one
+// socket with EPOLLEXCLUSIVE: the kernel wakes one parked shard per new
+// connection, that shard accepts it and the connection lives there
+// (loop.accept). It may be called once, instead of Listen, from a
+// goroutine that is not a shard.
+func (s *Server) Serve(l *Listener) error {
+	if !s.state.CompareAndSwap(srvNew, srvListening) {
+		return ErrServerClosed
+	}
+	fd, err := l.take()
 	if err != nil {
 		return err
 	}
@@ -207,12 +219,7 @@ func (s *Server) Listen(addr string) error {
 			_ = unix.Close(fd)
 		}
 	}
-	bound, err := unix.Getsockname(fd)
-	if err != nil {
-		closeAll()
-		return fmt.Errorf("netio: listen %s: getsockname: %w", addr, err)
-	}
-	s.addr.Store(tcpAddr(bound))
+	s.addr.Store(l.addr)
 	for len(fds) < len(s.loops) {
 		dfd, err := dupListener(fd)
 		if err != nil {
