@@ -71,8 +71,10 @@ type Conn struct {
 	// framing is set while the frame at the front of pend is incomplete
 	// and has been read since frameStartNs (shard clock), the time its
 	// first byte arrived or the server last resumed reading it. frameTimer
-	// (created on first use) checks Config.FrameTimeout; it is re-armed
-	// lazily, when it fires, so a stream of frames costs no timer work.
+	// (created on first use) checks Config.FrameTimeout. Frames that
+	// complete do not move it; when it fires it re-arms itself for the
+	// frame then pending, so a stream of frames arms it at most once per
+	// timeout.
 	framing      bool
 	frameStartNs int64
 	frameTimer   *shard.Timer
