@@ -307,3 +307,39 @@ func fetch(addr string, n, size, window int) (float64, error) {
 	}
 	return float64(n*size) / time.Since(start).Seconds(), nil
 }
+
+// BenchmarkConnect: a new connection's first answer — connect, one small
+// request, its answer — with the earlier connections left open; the cost of accepting on whichever
+// shard the kernel woke and placing the connection on its home shard
+// (docs/design/threading.md, "One listening socket").
+func BenchmarkConnect(b *testing.B) {
+	addr, stop := benchServer(b, &benchHandler{fileFd: -1})
+	defer stop()
+	h := hdrhistogram.New(1, 10_000_000, 3)
+	req := request(0, opEcho, make([]byte, 100))
+	var resp [respHeaderBytes]byte
+	var open []net.Conn
+	for i := -200; i < b.N; i++ { // 200 warm-up connections
+		start := time.Now()
+		c, err := net.Dial("tcp", addr)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if _, err := c.Write(req); err != nil {
+			b.Fatal(err)
+		}
+		if _, err := io.ReadFull(c, resp[:]); err != nil {
+			b.Fatal(err)
+		}
+		if i >= 0 {
+			_ = h.RecordValue(time.Since(start).Microseconds())
+		}
+		open = append(open, c) // closed at the end: not a churn benchmark
+	}
+	for _, c := range open {
+		_ = c.Close()
+	}
+	b.ReportMetric(float64(h.ValueAtQuantile(50)), "p50-µs")
+	b.ReportMetric(float64(h.ValueAtQuantile(99)), "p99-µs")
+	b.ReportMetric(0, "ns/op")
+}

@@ -44,6 +44,25 @@ const (
 	CloseTimeoutDefault = 10 * time.Second
 	// DialTimeoutDefault bounds an outbound connect.
 	DialTimeoutDefault = 10 * time.Second
+	// FrameTimeoutDefault bounds how long a frame may take to arrive once
+	// its first byte did: as long as a client waits for an answer by
+	// default (the SDK's request timeout), so a client that is merely slow
+	// is not cut, while a peer that sent half a frame and stopped no
+	// longer holds its connection, buffer and slot forever.
+	FrameTimeoutDefault = 30 * time.Second
+	// FrameTimeoutMin and FrameTimeoutMax bound Config.FrameTimeout.
+	FrameTimeoutMin = time.Millisecond
+	FrameTimeoutMax = time.Hour
+	// LogLinesMaxDefault and LogIntervalDefault limit the lines a server
+	// logs about its connections: 10 per 10 s, then one summary line per
+	// interval (enough to see what is wrong, not enough to flood the log
+	// when a scanner opens thousands of bad connections).
+	LogLinesMaxDefault = 10
+	LogIntervalDefault = 10 * time.Second
+	// LogLinesMaxMax and LogIntervalMin, LogIntervalMax bound the limit.
+	LogLinesMaxMax = 1 << 20
+	LogIntervalMin = time.Millisecond
+	LogIntervalMax = time.Hour
 	// iovMax is the most buffers one writev hands the kernel (IOV_MAX is
 	// 1024; 64 covers a burst of pipelined responses).
 	iovMax = 64
@@ -92,9 +111,28 @@ type Config struct {
 	CloseTimeout time.Duration
 	// DialTimeout bounds Dial. Default 10 s.
 	DialTimeout time.Duration
-	// Logf receives connection-level events worth an operator's attention
-	// (oversize frames, refused connections, socket errors). Default: none.
+	// FrameTimeout bounds the time from the first byte of a frame (its
+	// length prefix) to its last. A connection whose frame is still
+	// incomplete after it is closed gracefully with ErrFrameTimeout
+	// (earlier requests are still answered) and the close is logged. It
+	// does not limit a connection that is idle between frames, and time
+	// during which the server itself stopped reading the connection
+	// (backpressure) does not count. Default 30 s;
+	// FrameTimeoutMin..FrameTimeoutMax.
+	FrameTimeout time.Duration
+	// Logf receives connection-level events worth an operator's attention:
+	// one line per connection closed for a fault (an oversize frame, a
+	// frame cut short or left incomplete, a handler's Abort) with the
+	// reason and the peer's address, and accept failures. Default: none.
 	Logf func(format string, args ...any)
+	// LogLinesMax is how many lines the server passes to Logf per
+	// LogInterval (all shards together); further lines are counted and
+	// reported as one line, "netio: suppressed K similar messages", when
+	// the interval ends. Default 10; 1..LogLinesMaxMax.
+	LogLinesMax int
+	// LogInterval is the window of LogLinesMax, counted from its first
+	// line. Default 10 s; LogIntervalMin..LogIntervalMax.
+	LogInterval time.Duration
 }
 
 func (c *Config) withDefaults() (Config, error) {
@@ -119,6 +157,13 @@ func (c *Config) withDefaults() (Config, error) {
 	if out.DialTimeout == 0 {
 		out.DialTimeout = DialTimeoutDefault
 	}
+	if out.FrameTimeout == 0 {
+		out.FrameTimeout = FrameTimeoutDefault
+	}
+	def(&out.LogLinesMax, LogLinesMaxDefault)
+	if out.LogInterval == 0 {
+		out.LogInterval = LogIntervalDefault
+	}
 	switch {
 	case out.MaxFrameBytes < MaxFrameBytesMin || out.MaxFrameBytes > MaxFrameBytesMax:
 		return out, fmt.Errorf("netio: max frame bytes %d is outside %d..%d", out.MaxFrameBytes, MaxFrameBytesMin, MaxFrameBytesMax)
@@ -138,6 +183,12 @@ func (c *Config) withDefaults() (Config, error) {
 		return out, fmt.Errorf("netio: negative socket buffer size")
 	case out.CloseTimeout < 0 || out.DialTimeout < 0:
 		return out, fmt.Errorf("netio: negative timeout")
+	case out.FrameTimeout < FrameTimeoutMin || out.FrameTimeout > FrameTimeoutMax:
+		return out, fmt.Errorf("netio: frame timeout %v is outside %v..%v", out.FrameTimeout, FrameTimeoutMin, FrameTimeoutMax)
+	case out.LogLinesMax < 1 || out.LogLinesMax > LogLinesMaxMax:
+		return out, fmt.Errorf("netio: log lines max %d is outside 1..%d", out.LogLinesMax, LogLinesMaxMax)
+	case out.LogInterval < LogIntervalMin || out.LogInterval > LogIntervalMax:
+		return out, fmt.Errorf("netio: log interval %v is outside %v..%v", out.LogInterval, LogIntervalMin, LogIntervalMax)
 	}
 	return out, nil
 }

@@ -3,6 +3,7 @@ package netio
 import (
 	"encoding/binary"
 	"errors"
+	"fmt"
 	"math/bits"
 	"net"
 	"time"
@@ -67,6 +68,16 @@ type Conn struct {
 	out      sendQueue
 	closeErr error        // why a close in progress closes
 	timer    *shard.Timer // CloseTimeout or DialTimeout, when armed
+	// framing is set while the frame at the front of pend is incomplete
+	// and has been read since frameStartNs (shard clock), the time its
+	// first byte arrived or the server last resumed reading it. frameTimer
+	// (created on first use) checks Config.FrameTimeout. Frames that
+	// complete do not move it; when it fires it re-arms itself for the
+	// frame then pending, so a stream of frames arms it at most once per
+	// timeout.
+	framing      bool
+	frameStartNs int64
+	frameTimer   *shard.Timer
 
 	migrateTo   *shard.Shard
 	migrateDone func(*Conn, error)
@@ -115,7 +126,7 @@ func (lp *loop) start(c *Conn) {
 	tuneSocket(c.fd, &s.cfg)
 	c.events = unix.EPOLLIN
 	if err := lp.sh.Watch(c.fd, c.events, c.onEvent); err != nil {
-		s.logf("netio: watch connection: %v", err)
+		lp.logf("netio: watch connection from %v: %v", c.remote, err)
 		_ = unix.Close(c.fd)
 		c.fd, c.state = -1, connClosed
 		if c.client {
@@ -169,6 +180,9 @@ func (c *Conn) updateEvents() {
 	}
 	if c.events&unix.EPOLLIN != 0 && ev&unix.EPOLLIN == 0 && c.state == connOpen && !c.eof {
 		c.srv.stats.ReadPauses.Add(1)
+	}
+	if c.events&unix.EPOLLIN == 0 && ev&unix.EPOLLIN != 0 && c.framing {
+		c.frameStartNs = c.lp.sh.Now() // reading resumes: the peer's frame gets a whole timeout
 	}
 	c.events = ev
 	if err := c.lp.sh.Rewatch(c.fd, ev); err != nil {
@@ -325,6 +339,7 @@ func (c *Conn) deliver(data []byte) []byte {
 			return data
 		}
 		c.inflight++
+		c.framing = false // the next frame's clock starts with its first byte
 		c.srv.stats.Frames.Add(1)
 		c.handler.OnFrame(c, data[4:4+size])
 		data = data[4+size:]
@@ -355,10 +370,16 @@ func (c *Conn) trimPend() {
 func (c *Conn) frameTooLarge(size uint32, head []byte) {
 	c.oversize = true
 	c.srv.stats.Oversize.Add(1)
-	c.srv.logf("netio: connection %d from %v announced a %d-byte frame (max %d); closing it",
-		c.id, c.remote, size, c.srv.cfg.MaxFrameBytes)
+	reason := fmt.Errorf("%w: the peer announced a frame of %d bytes, max %d", ErrFrameTooLarge, size, c.srv.cfg.MaxFrameBytes)
+	c.logFault(reason)
 	c.handler.OnFrameTooLarge(c, size, head)
-	c.closeGracefully(ErrFrameTooLarge)
+	c.closeGracefully(reason)
+}
+
+// logFault logs the one line a connection closed for a fault gets: who,
+// and why (through the server's log limit).
+func (c *Conn) logFault(reason error) {
+	c.lp.logf("netio: closing connection %d from %v: %v", c.id, c.remote, reason)
 }
 
 // resume delivers frames held back by the in-flight or outbound bound.
@@ -413,10 +434,15 @@ func (c *Conn) closeGracefully(reason error) {
 
 // Abort closes the connection at the end of the shard's current round:
 // queued responses are dropped (their Release runs with ErrClosed) and
-// OnClose runs with err.
+// OnClose runs with err. A non-nil err is the fault of the peer (a
+// malformed request): it is logged, once, with the peer's address, so the
+// handler need not log it too.
 func (c *Conn) Abort(err error) {
 	if c.state >= connAborting {
 		return
+	}
+	if err != nil && !errors.Is(err, ErrServerClosed) {
+		c.logFault(err)
 	}
 	c.state = connAborting
 	c.closeErr = err
@@ -459,12 +485,57 @@ func (c *Conn) settle() {
 	case c.state == connOpen && c.eof && idle && !c.holding():
 		var err error
 		if len(c.pend) > 0 {
-			err = ErrTruncated
+			err = fmt.Errorf("%w: %d bytes of a frame arrived before the peer shut its side", ErrTruncated, len(c.pend))
+			c.logFault(err)
 		}
 		c.closeNow(err)
 		return
 	}
+	c.trackFrame()
 	c.updateEvents()
+}
+
+// trackFrame starts the frame clock when an incomplete frame is at the
+// front of the input, and makes sure its timer is armed (it is not after
+// a migration). A frame delivered stops the clock (deliver).
+func (c *Conn) trackFrame() {
+	if c.state != connOpen || len(c.pend) == 0 || c.holding() {
+		c.framing = false // the timer, if armed, finds nothing to do
+		return
+	}
+	timeout := c.srv.cfg.FrameTimeout
+	if !c.framing {
+		c.framing, c.frameStartNs = true, c.lp.sh.Now()
+	}
+	if c.frameTimer == nil {
+		c.frameTimer = shard.NewTimer(c.checkFrame)
+	}
+	if !c.frameTimer.Pending() {
+		c.lp.sh.Reset(c.frameTimer, time.Duration(c.frameStartNs+int64(timeout)-c.lp.sh.Now()))
+	}
+}
+
+// checkFrame runs when the frame timer fires: it closes the connection if
+// its incomplete frame is overdue, or re-arms the timer for the frame now
+// pending. A connection the server stopped reading (in-flight or
+// outbound bound, a migration) is not the peer's delay: its clock starts
+// again, and once more when reading resumes (updateEvents).
+func (c *Conn) checkFrame() {
+	if c.state != connOpen || !c.framing {
+		return
+	}
+	now, timeout := c.lp.sh.Now(), c.srv.cfg.FrameTimeout
+	if !c.readable() {
+		c.frameStartNs = now
+	}
+	if wait := c.frameStartNs + int64(timeout) - now; wait > 0 {
+		c.lp.sh.Reset(c.frameTimer, time.Duration(wait))
+		return
+	}
+	c.framing = false
+	reason := fmt.Errorf("%w: %d bytes of a frame arrived, then nothing for %v", ErrFrameTimeout, len(c.pend), timeout)
+	c.logFault(reason)
+	c.closeGracefully(reason)
 }
 
 // armTimer (re)arms the connection's single timer.
@@ -486,6 +557,9 @@ func (c *Conn) closeNow(err error) {
 	lp, s := c.lp, c.srv
 	if c.timer != nil {
 		lp.sh.Stop(c.timer)
+	}
+	if c.frameTimer != nil {
+		lp.sh.Stop(c.frameTimer)
 	}
 	if c.watched {
 		_ = lp.sh.Unwatch(c.fd)

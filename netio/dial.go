@@ -170,6 +170,9 @@ func (c *Conn) handOver() {
 	if c.timer != nil {
 		from.sh.Stop(c.timer)
 	}
+	if c.frameTimer != nil {
+		from.sh.Stop(c.frameTimer) // armed again on to's wheel (settle)
+	}
 	_ = from.sh.Unwatch(c.fd)
 	c.watched = false
 	delete(from.conns, c)

@@ -83,7 +83,8 @@ func TestDialAndMigrate(t *testing.T) {
 func TestDialRefused(t *testing.T) {
 	ts := startServer(t, 1, Config{}, newTestHandler())
 	// A port nobody listens on: bind one, close it.
-	fd, err := listenSocket(mustSockaddr(t, "127.0.0.1:0"))
+	sa0, fam := mustSockaddr(t, "127.0.0.1:0")
+	fd, err := listenSocket(sa0, fam, "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}

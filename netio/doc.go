@@ -6,9 +6,11 @@
 //
 // # Threading
 //
-// There is no separate network thread. Every shard of a shard.Group owns a
-// SO_REUSEPORT listener on the server's port, and the kernel hands each
-// new connection to one of them; the connection then lives on that shard:
+// There is no separate network thread. The server's port is one listening
+// socket (bound without SO_REUSEPORT, so no other process can share the
+// port); every shard of a shard.Group watches it with EPOLLEXCLUSIVE, the
+// kernel wakes one parked shard for each new connection, and the
+// connection then lives on the shard that accepted it:
 // its socket sits in the shard's epoll set next to the shard's inbox
 // eventfd, timerfd and io_uring completion eventfd, and every Handler
 // callback runs on the shard's thread. A request for a partition owned by
@@ -39,6 +41,17 @@
 // buffer fills and TCP pushes back. A connection therefore holds at most
 // one frame of input beyond its in-flight requests, and its output stays
 // within OutboundBytesMax plus the answers to its in-flight requests.
+//
+// # Faults and logging
+//
+// A connection closed for a fault of its peer (an oversize frame, a frame
+// cut short by the peer's shutdown or left incomplete for
+// Config.FrameTimeout, a request the handler refused with Conn.Abort) is
+// logged once, with the peer's address and the reason, which OnClose
+// also receives (errors.Is matches ErrFrameTooLarge, ErrTruncated,
+// ErrFrameTimeout). Every line goes through the server's limit,
+// Config.LogLinesMax per Config.LogInterval, past which lines are counted
+// and summed up in one line when the interval ends.
 //
 // # Responses
 //

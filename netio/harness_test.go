@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"os"
 	"runtime"
 	"sync"
 	"testing"
@@ -17,7 +18,12 @@ import (
 	"github.com/corestream/corestream/shard"
 )
 
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+func TestMain(m *testing.M) {
+	if addr := os.Getenv(listenChildEnv); addr != "" {
+		os.Exit(listenChild(addr))
+	}
+	goleak.VerifyTestMain(m)
+}
 
 // The test protocol. A request body is
 //

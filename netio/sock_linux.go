@@ -55,29 +55,60 @@ func tcpAddr(sa unix.Sockaddr) *net.TCPAddr {
 	return nil
 }
 
-// listenSocket opens a non-blocking listening socket on sa with
-// SO_REUSEPORT, so that every shard can own a listener on the same port and
-// the kernel spreads connections over them.
-func listenSocket(sa unix.Sockaddr, family int) (int, error) {
+// listenSocket opens the server's one listening socket on sa (addr is the
+// address as the caller wrote it, for errors): non-blocking, with
+// SO_REUSEADDR so that a restarted node binds while its old connections
+// linger in TIME_WAIT, and deliberately without SO_REUSEPORT. With
+// SO_REUSEPORT a second process of the same user binds the same port
+// without an error and the kernel then hands it a share of the
+// connections; without it the kernel refuses the second bind (EADDRINUSE),
+// which Listen reports as an *AddrInUseError. The shards share this one
+// socket (Server.Listen); see docs/design/threading.md.
+func listenSocket(sa unix.Sockaddr, family int, addr string) (int, error) {
 	fd, err := unix.Socket(family, unix.SOCK_STREAM|unix.SOCK_NONBLOCK|unix.SOCK_CLOEXEC, 0)
 	if err != nil {
-		return -1, fmt.Errorf("netio: socket: %w", err)
+		return -1, fmt.Errorf("netio: listen %s: socket: %w", addr, err)
 	}
-	for _, opt := range []int{unix.SO_REUSEADDR, unix.SO_REUSEPORT} {
-		if err := unix.SetsockoptInt(fd, unix.SOL_SOCKET, opt, 1); err != nil {
-			_ = unix.Close(fd)
-			return -1, fmt.Errorf("netio: setsockopt %d: %w", opt, err)
-		}
+	if err := unix.SetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_REUSEADDR, 1); err != nil {
+		_ = unix.Close(fd)
+		return -1, fmt.Errorf("netio: listen %s: setsockopt SO_REUSEADDR: %w", addr, err)
 	}
 	if err := unix.Bind(fd, sa); err != nil {
 		_ = unix.Close(fd)
-		return -1, fmt.Errorf("netio: bind: %w", err)
+		return -1, bindError(addr, err)
 	}
 	if err := unix.Listen(fd, listenBacklog); err != nil {
 		_ = unix.Close(fd)
-		return -1, fmt.Errorf("netio: listen: %w", err)
+		if err == unix.EADDRINUSE { // a racing bind of the same port (rare)
+			return -1, &AddrInUseError{Addr: addr}
+		}
+		return -1, fmt.Errorf("netio: listen %s: %w", addr, err)
 	}
 	return fd, nil
+}
+
+// bindError turns a bind(2) failure into an error an operator can act on.
+func bindError(addr string, err error) error {
+	switch err {
+	case unix.EADDRINUSE:
+		return &AddrInUseError{Addr: addr}
+	case unix.EADDRNOTAVAIL:
+		return fmt.Errorf("netio: cannot listen on %s: no network interface of this host has that address: %w", addr, err)
+	case unix.EACCES:
+		return fmt.Errorf("netio: cannot listen on %s: ports below 1024 need privileges (CAP_NET_BIND_SERVICE): %w", addr, err)
+	}
+	return fmt.Errorf("netio: cannot listen on %s: %w", addr, err)
+}
+
+// dupListener gives a shard its own descriptor for the shared listening
+// socket, so that each shard can watch and close its own: the socket stays
+// open until the last shard closes its descriptor.
+func dupListener(fd int) (int, error) {
+	nfd, err := unix.FcntlInt(uintptr(fd), unix.F_DUPFD_CLOEXEC, 0)
+	if err != nil {
+		return -1, fmt.Errorf("netio: dup listener: %w", err)
+	}
+	return nfd, nil
 }
 
 // tuneSocket applies the per-connection options: no Nagle delay (responses

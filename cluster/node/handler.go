@@ -38,8 +38,8 @@ func (h *handler) OnClose(c *netio.Conn, err error) {
 
 // OnFrameTooLarge answers with MESSAGE_TOO_LARGE when the request header
 // arrived with the length; the server then closes the connection.
+// (netio logs the connection's close, once.)
 func (h *handler) OnFrameTooLarge(c *netio.Conn, size uint32, head []byte) {
-	h.n.log.Warn("oversize frame", "remote", c.RemoteAddr(), "bytes", size, "max", h.n.cfg.Network.MaxFrameBytes)
 	hdr, _, err := wire.ParseRequestHeader(head)
 	if err != nil {
 		return
@@ -53,8 +53,8 @@ func (h *handler) OnFrameTooLarge(c *netio.Conn, size uint32, head []byte) {
 func (h *handler) OnFrame(c *netio.Conn, body []byte) {
 	hdr, req, err := wire.ParseRequestHeader(body)
 	if err != nil {
-		// Not even a header: the stream is unusable.
-		h.n.log.Warn("malformed frame", "remote", c.RemoteAddr(), "err", err)
+		// Not even a header: the stream is unusable. netio logs the
+		// abort with the peer's address and err, once.
 		c.Release()
 		c.Abort(err)
 		return
