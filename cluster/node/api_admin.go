@@ -48,6 +48,13 @@ func (c *controller) serve(req wire.Request, done func(any)) {
 			return
 		}
 	}
+	// A primary plans from its state: until its term's first entry is
+	// applied that state may lack committed commands (a topic it would
+	// create twice, offsets it would not return).
+	if err := c.n.metadataReady(); err != nil {
+		done(err)
+		return
+	}
 	switch req := req.(type) {
 	case *wire.CreateTopicRequest:
 		c.createTopic(req, done)

@@ -22,7 +22,7 @@ func (h *handler) dataRequest(c *netio.Conn, hdr wire.RequestHeader, body []byte
 	}
 	t := h.n.view.Load().Topics[string(name)]
 	if t == nil || p < 0 || int(p) >= t.Partitions() {
-		replyErr(c, hdr, unknownPartition(string(name), p, t))
+		replyErr(c, hdr, h.n.missingPartition(string(name), p, t))
 		return
 	}
 	home := c.Shard()
@@ -74,6 +74,18 @@ func (h *handler) maybeMigrate(c *netio.Conn, st *connState) {
 	if err != nil {
 		st.migrating, st.streak = false, 0
 	}
+}
+
+// missingPartition is unknownPartition, unless this node's metadata is not
+// loaded yet: then the topic may well exist, and the answer says so
+// (METADATA_NOT_READY, ready.go).
+func (n *Node) missingPartition(name string, p int32, t *metadata.Topic) error {
+	if t == nil {
+		if err := n.metadataReady(); err != nil {
+			return err
+		}
+	}
+	return unknownPartition(name, p, t)
 }
 
 func unknownPartition(name string, p int32, t *metadata.Topic) error {

@@ -57,6 +57,9 @@ type Node struct {
 	http *httpAPI
 	// peers is the replication transport (nil on a single node).
 	peers *peers
+	// metaLoaded latches once the View holds everything committed this
+	// node could know of (ready.go); metadata reads wait for it.
+	metaLoaded atomic.Bool
 	// rebalancing says a primary move planned by the balancer is running.
 	rebalancing atomic.Bool
 	// migrations counts client connections moved to the shard their

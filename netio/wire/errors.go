@@ -107,6 +107,8 @@ var (
 		"An offset in the request is negative where it may not be (fetch offset, committed offset)."}
 	ErrInvalidProducerIDMapping = &Error{34, "INVALID_PRODUCER_ID_MAPPING", false,
 		"InitProducer was given a producer id and epoch that do not belong together (the epoch is not the id's current one)."}
+	ErrMetadataNotReady = &Error{35, "METADATA_NOT_READY", true,
+		"This node has not yet loaded the committed cluster metadata (after a start it learns the commit point from the metadata primary and replays its log up to it), so it cannot answer metadata, topic or offset reads without possibly leaving things out. The message says what it waits for; retry after a short back-off or ask another node."}
 )
 
 // errorTable lists every code, in code order. It is the single source: the
@@ -146,6 +148,7 @@ var errorTable = []*Error{
 	ErrInvalidTimestamp,
 	ErrInvalidOffset,
 	ErrInvalidProducerIDMapping,
+	ErrMetadataNotReady,
 }
 
 // CodeNone is the error code of a successful response.
