@@ -206,13 +206,10 @@ func (c *controller) addPartitions(req *wire.AddPartitionsRequest, done func(any
 		done(err)
 		return
 	}
+	// The count a topic already has is refused (INVALID_PARTITIONS), as
+	// by Kafka: the SDK does not resend an AddPartitions whose outcome it
+	// does not know, so no retry of one that happened can arrive here.
 	_, eligible := c.rosterIDs()
-	t := c.state.Topic(req.Name)
-	if t != nil && int(req.Partitions) == t.Partitions() && (req.TopicID == wire.TopicID{} || [16]byte(req.TopicID) == [16]byte(t.ID)) {
-		// A retry of an AddPartitions that already happened.
-		done(&wire.AddPartitionsResponse{Partitions: req.Partitions})
-		return
-	}
 	cmd, err := c.state.PlanAddPartitions(req.Name, metadata.TopicID(req.TopicID), int(req.Partitions), eligible)
 	if err != nil {
 		done(wireErr(err))

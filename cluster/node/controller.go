@@ -101,8 +101,8 @@ func (n *Node) startController() error {
 		cfg.RetentionBytes, cfg.RetentionMs = 1, -1 // 0 would mean the default
 		cfg.SegmentBytes = min(cfg.SegmentBytes, 8<<20)
 		r, err := n.hosts[metaShard].Open(partition.Config{
-			FS: n.fs, Dir: filepath.Join(n.dir, "__meta"), Log: cfg,
-			Topic: "__meta", TopicID: metaTopicID, Partition: 0,
+			FS: n.fs, Dir: filepath.Join(n.dir, metadata.MetaTopic), Log: cfg,
+			Topic: metadata.MetaTopic, TopicID: metaTopicID, Partition: 0,
 			Self: n.self, Replicas: reps, Limits: n.limits,
 			Send: n.sendFn(), OnCommit: c.onCommit, OnRoute: n.routeChanged, Alive: n.aliveFn(),
 			OnReset: c.onReset,
@@ -270,7 +270,7 @@ func (c *controller) propose(cmd metadata.Command, timeout time.Duration, done f
 		done(metadata.Result{}, wire.Errorf(wire.ErrInvalidRequest, "metadata command: %v", err))
 		return
 	}
-	req := &wire.ProduceRequest{PartitionRef: wire.PartitionRef{Topic: "__meta", Generation: wire.GenerationUnknown},
+	req := &wire.ProduceRequest{PartitionRef: wire.PartitionRef{Topic: metadata.MetaTopic, Generation: wire.GenerationUnknown},
 		Acks: wire.AcksQuorum, TimeoutMs: uint32(timeout / time.Millisecond), Records: data}
 	c.r.Produce(req, func(pr partition.ProduceResult) {
 		if pr.Err != nil {

@@ -70,7 +70,7 @@ var (
 	ErrTopicAlreadyExists = &Error{15, "TOPIC_ALREADY_EXISTS", false,
 		"A topic with that name already exists."}
 	ErrInvalidTopicName = &Error{16, "INVALID_TOPIC_NAME", false,
-		"The topic name is empty, longer than 249 bytes, \".\" or \"..\", or holds a byte outside [a-zA-Z0-9._-]."}
+		"The topic name is empty, longer than 249 bytes, \".\" or \"..\", or holds a byte outside [a-zA-Z0-9._-]; or, for a new topic, starts with \"__\" (reserved for the broker's internal topics such as __meta)."}
 	ErrInvalidPartitions = &Error{17, "INVALID_PARTITIONS", false,
 		"The partition count is out of range (1..16384) or, for AddPartitions, not larger than the current count."}
 	ErrInvalidReplicationFactor = &Error{18, "INVALID_REPLICATION_FACTOR", false,
