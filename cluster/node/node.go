@@ -103,6 +103,13 @@ func New(cfg config.Config, logger *slog.Logger) (*Node, error) {
 // Start opens the data directory, starts the shards, recovers the
 // metadata and every local partition, and listens for clients.
 func (n *Node) Start() error {
+	// Every port and the data directory are checked before anything is
+	// written or opened (preflight.go).
+	res, err := n.preflight()
+	if err != nil {
+		return err
+	}
+	defer res.releaseAll()
 	if err := os.MkdirAll(n.dir, 0o755); err != nil {
 		return fmt.Errorf("node: data directory: %w", err)
 	}
@@ -170,6 +177,7 @@ func (n *Node) Start() error {
 	}
 	n.log.Info("shards started", "shards", count, "engine", n.engineNote)
 	if n.clustered() {
+		res.release(n.cfg.Node.ReplicationAddr)
 		if err := n.startPeers(); err != nil {
 			n.stopShards()
 			return fmt.Errorf("node: node.replication_addr %s: %w", n.cfg.Node.ReplicationAddr, err)
@@ -196,6 +204,7 @@ func (n *Node) Start() error {
 		n.stopShards()
 		return err
 	}
+	res.release(n.cfg.Node.ClientAddr)
 	if err := srv.Listen(n.cfg.Node.ClientAddr); err != nil {
 		n.stopShards()
 		return fmt.Errorf("node: node.client_addr %s: %w", n.cfg.Node.ClientAddr, err)
@@ -206,6 +215,7 @@ func (n *Node) Start() error {
 		n.boundAddr.Store(&bound)
 	}
 	n.log.Info("listening", "client_addr", srv.Addr().String(), "node", n.self, "data_dir", n.dir)
+	res.release(n.cfg.Node.HTTPAddr)
 	if err := n.startHTTP(); err != nil {
 		n.stopShards()
 		return err

@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"net"
 	"os"
 	"path/filepath"
 	"strings"
@@ -135,4 +136,36 @@ func TestE2EDataDirInUse(t *testing.T) {
 		t.Fatalf("second broker on %s: %v", s.opts.dir, err)
 	}
 	s.cliOK("", "cluster", "status")
+}
+
+// A busy HTTP port stops `corestream serve` before it writes anything or
+// opens its client port: exit 1, a message naming the key and the port,
+// no data directory.
+func TestE2EServeRefusesBusyPortBeforeAnything(t *testing.T) {
+	busy, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer busy.Close()
+	free, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	clientAddr := free.Addr().String()
+	free.Close()
+	data := filepath.Join(t.TempDir(), "data")
+	code, out, errs := runBin(t, "", "serve", "--data", data, "--client-addr", clientAddr, "--http-addr", busy.Addr().String())
+	if code == 0 || strings.Contains(out, "serving") {
+		t.Fatalf("started anyway: exit %d\n%s%s", code, out, errs)
+	}
+	if !strings.Contains(errs, "node.http_addr "+busy.Addr().String()+" is already in use") {
+		t.Fatalf("exit %d, the message does not name the busy port:\n%s", code, errs)
+	}
+	if _, err := os.Stat(data); !os.IsNotExist(err) {
+		t.Fatalf("the data directory was created before the port check: %v", err)
+	}
+	if strings.Contains(errs, "shards started") || strings.Contains(errs, "listening") {
+		t.Fatalf("the node started before the port check:\n%s", errs)
+	}
+	t.Logf("exit %d: %s", code, strings.TrimSpace(errs))
 }
