@@ -174,6 +174,9 @@ func (n *Node) replicaFor(sh *shard.Shard, t *metadata.Topic, p int32) (*partiti
 		}
 		return nil, e
 	}
+	if f, failed := n.openErrs.get(key); failed {
+		return nil, n.openErr(t.Name, p, f)
+	}
 	e := wire.Errorf(wire.ErrPrimaryNotAvailable, "%s/%d is still opening on node %d", t.Name, p, n.self)
 	e.RetryAfterMs = 10
 	return nil, e

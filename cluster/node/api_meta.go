@@ -96,6 +96,11 @@ func (n *Node) partitionRoute(t *metadata.Topic, p int32) wire.PartitionRoute {
 			// the primary itself would (partition.Replica.quorumErr).
 			pr.ErrorCode = wire.ErrNotEnoughReplicas.Code
 		}
+		if _, failed := n.openErrs.get(shardKey(t.ID, p)); failed {
+			// This node's replica could not be opened (openfail.go):
+			// the cause is on its disk, not in an election.
+			pr.ErrorCode = wire.ErrStorageError.Code
+		}
 	}
 	for _, r := range pr.Replicas {
 		switch {

@@ -68,6 +68,11 @@ type Node struct {
 	balanceStats BalanceStats
 	// reconcileQueued says a reconcile pass is queued on the shard.
 	reconcileQueued []atomic.Bool
+	// openErrs records the partitions that failed to open (openfail.go);
+	// openRetryAt[i] is when shard i's timer for their next retry fires
+	// (zero: none armed), owned by shard i.
+	openErrs    openFailures
+	openRetryAt []time.Time
 	// removeQueue holds deleted partitions' directories (renamed to
 	// .deleted) for the one background remover, running while removing.
 	removeMu    sync.Mutex
@@ -129,6 +134,7 @@ func (n *Node) Start() error {
 	count := n.cfg.Shards()
 	n.hosts = make([]*partition.Host, count)
 	n.reconcileQueued = make([]atomic.Bool, count)
+	n.openRetryAt = make([]time.Time, count)
 	tick := time.Duration(n.cfg.Cluster.HeartbeatIntervalMs) * time.Millisecond
 	var flushEvery time.Duration
 	if n.cfg.Storage.Fsync == "interval" {
