@@ -152,13 +152,11 @@ func TestPartitionsThatCannotOpen(t *testing.T) {
 
 	// The cause goes away: they open at their next retry.
 	fsys.err.Store(nil)
-	waitFor(t, 60*time.Second, "the partitions to open", func() bool {
+	waitFor(t, 60*time.Second, "every partition to open", func() bool { return len(n.OpenFailures()) == 0 })
+	waitFor(t, 30*time.Second, "a produce to succeed", func() bool {
 		_, err := rc.produce(ref, "y")
 		return err == nil
 	})
-	if got := n.OpenFailures(); len(got) != 0 {
-		t.Fatalf("open failures after recovery: %+v", got)
-	}
 	if len(n.log.lines(`msg="partition opened after failing to"`)) == 0 {
 		t.Fatal("no log line says the partitions opened after failing")
 	}
