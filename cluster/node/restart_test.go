@@ -181,3 +181,42 @@ func TestWholeClusterRestartServesNoPartialMetadata(t *testing.T) {
 		})
 	}
 }
+
+// A client that bootstraps while no node has loaded the metadata (a
+// whole cluster restarting, no quorum yet) waits for one that has,
+// within its context, rather than failing at once with
+// METADATA_NOT_READY.
+func TestClientDialWaitsForLoadedMetadata(t *testing.T) {
+	tc := startCluster(t, 3, nil)
+	ctx, cl := tc.dial(t, 90*time.Second)
+	createTopic(t, ctx, cl, client.TopicSpec{Name: "orders", Partitions: 2, ReplicationFactor: 3})
+	cl.Close()
+	for i := range tc.nodes {
+		tc.stopNode(i)
+	}
+	tc.startNode(0)
+	dialed := make(chan error, 1)
+	go func() {
+		c, err := client.Dial(ctx, tc.cfgs[0].Node.ClientAddr)
+		if err == nil {
+			var topics []wire.TopicSummary
+			topics, err = c.ListTopics(ctx)
+			if err == nil && (len(topics) != 1 || topics[0].Name != "orders") {
+				err = fmt.Errorf("topics after the dial: %+v", topics)
+			}
+			c.Close()
+		}
+		dialed <- err
+	}()
+	// The dial waits while node 1 is alone (the select does not block:
+	// a dial that already failed is reported).
+	select {
+	case err := <-dialed:
+		t.Fatalf("the dial ended before a quorum was back: %v", err)
+	default:
+	}
+	tc.startNode(1)
+	if err := <-dialed; err != nil {
+		t.Fatalf("dial once a quorum is back: %v", err)
+	}
+}
