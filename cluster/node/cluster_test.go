@@ -351,6 +351,9 @@ func TestClusterFailoverAndCatchUp(t *testing.T) {
 		want[p] = append(want[p], v...)
 	}
 	tc.startNode(1)
+	// The metadata group was idle the whole time: the returning node
+	// still learns what is committed and loads it.
+	tc.waitLoaded()
 	clusterWait(t, 30*time.Second, "node 2 back in sync", func() bool {
 		st, err := cl.ClusterStatus(ctx)
 		return err == nil && st.UnderReplicated == 0 && st.Offline == 0
