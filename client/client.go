@@ -45,21 +45,38 @@ func Dial(ctx context.Context, brokers ...string) (*Client, error) {
 }
 
 // DialConfig connects with cfg: it fills in defaults, reaches a seed,
-// handshakes and loads the metadata, all within ctx. It fails with an
-// error wrapping ErrNoBrokers when no seed answered.
+// handshakes and loads the metadata, all within ctx (waiting while the
+// seeds have not loaded the cluster metadata: METADATA_NOT_READY). It
+// fails with an error wrapping ErrNoBrokers when no seed answered.
 func DialConfig(ctx context.Context, cfg Config) (*Client, error) {
 	if len(cfg.Brokers) == 0 {
 		return nil, fmt.Errorf("%w: no seed broker given", ErrNoBrokers)
 	}
 	c := &Client{cfg: cfg.withDefaults(), brokers: map[string]*broker{}, meta: newMetaCache(), kick: make(chan struct{}, 1)}
 	c.ctx, c.cancel = context.WithCancel(context.Background())
-	if err := c.refreshMetadata(ctx); err != nil {
+	if err := c.bootstrap(ctx); err != nil {
 		c.Close()
 		return nil, err
 	}
 	c.wg.Add(1)
 	go c.refresher()
 	return c, nil
+}
+
+// bootstrap loads the first metadata. While the seeds answer
+// METADATA_NOT_READY (a cluster restarting, no node has loaded the
+// committed metadata yet) it asks again after a backoff, until ctx ends,
+// and then returns that error; any other failure ends it at once.
+func (c *Client) bootstrap(ctx context.Context) error {
+	for attempt := 0; ; attempt++ {
+		err := c.refreshMetadata(ctx)
+		if err == nil || !errors.Is(err, wire.ErrMetadataNotReady) {
+			return err
+		}
+		if sleepCtx(ctx, backoff(c.cfg.RetryBackoffMin, c.cfg.RetryBackoffMax, attempt)) != nil {
+			return err
+		}
+	}
 }
 
 // Close closes every connection and stops background work. Requests in

@@ -16,8 +16,10 @@ import (
 	"errors"
 	"fmt"
 	"sort"
+	"strings"
 
 	"github.com/corestream/corestream/cluster/placement"
+	"github.com/corestream/corestream/netio/wire"
 	"github.com/google/uuid"
 )
 
@@ -164,17 +166,42 @@ func (s *State) Load() map[NodeID]placement.Load {
 	return load
 }
 
-// ValidateTopicName applies Kafka's rules: 1..249 characters of
-// [a-zA-Z0-9._-], not "." or "..". Names starting with "__" are internal.
+// InternalTopicPrefix starts the names of the broker's own topics (the
+// metadata group's log, MetaTopic, and those to come: consumer group
+// state). A client may not create a topic named so: it would share a name,
+// and for MetaTopic a directory name, with the broker's own data.
+const InternalTopicPrefix = "__"
+
+// MetaTopic is the metadata group's name: its log's directory in the data
+// directory and the topic name its requests carry.
+const MetaTopic = InternalTopicPrefix + "meta"
+
+// ValidateTopicName applies the protocol's naming rule
+// (wire.ValidateTopicName, its one definition: 1..249 bytes of
+// [a-zA-Z0-9._-], not "." or ".."). It is checked again when a committed
+// command is applied, so it must never become stricter: see
+// ValidateNewTopicName for the rules only new topics obey.
 func ValidateTopicName(name string) error {
-	if name == "" || len(name) > 249 || name == "." || name == ".." {
-		return fmt.Errorf("%w: %q must be 1..249 characters and not \".\" or \"..\"", ErrInvalidTopicName, name)
-	}
-	for i := 0; i < len(name); i++ {
-		c := name[i]
-		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '.' || c == '_' || c == '-') {
-			return fmt.Errorf("%w: %q has %q; allowed are letters, digits, '.', '_' and '-'", ErrInvalidTopicName, name, c)
+	if err := wire.ValidateTopicName(name); err != nil {
+		msg := err.Error()
+		var er *wire.ErrorResponse
+		if errors.As(err, &er) {
+			msg = er.Message
 		}
+		return fmt.Errorf("%w: %s", ErrInvalidTopicName, msg)
+	}
+	return nil
+}
+
+// ValidateNewTopicName is ValidateTopicName plus the rule that names
+// starting with InternalTopicPrefix are the broker's.
+func ValidateNewTopicName(name string) error {
+	if err := ValidateTopicName(name); err != nil {
+		return err
+	}
+	if strings.HasPrefix(name, InternalTopicPrefix) {
+		return fmt.Errorf("%w: %q starts with %q, which is reserved for the broker's internal topics (%s holds the cluster metadata); choose another name",
+			ErrInvalidTopicName, name, InternalTopicPrefix, MetaTopic)
 	}
 	return nil
 }

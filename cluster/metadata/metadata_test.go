@@ -63,9 +63,11 @@ func TestPlanErrors(t *testing.T) {
 		{CreateRequest{Name: "b", Partitions: 0}, ErrInvalidPartitions, "0 is outside"},
 		{CreateRequest{Name: "b", Partitions: 1, ReplicationFactor: 33}, ErrInvalidReplication, "33 is outside 1..32"},
 		{CreateRequest{Name: "b", Partitions: 1, ReplicationFactor: 4}, ErrInvalidReplication, "4 exceeds the 3 nodes"},
-		{CreateRequest{Name: "b c", Partitions: 1}, ErrInvalidTopicName, "allowed are"},
+		{CreateRequest{Name: "b c", Partitions: 1}, ErrInvalidTopicName, "allowed: a-z"},
 		{CreateRequest{Name: "..", Partitions: 1}, ErrInvalidTopicName, ""},
-		{CreateRequest{Name: strings.Repeat("x", 250), Partitions: 1}, ErrInvalidTopicName, "1..249"},
+		{CreateRequest{Name: strings.Repeat("x", 250), Partitions: 1}, ErrInvalidTopicName, "maximum is 249"},
+		{CreateRequest{Name: MetaTopic, Partitions: 1}, ErrInvalidTopicName, "reserved for the broker's internal topics"},
+		{CreateRequest{Name: "__consumer_offsets", Partitions: 1}, ErrInvalidTopicName, `starts with "__"`},
 		{CreateRequest{Name: "b", Partitions: 1, Config: TopicConfig{RetentionMs: -5}}, ErrInvalidConfig, ""},
 	}
 	for _, tc := range cases {
@@ -77,6 +79,22 @@ func TestPlanErrors(t *testing.T) {
 	// Factor 3 with only two live nodes cannot be placed.
 	if _, err := s.PlanCreateTopic(CreateRequest{Name: "z", Partitions: 1, ReplicationFactor: 3}, roster3, []NodeID{1, 2}, 3, 0); !errors.Is(err, ErrInvalidReplication) {
 		t.Fatalf("err = %v", err)
+	}
+}
+
+// The reserved prefix is a rule for new topics only: applying a committed
+// command never gets stricter, or a replay would drop a topic.
+func TestReservedNamesOnlyForNewTopics(t *testing.T) {
+	s := New()
+	for _, name := range []string{"_single", "a__b", "x.__"} {
+		if err := ValidateNewTopicName(name); err != nil {
+			t.Errorf("%q: %v", name, err)
+		}
+	}
+	c := mustPlanCreate(t, s, "internal-later", 1, 3)
+	c.Topic.Name = "__old"
+	if _, err := apply(t, s, c); err != nil {
+		t.Fatalf("applying a committed create of %q: %v", c.Topic.Name, err)
 	}
 }
 

@@ -21,7 +21,7 @@ type CreateRequest struct {
 // eligible nodes that evens out the current load. defaultRF is the
 // resolved cluster default (already ≤ the roster).
 func (s *State) PlanCreateTopic(req CreateRequest, roster, eligible []NodeID, defaultRF int, nowMs int64) (Command, error) {
-	if err := ValidateTopicName(req.Name); err != nil {
+	if err := ValidateNewTopicName(req.Name); err != nil {
 		return Command{}, err
 	}
 	if s.topics[req.Name] != nil {
@@ -59,7 +59,13 @@ func (s *State) PlanAddPartitions(name string, id TopicID, total int, eligible [
 	if err != nil {
 		return Command{}, err
 	}
-	if total <= len(t.Replicas) || total > PartitionsPerTopicMax {
+	if total == len(t.Replicas) {
+		// As Kafka's CreatePartitions: asking for the count a topic
+		// already has is an error, not a success that changed nothing.
+		return Command{}, fmt.Errorf("%w: %s already has %d partitions; ask for more (partitions cannot be removed)",
+			ErrInvalidPartitions, name, total)
+	}
+	if total < len(t.Replicas) || total > PartitionsPerTopicMax {
 		return Command{}, fmt.Errorf("%w: %s has %d partitions; the new total %d must be larger and at most %d",
 			ErrInvalidPartitions, name, len(t.Replicas), total, PartitionsPerTopicMax)
 	}

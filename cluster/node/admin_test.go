@@ -3,6 +3,7 @@ package node
 import (
 	"errors"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -48,9 +49,10 @@ func TestAddPartitions(t *testing.T) {
 	if err := rc.call(&wire.AddPartitionsRequest{Name: "grow", TopicID: id, Partitions: 4}, &resp); err != nil || resp.Partitions != 4 {
 		t.Fatalf("add partitions: %+v %v", resp, err)
 	}
-	// A retry of the same request is answered the same way.
-	if err := rc.call(&wire.AddPartitionsRequest{Name: "grow", TopicID: id, Partitions: 4}, &resp); err != nil || resp.Partitions != 4 {
-		t.Fatalf("retried add partitions: %+v %v", resp, err)
+	// The count it already has is not an increase: refused, as by Kafka.
+	err := rc.call(&wire.AddPartitionsRequest{Name: "grow", TopicID: id, Partitions: 4}, &resp)
+	if !errors.Is(err, wire.ErrInvalidPartitions) || !strings.Contains(err.Error(), "already has 4 partitions") {
+		t.Fatalf("add partitions to the current count: %v", err)
 	}
 	if err := rc.call(&wire.AddPartitionsRequest{Name: "grow", TopicID: id, Partitions: 2}, &resp); !errors.Is(err, wire.ErrInvalidPartitions) {
 		t.Fatalf("shrinking: %v", err)
@@ -76,6 +78,25 @@ func TestAddPartitions(t *testing.T) {
 			t.Fatalf("partition %d after the restart: %q", p, vals)
 		}
 	}
+}
+
+// Names starting with "__" are the broker's: a client cannot create a
+// topic that shares the metadata group's name (and directory).
+func TestInternalTopicNamesReserved(t *testing.T) {
+	n := runNode(t, t.TempDir(), nil)
+	rc := dialHandshaken(t, n.ClientAddr())
+	for _, name := range []string{"__meta", "__consumer_offsets"} {
+		var resp wire.CreateTopicResponse
+		err := rc.call(&wire.CreateTopicRequest{Name: name, Partitions: 1, ReplicationFactor: 1}, &resp)
+		if !errors.Is(err, wire.ErrInvalidTopicName) || !strings.Contains(err.Error(), "reserved") {
+			t.Fatalf("create %s: %v", name, err)
+		}
+	}
+	var list wire.ListTopicsResponse
+	if err := rc.call(&wire.ListTopicsRequest{}, &list); err != nil || len(list.Topics) != 0 {
+		t.Fatalf("topics after refused creates: %+v %v", list.Topics, err)
+	}
+	rc.createTopic("_one_underscore", 1)
 }
 
 // ListOffsets: earliest, latest and by time, on committed data.

@@ -2,7 +2,10 @@ package node
 
 import (
 	"errors"
+	"fmt"
+	"sort"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/corestream/corestream/cluster/metadata"
@@ -47,6 +50,13 @@ func (c *controller) serve(req wire.Request, done func(any)) {
 			done(err)
 			return
 		}
+	}
+	// A primary plans from its state: until its term's first entry is
+	// applied that state may lack committed commands (a topic it would
+	// create twice, offsets it would not return).
+	if err := c.n.metadataReady(); err != nil {
+		done(err)
+		return
 	}
 	switch req := req.(type) {
 	case *wire.CreateTopicRequest:
@@ -162,21 +172,62 @@ func (c *controller) createTopic(req *wire.CreateTopicRequest, done func(any)) {
 		}
 		t := res.Topic
 		resp := &wire.CreateTopicResponse{TopicID: wire.TopicID(t.ID), Partitions: int32(t.Partitions()), ReplicationFactor: int16(t.ReplicationFactor)}
-		c.whenRoutable(t, deadline, func() { done(resp) })
+		c.whenRoutable(t, 0, deadline, func(err error) {
+			if err != nil {
+				done(wire.Errorf(wire.ErrUnknownServerError, "topic %q was created (id %s), but %v", t.Name, t.ID, err))
+				return
+			}
+			done(resp)
+		})
 	})
 }
 
-// whenRoutable calls fn once every partition of t has a known primary
-// here (elected locally or announced by its primary), so a produce right
-// after the create finds it, or at the deadline.
-func (c *controller) whenRoutable(t *metadata.Topic, deadline time.Time, fn func()) {
-	for p := range t.Replicas {
-		if rt, ok := c.n.routes.get(shardKey(t.ID, int32(p))); (!ok || rt.leader <= 0) && time.Now().Before(deadline) {
-			c.sh.AfterFunc(2*time.Millisecond, func() { c.whenRoutable(t, deadline, fn) })
-			return
+// whenRoutable calls fn(nil) once every partition of t from index first
+// on has a known primary here (elected locally or announced by its
+// primary), so a produce right after the create finds it, or at the
+// deadline. It calls fn with an error saying which partitions cannot
+// have a primary because this node could not open its replica of them
+// (openfail.go) and a quorum of their replicas needs it, once every
+// other partition is routable or the deadline passed: a topic whose
+// partitions cannot open is not reported "created" (it used to be, after
+// the whole timeout).
+func (c *controller) whenRoutable(t *metadata.Topic, first int, deadline time.Time, fn func(error)) {
+	pending := false
+	failed := 0
+	// causes counts the failed partitions by kind, with one error each.
+	causes := map[string]int{}
+	examples := map[string]string{}
+	for p := first; p < len(t.Replicas); p++ {
+		key := shardKey(t.ID, int32(p))
+		if rt, ok := c.n.routes.get(key); ok && rt.leader > 0 {
+			continue
 		}
+		reps := len(t.Replicas[p])
+		if f, ok := c.n.openErrs.get(key); ok && reps-1 < reps/2+1 {
+			failed++
+			if causes[f.kind]++; causes[f.kind] == 1 {
+				examples[f.kind] = fmt.Sprintf("partition %d: %v", p, f.err)
+			}
+			continue
+		}
+		pending = true
 	}
-	fn()
+	if pending && time.Now().Before(deadline) {
+		c.sh.AfterFunc(2*time.Millisecond, func() { c.whenRoutable(t, first, deadline, fn) })
+		return
+	}
+	if failed == 0 {
+		fn(nil)
+		return
+	}
+	var list []string
+	for kind, count := range causes {
+		list = append(list, fmt.Sprintf("%s (%d partitions; %s)", kind, count, examples[kind]))
+	}
+	sort.Strings(list)
+	fn(fmt.Errorf("%d of its %d partitions cannot be opened on node %d and stay offline: %s. "+
+		"The node retries each with a back-off of up to %v, so they come online once the cause is fixed; or delete the topic",
+		failed, len(t.Replicas)-first, c.n.self, strings.Join(list, "; "), openBackoffMax))
 }
 
 func (c *controller) deleteTopic(req *wire.DeleteTopicRequest, done func(any)) {
@@ -199,12 +250,13 @@ func (c *controller) addPartitions(req *wire.AddPartitionsRequest, done func(any
 		done(err)
 		return
 	}
+	// The count a topic already has is refused (INVALID_PARTITIONS), as
+	// by Kafka: the SDK does not resend an AddPartitions whose outcome it
+	// does not know, so no retry of one that happened can arrive here.
 	_, eligible := c.rosterIDs()
-	t := c.state.Topic(req.Name)
-	if t != nil && int(req.Partitions) == t.Partitions() && (req.TopicID == wire.TopicID{} || [16]byte(req.TopicID) == [16]byte(t.ID)) {
-		// A retry of an AddPartitions that already happened.
-		done(&wire.AddPartitionsResponse{Partitions: req.Partitions})
-		return
+	before := 0
+	if t := c.state.Topic(req.Name); t != nil {
+		before = t.Partitions()
 	}
 	cmd, err := c.state.PlanAddPartitions(req.Name, metadata.TopicID(req.TopicID), int(req.Partitions), eligible)
 	if err != nil {
@@ -222,7 +274,13 @@ func (c *controller) addPartitions(req *wire.AddPartitionsRequest, done func(any
 			done(wireErr(err))
 			return
 		}
-		c.whenRoutable(res.Topic, deadline, func() { done(&wire.AddPartitionsResponse{Partitions: int32(res.Topic.Partitions())}) })
+		c.whenRoutable(res.Topic, before, deadline, func(err error) {
+			if err != nil {
+				done(wire.Errorf(wire.ErrUnknownServerError, "topic %q now has %d partitions, but of the new ones %v", res.Topic.Name, res.Topic.Partitions(), err))
+				return
+			}
+			done(&wire.AddPartitionsResponse{Partitions: int32(res.Topic.Partitions())})
+		})
 	})
 }
 

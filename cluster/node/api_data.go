@@ -24,7 +24,7 @@ func (h *handler) dataRequest(c *netio.Conn, hdr wire.RequestHeader, body []byte
 	}
 	t := h.n.view.Load().Topics[string(name)]
 	if t == nil || p < 0 || int(p) >= t.Partitions() {
-		replyErr(c, hdr, unknownPartition(string(name), p, t))
+		replyErr(c, hdr, h.n.missingPartition(string(name), p, t))
 		return
 	}
 	home := c.Shard()
@@ -76,6 +76,18 @@ func (h *handler) maybeMigrate(c *netio.Conn, st *connState) {
 	if err != nil {
 		st.migrating, st.streak = false, 0
 	}
+}
+
+// missingPartition is unknownPartition, unless this node's metadata is not
+// loaded yet: then the topic may well exist, and the answer says so
+// (METADATA_NOT_READY, ready.go).
+func (n *Node) missingPartition(name string, p int32, t *metadata.Topic) error {
+	if t == nil {
+		if err := n.metadataReady(); err != nil {
+			return err
+		}
+	}
+	return unknownPartition(name, p, t)
 }
 
 func unknownPartition(name string, p int32, t *metadata.Topic) error {
@@ -170,6 +182,9 @@ func (n *Node) replicaFor(sh *shard.Shard, t *metadata.Topic, p int32) (*partiti
 			e.Hint = &wire.Hint{NodeID: rt.leader, Address: n.addrOf(rt.leader), Generation: rt.term}
 		}
 		return nil, e
+	}
+	if f, failed := n.openErrs.get(key); failed {
+		return nil, n.openErr(t.Name, p, f)
 	}
 	e := wire.Errorf(wire.ErrPrimaryNotAvailable, "%s/%d is still opening on node %d", t.Name, p, n.self)
 	e.RetryAfterMs = 10

@@ -21,6 +21,10 @@ func (h *handler) metadata(c *netio.Conn, hdr wire.RequestHeader, body []byte) {
 		return
 	}
 	n := h.n
+	if err := n.metadataReady(); err != nil {
+		replyErr(c, hdr, err)
+		return
+	}
 	v := n.view.Load()
 	resp := &wire.MetadataResponse{Nodes: n.nodes()}
 	resp.MetadataPrimaryID, resp.MetadataGeneration = n.metaRoute()
@@ -92,6 +96,11 @@ func (n *Node) partitionRoute(t *metadata.Topic, p int32) wire.PartitionRoute {
 			// the primary itself would (partition.Replica.quorumErr).
 			pr.ErrorCode = wire.ErrNotEnoughReplicas.Code
 		}
+		if _, failed := n.openErrs.get(shardKey(t.ID, p)); failed {
+			// This node's replica could not be opened (openfail.go):
+			// the cause is on its disk, not in an election.
+			pr.ErrorCode = wire.ErrStorageError.Code
+		}
 	}
 	for _, r := range pr.Replicas {
 		switch {
@@ -121,6 +130,10 @@ func (h *handler) listTopics(c *netio.Conn, hdr wire.RequestHeader, body []byte)
 		replyErr(c, hdr, err)
 		return
 	}
+	if err := h.n.metadataReady(); err != nil {
+		replyErr(c, hdr, err)
+		return
+	}
 	resp := &wire.ListTopicsResponse{}
 	for _, t := range h.n.view.Load().Sorted {
 		resp.Topics = append(resp.Topics, wire.TopicSummary{Name: t.Name, ID: wire.TopicID(t.ID),
@@ -132,6 +145,10 @@ func (h *handler) listTopics(c *netio.Conn, hdr wire.RequestHeader, body []byte)
 func (h *handler) describeTopic(c *netio.Conn, hdr wire.RequestHeader, body []byte) {
 	var req wire.DescribeTopicRequest
 	if err := req.DecodeBody(body, hdr.APIVersion); err != nil {
+		replyErr(c, hdr, err)
+		return
+	}
+	if err := h.n.metadataReady(); err != nil {
 		replyErr(c, hdr, err)
 		return
 	}
@@ -164,6 +181,12 @@ func (n *Node) topicConfigs(t *metadata.Topic) []wire.ConfigEntry {
 func (h *handler) clusterStatus(c *netio.Conn, hdr wire.RequestHeader, body []byte) {
 	var req wire.ClusterStatusRequest
 	if err := req.DecodeBody(body, hdr.APIVersion); err != nil {
+		replyErr(c, hdr, err)
+		return
+	}
+	// The counts come from the View: before it is loaded they would
+	// say the cluster holds nothing.
+	if err := h.n.metadataReady(); err != nil {
 		replyErr(c, hdr, err)
 		return
 	}
@@ -217,7 +240,7 @@ func (h *handler) describePartition(c *netio.Conn, hdr wire.RequestHeader, body 
 	n := h.n
 	t := n.view.Load().Topics[req.Topic]
 	if t == nil || req.Partition < 0 || int(req.Partition) >= t.Partitions() {
-		replyErr(c, hdr, unknownPartition(req.Topic, req.Partition, t))
+		replyErr(c, hdr, n.missingPartition(req.Topic, req.Partition, t))
 		return
 	}
 	if err := checkTopicID(&req.PartitionRef, t); err != nil {

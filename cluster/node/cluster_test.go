@@ -77,7 +77,23 @@ func startCluster(t *testing.T, size int, mutate func(*config.Config)) *testClus
 			tc.stopNode(i)
 		}
 	})
+	tc.waitLoaded()
 	return tc
+}
+
+// waitLoaded waits until every running node has loaded the cluster
+// metadata (until then they answer METADATA_NOT_READY, and a client
+// cannot bootstrap from them).
+func (tc *testCluster) waitLoaded() {
+	tc.t.Helper()
+	clusterWait(tc.t, 60*time.Second, "every node to load the cluster metadata", func() bool {
+		for _, n := range tc.nodes {
+			if n != nil && !n.metaLoaded.Load() {
+				return false
+			}
+		}
+		return true
+	})
 }
 
 func (tc *testCluster) startNode(i int) {
@@ -335,6 +351,9 @@ func TestClusterFailoverAndCatchUp(t *testing.T) {
 		want[p] = append(want[p], v...)
 	}
 	tc.startNode(1)
+	// The metadata group was idle the whole time: the returning node
+	// still learns what is committed and loads it.
+	tc.waitLoaded()
 	clusterWait(t, 30*time.Second, "node 2 back in sync", func() bool {
 		st, err := cl.ClusterStatus(ctx)
 		return err == nil && st.UnderReplicated == 0 && st.Offline == 0

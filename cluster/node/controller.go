@@ -61,6 +61,13 @@ type controller struct {
 	// parked holds proposers whose command committed before this node
 	// had applied it, in offset order; onCommit answers them.
 	parked []parkedProposal
+	// appliedTerm is the term of the entry at applied (0: none applied
+	// since the start); resetAt and resetTerm are the end of a snapshot
+	// the primary sent and its term (0: none). They decide when the
+	// metadata is loaded (ready.go).
+	appliedTerm int32
+	resetAt     int64
+	resetTerm   int32
 }
 
 // parkedProposal is a proposer waiting for its committed command to be
@@ -94,8 +101,8 @@ func (n *Node) startController() error {
 		cfg.RetentionBytes, cfg.RetentionMs = 1, -1 // 0 would mean the default
 		cfg.SegmentBytes = min(cfg.SegmentBytes, 8<<20)
 		r, err := n.hosts[metaShard].Open(partition.Config{
-			FS: n.fs, Dir: filepath.Join(n.dir, "__meta"), Log: cfg,
-			Topic: "__meta", TopicID: metaTopicID, Partition: 0,
+			FS: n.fs, Dir: filepath.Join(n.dir, metadata.MetaTopic), Log: cfg,
+			Topic: metadata.MetaTopic, TopicID: metaTopicID, Partition: 0,
 			Self: n.self, Replicas: reps, Limits: n.limits,
 			Send: n.sendFn(), OnCommit: c.onCommit, OnRoute: n.routeChanged, Alive: n.aliveFn(),
 			OnReset: c.onReset,
@@ -126,15 +133,12 @@ func (n *Node) startController() error {
 	}
 	// A single node elects itself and replays at once; wait for it so the
 	// node starts with its topics open. In a cluster the metadata arrives
-	// when a quorum forms; the node serves (with retriable errors) before.
+	// when a quorum forms; until then the node answers metadata reads with
+	// METADATA_NOT_READY (ready.go) and the rest with retriable errors.
 	if len(n.roster) == 1 {
 		deadline := time.Now().Add(30 * time.Second)
 		for time.Now().Before(deadline) {
-			var ready bool
-			sh.Do(func(*shard.Shard) {
-				ready = n.ctrl.r.IsPrimary() && n.ctrl.applied >= n.ctrl.r.Log().LogEndOffset()-1
-			})
-			if ready {
+			if n.metaLoaded.Load() {
 				return nil
 			}
 			time.Sleep(2 * time.Millisecond)
@@ -191,6 +195,7 @@ func (c *controller) onCommit(r *partition.Replica, commit int64) {
 			}
 			b := data[:h.Size()]
 			data = data[h.Size():]
+			c.appliedTerm = h.PartitionLeaderEpoch
 			if h.IsControl() || h.LastOffset() <= c.applied {
 				continue
 			}
@@ -202,6 +207,7 @@ func (c *controller) onCommit(r *partition.Replica, commit int64) {
 		c.publish()
 	}
 	c.maybeSnapshot()
+	c.checkLoaded()
 	for len(c.parked) > 0 && c.parked[0].offset <= c.applied {
 		p := c.parked[0]
 		c.parked = c.parked[1:]

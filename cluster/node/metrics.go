@@ -39,5 +39,7 @@ func (n *Node) metricsHandler() http.Handler {
 	gauge("partitions_led", "Partitions whose primary is this node.", func() float64 {
 		return float64(len(n.routes.ledBy(int32(n.self))))
 	})
+	gauge("partitions_open_failed", "Partitions this node should host but could not open (retried with back-off; see the log for the cause).",
+		func() float64 { return float64(n.openErrs.count()) })
 	return promhttp.HandlerFor(reg, promhttp.HandlerOpts{})
 }

@@ -58,6 +58,9 @@ type Node struct {
 	http *httpAPI
 	// peers is the replication transport (nil on a single node).
 	peers *peers
+	// metaLoaded latches once the View holds everything committed this
+	// node could know of (ready.go); metadata reads wait for it.
+	metaLoaded atomic.Bool
 	// rebalancing says a primary move planned by the balancer is running.
 	rebalancing atomic.Bool
 	// migrations counts client connections moved to the shard their
@@ -66,6 +69,11 @@ type Node struct {
 	balanceStats BalanceStats
 	// reconcileQueued says a reconcile pass is queued on the shard.
 	reconcileQueued []atomic.Bool
+	// openErrs records the partitions that failed to open (openfail.go);
+	// openRetryAt[i] is when shard i's timer for their next retry fires
+	// (zero: none armed), owned by shard i.
+	openErrs    openFailures
+	openRetryAt []time.Time
 	// removeQueue holds deleted partitions' directories (renamed to
 	// .deleted) for the one background remover, running while removing.
 	removeMu    sync.Mutex
@@ -101,6 +109,13 @@ func New(cfg config.Config, logger *slog.Logger) (*Node, error) {
 // Start opens the data directory, starts the shards, recovers the
 // metadata and every local partition, and listens for clients.
 func (n *Node) Start() error {
+	// Every port and the data directory are checked before anything is
+	// written or opened (preflight.go).
+	res, err := n.preflight()
+	if err != nil {
+		return err
+	}
+	defer res.releaseAll()
 	if err := os.MkdirAll(n.dir, 0o755); err != nil {
 		return fmt.Errorf("node: data directory: %w", err)
 	}
@@ -120,6 +135,7 @@ func (n *Node) Start() error {
 	count := n.cfg.Shards()
 	n.hosts = make([]*partition.Host, count)
 	n.reconcileQueued = make([]atomic.Bool, count)
+	n.openRetryAt = make([]time.Time, count)
 	tick := time.Duration(n.cfg.Cluster.HeartbeatIntervalMs) * time.Millisecond
 	var flushEvery time.Duration
 	if n.cfg.Storage.Fsync == "interval" {
@@ -168,6 +184,7 @@ func (n *Node) Start() error {
 	}
 	n.log.Info("shards started", "shards", count, "engine", n.engineNote)
 	if n.clustered() {
+		res.release(n.cfg.Node.ReplicationAddr)
 		if err := n.startPeers(); err != nil {
 			n.stopShards()
 			return fmt.Errorf("node: node.replication_addr %s: %w", n.cfg.Node.ReplicationAddr, err)
@@ -194,6 +211,7 @@ func (n *Node) Start() error {
 		n.stopShards()
 		return err
 	}
+	res.release(n.cfg.Node.ClientAddr)
 	if err := srv.Listen(n.cfg.Node.ClientAddr); err != nil {
 		n.stopShards()
 		return fmt.Errorf("node: node.client_addr %s: %w", n.cfg.Node.ClientAddr, err)
@@ -204,6 +222,7 @@ func (n *Node) Start() error {
 		n.boundAddr.Store(&bound)
 	}
 	n.log.Info("listening", "client_addr", srv.Addr().String(), "node", n.self, "data_dir", n.dir)
+	res.release(n.cfg.Node.HTTPAddr)
 	if err := n.startHTTP(); err != nil {
 		n.stopShards()
 		return err

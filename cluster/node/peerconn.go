@@ -277,6 +277,10 @@ func (p *peers) step(shardID int, m *raftlite.Message) {
 	}
 	if err := r.Step(*m); err != nil && !errors.Is(err, partition.ErrClosed) {
 		p.n.log.Debug("replication: message refused", "group", m.Group, "type", m.Type, "err", err)
+		return
+	}
+	if shardID == metaShard && p.n.ctrl != nil {
+		p.n.ctrl.observe(r, m)
 	}
 }
 

@@ -55,6 +55,7 @@ func (n *Node) reconcile(sh *shard.Shard) {
 	v := n.view.Load()
 	want := map[[20]byte]bool{shardKey(metaTopicID, 0): true}
 	budget := reconcileBatch
+	now := time.Now()
 	for _, t := range v.Sorted {
 		for p, reps := range t.Replicas {
 			if !hosts(reps, n.self) || n.shardOf(t.ID, int32(p)) != sh.ID() {
@@ -62,14 +63,22 @@ func (n *Node) reconcile(sh *shard.Shard) {
 			}
 			key := shardKey(t.ID, int32(p))
 			want[key] = true
-			if h.Get(key) != nil || budget == 0 {
+			// A partition that failed to open waits for its back-off
+			// (openfail.go), without taking a place in the batch.
+			if h.Get(key) != nil || budget == 0 || !n.openErrs.due(key, now) {
 				continue
 			}
 			budget--
 			if err := n.openReplica(h, t, int32(p), reps); err != nil {
-				n.log.Error("opening a partition", "topic", t.Name, "partition", p, "err", err)
+				n.openFailed(sh, key, t.Name, int32(p), err, now)
+			} else if failures := n.openErrs.succeeded(key); failures > 0 {
+				n.log.Info("partition opened after failing to", "topic", t.Name, "partition", p, "failed_attempts", failures)
 			}
 		}
+	}
+	n.logSuppressedOpenErrors(now)
+	if next := n.openErrs.prune(sh.ID(), want); !next.IsZero() {
+		n.armOpenRetry(sh, next)
 	}
 	var gone []*partition.Replica
 	h.Each(func(r *partition.Replica) {
@@ -92,6 +101,23 @@ func (n *Node) reconcile(sh *shard.Shard) {
 		n.removeDir(cfg.Dir)
 		n.log.Info("partition deleted", "topic", cfg.Topic, "partition", cfg.Partition)
 	}
+}
+
+// armOpenRetry makes sure a reconcile pass runs on sh at next, when the
+// first partition that failed to open is due again. One timer per shard:
+// an armed timer that fires no later is kept. Runs on sh.
+func (n *Node) armOpenRetry(sh *shard.Shard, next time.Time) {
+	i := sh.ID()
+	if at := n.openRetryAt[i]; !at.IsZero() && !at.After(next) {
+		return
+	}
+	n.openRetryAt[i] = next
+	sh.AfterFunc(max(time.Until(next), time.Millisecond), func() {
+		if n.openRetryAt[i].Equal(next) {
+			n.openRetryAt[i] = time.Time{}
+		}
+		n.requestReconcile(i)
+	})
 }
 
 // sweepDeleted removes partition directories that a deletion renamed but

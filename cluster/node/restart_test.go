@@ -122,3 +122,101 @@ func TestCommittedOffsetsSurviveRestart(t *testing.T) {
 		t.Fatalf("a consumer that never committed: %+v %v", other, err)
 	}
 }
+
+// After a whole-cluster restart a node answers metadata reads only from
+// metadata it has loaded up to the commit point the metadata primary
+// taught it: alone (no quorum) it says METADATA_NOT_READY, never an
+// answer without the topics; once a quorum is back every node lists
+// them.
+func TestWholeClusterRestartServesNoPartialMetadata(t *testing.T) {
+	tc := startCluster(t, 3, nil)
+	ctx, cl := tc.dial(t, 90*time.Second)
+	createTopic(t, ctx, cl, client.TopicSpec{Name: "orders", Partitions: 3, ReplicationFactor: 3})
+	cl.Close()
+	for i := range tc.nodes {
+		tc.stopNode(i)
+	}
+
+	tc.startNode(0)
+	rc := dialHandshaken(t, tc.nodes[0].ClientAddr())
+	reads := []struct {
+		what string
+		req  wire.Request
+		resp wire.Response
+	}{
+		{"metadata", &wire.MetadataRequest{}, &wire.MetadataResponse{}},
+		{"metadata of orders", &wire.MetadataRequest{Topics: []string{"orders"}}, &wire.MetadataResponse{}},
+		{"list topics", &wire.ListTopicsRequest{}, &wire.ListTopicsResponse{}},
+		{"describe topic", &wire.DescribeTopicRequest{Name: "orders"}, &wire.DescribeTopicResponse{}},
+		{"cluster status", &wire.ClusterStatusRequest{}, &wire.ClusterStatusResponse{}},
+		{"fetch offsets", &wire.FetchOffsetsRequest{Consumer: "billing"}, &wire.FetchOffsetsResponse{}},
+		{"fetch", &wire.FetchRequest{PartitionRef: wire.PartitionRef{Topic: "orders", Generation: wire.GenerationUnknown},
+			MaxBytes: 1 << 20}, &wire.FetchResponse{}},
+	}
+	for _, r := range reads {
+		err := rc.call(r.req, r.resp)
+		if code(err) != "METADATA_NOT_READY" || !wire.IsRetriable(err) {
+			t.Errorf("%s from a lone restarted node: %v (%+v), want a retriable METADATA_NOT_READY", r.what, err, r.resp)
+		} else if !strings.Contains(err.Error(), "quorum") {
+			t.Errorf("%s: the error does not say what the node waits for: %v", r.what, err)
+		}
+	}
+
+	tc.startNode(1)
+	for i := 0; i < 2; i++ {
+		rc := dialHandshaken(t, tc.nodes[i].ClientAddr())
+		clusterWait(t, 60*time.Second, fmt.Sprintf("node %d to list the topic", i+1), func() bool {
+			var resp wire.ListTopicsResponse
+			err := rc.call(&wire.ListTopicsRequest{}, &resp)
+			if err != nil {
+				if code(err) != "METADATA_NOT_READY" {
+					t.Fatalf("node %d: list topics: %v", i+1, err)
+				}
+				return false
+			}
+			if len(resp.Topics) != 1 || resp.Topics[0].Name != "orders" {
+				t.Fatalf("node %d answered with %+v, want the topic orders", i+1, resp.Topics)
+			}
+			return true
+		})
+	}
+}
+
+// A client that bootstraps while no node has loaded the metadata (a
+// whole cluster restarting, no quorum yet) waits for one that has,
+// within its context, rather than failing at once with
+// METADATA_NOT_READY.
+func TestClientDialWaitsForLoadedMetadata(t *testing.T) {
+	tc := startCluster(t, 3, nil)
+	ctx, cl := tc.dial(t, 90*time.Second)
+	createTopic(t, ctx, cl, client.TopicSpec{Name: "orders", Partitions: 2, ReplicationFactor: 3})
+	cl.Close()
+	for i := range tc.nodes {
+		tc.stopNode(i)
+	}
+	tc.startNode(0)
+	dialed := make(chan error, 1)
+	go func() {
+		c, err := client.Dial(ctx, tc.cfgs[0].Node.ClientAddr)
+		if err == nil {
+			var topics []wire.TopicSummary
+			topics, err = c.ListTopics(ctx)
+			if err == nil && (len(topics) != 1 || topics[0].Name != "orders") {
+				err = fmt.Errorf("topics after the dial: %+v", topics)
+			}
+			c.Close()
+		}
+		dialed <- err
+	}()
+	// The dial waits while node 1 is alone (the select does not block:
+	// a dial that already failed is reported).
+	select {
+	case err := <-dialed:
+		t.Fatalf("the dial ended before a quorum was back: %v", err)
+	default:
+	}
+	tc.startNode(1)
+	if err := <-dialed; err != nil {
+		t.Fatalf("dial once a quorum is back: %v", err)
+	}
+}

@@ -113,4 +113,5 @@ func (c *controller) onReset(r *partition.Replica, start int64, snap []byte) {
 	c.installed++
 	c.n.log.Info("metadata snapshot installed", "applied", applied, "log_start", start)
 	c.publish()
+	c.checkLoaded()
 }

@@ -2,12 +2,15 @@ package main
 
 import (
 	"fmt"
+	"net"
 	"os"
 	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 // An unknown key or a bad value stops `corestream serve` before it listens,
@@ -135,4 +138,77 @@ func TestE2EDataDirInUse(t *testing.T) {
 		t.Fatalf("second broker on %s: %v", s.opts.dir, err)
 	}
 	s.cliOK("", "cluster", "status")
+}
+
+// A busy HTTP port stops `corestream serve` before it writes anything or
+// opens its client port: exit 1, a message naming the key and the port,
+// no data directory.
+func TestE2EServeRefusesBusyPortBeforeAnything(t *testing.T) {
+	busy, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer busy.Close()
+	free, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	clientAddr := free.Addr().String()
+	free.Close()
+	data := filepath.Join(t.TempDir(), "data")
+	code, out, errs := runBin(t, "", "serve", "--data", data, "--client-addr", clientAddr, "--http-addr", busy.Addr().String())
+	if code == 0 || strings.Contains(out, "serving") {
+		t.Fatalf("started anyway: exit %d\n%s%s", code, out, errs)
+	}
+	if !strings.Contains(errs, "node.http_addr "+busy.Addr().String()+" is already in use") {
+		t.Fatalf("exit %d, the message does not name the busy port:\n%s", code, errs)
+	}
+	if _, err := os.Stat(data); !os.IsNotExist(err) {
+		t.Fatalf("the data directory was created before the port check: %v", err)
+	}
+	if strings.Contains(errs, "shards started") || strings.Contains(errs, "listening") {
+		t.Fatalf("the node started before the port check:\n%s", errs)
+	}
+	t.Logf("exit %d: %s", code, strings.TrimSpace(errs))
+}
+
+// Past the open-file limit `topic create` fails, naming the limit, with a
+// non-zero exit, instead of saying "created" with partitions offline; the
+// node logs each failure once (not thousands of lines a second), and the
+// partitions open by themselves once the limit is raised.
+func TestE2EServeOpenFileLimit(t *testing.T) {
+	s := startServer(t, serverOpts{})
+	pid := s.cmd.Process.Pid
+	var orig unix.Rlimit
+	if err := unix.Prlimit(pid, unix.RLIMIT_NOFILE, nil, &orig); err != nil {
+		t.Skipf("prlimit: %v", err)
+	}
+	fds, err := os.ReadDir(fmt.Sprintf("/proc/%d/fd", pid))
+	if err != nil {
+		t.Skipf("open files of the server: %v", err)
+	}
+	// Room for the CLI's connection and a few partitions, not for 40.
+	limit := uint64(len(fds) + 16)
+	if err := unix.Prlimit(pid, unix.RLIMIT_NOFILE, &unix.Rlimit{Cur: limit, Max: orig.Max}, nil); err != nil {
+		t.Skipf("prlimit: %v", err)
+	}
+	code, out, errs := s.cli("", "topic", "create", "many", "--partitions", "40")
+	if code == 0 || strings.Contains(out, "created") {
+		t.Fatalf("create past the open-file limit: exit %d\n%s%s", code, out, errs)
+	}
+	if want := fmt.Sprintf("too many open files (ulimit -n %d)", limit); !strings.Contains(errs, want) {
+		t.Fatalf("exit %d, the error does not name the limit (%q):\n%s", code, want, errs)
+	}
+	t.Logf("exit %d: %s", code, strings.TrimSpace(errs))
+	if lines := s.stderr.lines("level=ERROR", `msg="opening a partition"`); len(lines) > 10 {
+		t.Fatalf("%d ERROR lines about opening partitions, want at most 10 (then a summary)", len(lines))
+	}
+
+	if err := unix.Prlimit(pid, unix.RLIMIT_NOFILE, &orig, nil); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 90*time.Second, "every partition to open once the limit is raised", func() bool {
+		code, out, _ := s.cli("", "topic", "describe", "many", "--json")
+		return code == 0 && !strings.Contains(out, `"error"`) && strings.Count(out, `"primary": 1`)+strings.Count(out, `"primary":1`) == 40
+	})
 }

@@ -70,7 +70,7 @@ var (
 	ErrTopicAlreadyExists = &Error{15, "TOPIC_ALREADY_EXISTS", false,
 		"A topic with that name already exists."}
 	ErrInvalidTopicName = &Error{16, "INVALID_TOPIC_NAME", false,
-		"The topic name is empty, longer than 249 bytes, \".\" or \"..\", or holds a byte outside [a-zA-Z0-9._-]."}
+		"The topic name is empty, longer than 249 bytes, \".\" or \"..\", or holds a byte outside [a-zA-Z0-9._-]; or, for a new topic, starts with \"__\" (reserved for the broker's internal topics such as __meta)."}
 	ErrInvalidPartitions = &Error{17, "INVALID_PARTITIONS", false,
 		"The partition count is out of range (1..16384) or, for AddPartitions, not larger than the current count."}
 	ErrInvalidReplicationFactor = &Error{18, "INVALID_REPLICATION_FACTOR", false,
@@ -107,6 +107,8 @@ var (
 		"An offset in the request is negative where it may not be (fetch offset, committed offset)."}
 	ErrInvalidProducerIDMapping = &Error{34, "INVALID_PRODUCER_ID_MAPPING", false,
 		"InitProducer was given a producer id and epoch that do not belong together (the epoch is not the id's current one)."}
+	ErrMetadataNotReady = &Error{35, "METADATA_NOT_READY", true,
+		"This node has not yet loaded the committed cluster metadata (after a start it learns the commit point from the metadata primary and replays its log up to it), so it cannot answer metadata, topic or offset reads without possibly leaving things out. The message says what it waits for; retry after a short back-off or ask another node."}
 )
 
 // errorTable lists every code, in code order. It is the single source: the
@@ -146,6 +148,7 @@ var errorTable = []*Error{
 	ErrInvalidTimestamp,
 	ErrInvalidOffset,
 	ErrInvalidProducerIDMapping,
+	ErrMetadataNotReady,
 }
 
 // CodeNone is the error code of a successful response.
