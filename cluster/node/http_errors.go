@@ -36,6 +36,7 @@ var httpStatusByCode = map[int16]int{
 	wire.ErrNotMetadataPrimary.Code:       http.StatusMisdirectedRequest,
 	wire.ErrRequestTimedOut.Code:          http.StatusGatewayTimeout,
 	wire.ErrNotEnoughReplicas.Code:        http.StatusServiceUnavailable,
+	wire.ErrMetadataNotReady.Code:         http.StatusServiceUnavailable,
 	wire.ErrStorageError.Code:             http.StatusServiceUnavailable,
 	wire.ErrOffsetOutOfRange.Code:         http.StatusRequestedRangeNotSatisfiable,
 	wire.ErrTopicAlreadyExists.Code:       http.StatusConflict,

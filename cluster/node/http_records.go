@@ -363,7 +363,7 @@ func (h *httpAPI) partitionTarget(r *http.Request) (*metadata.Topic, int32, int3
 	}
 	t := h.n.view.Load().Topics[name]
 	if t == nil || int(p) >= t.Partitions() {
-		return nil, 0, 0, unknownPartition(name, p, t)
+		return nil, 0, 0, h.n.missingPartition(name, p, t)
 	}
 	lead := int32(-1)
 	if rt, ok := h.n.routes.get(shardKey(t.ID, p)); ok && rt.leader > 0 {

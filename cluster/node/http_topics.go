@@ -184,6 +184,12 @@ func (h *httpAPI) listTopics(w http.ResponseWriter, r *http.Request) {
 		h.fail(w, err)
 		return
 	}
+	// Before the committed metadata is loaded the list could leave topics
+	// out: 503 METADATA_NOT_READY, as on the native port.
+	if err := h.n.metadataReady(); err != nil {
+		h.fail(w, err)
+		return
+	}
 	out := topicList{Topics: []topicSummary{}}
 	for _, t := range h.n.view.Load().Sorted {
 		out.Topics = append(out.Topics, topicSummary{Name: t.Name, ID: t.ID.String(), Partitions: int32(t.Partitions()),
@@ -213,7 +219,7 @@ func (h *httpAPI) describeTopic(w http.ResponseWriter, r *http.Request) {
 	}
 	t := h.n.view.Load().Topics[name]
 	if t == nil {
-		h.fail(w, unknownPartition(name, 0, nil))
+		h.fail(w, h.n.missingPartition(name, 0, nil))
 		return
 	}
 	tm := h.n.topicMetadata(t)

@@ -3,6 +3,8 @@ package node
 import (
 	"context"
 	"fmt"
+	"io"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
@@ -10,6 +12,7 @@ import (
 	"time"
 
 	"github.com/corestream/corestream/client"
+	"github.com/corestream/corestream/cluster/config"
 	"github.com/corestream/corestream/netio/wire"
 )
 
@@ -129,7 +132,8 @@ func TestCommittedOffsetsSurviveRestart(t *testing.T) {
 // answer without the topics; once a quorum is back every node lists
 // them.
 func TestWholeClusterRestartServesNoPartialMetadata(t *testing.T) {
-	tc := startCluster(t, 3, nil)
+	httpPorts := freePorts(t, 3)
+	tc := startCluster(t, 3, func(c *config.Config) { c.Node.HTTPAddr = httpPorts[c.Node.ID-1] })
 	ctx, cl := tc.dial(t, 90*time.Second)
 	createTopic(t, ctx, cl, client.TopicSpec{Name: "orders", Partitions: 3, ReplicationFactor: 3})
 	cl.Close()
@@ -159,6 +163,18 @@ func TestWholeClusterRestartServesNoPartialMetadata(t *testing.T) {
 			t.Errorf("%s from a lone restarted node: %v (%+v), want a retriable METADATA_NOT_READY", r.what, err, r.resp)
 		} else if !strings.Contains(err.Error(), "quorum") {
 			t.Errorf("%s: the error does not say what the node waits for: %v", r.what, err)
+		}
+	}
+	// HTTP answers the same way: 503 with the retriable code.
+	for _, path := range []string{"/v1/topics", "/v1/topics/orders", "/v1/topics/orders/partitions/0/records?offset=0"} {
+		resp, err := http.Get("http://" + httpPorts[0] + path)
+		if err != nil {
+			t.Fatalf("GET %s: %v", path, err)
+		}
+		raw, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if c, _, retriable := errorOf(t, raw); resp.StatusCode != http.StatusServiceUnavailable || c != "METADATA_NOT_READY" || !retriable {
+			t.Errorf("GET %s from a lone restarted node: %d %s, want 503 METADATA_NOT_READY", path, resp.StatusCode, raw)
 		}
 	}
 
