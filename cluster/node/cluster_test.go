@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -16,24 +17,43 @@ import (
 	"github.com/corestream/corestream/shard"
 )
 
-// freePorts reserves n loopback ports (listen on :0, then close).
+// freePorts picks n loopback ports that are free now (listen on :0, then
+// close) and that no earlier call of this test binary handed out: the
+// kernel gives a closed port out again, and a test that takes ports in two
+// calls (HTTP ports, then the cluster's) got the same port twice.
 func freePorts(t *testing.T, n int) []string {
 	t.Helper()
+	portsMu.Lock()
+	defer portsMu.Unlock()
 	var out []string
 	var ls []net.Listener
-	for i := 0; i < n; i++ {
+	defer func() {
+		for _, l := range ls {
+			l.Close()
+		}
+	}()
+	for attempts := 0; len(out) < n; attempts++ {
+		if attempts > 100*n {
+			t.Fatalf("no %d fresh loopback ports after %d attempts", n, attempts)
+		}
 		l, err := net.Listen("tcp", "127.0.0.1:0")
 		if err != nil {
 			t.Fatal(err)
 		}
 		ls = append(ls, l)
-		out = append(out, l.Addr().String())
-	}
-	for _, l := range ls {
-		l.Close()
+		if a := l.Addr().String(); !portsGiven[a] {
+			portsGiven[a] = true
+			out = append(out, a)
+		}
 	}
 	return out
 }
+
+// portsGiven are the ports freePorts handed out, guarded by portsMu.
+var (
+	portsMu    sync.Mutex
+	portsGiven = map[string]bool{}
+)
 
 // cluster is n nodes in this process.
 type testCluster struct {
