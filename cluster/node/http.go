@@ -54,19 +54,12 @@ type httpAPI struct {
 // method is answered from them (notRouted).
 var httpMethods = []string{http.MethodGet, http.MethodPost, http.MethodDelete}
 
-func (n *Node) startHTTP() error {
-	if n.cfg.Node.HTTPAddr == "" {
-		return nil
-	}
-	ln, err := net.Listen("tcp", n.cfg.Node.HTTPAddr)
-	if err != nil {
-		return fmt.Errorf("node: node.http_addr %s: %w", n.cfg.Node.HTTPAddr, err)
-	}
+// startHTTP serves the HTTP API on ln, bound by preflight.
+func (n *Node) startHTTP(ln net.Listener) {
 	h := newHTTPAPI(n, ln, httpBodyTimeout)
 	n.http = h
 	go h.srv.Serve(ln)
 	n.log.Info("http listening", "http_addr", ln.Addr().String())
-	return nil
 }
 
 // newHTTPAPI builds the router and the server on ln.

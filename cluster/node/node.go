@@ -111,11 +111,16 @@ func New(cfg config.Config, logger *slog.Logger) (*Node, error) {
 func (n *Node) Start() error {
 	// Every port and the data directory are checked before anything is
 	// written or opened (preflight.go).
-	res, err := n.preflight()
+	ls, err := n.preflight()
 	if err != nil {
 		return err
 	}
-	defer res.releaseAll()
+	started := false
+	defer func() {
+		if !started {
+			ls.closeUnserved()
+		}
+	}()
 	if err := os.MkdirAll(n.dir, 0o755); err != nil {
 		return fmt.Errorf("node: data directory: %w", err)
 	}
@@ -184,8 +189,7 @@ func (n *Node) Start() error {
 	}
 	n.log.Info("shards started", "shards", count, "engine", n.engineNote)
 	if n.clustered() {
-		res.release(n.cfg.Node.ReplicationAddr)
-		if err := n.startPeers(); err != nil {
+		if err := n.startPeers(ls.replication); err != nil {
 			n.stopShards()
 			return fmt.Errorf("node: node.replication_addr %s: %w", n.cfg.Node.ReplicationAddr, err)
 		}
@@ -211,8 +215,7 @@ func (n *Node) Start() error {
 		n.stopShards()
 		return err
 	}
-	res.release(n.cfg.Node.ClientAddr)
-	if err := srv.Listen(n.cfg.Node.ClientAddr); err != nil {
+	if err := srv.Serve(ls.client); err != nil {
 		n.stopShards()
 		return fmt.Errorf("node: node.client_addr %s: %w", n.cfg.Node.ClientAddr, err)
 	}
@@ -222,11 +225,11 @@ func (n *Node) Start() error {
 		n.boundAddr.Store(&bound)
 	}
 	n.log.Info("listening", "client_addr", srv.Addr().String(), "node", n.self, "data_dir", n.dir)
-	res.release(n.cfg.Node.HTTPAddr)
-	if err := n.startHTTP(); err != nil {
-		n.stopShards()
-		return err
+	if ls.http != nil {
+		n.startHTTP(ls.http)
+		ls.http = nil
 	}
+	started = true
 	return nil
 }
 

@@ -105,8 +105,9 @@ func (n *Node) ReplicationHops() uint64 {
 
 func (n *Node) clustered() bool { return len(n.roster) > 1 }
 
-// startPeers opens the replication listener and starts dialing every peer.
-func (n *Node) startPeers() error {
+// startPeers serves the replication listener ln (bound by preflight) and
+// starts dialing every peer.
+func (n *Node) startPeers(ln *netio.Listener) error {
 	p := &peers{n: n, k: n.cfg.Cluster.Coordinator.ReplicaConnectionsPerPeer, secret: []byte(n.cfg.Cluster.Secret)}
 	srv, err := netio.NewServer(n.group, netio.Config{MaxFrameBytes: n.cfg.Network.MaxFrameBytes + 1<<20,
 		MaxInflightPerConn: 1024, OutboundBytesMax: linkOutboundBytesMax,
@@ -122,7 +123,7 @@ func (n *Node) startPeers() error {
 			pending: map[linkKey][]byte{}, pendingN: map[linkKey]int{}}
 	}
 	n.peers = p
-	if err := srv.Listen(n.cfg.Node.ReplicationAddr); err != nil {
+	if err := srv.Serve(ln); err != nil {
 		return err
 	}
 	n.log.Info("replication listening", "addr", srv.Addr().String(), "links_per_peer", p.k)

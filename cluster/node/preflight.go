@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 
+	"github.com/corestream/corestream/netio"
 	"golang.org/x/sys/unix"
 )
 
@@ -23,64 +24,65 @@ var ErrAddressInUse = errors.New("node: address in use")
 // only.
 var ErrDataDirUnusable = errors.New("node: data directory unusable")
 
-// reservation holds, between the checks at the start of Start and the
-// moment each real listener opens, a plain listener on each fixed port:
-// the window in which another process could take one is the few
-// microseconds between closing it and opening the real one, not the
-// seconds of start-up. (The real listeners open with options a plain one
-// does not share, so it must be closed first.)
-type reservation struct {
-	held map[string]net.Listener
+// listeners are the node's sockets, bound at the very start of Start
+// before anything is written or any shard runs, and handed to their
+// servers once those exist. Binding them for real (not probing and
+// closing) leaves no window in which another process could take a port
+// between the check and the listen; connections that arrive meanwhile
+// wait in the kernel's accept queue.
+type listeners struct {
+	client, replication *netio.Listener // replication is nil on a single node
+	http                net.Listener    // nil when node.http_addr is empty
 }
 
-// release closes the reservation for addr (no-op when none).
-func (r *reservation) release(addr string) {
-	if l := r.held[addr]; l != nil {
-		l.Close()
-		delete(r.held, addr)
+// closeUnserved closes every listener no server took (a failed start);
+// those already served are closed by their servers.
+func (l *listeners) closeUnserved() {
+	if l.client != nil {
+		l.client.Close()
+	}
+	if l.replication != nil {
+		l.replication.Close()
+	}
+	if l.http != nil {
+		l.http.Close()
+		l.http = nil
 	}
 }
 
-// releaseAll closes every reservation.
-func (r *reservation) releaseAll() {
-	for a := range r.held {
-		r.release(a)
+// preflight checks what Start needs before it changes anything: it binds
+// every listening address and checks that the data directory is usable.
+// On success the caller serves each listener, and calls closeUnserved if
+// the start fails later.
+func (n *Node) preflight() (*listeners, error) {
+	ls := &listeners{}
+	inUse := func(key, addr string, err error) error {
+		ls.closeUnserved()
+		if errors.Is(err, netio.ErrAddrInUse) {
+			return fmt.Errorf("%w: %s %s is already in use by another process (another corestream node?); stop it or choose another port. Nothing was started or written",
+				ErrAddressInUse, key, addr)
+		}
+		return fmt.Errorf("node: %s %s: %w. Nothing was started or written", key, addr, err)
 	}
-}
-
-// preflight checks what Start needs before it changes anything: every
-// listening address free and the data directory usable. It returns the
-// ports it reserved; the caller releases each just before listening on
-// it, and all of them when it fails.
-func (n *Node) preflight() (*reservation, error) {
-	res := &reservation{held: map[string]net.Listener{}}
-	addrs := []struct{ key, addr string }{{"node.client_addr", n.cfg.Node.ClientAddr}}
+	var err error
+	if ls.client, err = netio.Bind(n.cfg.Node.ClientAddr); err != nil {
+		return nil, inUse("node.client_addr", n.cfg.Node.ClientAddr, err)
+	}
 	if n.clustered() {
-		addrs = append(addrs, struct{ key, addr string }{"node.replication_addr", n.cfg.Node.ReplicationAddr})
+		if ls.replication, err = netio.Bind(n.cfg.Node.ReplicationAddr); err != nil {
+			return nil, inUse("node.replication_addr", n.cfg.Node.ReplicationAddr, err)
+		}
 	}
 	if n.cfg.Node.HTTPAddr != "" {
-		addrs = append(addrs, struct{ key, addr string }{"node.http_addr", n.cfg.Node.HTTPAddr})
-	}
-	for _, a := range addrs {
-		if _, port, err := net.SplitHostPort(a.addr); err == nil && port == "0" {
-			continue // the kernel picks a free port at the real listen
+		if ls.http, err = netio.ListenTCP(n.cfg.Node.HTTPAddr); err != nil {
+			return nil, inUse("node.http_addr", n.cfg.Node.HTTPAddr, err)
 		}
-		l, err := net.Listen("tcp", a.addr)
-		if err != nil {
-			res.releaseAll()
-			if errors.Is(err, unix.EADDRINUSE) {
-				return nil, fmt.Errorf("%w: %s %s is already in use by another process (another corestream node?); stop it or choose another port. Nothing was started or written",
-					ErrAddressInUse, a.key, a.addr)
-			}
-			return nil, fmt.Errorf("node: %s %s: %w. Nothing was started or written", a.key, a.addr, err)
-		}
-		res.held[a.addr] = l
 	}
 	if err := checkDataDir(n.dir); err != nil {
-		res.releaseAll()
+		ls.closeUnserved()
 		return nil, fmt.Errorf("%w. Nothing was started or written", err)
 	}
-	return res, nil
+	return ls, nil
 }
 
 // checkDataDir checks, without writing, that dir is a directory this
