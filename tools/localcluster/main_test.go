@@ -187,3 +187,44 @@ func TestParseFlagsKFollowsShards(t *testing.T) {
 		}
 	}
 }
+
+// A node that exits on its own is reported with the command that restarts
+// it: the corestream binary the launcher started it with (absolute, so it
+// works from any directory), its configuration, and its log appended to.
+// The launcher's own binary cannot serve.
+func TestRestartHintNamesTheBrokerBinary(t *testing.T) {
+	dir := t.TempDir()
+	n := launch.Node{ID: 2, Config: filepath.Join(dir, launch.ConfigFile), Log: filepath.Join(dir, "corestream.log")}
+	// A binary that exits at once stands in for a node killed with kill -9.
+	bin, err := exec.LookPath("false")
+	if err != nil {
+		t.Skip("no false(1) to stand in for a node that exits")
+	}
+	p, err := launch.Start(bin, n)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var stderr bytes.Buffer
+	if code := supervise([]*launch.Process{p}, bin, nil, &stderr); code != 1 {
+		t.Fatalf("supervise: exit %d, want 1 once every node exited", code)
+	}
+	want := "restart it with: " + bin + " serve --config " + n.Config + " >>" + n.Log + " 2>&1"
+	if !strings.Contains(stderr.String(), want) {
+		t.Fatalf("stderr %q\nwant it to contain %q", stderr.String(), want)
+	}
+}
+
+// Paths with characters a shell would split or expand are quoted.
+func TestShellQuote(t *testing.T) {
+	for _, c := range []struct{ in, want string }{
+		{"/usr/bin/corestream", "/usr/bin/corestream"},
+		{"/my dir/corestream", "'/my dir/corestream'"},
+		{"it's", `'it'\''s'`},
+		{"$HOME", "'$HOME'"},
+		{"", "''"},
+	} {
+		if got := shellQuote(c.in); got != c.want {
+			t.Errorf("shellQuote(%q) = %s, want %s", c.in, got, c.want)
+		}
+	}
+}
