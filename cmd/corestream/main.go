@@ -143,8 +143,11 @@ func newRootCmd(a *app) *cobra.Command {
 			}
 			return nil
 		},
-		RunE: groupRun,
+		RunE:    groupRun,
+		Version: versionLine(),
 	}
+	// --version prints the same line as `corestream version`.
+	root.SetVersionTemplate("{{.Version}}\n")
 	f := root.PersistentFlags()
 	f.StringVar(&a.brokers, "brokers", "", "comma-separated seed brokers HOST:PORT (default $"+envBrokers+" or "+defaultBrokers+")")
 	f.BoolVar(&a.json, "json", false, "print machine-readable JSON")
