@@ -244,7 +244,7 @@ func TestMakeClusterPrintsOnlyJSON(t *testing.T) {
 	bin, dir := t.TempDir(), filepath.Join(t.TempDir(), "cluster")
 	cmd := exec.Command(makeTool, "--no-print-directory", "cluster", "BIN="+bin, "NODES=1",
 		"CLUSTER_FLAGS=-shards 1 -fsync never -dir "+dir)
-	cmd.Dir = filepath.Join("..", "..") // the module root, where the Makefile is
+	cmd.Dir = filepath.Join("..", "..")                   // the module root, where the Makefile is
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true} // a terminal's Ctrl-C reaches make and the launcher
 	var stdout, stderr syncBuffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
