@@ -101,7 +101,7 @@ func TestTopicCommands(t *testing.T) {
 		t.Fatalf("list: %q", out)
 	}
 	out = c.ok("", "topic", "describe", "orders")
-	if !strings.Contains(out, "PARTITION") || !strings.Contains(out, "retention.ms = 60000") {
+	if !strings.Contains(out, "PARTITION") || !strings.Contains(out, "retention_ms = 60000") {
 		t.Fatalf("describe: %q", out)
 	}
 	var desc struct {
@@ -365,5 +365,64 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 			t.Fatalf("timed out waiting for %s", what)
 		}
 		time.Sleep(time.Millisecond)
+	}
+}
+
+// --config takes the documented Kafka names and ours, and refuses what the
+// broker would, listing what it accepts.
+func TestParseTopicConfigs(t *testing.T) {
+	for _, c := range []struct {
+		args []string
+		want map[string]string
+		err  string // a substring of the usage error; "" for success
+	}{
+		{[]string{"retention.ms=86400000"}, map[string]string{"retention_ms": "86400000"}, ""},
+		{[]string{"retention_ms=1000", "retention.bytes=-1"}, map[string]string{"retention_ms": "1000", "retention_bytes": "-1"}, ""},
+		{nil, map[string]string{}, ""},
+		{[]string{"segment.bytes=1048576"}, nil, "storage.segment_bytes in the node's configuration"},
+		{[]string{"cleanup.policy=compact"}, nil, "unknown topic setting; accepted: retention.ms (or retention_ms), retention.bytes (or retention_bytes)"},
+		{[]string{"retention.ms=1d"}, nil, "must be an integer"},
+		{[]string{"retention.ms=1", "retention_ms=2"}, nil, "sets retention_ms twice"},
+		{[]string{"retention.ms"}, nil, "not KEY=VALUE"},
+	} {
+		got, err := parseTopicConfigs(c.args)
+		switch {
+		case c.err == "" && (err != nil || fmt.Sprint(got) != fmt.Sprint(c.want)):
+			t.Errorf("%q: %v, %v; want %v", c.args, got, err, c.want)
+		case c.err != "" && (!isUsage(err) || !strings.Contains(err.Error(), c.err)):
+			t.Errorf("%q: error %v; want a usage error containing %q", c.args, err, c.err)
+		}
+	}
+}
+
+// A missing topic is a clear error at once: describe, delete and
+// add-partitions say it does not exist and exit 1 without sending the
+// admin request (which the broker answers with a retriable error the
+// client retried for seconds, ending with an all-zero topic id).
+// add-partitions to the current count or below is refused likewise.
+func TestMissingTopicAdmin(t *testing.T) {
+	c := newCLI(t, 2)
+	c.ok("", "topic", "create", "t", "--partitions", "2")
+	for _, tc := range []struct {
+		args []string
+		api  wire.APIKey
+	}{
+		{[]string{"topic", "describe", "nope"}, wire.APIDescribeTopic},
+		{[]string{"topic", "delete", "nope"}, wire.APIDeleteTopic},
+		{[]string{"topic", "add-partitions", "nope", "--partitions", "3"}, wire.APIAddPartitions},
+	} {
+		code, out, errs := c.run("", tc.args...)
+		if code != exitError || out != "" || !strings.Contains(errs, `UNKNOWN_TOPIC_OR_PARTITION: topic "nope" does not exist`) {
+			t.Errorf("%v: exit %d, stdout %q, stderr %q", tc.args, code, out, errs)
+		}
+		if n := c.fc.Requests(0, tc.api); n != 0 {
+			t.Errorf("%v: %d %v requests sent for a topic the metadata lacks", tc.args, n, tc.api)
+		}
+	}
+	for _, total := range []string{"2", "1"} {
+		code, _, errs := c.run("", "topic", "add-partitions", "t", "--partitions", total)
+		if code != exitError || !strings.Contains(errs, `INVALID_PARTITIONS: topic "t" already has 2 partitions`) {
+			t.Errorf("add-partitions --partitions %s: exit %d, %q", total, code, errs)
+		}
 	}
 }
