@@ -50,6 +50,10 @@ var (
 	// ProducerConfig.DeliveryTimeout. Its outcome is unknown when it had
 	// been sent at least once.
 	ErrDeliveryTimeout = errors.New("client: delivery timeout")
+	// ErrEarlierRecordFailed fails, with ProducerConfig.StopOnFailure, the
+	// records of a partition produced after one of its records failed.
+	// They were not sent, so they were not written.
+	ErrEarlierRecordFailed = errors.New("client: not sent: an earlier record of the partition failed")
 	// ErrNotAssigned is returned by consumer calls naming a partition that
 	// is not assigned.
 	ErrNotAssigned = errors.New("client: partition not assigned")

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sync/atomic"
+	"sync"
 	"testing"
 	"time"
 
@@ -125,6 +126,52 @@ func TestFailedBatchClosesSequenceGap(t *testing.T) {
 	}
 	if got := len(e.values("t", 0)); got != int(ok.Load()) {
 		t.Fatalf("%d stored, %d acknowledged", got, ok.Load())
+	}
+}
+
+// With StopOnFailure, a partition's written records stay a prefix of
+// those produced to it: after a batch is refused for good, the batches
+// behind it fail with ErrEarlierRecordFailed instead of being renumbered
+// and written, and so does every record produced to it later.
+func TestStopOnFailureKeepsAPrefix(t *testing.T) {
+	e := newEnv(t, 1, map[string]int32{"t": 1})
+	p := e.producer(smallBatches(client.ProducerConfig{StopOnFailure: true}))
+	var mu sync.Mutex
+	outcome := map[int]error{}
+	produce := func(from, to int) {
+		for i := from; i < to; i++ {
+			err := p.ProduceAsync(e.ctx, client.Record{Topic: "t", Value: []byte(fmt.Sprint(i))}, func(_ client.Produced, err error) {
+				mu.Lock()
+				outcome[i] = err
+				mu.Unlock()
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := p.Flush(e.ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	produce(0, 10)
+	e.fc.AddFault(clienttest.Fault{APIs: []wire.APIKey{wire.APIProduce}, Times: 1,
+		Err: &wire.ErrorResponse{Err: wire.ErrMessageTooLarge, Message: "too large"}})
+	produce(10, 100)
+	produce(100, 110) // after the failure: never sent
+	stored := e.values("t", 0)
+	if len(stored) != 10 {
+		t.Fatalf("stored %q; want the 10 records before the failure", stored)
+	}
+	for i := 0; i < 110; i++ {
+		err := outcome[i]
+		switch {
+		case i < 10 && err != nil:
+			t.Errorf("record %d: %v; want acknowledged", i, err)
+		case i == 10 && !errors.Is(err, wire.ErrMessageTooLarge):
+			t.Errorf("record %d: %v; want MESSAGE_TOO_LARGE", i, err)
+		case i > 10 && !errors.Is(err, wire.ErrMessageTooLarge) && !errors.Is(err, client.ErrEarlierRecordFailed):
+			t.Errorf("record %d: %v; want its batch's MESSAGE_TOO_LARGE or ErrEarlierRecordFailed", i, err)
+		}
 	}
 }
 
