@@ -31,11 +31,13 @@ const (
 	lineUnknown
 )
 
-// lineState is one line of the ledger's window.
+// lineState is one line of the ledger's window: 8 bytes, as the window
+// can hold every line read while one partition lags.
 type lineState struct {
 	outcome uint8
-	// accepted is when the producer took the line (unix nanoseconds).
-	accepted int64
+	// acceptedMs is when the producer took the line, in milliseconds
+	// since the ledger's epoch (49 days fit).
+	acceptedMs uint32
 }
 
 // partitionTally is what the ledger knows of one partition.
@@ -62,6 +64,8 @@ type lineLedger struct {
 	// len(window)); it only moves forward between prefix advances.
 	oldest int
 	parts  map[int32]*partitionTally
+	// epoch is when the first line was accepted.
+	epoch time.Time
 	// abortCause, once set, replaces client.ErrClosed for the lines the
 	// producer fails when produce gives up waiting.
 	abortCause error
@@ -77,8 +81,11 @@ func (l *lineLedger) accept(line int, now time.Time) {
 	if line != l.sent+1 {
 		panic(fmt.Sprintf("produce ledger: line %d accepted after line %d", line, l.sent))
 	}
+	if l.sent == 0 {
+		l.epoch = now
+	}
 	l.sent = line
-	l.window = append(l.window, lineState{outcome: lineInFlight, accepted: now.UnixNano()})
+	l.window = append(l.window, lineState{outcome: lineInFlight, acceptedMs: uint32(now.Sub(l.epoch).Milliseconds())})
 }
 
 // unaccept takes back line, the last accepted, which the producer did not
@@ -156,7 +163,9 @@ func (l *lineLedger) advance() {
 	}
 	if n > 0 {
 		l.prefix += n
-		l.window = append(l.window[:0], l.window[n:]...)
+		// Reslicing is O(1); append moves the live lines to a new array
+		// when the old one's tail is used up (amortised O(1) per line).
+		l.window = l.window[n:]
 		l.oldest = max(0, l.oldest-n)
 	}
 	for l.oldest < len(l.window) && l.window[l.oldest].outcome != lineInFlight {
@@ -173,7 +182,7 @@ func (l *lineLedger) waitingSince() (t time.Time, ok bool) {
 	if !l.inFlight() {
 		return time.Time{}, false
 	}
-	return time.Unix(0, l.window[l.oldest].accepted), true
+	return l.epoch.Add(time.Duration(l.window[l.oldest].acceptedMs) * time.Millisecond), true
 }
 
 // failedAny reports whether some line has failed.
@@ -203,6 +212,8 @@ var (
 	// errNotAccepted wraps the error of a record the producer refused to
 	// take (it was never sent).
 	errNotAccepted = errors.New("not accepted by the producer")
+	// errNoOutcome: produce stopped waiting before the line's answer came.
+	errNoOutcome = errors.New("no answer came before produce stopped waiting")
 )
 
 // lineRange is the lines from..to, both included.
@@ -241,15 +252,23 @@ type partitionReport struct {
 	FirstFailedLine      int   `json:"first_failed_line,omitempty"`
 }
 
-// report summarises the ledger. REQUIRES: no line in flight (every
-// outcome is known).
+// report summarises the ledger. Lines still in flight (the producer did
+// not fail them in time when produce gave up) count as of unknown outcome.
 func (l *lineLedger) report() produceReport {
 	r := produceReport{Sent: l.sent, Acknowledged: l.acked, Failed: l.sent - l.acked, AcknowledgedThrough: l.prefix,
 		AckedAfterFailure: []lineRange{}, OutcomeUnknown: []lineRange{}, NotWritten: []lineRange{}, Partitions: []partitionReport{}}
-	if l.firstFailedLine != 0 {
-		// The window starts at prefix+1, which is not acknowledged.
+	if len(l.window) > 0 {
+		// The window starts at prefix+1, which is not acknowledged: it
+		// failed, or its answer never came before produce stopped waiting.
 		r.FirstFailedLine = l.prefix + 1
-		r.Error = l.firstErr.Error()
+		switch {
+		case l.firstFailedLine == r.FirstFailedLine:
+			r.Error = l.firstErr.Error()
+		case l.abortCause != nil:
+			r.Error = l.abortCause.Error()
+		default:
+			r.Error = errNoOutcome.Error()
+		}
 	}
 	for i := 0; i < len(l.window); {
 		j := i

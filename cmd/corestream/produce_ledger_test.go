@@ -51,6 +51,11 @@ func TestLineLedgerReport(t *testing.T) {
 			want: produceReport{Sent: 3, Acknowledged: 1, Failed: 2, AcknowledgedThrough: 1, FirstFailedLine: 2, Error: "no answer within --timeout (1s)",
 				OutcomeUnknown: []lineRange{{2, 3}}, Partitions: []partitionReport{{0, 1, 1, 10, 2}}},
 			summary: []string{"acknowledged line 1; line 2 failed: no answer within --timeout (1s)"}},
+		{name: "given up before the producer failed the lines still in flight", abort: true,
+			steps: "n 3; a 1 0; a 3 1",
+			want: produceReport{Sent: 3, Acknowledged: 2, Failed: 1, AcknowledgedThrough: 1, FirstFailedLine: 2, Error: "no answer within --timeout (1s)",
+				OutcomeUnknown: []lineRange{{2, 2}}, AckedAfterFailure: []lineRange{{3, 3}}, Partitions: []partitionReport{{0, 1, 1, 10, 0}, {1, 1, 3, 30, 0}}},
+			summary: []string{"acknowledged line 1; line 2 failed: no answer within --timeout (1s)"}},
 		{name: "nothing sent", steps: "",
 			want: produceReport{}},
 	}
@@ -168,5 +173,23 @@ func TestCertainlyNotWritten(t *testing.T) {
 		if got := certainlyNotWritten(c.err); got != c.want {
 			t.Errorf("certainlyNotWritten(%v) = %v, want %v", c.err, got, c.want)
 		}
+	}
+}
+
+// A large input costs the ledger O(1) per line: two million lines
+// acknowledged one by one, in order, each advancing the prefix by one
+// (copying the window on each advance made a 5M-line produce crawl).
+func TestLineLedgerLargeInput(t *testing.T) {
+	const lines = 2_000_000
+	l := newLineLedger()
+	now := time.Unix(1000, 0)
+	for i := 1; i <= lines; i++ {
+		l.accept(i, now)
+	}
+	for i := 1; i <= lines; i++ {
+		l.ack(i, int32(i%3), int64(i/3))
+	}
+	if r := l.report(); r.AcknowledgedThrough != lines || r.FirstFailedLine != 0 || len(l.window) != 0 {
+		t.Fatalf("report %+v, window %d", r, len(l.window))
 	}
 }

@@ -173,3 +173,26 @@ func (c *cli) runTimeout(d, stdin string, args ...string) (int, string, string) 
 	c.t.Helper()
 	return c.run(stdin, append([]string{"--timeout", d}, args...)...)
 }
+
+// A large keyed input is written whole, each line once, in order per
+// partition, and the report says so.
+func TestProduceLargeInput(t *testing.T) {
+	c := newCLI(t, 1)
+	c.ok("", "topic", "create", "t", "--partitions", "3")
+	input, _ := keyedLines(200_000, 3)
+	var rep produceReport
+	c.okJSON(&rep, input, "produce", "t", "--key-separator", ":")
+	if rep.Sent != 200_000 || rep.AcknowledgedThrough != 200_000 || rep.FirstFailedLine != 0 || rep.UnreadInput {
+		t.Fatalf("report %+v", rep)
+	}
+	stored := map[int32][]string{}
+	total := 0
+	for p := int32(0); p < 3; p++ {
+		stored[p] = c.values("t", p)
+		total += len(stored[p])
+	}
+	if total != 200_000 {
+		t.Fatalf("%d lines stored, want 200000", total)
+	}
+	checkReportMatchesLog(t, rep, stored)
+}
