@@ -264,7 +264,7 @@ func TestProduceReportsUnacknowledged(t *testing.T) {
 	c.fc.ClearFaults()
 	code, _, errs = c.run("k=a\nnosep\nk=c\n", "produce", "t", "--key-separator", "=")
 	if code != exitError || !strings.Contains(errs, `acknowledged line 1; line 2 failed: line 2 has no key separator "="`) ||
-		!strings.Contains(errs, "the input after line 2, which was not read") {
+		!strings.Contains(errs, "then any input after line 2 (produce stopped reading there)") {
 		t.Fatalf("missing separator: exit %d, stderr %q", code, errs)
 	}
 	if got := c.values("t", 0); len(got) != 1 || got[0] != "a" {

@@ -297,10 +297,15 @@ func (l *lineLedger) report() produceReport {
 // rangesShownMax bounds the ranges one line of the human report lists.
 const rangesShownMax = 8
 
-// formatRanges renders ranges as "1-5, 9, 12-20", at most rangesShownMax
-// of them.
+// formatRanges renders ranges as "lines 1-5, 9, 12-20" ("line 9" alone),
+// at most rangesShownMax of them.
 func formatRanges(rs []lineRange) string {
 	var b strings.Builder
+	if len(rs) == 1 && rs[0][0] == rs[0][1] {
+		b.WriteString("line ")
+	} else {
+		b.WriteString("lines ")
+	}
 	for i, rg := range rs {
 		if i == rangesShownMax {
 			fmt.Fprintf(&b, " and %d more ranges (--json lists them all)", len(rs)-i)
@@ -330,13 +335,13 @@ func (r *produceReport) summary() string {
 	fmt.Fprintf(&b, "; line %d failed: %s", r.FirstFailedLine, r.Error)
 	fmt.Fprintf(&b, "\n  %d of %d lines sent were not acknowledged", r.Failed, r.Sent)
 	if len(r.AckedAfterFailure) > 0 {
-		fmt.Fprintf(&b, "\n  acknowledged after line %d as well (other partitions): lines %s", r.FirstFailedLine, formatRanges(r.AckedAfterFailure))
+		fmt.Fprintf(&b, "\n  acknowledged after line %d as well (other partitions): %s", r.FirstFailedLine, formatRanges(r.AckedAfterFailure))
 	}
 	if len(r.OutcomeUnknown) > 0 {
-		fmt.Fprintf(&b, "\n  not acknowledged, but may have been written (no answer came): lines %s", formatRanges(r.OutcomeUnknown))
+		fmt.Fprintf(&b, "\n  not acknowledged, but may have been written (no answer came): %s", formatRanges(r.OutcomeUnknown))
 	}
 	if len(r.NotWritten) > 0 {
-		fmt.Fprintf(&b, "\n  not written: lines %s", formatRanges(r.NotWritten))
+		fmt.Fprintf(&b, "\n  not written: %s", formatRanges(r.NotWritten))
 	}
 	if len(r.Partitions) > 1 {
 		for _, p := range r.Partitions {
@@ -355,7 +360,7 @@ func (r *produceReport) summary() string {
 			b.WriteString(" (first check with consume whether those that may have been written were)")
 		}
 		if r.UnreadInput {
-			fmt.Fprintf(&b, ", then the input after line %d, which was not read", r.Sent)
+			fmt.Fprintf(&b, ", then any input after line %d (produce stopped reading there)", r.Sent)
 		}
 	}
 	return b.String()
