@@ -45,7 +45,7 @@ func TestLineLedgerReport(t *testing.T) {
 			steps: "n 4; f 4 0 timeout; a 1 0; f 2 0 large; f 3 0 earlier",
 			want: produceReport{Sent: 4, Acknowledged: 1, Failed: 3, AcknowledgedThrough: 1, FirstFailedLine: 2, Error: "MESSAGE_TOO_LARGE: too large",
 				NotWritten: []lineRange{{2, 3}}, OutcomeUnknown: []lineRange{{4, 4}}, Partitions: []partitionReport{{0, 1, 1, 10, 2}}},
-			summary: []string{"may have been written (no answer came): lines 4", "first check with consume"}},
+			summary: []string{"may have been written (no answer came): line 4", "first check with consume"}},
 		{name: "given up: closed lines carry the abort cause", abort: true,
 			steps: "n 3; a 1 0; f 2 0 closed; f 3 0 closed",
 			want: produceReport{Sent: 3, Acknowledged: 1, Failed: 2, AcknowledgedThrough: 1, FirstFailedLine: 2, Error: "no answer within --timeout (1s)",
