@@ -103,8 +103,8 @@ func (s *partSender) retryOrFail(head *prodBatch) {
 		if !head.sent {
 			// It never reached a broker (no route, no connection): it was
 			// not written, and the batches after it take its sequences.
-			s.finish(head, fmt.Errorf("%w: %s/%d after %d failed attempts (never sent): %w",
-				bound, s.topic, s.partition, head.failures, head.err))
+			s.finish(head, fmt.Errorf("%w: %s/%d after %d failed attempts (%w): %w",
+				bound, s.topic, s.partition, head.failures, ErrNeverSent, head.err))
 			s.afterFailure(head)
 			return
 		}
