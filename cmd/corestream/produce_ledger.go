@@ -194,7 +194,7 @@ func (l *lineLedger) failedAny() bool { return l.firstFailedLine != 0 }
 // connection, retries exhausted, an abort) may have been written.
 func certainlyNotWritten(err error) bool {
 	switch {
-	case errors.Is(err, client.ErrEarlierRecordFailed), errors.Is(err, client.ErrRecordTooLarge),
+	case errors.Is(err, client.ErrEarlierRecordFailed), errors.Is(err, client.ErrRecordTooLarge), errors.Is(err, client.ErrNeverSent),
 		errors.Is(err, errNoKeySeparator), errors.Is(err, errNotAccepted):
 		return true
 	case errors.Is(err, client.ErrDeliveryTimeout), errors.Is(err, client.ErrRetriesExhausted),

@@ -168,6 +168,8 @@ func TestCertainlyNotWritten(t *testing.T) {
 		{&wire.ErrorResponse{Err: wire.ErrNotEnoughReplicas}, false},
 		{fmt.Errorf("%w: (the batch may have been written): %w", client.ErrDeliveryTimeout, &wire.ErrorResponse{Err: wire.ErrMessageTooLarge}), false},
 		{client.ErrClosed, false},
+		{fmt.Errorf("%w: t/1 after 10 failed attempts (%w): %w", client.ErrRetriesExhausted, client.ErrNeverSent,
+			&wire.ErrorResponse{Err: wire.ErrNotEnoughReplicas}), true},
 		{errors.New("something else"), false},
 	} {
 		if got := certainlyNotWritten(c.err); got != c.want {

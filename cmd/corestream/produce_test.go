@@ -196,3 +196,26 @@ func TestProduceLargeInput(t *testing.T) {
 	}
 	checkReportMatchesLog(t, rep, stored)
 }
+
+// A line whose partition's primary cannot be reached never leaves the
+// client: the report says it was not written, not that it may have been.
+func TestProduceNeverSentIsNotWritten(t *testing.T) {
+	c := newCLI(t, 2)
+	c.ok("", "topic", "create", "t", "--partitions", "2")
+	var desc struct {
+		Routes []routeJSON `json:"routes"`
+	}
+	c.okJSON(&desc, "", "topic", "describe", "t")
+	if desc.Routes[1].Primary != 2 {
+		t.Fatalf("partition 1's primary is node %d; the test stops node 2", desc.Routes[1].Primary)
+	}
+	c.fc.StopNode(2)
+	code, out, errs := c.runTimeout("20s", "x\n", "--json", "produce", "t", "--partition", "1")
+	var rep produceReport
+	if err := json.Unmarshal([]byte(out), &rep); code != exitError || err != nil {
+		t.Fatalf("exit %d (%v)\nstdout %s\nstderr %s", code, err, out, errs)
+	}
+	if len(rep.NotWritten) != 1 || len(rep.OutcomeUnknown) != 0 || !strings.Contains(errs, "never sent") {
+		t.Fatalf("report %+v\nstderr %s", rep, errs)
+	}
+}
