@@ -31,6 +31,9 @@ func deliveryMargin(timeout time.Duration) time.Duration {
 // producer took them: produce gives up on them and on the rest.
 var errNoAnswer = errors.New("no answer within --timeout")
 
+// errStopped is the cause of stopCtx once produce has stopped waiting.
+var errStopped = errors.New("produce stopped")
+
 // produceRun is one `produce`: a reading goroutine hands lines to the
 // producer, the producer's delivery goroutine reports their outcomes, and
 // the command's goroutine watches both (watch).
@@ -46,6 +49,15 @@ type produceRun struct {
 	stopCtx context.Context
 	stop    context.CancelCauseFunc
 
+	// sendMu is held by the reading goroutine from taking a line into the
+	// ledger until the producer took it or refused it, so that produce can
+	// wait for that before closing the producer (the reading goroutine may
+	// be blocked on input, which no one can wait for). Lock order: sendMu,
+	// then mu.
+	sendMu sync.Mutex
+	// noMore, once set (under sendMu), stops the reading goroutine before
+	// its next line.
+	noMore bool
 	// mu guards led and closed.
 	mu  sync.Mutex
 	led *lineLedger
@@ -74,6 +86,12 @@ func produceLines(ctx context.Context, a *app, c *client.Client, cfg client.Prod
 	read := make(chan readResult, 1)
 	go func() { read <- r.read() }()
 	res, gaveUp := r.watch(read)
+	// Reading stops (stop ends a wait for buffer space) and the line being
+	// handed over, if any, gets to the producer or is taken back.
+	r.stop(errStopped)
+	r.sendMu.Lock()
+	r.noMore = true
+	r.sendMu.Unlock()
 	r.closeProducer(gaveUp)
 
 	r.mu.Lock()
@@ -114,46 +132,51 @@ func (r *produceRun) read() readResult {
 			}
 			return readResult{eof: true}
 		}
-		rec := client.Record{Topic: r.topic, Partition: r.part, Value: sc.Bytes()}
-		r.mu.Lock()
-		if r.closed || r.stopCtx.Err() != nil {
-			r.mu.Unlock()
-			return readResult{}
-		}
-		r.led.accept(line, time.Now())
-		r.mu.Unlock()
-		if r.keySep != "" {
-			k, v, ok := bytes.Cut(rec.Value, []byte(r.keySep))
-			if !ok {
-				r.failLine(line, fmt.Errorf("line %d has no key separator %q: %w", line, r.keySep, errNoKeySeparator))
-				return readResult{}
-			}
-			rec.Key, rec.Value = k, v
-		}
-		if err := r.p.ProduceAsync(r.stopCtx, rec, r.outcome(line)); err != nil {
-			if r.stopCtx.Err() != nil && errors.Is(err, r.stopCtx.Err()) {
-				// Stopped while waiting for buffer space: the line was not
-				// taken, and is not part of the account.
-				r.mu.Lock()
-				if !r.closed {
-					r.led.unaccept(line)
-				}
-				r.mu.Unlock()
-				return readResult{}
-			}
-			r.failLine(line, fmt.Errorf("%w: %w", errNotAccepted, err))
+		if !r.send(line, client.Record{Topic: r.topic, Partition: r.part, Value: sc.Bytes()}) {
 			return readResult{}
 		}
 	}
 }
 
+// send hands line to the producer; it returns false when reading must
+// stop.
+func (r *produceRun) send(line int, rec client.Record) bool {
+	r.sendMu.Lock()
+	defer r.sendMu.Unlock()
+	if r.noMore || r.stopCtx.Err() != nil {
+		return false
+	}
+	r.mu.Lock()
+	r.led.accept(line, time.Now())
+	r.mu.Unlock()
+	if r.keySep != "" {
+		k, v, ok := bytes.Cut(rec.Value, []byte(r.keySep))
+		if !ok {
+			r.failLine(line, fmt.Errorf("line %d has no key separator %q: %w", line, r.keySep, errNoKeySeparator))
+			return false
+		}
+		rec.Key, rec.Value = k, v
+	}
+	if err := r.p.ProduceAsync(r.stopCtx, rec, r.outcome(line)); err != nil {
+		if r.stopCtx.Err() != nil && errors.Is(err, r.stopCtx.Err()) {
+			// Stopped while waiting for buffer space: the line was not
+			// taken, and is not part of the account.
+			r.mu.Lock()
+			r.led.unaccept(line)
+			r.mu.Unlock()
+			return false
+		}
+		r.failLine(line, fmt.Errorf("%w: %w", errNotAccepted, err))
+		return false
+	}
+	return true
+}
+
 // failLine records that line failed before reaching a partition, and
-// stops reading.
+// stops reading. REQUIRES: sendMu held.
 func (r *produceRun) failLine(line int, err error) {
 	r.mu.Lock()
-	if !r.closed {
-		r.led.fail(line, -1, err)
-	}
+	r.led.fail(line, -1, err)
 	r.mu.Unlock()
 	r.stop(err)
 }

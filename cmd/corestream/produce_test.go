@@ -1,6 +1,8 @@
 package main
 
 import (
+	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -218,4 +220,42 @@ func TestProduceNeverSentIsNotWritten(t *testing.T) {
 	if len(rep.NotWritten) != 1 || len(rep.OutcomeUnknown) != 0 || !strings.Contains(errs, "never sent") {
 		t.Fatalf("report %+v\nstderr %s", rep, errs)
 	}
+}
+
+// An interrupt (Ctrl-C) stops reading; every line taken is answered and
+// the report is exact: the lines acknowledged are a prefix of the input,
+// all of them stored.
+func TestProduceInterrupted(t *testing.T) {
+	c := newCLI(t, 1)
+	c.ok("", "topic", "create", "t")
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var out, errb bytes.Buffer
+	env := func(k string) string {
+		if k == envBrokers {
+			return c.fc.Addrs()[0]
+		}
+		return ""
+	}
+	done := make(chan int, 1)
+	go func() {
+		done <- run(ctx, []string{"--timeout", "5s", "--json", "produce", "t", "--key-separator", ":"}, endless(""), &out, &errb, env)
+	}()
+	waitFor(t, "lines to be stored", func() bool { hw, _ := c.fc.HighWatermark("t", 0); return hw >= 1000 })
+	cancel()
+	var code int
+	select {
+	case code = <-done:
+	case <-time.After(30 * time.Second):
+		t.Fatal("produce still runs 30 s after the interrupt")
+	}
+	var rep produceReport
+	if err := json.Unmarshal(out.Bytes(), &rep); code != exitError || err != nil {
+		t.Fatalf("exit %d (%v)\nstdout %s\nstderr %s", code, err, tail(out.String(), 2000), errb.String())
+	}
+	if rep.FirstFailedLine != 0 || rep.AcknowledgedThrough != rep.Sent || !rep.UnreadInput ||
+		!strings.Contains(errb.String(), fmt.Sprintf("interrupted: acknowledged lines 1-%d;", rep.Sent)) {
+		t.Fatalf("report %+v\nstderr %s", rep, errb.String())
+	}
+	checkReportMatchesLog(t, rep, map[int32][]string{0: c.values("t", 0)})
 }
