@@ -50,9 +50,9 @@ var (
 	// ProducerConfig.DeliveryTimeout. Its outcome is unknown when it had
 	// been sent at least once.
 	ErrDeliveryTimeout = errors.New("client: delivery timeout")
-	// ErrNeverSent is wrapped, with ErrDeliveryTimeout or
-	// ErrRetriesExhausted, by the error of a batch that failed before any
-	// attempt reached a broker: it was not written.
+	// ErrNeverSent is wrapped, with ErrDeliveryTimeout,
+	// ErrRetriesExhausted or ErrClosed, by the error of a batch that failed
+	// before any attempt reached a broker: it was not written.
 	ErrNeverSent = errors.New("never sent")
 	// ErrEarlierRecordFailed fails, with ProducerConfig.StopOnFailure, the
 	// records of a partition produced after one of its records failed.

@@ -396,6 +396,9 @@ func (s *partSender) abort() {
 	for _, b := range s.window {
 		if b.state != batchDone {
 			b.state, b.err = batchDone, ErrClosed
+			if !b.sent {
+				b.err = fmt.Errorf("%w (%w)", ErrClosed, ErrNeverSent)
+			}
 		}
 		if b.sent && b.err != nil {
 			b.buf = nil // a dead send may still read it: do not recycle

@@ -269,6 +269,35 @@ func TestCloseAbortsPending(t *testing.T) {
 	}
 }
 
+// Close failing what is left tells the batches that never left the client
+// (ErrNeverSent: not written) from the one in flight (outcome unknown).
+func TestCloseTellsUnsentBatches(t *testing.T) {
+	e := newEnv(t, 1, map[string]int32{"t": 1})
+	hold := make(chan struct{})
+	defer close(hold)
+	e.fc.AddFault(clienttest.Fault{APIs: []wire.APIKey{wire.APIProduce}, Hold: hold})
+	p, err := e.c.NewProducer(e.ctx, client.ProducerConfig{InFlightPerPartitionMax: 1, Linger: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := make(chan error, 3)
+	for i := 0; i < 3; i++ {
+		if err := p.ProduceAsync(e.ctx, client.Record{Topic: "t", Value: []byte("x")}, func(_ client.Produced, err error) { got <- err }); err != nil {
+			t.Fatal(err)
+		}
+	}
+	waitFor(t, "the first batch to be sent", func() bool { return e.fc.Requests(0, wire.APIProduce) >= 1 })
+	ctx, cancel := context.WithCancel(e.ctx)
+	cancel()
+	p.Close(ctx)
+	for i := 0; i < 3; i++ {
+		err := <-got
+		if !errors.Is(err, client.ErrClosed) || errors.Is(err, client.ErrNeverSent) != (i > 0) {
+			t.Errorf("record %d: %v; want ErrClosed, with ErrNeverSent unless it was sent", i, err)
+		}
+	}
+}
+
 // Batches respect BatchBytesMax and Linger cuts partial batches.
 func TestBatchingBounds(t *testing.T) {
 	e := newEnv(t, 1, map[string]int32{"t": 1})
