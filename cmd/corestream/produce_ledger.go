@@ -126,7 +126,11 @@ func (l *lineLedger) fail(line int, partition int32, err error) {
 	if st.outcome != lineInFlight {
 		panic(fmt.Sprintf("produce ledger: line %d failed after an outcome", line))
 	}
-	if l.abortCause != nil && errors.Is(err, client.ErrClosed) {
+	switch {
+	case l.abortCause == nil || !errors.Is(err, client.ErrClosed):
+	case errors.Is(err, client.ErrNeverSent):
+		err = fmt.Errorf("%w: produce gave up on the cluster before sending it", client.ErrNeverSent)
+	default:
 		err = l.abortCause
 	}
 	st.outcome = lineUnknown

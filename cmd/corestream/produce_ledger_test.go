@@ -21,6 +21,7 @@ func TestLineLedgerReport(t *testing.T) {
 		"earlier": fmt.Errorf("%w (t/1: too large)", client.ErrEarlierRecordFailed),
 		"timeout": fmt.Errorf("%w: t/0 after 3 failed attempts (the batch may have been written)", client.ErrDeliveryTimeout),
 		"closed":  client.ErrClosed,
+		"unsent":  fmt.Errorf("%w (%w)", client.ErrClosed, client.ErrNeverSent),
 	}
 	cases := []struct {
 		name  string
@@ -46,10 +47,10 @@ func TestLineLedgerReport(t *testing.T) {
 			want: produceReport{Sent: 4, Acknowledged: 1, Failed: 3, AcknowledgedThrough: 1, FirstFailedLine: 2, Error: "MESSAGE_TOO_LARGE: too large",
 				NotWritten: []lineRange{{2, 3}}, OutcomeUnknown: []lineRange{{4, 4}}, Partitions: []partitionReport{{0, 1, 1, 10, 2}}},
 			summary: []string{"may have been written (no answer came): line 4", "first check with consume"}},
-		{name: "given up: closed lines carry the abort cause", abort: true,
-			steps: "n 3; a 1 0; f 2 0 closed; f 3 0 closed",
-			want: produceReport{Sent: 3, Acknowledged: 1, Failed: 2, AcknowledgedThrough: 1, FirstFailedLine: 2, Error: "no answer within --timeout (1s)",
-				OutcomeUnknown: []lineRange{{2, 3}}, Partitions: []partitionReport{{0, 1, 1, 10, 2}}},
+		{name: "given up: closed lines carry the abort cause, unsent ones are not written", abort: true,
+			steps: "n 5; a 1 0; f 2 0 closed; f 3 0 closed; f 4 0 unsent; f 5 0 unsent",
+			want: produceReport{Sent: 5, Acknowledged: 1, Failed: 4, AcknowledgedThrough: 1, FirstFailedLine: 2, Error: "no answer within --timeout (1s)",
+				OutcomeUnknown: []lineRange{{2, 3}}, NotWritten: []lineRange{{4, 5}}, Partitions: []partitionReport{{0, 1, 1, 10, 2}}},
 			summary: []string{"acknowledged line 1; line 2 failed: no answer within --timeout (1s)"}},
 		{name: "given up before the producer failed the lines still in flight", abort: true,
 			steps: "n 3; a 1 0; a 3 1",
