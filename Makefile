@@ -12,9 +12,16 @@ SEEDS    ?= 20000
 
 all: build
 
+# VERSION is what `corestream --version` prints: the checkout's git
+# describe (a tag, commits since it and the revision; -dirty with local
+# changes). Without git the binary falls back to the revision the Go
+# toolchain recorded, else "unknown".
+VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null)
+LDFLAGS  = -ldflags "-X main.version=$(VERSION)"
+
 ## build: compile the corestream binary into ./bin
 build:
-	$(GO) build -o $(BIN)/corestream ./cmd/corestream
+	$(GO) build $(LDFLAGS) -o $(BIN)/corestream ./cmd/corestream
 
 ## run: a single node on embedded defaults (data in ./data, 127.0.0.1:7070)
 run: build
@@ -76,11 +83,15 @@ bench-compare: build bench-peer
 ## cluster: NODES nodes on loopback (tools/localcluster), each with its own
 ## data directory and free ports; prints them as JSON; Ctrl-C stops them.
 ## CLUSTER_FLAGS adds launcher flags, e.g. "-rf 2 -k 2 -dir ./cluster".
+## The JSON document is all that goes to standard output (the recipe is
+## silent, builds report on standard error), so `make cluster | jq` works.
 NODES         ?= 3
 CLUSTER_FLAGS ?=
-cluster: build
-	$(GO) build -o $(BIN)/localcluster ./tools/localcluster
-	./$(BIN)/localcluster -n $(NODES) -bin $(BIN)/corestream $(CLUSTER_FLAGS)
+cluster:
+	@echo "building $(BIN)/corestream and $(BIN)/localcluster" >&2
+	@$(GO) build $(LDFLAGS) -o $(BIN)/corestream ./cmd/corestream >&2
+	@$(GO) build -o $(BIN)/localcluster ./tools/localcluster >&2
+	@$(BIN)/localcluster -n $(NODES) -bin $(BIN)/corestream $(CLUSTER_FLAGS)
 
 clean:
 	rm -rf $(BIN)

@@ -50,6 +50,14 @@ var (
 	// ProducerConfig.DeliveryTimeout. Its outcome is unknown when it had
 	// been sent at least once.
 	ErrDeliveryTimeout = errors.New("client: delivery timeout")
+	// ErrNeverSent is wrapped, with ErrDeliveryTimeout,
+	// ErrRetriesExhausted or ErrClosed, by the error of a batch that failed
+	// before any attempt reached a broker: it was not written.
+	ErrNeverSent = errors.New("never sent")
+	// ErrEarlierRecordFailed fails, with ProducerConfig.StopOnFailure, the
+	// records of a partition produced after one of its records failed.
+	// They were not sent, so they were not written.
+	ErrEarlierRecordFailed = errors.New("client: not sent: an earlier record of the partition failed")
 	// ErrNotAssigned is returned by consumer calls naming a partition that
 	// is not assigned.
 	ErrNotAssigned = errors.New("client: partition not assigned")

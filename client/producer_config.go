@@ -50,6 +50,14 @@ type ProducerConfig struct {
 	// acknowledgement, retries included; past it the batch fails with
 	// ErrDeliveryTimeout. Default 2 min (Kafka's delivery.timeout.ms).
 	DeliveryTimeout time.Duration
+	// StopOnFailure keeps each partition's records a prefix of what was
+	// produced to it: once a record of a partition fails, every later
+	// record of that partition fails with ErrEarlierRecordFailed without
+	// being sent, for the producer's life. By default a failed batch only
+	// leaves a gap: the batches behind it are renumbered and sent, so
+	// records produced after a lost one can be written. A tool that reports
+	// "written up to here" (the CLI's produce) needs this.
+	StopOnFailure bool
 }
 
 // Defaults of ProducerConfig.

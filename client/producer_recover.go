@@ -70,7 +70,7 @@ func (s *partSender) recover() {
 		(errors.Is(err, wire.ErrOutOfOrderSequence) || errors.Is(err, wire.ErrUnknownProducerID)):
 		if head.failures >= s.p.c.cfg.RetryAttemptsMax {
 			s.finish(head, fmt.Errorf("%w: %s/%d: %w", ErrRetriesExhausted, s.topic, s.partition, err))
-			s.renumberAfterFailure(head)
+			s.afterFailure(head)
 			return
 		}
 		if err := s.resetSequences(); err != nil {
@@ -89,7 +89,7 @@ func (s *partSender) retryOrFail(head *prodBatch) {
 	v, after := s.p.c.judge(s.topic, s.partition, err)
 	if v == giveUp {
 		s.finish(head, err)
-		s.renumberAfterFailure(head)
+		s.afterFailure(head)
 		return
 	}
 	var bound error
@@ -103,9 +103,9 @@ func (s *partSender) retryOrFail(head *prodBatch) {
 		if !head.sent {
 			// It never reached a broker (no route, no connection): it was
 			// not written, and the batches after it take its sequences.
-			s.finish(head, fmt.Errorf("%w: %s/%d after %d failed attempts (never sent): %w",
-				bound, s.topic, s.partition, head.failures, head.err))
-			s.renumberAfterFailure(head)
+			s.finish(head, fmt.Errorf("%w: %s/%d after %d failed attempts (%w): %w",
+				bound, s.topic, s.partition, head.failures, ErrNeverSent, head.err))
+			s.afterFailure(head)
 			return
 		}
 		// Every batch sent so far has an unknown outcome: fail them all.
@@ -116,6 +116,10 @@ func (s *partSender) retryOrFail(head *prodBatch) {
 				s.finish(b, fmt.Errorf("%w: %s/%d after %d failed attempts (the batch may have been written): %w",
 					bound, s.topic, s.partition, b.failures, b.err))
 			}
+		}
+		if s.p.cfg.StopOnFailure {
+			s.halt(head.err)
+			return
 		}
 		if anySent && !s.p.cfg.DisableIdempotence && (s.hasState(batchFailed) || s.hasState(batchUnsent)) {
 			if err := s.resetSequences(); err != nil {
@@ -162,6 +166,39 @@ func (s *partSender) resendFailed() {
 	}
 	s.recovering = false
 	s.probing = true
+}
+
+// afterFailure continues after failed, the oldest unacknowledged batch,
+// failed for good: with StopOnFailure the partition halts, else the
+// batches behind it close the gap and are sent.
+func (s *partSender) afterFailure(failed *prodBatch) {
+	if s.p.cfg.StopOnFailure {
+		s.halt(failed.err)
+		return
+	}
+	s.renumberAfterFailure(failed)
+}
+
+// halt fails every unacknowledged batch of the partition, and every batch
+// cut from now on, with ErrEarlierRecordFailed (StopOnFailure). Batches
+// already failed keep their own error.
+func (s *partSender) halt(cause error) {
+	s.mu.Lock()
+	if s.halted == nil {
+		s.halted = fmt.Errorf("%w (%s/%d: %v)", ErrEarlierRecordFailed, s.topic, s.partition, cause)
+	}
+	halted := s.halted
+	s.mu.Unlock()
+	if s.p.cfg.DisableIdempotence {
+		// Without sequences the broker may have appended a batch sent
+		// behind the failed one.
+		for _, b := range s.window {
+			if b.sent && b.state != batchDone {
+				s.finish(b, fmt.Errorf("%s/%d: sent behind a failed batch (it may have been written): %w", s.topic, s.partition, b.err))
+			}
+		}
+	}
+	s.failRest(halted)
 }
 
 // renumberAfterFailure closes the sequence gap the definitely-unwritten

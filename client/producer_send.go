@@ -86,6 +86,9 @@ type partSender struct {
 	epoch   int16
 	nextSeq int32
 	tp      *topicProducer // set on first add; guarded by mu
+	// halted, once set (StopOnFailure, after a failed batch), fails every
+	// batch cut later without sending it. Guarded by mu.
+	halted error
 
 	// Owned by the sender goroutine:
 	// window holds the unacknowledged batches in sequence order.
@@ -217,8 +220,13 @@ func (s *partSender) cutLocked() {
 		s.tp.advanceSticky(s.partition)
 	}
 	s.ready = append(s.ready, b)
-	if s.stopped {
+	switch {
+	case s.stopped:
 		b.err, b.state = ErrClosed, batchDone
+	case s.halted != nil:
+		b.err, b.state = s.halted, batchDone
+	case b.err != nil && p.cfg.StopOnFailure:
+		s.halted = fmt.Errorf("%w (%s/%d: %v)", ErrEarlierRecordFailed, s.topic, s.partition, b.err)
 	}
 	if !s.running {
 		s.running = true
@@ -388,6 +396,9 @@ func (s *partSender) abort() {
 	for _, b := range s.window {
 		if b.state != batchDone {
 			b.state, b.err = batchDone, ErrClosed
+			if !b.sent {
+				b.err = fmt.Errorf("%w (%w)", ErrClosed, ErrNeverSent)
+			}
 		}
 		if b.sent && b.err != nil {
 			b.buf = nil // a dead send may still read it: do not recycle

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -128,6 +129,52 @@ func TestFailedBatchClosesSequenceGap(t *testing.T) {
 	}
 }
 
+// With StopOnFailure, a partition's written records stay a prefix of
+// those produced to it: after a batch is refused for good, the batches
+// behind it fail with ErrEarlierRecordFailed instead of being renumbered
+// and written, and so does every record produced to it later.
+func TestStopOnFailureKeepsAPrefix(t *testing.T) {
+	e := newEnv(t, 1, map[string]int32{"t": 1})
+	p := e.producer(smallBatches(client.ProducerConfig{StopOnFailure: true}))
+	var mu sync.Mutex
+	outcome := map[int]error{}
+	produce := func(from, to int) {
+		for i := from; i < to; i++ {
+			err := p.ProduceAsync(e.ctx, client.Record{Topic: "t", Value: []byte(fmt.Sprint(i))}, func(_ client.Produced, err error) {
+				mu.Lock()
+				outcome[i] = err
+				mu.Unlock()
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := p.Flush(e.ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	produce(0, 10)
+	e.fc.AddFault(clienttest.Fault{APIs: []wire.APIKey{wire.APIProduce}, Times: 1,
+		Err: &wire.ErrorResponse{Err: wire.ErrMessageTooLarge, Message: "too large"}})
+	produce(10, 100)
+	produce(100, 110) // after the failure: never sent
+	stored := e.values("t", 0)
+	if len(stored) != 10 {
+		t.Fatalf("stored %q; want the 10 records before the failure", stored)
+	}
+	for i := 0; i < 110; i++ {
+		err := outcome[i]
+		switch {
+		case i < 10 && err != nil:
+			t.Errorf("record %d: %v; want acknowledged", i, err)
+		case i == 10 && !errors.Is(err, wire.ErrMessageTooLarge):
+			t.Errorf("record %d: %v; want MESSAGE_TOO_LARGE", i, err)
+		case i > 10 && !errors.Is(err, wire.ErrMessageTooLarge) && !errors.Is(err, client.ErrEarlierRecordFailed):
+			t.Errorf("record %d: %v; want its batch's MESSAGE_TOO_LARGE or ErrEarlierRecordFailed", i, err)
+		}
+	}
+}
+
 // INVALID_PRODUCER_EPOCH fences the producer for good.
 func TestFencedProducer(t *testing.T) {
 	e := newEnv(t, 1, map[string]int32{"t": 1})
@@ -219,6 +266,35 @@ func TestCloseAbortsPending(t *testing.T) {
 	}
 	if err := p.ProduceAsync(e.ctx, client.Record{Topic: "t"}, nil); !errors.Is(err, client.ErrClosed) {
 		t.Fatalf("after Close: %v", err)
+	}
+}
+
+// Close failing what is left tells the batches that never left the client
+// (ErrNeverSent: not written) from the one in flight (outcome unknown).
+func TestCloseTellsUnsentBatches(t *testing.T) {
+	e := newEnv(t, 1, map[string]int32{"t": 1})
+	hold := make(chan struct{})
+	defer close(hold)
+	e.fc.AddFault(clienttest.Fault{APIs: []wire.APIKey{wire.APIProduce}, Hold: hold})
+	p, err := e.c.NewProducer(e.ctx, client.ProducerConfig{InFlightPerPartitionMax: 1, Linger: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := make(chan error, 3)
+	for i := 0; i < 3; i++ {
+		if err := p.ProduceAsync(e.ctx, client.Record{Topic: "t", Value: []byte("x")}, func(_ client.Produced, err error) { got <- err }); err != nil {
+			t.Fatal(err)
+		}
+	}
+	waitFor(t, "the first batch to be sent", func() bool { return e.fc.Requests(0, wire.APIProduce) >= 1 })
+	ctx, cancel := context.WithCancel(e.ctx)
+	cancel()
+	p.Close(ctx)
+	for i := 0; i < 3; i++ {
+		err := <-got
+		if !errors.Is(err, client.ErrClosed) || errors.Is(err, client.ErrNeverSent) != (i > 0) {
+			t.Errorf("record %d: %v; want ErrClosed, with ErrNeverSent unless it was sent", i, err)
+		}
 	}
 }
 

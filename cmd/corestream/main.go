@@ -143,12 +143,15 @@ func newRootCmd(a *app) *cobra.Command {
 			}
 			return nil
 		},
-		RunE: groupRun,
+		RunE:    groupRun,
+		Version: versionLine(),
 	}
+	// --version prints the same line as `corestream version`.
+	root.SetVersionTemplate("{{.Version}}\n")
 	f := root.PersistentFlags()
 	f.StringVar(&a.brokers, "brokers", "", "comma-separated seed brokers HOST:PORT (default $"+envBrokers+" or "+defaultBrokers+")")
 	f.BoolVar(&a.json, "json", false, "print machine-readable JSON")
-	f.DurationVar(&a.timeout, "timeout", defaultTimeout, "how long to wait for the cluster: connecting, each request, final acknowledgements")
+	f.DurationVar(&a.timeout, "timeout", defaultTimeout, "how long to wait for the cluster: connecting, each admin command, each produced line's answer, consume's next message")
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return fmt.Errorf("%w: %w", errUsage, err) })
 	for _, build := range commands {
 		root.AddCommand(build())

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -45,6 +46,12 @@ func newCLIOpts(t *testing.T, opts clienttest.Options) *cli {
 // stderr. The fake's first node is given through the environment.
 func (c *cli) run(stdin string, args ...string) (int, string, string) {
 	c.t.Helper()
+	return c.runReader(strings.NewReader(stdin), args...)
+}
+
+// runReader is run with stdin read from r.
+func (c *cli) runReader(stdin io.Reader, args ...string) (int, string, string) {
+	c.t.Helper()
 	var out, errb bytes.Buffer
 	env := func(k string) string {
 		if k == envBrokers {
@@ -54,7 +61,7 @@ func (c *cli) run(stdin string, args ...string) (int, string, string) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	code := run(ctx, append([]string{"--timeout", "5s"}, args...), strings.NewReader(stdin), &out, &errb, env)
+	code := run(ctx, append([]string{"--timeout", "5s"}, args...), stdin, &out, &errb, env)
 	return code, out.String(), errb.String()
 }
 
@@ -101,7 +108,7 @@ func TestTopicCommands(t *testing.T) {
 		t.Fatalf("list: %q", out)
 	}
 	out = c.ok("", "topic", "describe", "orders")
-	if !strings.Contains(out, "PARTITION") || !strings.Contains(out, "retention.ms = 60000") {
+	if !strings.Contains(out, "PARTITION") || !strings.Contains(out, "retention_ms = 60000") {
 		t.Fatalf("describe: %q", out)
 	}
 	var desc struct {
@@ -242,30 +249,50 @@ func TestConsumeCommitted(t *testing.T) {
 	}
 }
 
-// produce exits 1 and says how many messages were not acknowledged.
+// produce exits 1 at the first line it cannot deliver and says which
+// lines were acknowledged and what became of the others.
 func TestProduceReportsUnacknowledged(t *testing.T) {
 	c := newCLI(t, 1)
 	c.ok("", "topic", "create", "t")
 	c.fc.AddFault(clienttest.Fault{APIs: []wire.APIKey{wire.APIProduce},
 		Err: &wire.ErrorResponse{Err: wire.ErrMessageTooLarge, Message: "batch of 99 bytes exceeds the maximum 10"}})
 	code, _, errs := c.run("a\nb\nc\n", "produce", "t")
-	if code != exitError || !strings.Contains(errs, "3 of 3 messages were not acknowledged") || !strings.Contains(errs, "MESSAGE_TOO_LARGE: batch of 99 bytes") {
+	if code != exitError || !strings.Contains(errs, "no line acknowledged; line 1 failed: MESSAGE_TOO_LARGE: batch of 99 bytes") ||
+		!strings.Contains(errs, "not written: lines 1-3") {
 		t.Fatalf("exit %d, stderr %q", code, errs)
 	}
 	c.fc.ClearFaults()
-	code, _, errs = c.run("a\nnosep\n", "produce", "t", "--key-separator", "=")
-	if code != exitError || !strings.Contains(errs, "2 of 2 messages") || !strings.Contains(errs, "line 1 has no key separator") {
+	code, _, errs = c.run("k=a\nnosep\nk=c\n", "produce", "t", "--key-separator", "=")
+	if code != exitError || !strings.Contains(errs, `acknowledged line 1; line 2 failed: line 2 has no key separator "="`) ||
+		!strings.Contains(errs, "then any input after line 2 (produce stopped reading there)") {
 		t.Fatalf("missing separator: exit %d, stderr %q", code, errs)
+	}
+	if got := c.values("t", 0); len(got) != 1 || got[0] != "a" {
+		t.Fatalf("stored %q, want only the line before the bad one", got)
 	}
 	code, _, errs = c.run("a\n", "produce", "missing")
 	if code != exitError || !strings.Contains(errs, "UNKNOWN_TOPIC_OR_PARTITION") {
 		t.Fatalf("unknown topic: exit %d, stderr %q", code, errs)
 	}
-	var tally struct{ Sent, Acknowledged, Failed int }
-	c.okJSON(&tally, "x\ny\n", "produce", "t")
-	if tally.Sent != 2 || tally.Acknowledged != 2 || tally.Failed != 0 {
-		t.Fatalf("produce --json: %+v", tally)
+	var rep produceReport
+	c.okJSON(&rep, "x\ny\n", "produce", "t")
+	if rep.Sent != 2 || rep.Acknowledged != 2 || rep.Failed != 0 || rep.AcknowledgedThrough != 2 || rep.FirstFailedLine != 0 || rep.UnreadInput {
+		t.Fatalf("produce --json: %+v", rep)
 	}
+}
+
+// values returns the values stored in a partition of the fake cluster.
+func (c *cli) values(topic string, partition int32) []string {
+	c.t.Helper()
+	recs, err := c.fc.Records(topic, partition)
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	out := make([]string, len(recs))
+	for i, r := range recs {
+		out[i] = string(r.Value)
+	}
+	return out
 }
 
 func TestClusterAndPartitionCommands(t *testing.T) {
@@ -365,5 +392,64 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 			t.Fatalf("timed out waiting for %s", what)
 		}
 		time.Sleep(time.Millisecond)
+	}
+}
+
+// --config takes the documented Kafka names and ours, and refuses what the
+// broker would, listing what it accepts.
+func TestParseTopicConfigs(t *testing.T) {
+	for _, c := range []struct {
+		args []string
+		want map[string]string
+		err  string // a substring of the usage error; "" for success
+	}{
+		{[]string{"retention.ms=86400000"}, map[string]string{"retention_ms": "86400000"}, ""},
+		{[]string{"retention_ms=1000", "retention.bytes=-1"}, map[string]string{"retention_ms": "1000", "retention_bytes": "-1"}, ""},
+		{nil, map[string]string{}, ""},
+		{[]string{"segment.bytes=1048576"}, nil, "storage.segment_bytes in the node's configuration"},
+		{[]string{"cleanup.policy=compact"}, nil, "unknown topic setting; accepted: retention.ms (or retention_ms), retention.bytes (or retention_bytes)"},
+		{[]string{"retention.ms=1d"}, nil, "must be an integer"},
+		{[]string{"retention.ms=1", "retention_ms=2"}, nil, "sets retention_ms twice"},
+		{[]string{"retention.ms"}, nil, "not KEY=VALUE"},
+	} {
+		got, err := parseTopicConfigs(c.args)
+		switch {
+		case c.err == "" && (err != nil || fmt.Sprint(got) != fmt.Sprint(c.want)):
+			t.Errorf("%q: %v, %v; want %v", c.args, got, err, c.want)
+		case c.err != "" && (!isUsage(err) || !strings.Contains(err.Error(), c.err)):
+			t.Errorf("%q: error %v; want a usage error containing %q", c.args, err, c.err)
+		}
+	}
+}
+
+// A missing topic is a clear error at once: describe, delete and
+// add-partitions say it does not exist and exit 1 without sending the
+// admin request (which the broker answers with a retriable error the
+// client retried for seconds, ending with an all-zero topic id).
+// add-partitions to the current count or below is refused likewise.
+func TestMissingTopicAdmin(t *testing.T) {
+	c := newCLI(t, 2)
+	c.ok("", "topic", "create", "t", "--partitions", "2")
+	for _, tc := range []struct {
+		args []string
+		api  wire.APIKey
+	}{
+		{[]string{"topic", "describe", "nope"}, wire.APIDescribeTopic},
+		{[]string{"topic", "delete", "nope"}, wire.APIDeleteTopic},
+		{[]string{"topic", "add-partitions", "nope", "--partitions", "3"}, wire.APIAddPartitions},
+	} {
+		code, out, errs := c.run("", tc.args...)
+		if code != exitError || out != "" || !strings.Contains(errs, `UNKNOWN_TOPIC_OR_PARTITION: topic "nope" does not exist`) {
+			t.Errorf("%v: exit %d, stdout %q, stderr %q", tc.args, code, out, errs)
+		}
+		if n := c.fc.Requests(0, tc.api); n != 0 {
+			t.Errorf("%v: %d %v requests sent for a topic the metadata lacks", tc.args, n, tc.api)
+		}
+	}
+	for _, total := range []string{"2", "1"} {
+		code, _, errs := c.run("", "topic", "add-partitions", "t", "--partitions", total)
+		if code != exitError || !strings.Contains(errs, `INVALID_PARTITIONS: topic "t" already has 2 partitions`) {
+			t.Errorf("add-partitions --partitions %s: exit %d, %q", total, code, errs)
+		}
 	}
 }

@@ -1,13 +1,6 @@
 package main
 
 import (
-	"bufio"
-	"bytes"
-	"context"
-	"errors"
-	"fmt"
-	"sync"
-
 	"github.com/spf13/cobra"
 
 	"github.com/corestream/corestream/client"
@@ -21,28 +14,6 @@ func init() { commands = append(commands, newProduceCmd) }
 // carry. The broker may refuse smaller ones (storage.max_batch_bytes).
 const lineBytesMax = wire.RecordsBytesMax - 1024
 
-// produceTally counts outcomes; callbacks run on the producer's delivery
-// goroutine while the reading goroutine counts sends.
-type produceTally struct {
-	mu       sync.Mutex
-	acked    int
-	failed   int
-	firstErr error
-}
-
-func (t *produceTally) record(err error) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	if err == nil {
-		t.acked++
-		return
-	}
-	t.failed++
-	if t.firstErr == nil {
-		t.firstErr = err
-	}
-}
-
 func newProduceCmd() *cobra.Command {
 	var partition int32
 	var keySep, compression, acks string
@@ -50,14 +21,18 @@ func newProduceCmd() *cobra.Command {
 		Use:   "produce TOPIC [--partition P] [--key-separator S]",
 		Short: "send each line of standard input as one message",
 		Long: "produce sends each line of standard input (without its line ending) as one message and\n" +
-			"exits 0 only when every message is acknowledged; otherwise it says how many were not and exits 1.",
+			"exits 0 only when every line is acknowledged. At the first line it cannot deliver it stops\n" +
+			"reading, says exactly which lines were acknowledged, and exits 1; a line gets --timeout to be\n" +
+			"acknowledged, so produce never waits longer than that for a cluster that stopped answering.",
 		Args: argsRange(1, 1, "one TOPIC"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			a := appFrom(cmd)
-			// Each message gets --timeout to be acknowledged, so a batch
-			// the cluster cannot take fails with the broker's own error
-			// (NOT_ENOUGH_REPLICAS, …) before the command gives up.
-			cfg := client.ProducerConfig{DeliveryTimeout: a.timeout}
+			// Each line gets --timeout to be acknowledged. The producer's
+			// own bound is a little shorter, so that a batch the cluster
+			// cannot take fails with the broker's error (NOT_ENOUGH_REPLICAS,
+			// …) before produce gives up on it. StopOnFailure: no line is
+			// written after a line of its partition that was not.
+			cfg := client.ProducerConfig{DeliveryTimeout: a.timeout - deliveryMargin(a.timeout), StopOnFailure: true}
 			if partition >= 0 {
 				cfg.Partitioner = client.ManualPartitioner()
 			}
@@ -97,74 +72,4 @@ func parseCodec(s string) (batch.Codec, error) {
 		}
 	}
 	return 0, usageErrorf("--compression %q is not one of none, gzip, snappy, lz4, zstd", s)
-}
-
-// produceLines sends stdin's lines and waits for their acknowledgements.
-func produceLines(ctx context.Context, a *app, c *client.Client, cfg client.ProducerConfig, topic string, partition int32, keySep string) error {
-	initCtx, cancel := context.WithTimeout(ctx, a.timeout)
-	p, err := c.NewProducer(initCtx, cfg)
-	cancel()
-	if err != nil {
-		return err
-	}
-	var tally produceTally
-	sent := 0
-	cb := func(_ client.Produced, err error) { tally.record(err) }
-	sc := bufio.NewScanner(a.stdin)
-	sc.Buffer(make([]byte, 0, 64<<10), lineBytesMax)
-	var readErr error
-	for line := 1; sc.Scan(); line++ {
-		rec := client.Record{Topic: topic, Partition: partition, Value: sc.Bytes()}
-		if keySep != "" {
-			k, v, ok := bytes.Cut(rec.Value, []byte(keySep))
-			if !ok {
-				tally.record(fmt.Errorf("line %d has no key separator %q", line, keySep))
-				sent++
-				continue
-			}
-			rec.Key, rec.Value = k, v
-		}
-		// Waiting for buffer space needs no timeout: acknowledgements or
-		// the producer's delivery timeout always free it.
-		err := p.ProduceAsync(ctx, rec, cb)
-		sent++
-		if err != nil {
-			tally.record(err)
-			if errors.Is(err, client.ErrProducerFenced) || errors.Is(err, wire.ErrUnknownTopicOrPartition) || ctx.Err() != nil {
-				break // every later line would fail the same way
-			}
-		}
-	}
-	if err := sc.Err(); err != nil {
-		readErr = fmt.Errorf("reading standard input after %d lines: %w", sent, err)
-	}
-	closeCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), a.timeout)
-	defer cancel()
-	closeErr := p.Close(closeCtx)
-	tally.mu.Lock()
-	defer tally.mu.Unlock()
-	notAcked := sent - tally.acked
-	out := struct {
-		Sent         int `json:"sent"`
-		Acknowledged int `json:"acknowledged"`
-		Failed       int `json:"failed"`
-	}{sent, tally.acked, notAcked}
-	if a.json {
-		a.emit(out, nil)
-	}
-	switch {
-	case notAcked > 0:
-		cause := tally.firstErr
-		if cause == nil {
-			cause = closeErr
-		}
-		err := fmt.Errorf("%d of %d messages were not acknowledged", notAcked, sent)
-		if cause != nil {
-			err = fmt.Errorf("%w; first error: %w", err, cause)
-		}
-		return errors.Join(err, readErr)
-	case readErr != nil:
-		return readErr
-	}
-	return nil
 }

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io"
 	"strconv"
-	"strings"
 
 	"github.com/spf13/cobra"
 
@@ -39,14 +38,11 @@ func newTopicCreateCmd() *cobra.Command {
 		Short: "create a topic",
 		Args:  argsRange(1, 1, "one topic NAME"),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			spec := client.TopicSpec{Name: args[0], Partitions: partitions, ValidateOnly: validateOnly, Configs: map[string]string{}}
-			for _, kv := range configs {
-				k, v, ok := strings.Cut(kv, "=")
-				if !ok || k == "" {
-					return usageErrorf("--config %q is not KEY=VALUE", kv)
-				}
-				spec.Configs[k] = v
+			cfgs, err := parseTopicConfigs(configs)
+			if err != nil {
+				return err
 			}
+			spec := client.TopicSpec{Name: args[0], Partitions: partitions, ValidateOnly: validateOnly, Configs: cfgs}
 			return withClient(cmd, func(ctx context.Context, a *app, c *client.Client) error {
 				switch rf {
 				case "", "default":
@@ -80,7 +76,7 @@ func newTopicCreateCmd() *cobra.Command {
 	}
 	cmd.Flags().Int32Var(&partitions, "partitions", 1, "number of partitions (1..16384)")
 	cmd.Flags().StringVar(&rf, "replication-factor", "", `copies of each partition: a number, or "all" nodes (default: the cluster's default)`)
-	cmd.Flags().StringArrayVar(&configs, "config", nil, "topic configuration override KEY=VALUE (repeatable)")
+	cmd.Flags().StringArrayVar(&configs, "config", nil, "topic setting KEY=VALUE, repeatable: retention.ms (or retention_ms), retention.bytes (or retention_bytes)")
 	cmd.Flags().BoolVar(&validateOnly, "validate-only", false, "check the request, create nothing")
 	return cmd
 }
@@ -141,6 +137,9 @@ func newTopicDescribeCmd() *cobra.Command {
 		Args:  argsRange(1, 1, "one topic NAME"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return withClient(cmd, func(ctx context.Context, a *app, c *client.Client) error {
+				if _, err := requireTopic(ctx, c, args[0]); err != nil {
+					return err
+				}
 				d, err := c.DescribeTopic(ctx, args[0])
 				if err != nil {
 					return err
@@ -187,6 +186,16 @@ func newTopicDescribeCmd() *cobra.Command {
 	}
 }
 
+// requireTopic returns the partition count of topic, or
+// UNKNOWN_TOPIC_OR_PARTITION at once when the cluster's metadata (fetched
+// afresh when the client's copy lacks the topic) does not have it. Admin
+// requests naming a missing topic are otherwise retried for seconds (the
+// error is retriable, for metadata still spreading) and the broker's final
+// message shows an all-zero topic id.
+func requireTopic(ctx context.Context, c *client.Client, topic string) (int32, error) {
+	return c.Partitions(ctx, topic)
+}
+
 func orDash(s string) string {
 	if s == "" {
 		return "-"
@@ -201,6 +210,9 @@ func newTopicDeleteCmd() *cobra.Command {
 		Args:  argsRange(1, 1, "one topic NAME"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return withClient(cmd, func(ctx context.Context, a *app, c *client.Client) error {
+				if _, err := requireTopic(ctx, c, args[0]); err != nil {
+					return err
+				}
 				id, err := c.DeleteTopic(ctx, args[0])
 				if err != nil {
 					return err
@@ -223,6 +235,15 @@ func newTopicAddPartitionsCmd() *cobra.Command {
 		Args:  argsRange(1, 1, "one topic NAME"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return withClient(cmd, func(ctx context.Context, a *app, c *client.Client) error {
+				now, err := requireTopic(ctx, c, args[0])
+				if err != nil {
+					return err
+				}
+				// The client's view may lag behind the cluster but never runs
+				// ahead of it: a total at or below it is below the real count.
+				if total <= now {
+					return wire.Errorf(wire.ErrInvalidPartitions, "topic %q already has %d partitions; --partitions is the new total and must be above that", args[0], now)
+				}
 				n, err := c.AddPartitions(ctx, args[0], total)
 				if err != nil {
 					return err

@@ -36,6 +36,7 @@ import (
 	"os/signal"
 	"path/filepath"
 	"runtime"
+	"strings"
 	"syscall"
 	"time"
 
@@ -157,6 +158,10 @@ func run(args []string, stdout, stderr io.Writer, sigs <-chan os.Signal) int {
 			return 1
 		}
 	}
+	// The restart hints must work from any directory.
+	if abs, err := filepath.Abs(f.bin); err == nil && strings.ContainsRune(f.bin, filepath.Separator) {
+		f.bin = abs
+	}
 	procs, err := startAll(plan, f.bin)
 	if err != nil {
 		fmt.Fprintf(stderr, "localcluster: %v\n", err)
@@ -180,7 +185,7 @@ func run(args []string, stdout, stderr io.Writer, sigs <-chan os.Signal) int {
 	}
 	fmt.Fprintf(stderr, "localcluster: %d nodes up; try: corestream --brokers %s cluster status\n", len(procs), plan.Brokers())
 	fmt.Fprintln(stderr, "localcluster: Ctrl-C (SIGINT) or SIGTERM stops every node")
-	code := supervise(procs, sigs, stderr)
+	code := supervise(procs, f.bin, sigs, stderr)
 	fmt.Fprintf(stderr, "localcluster: data and logs kept in %s\n", plan.Options.Dir)
 	return code
 }

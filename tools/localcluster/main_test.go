@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -186,4 +187,129 @@ func TestParseFlagsKFollowsShards(t *testing.T) {
 			t.Errorf("%v: K %d, err %v; want %d", c.args, f.opts.K, err, c.want)
 		}
 	}
+}
+
+// A node that exits on its own is reported with the command that restarts
+// it: the corestream binary the launcher started it with (absolute, so it
+// works from any directory), its configuration, and its log appended to.
+// The launcher's own binary cannot serve.
+func TestRestartHintNamesTheBrokerBinary(t *testing.T) {
+	dir := t.TempDir()
+	n := launch.Node{ID: 2, Config: filepath.Join(dir, launch.ConfigFile), Log: filepath.Join(dir, "corestream.log")}
+	// A binary that exits at once stands in for a node killed with kill -9.
+	bin, err := exec.LookPath("false")
+	if err != nil {
+		t.Skip("no false(1) to stand in for a node that exits")
+	}
+	p, err := launch.Start(bin, n)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var stderr bytes.Buffer
+	if code := supervise([]*launch.Process{p}, bin, nil, &stderr); code != 1 {
+		t.Fatalf("supervise: exit %d, want 1 once every node exited", code)
+	}
+	want := "restart it with: " + bin + " serve --config " + n.Config + " >>" + n.Log + " 2>&1"
+	if !strings.Contains(stderr.String(), want) {
+		t.Fatalf("stderr %q\nwant it to contain %q", stderr.String(), want)
+	}
+}
+
+// Paths with characters a shell would split or expand are quoted.
+func TestShellQuote(t *testing.T) {
+	for _, c := range []struct{ in, want string }{
+		{"/usr/bin/corestream", "/usr/bin/corestream"},
+		{"/my dir/corestream", "'/my dir/corestream'"},
+		{"it's", `'it'\''s'`},
+		{"$HOME", "'$HOME'"},
+		{"", "''"},
+	} {
+		if got := shellQuote(c.in); got != c.want {
+			t.Errorf("shellQuote(%q) = %s, want %s", c.in, got, c.want)
+		}
+	}
+}
+
+// `make cluster | jq` works: the launcher's JSON document is the only
+// thing on make's standard output (make echoed its recipe lines there),
+// and the binary it builds reports the checkout's version.
+func TestMakeClusterPrintsOnlyJSON(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: builds two binaries and runs a broker")
+	}
+	makeTool, err := exec.LookPath("make")
+	if err != nil {
+		t.Skip("no make")
+	}
+	bin, dir := t.TempDir(), filepath.Join(t.TempDir(), "cluster")
+	cmd := exec.Command(makeTool, "--no-print-directory", "cluster", "BIN="+bin, "NODES=1",
+		"CLUSTER_FLAGS=-shards 1 -fsync never -dir "+dir)
+	cmd.Dir = filepath.Join("..", "..")                   // the module root, where the Makefile is
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true} // a terminal's Ctrl-C reaches make and the launcher
+	var stdout, stderr syncBuffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	exited := make(chan error, 1)
+	go func() { exited <- cmd.Wait() }()
+	var doc document
+	t.Cleanup(func() {
+		syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+		for _, n := range doc.Nodes {
+			syscall.Kill(n.PID, syscall.SIGKILL)
+		}
+	})
+	deadline := time.Now().Add(3 * time.Minute) // two builds on a loaded machine
+	for !strings.Contains(stderr.String(), "nodes up") {
+		select {
+		case err := <-exited:
+			t.Fatalf("make cluster exited (%v) before the cluster formed:\nstdout: %s\nstderr: %s", err, stdout.String(), stderr.String())
+		case <-time.After(10 * time.Millisecond):
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no cluster after 3 min:\nstderr: %s", stderr.String())
+		}
+	}
+	syscall.Kill(-cmd.Process.Pid, syscall.SIGINT)
+	select {
+	case <-exited:
+	case <-time.After(90 * time.Second):
+		t.Fatalf("make cluster still runs 90 s after SIGINT:\n%s", stderr.String())
+	}
+	dec := json.NewDecoder(strings.NewReader(stdout.String()))
+	if err := dec.Decode(&doc); err != nil || len(doc.Nodes) != 1 {
+		t.Fatalf("stdout is not the cluster's JSON document (%v):\n%s", err, stdout.String())
+	}
+	var extra json.RawMessage
+	if err := dec.Decode(&extra); err != io.EOF {
+		t.Fatalf("stdout holds more than the JSON document (%v):\n%s", err, stdout.String())
+	}
+	describe, err := exec.Command("git", "-C", cmd.Dir, "describe", "--tags", "--always", "--dirty").Output()
+	if err != nil {
+		t.Skipf("git describe: %v", err)
+	}
+	out, err := exec.Command(filepath.Join(bin, "corestream"), "--version").Output()
+	if want := "corestream " + strings.TrimSpace(string(describe)) + " "; err != nil || !strings.HasPrefix(string(out), want) {
+		t.Fatalf("corestream --version: %q (%v), want it to start with %q", out, err, want)
+	}
+}
+
+// syncBuffer is an output stream read while a process writes it; mu
+// guards b.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
 }

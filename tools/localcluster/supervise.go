@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strings"
 	"syscall"
 	"time"
 
@@ -51,10 +52,28 @@ func waitFormed(plan *launch.Plan, procs []*launch.Process, timeout time.Duratio
 	}
 }
 
+// restartCommand is the shell command that starts node n again as the
+// launcher did: the corestream binary bin (not the launcher's own, which
+// cannot serve) with the node's configuration, its output appended to the
+// node's log.
+func restartCommand(bin string, n launch.Node) string {
+	return shellQuote(bin) + " serve --config " + shellQuote(n.Config) + " >>" + shellQuote(n.Log) + " 2>&1"
+}
+
+// shellQuote returns s as one POSIX shell word: unchanged when it holds
+// only characters no shell treats specially, else in single quotes.
+func shellQuote(s string) string {
+	if s != "" && strings.Trim(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789/._-+=:,@") == "" {
+		return s
+	}
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
+}
+
 // supervise waits for a signal, forwards it to every node and waits for
-// them to stop; it reports nodes that exit on their own. It returns the
-// exit code.
-func supervise(procs []*launch.Process, sigs <-chan os.Signal, stderr io.Writer) int {
+// them to stop; it reports nodes that exit on their own, with the command
+// that restarts each (bin is the corestream binary they run). It returns
+// the exit code.
+func supervise(procs []*launch.Process, bin string, sigs <-chan os.Signal, stderr io.Writer) int {
 	exits := make(chan *launch.Process, len(procs))
 	for _, p := range procs {
 		go func() {
@@ -67,8 +86,8 @@ func supervise(procs []*launch.Process, sigs <-chan os.Signal, stderr io.Writer)
 		select {
 		case p := <-exits:
 			running--
-			fmt.Fprintf(stderr, "localcluster: node %d (pid %d) exited: %s; restart it with: %s serve --config %s\n",
-				p.Node.ID, p.Pid(), status(p.Err()), os.Args[0], p.Node.Config)
+			fmt.Fprintf(stderr, "localcluster: node %d (pid %d) exited: %s; restart it with: %s\n",
+				p.Node.ID, p.Pid(), status(p.Err()), restartCommand(bin, p.Node))
 		case sig := <-sigs:
 			return stopAll(procs, sig, sigs, stderr)
 		}
