@@ -116,6 +116,10 @@ type node struct {
 	ln    net.Listener
 	alive bool
 	conns map[*serverConn]struct{}
+	// hung is non-nil while the node is hung (Hang); Resume closes it.
+	hung chan struct{}
+	// cut is non-nil while the node is cut off from its peers (CutOff).
+	cut *cutView
 }
 
 // NewCluster starts a cluster; Close stops it.
@@ -213,6 +217,7 @@ func (c *Cluster) StopNode(id int32) {
 
 func (c *Cluster) stopNodeLocked(n *node) {
 	n.alive = false
+	c.resumeLocked(n) // a killed process answers nothing more
 	if n.ln != nil {
 		n.ln.Close()
 		n.ln = nil
@@ -324,6 +329,7 @@ func (sc *serverConn) serve(n *node) {
 	br := bufio.NewReaderSize(sc.nc, readBufferBytes)
 	var buf []byte
 	handshaken := false
+	self := n
 	for {
 		var size [4]byte
 		if _, err := io.ReadFull(br, size[:]); err != nil {
@@ -338,6 +344,9 @@ func (sc *serverConn) serve(n *node) {
 		}
 		frame := buf[:n]
 		if _, err := io.ReadFull(br, frame); err != nil {
+			return
+		}
+		if !sc.c.awaitRunning(self) {
 			return
 		}
 		h, body, _ := wire.ParseRequestHeader(frame)
