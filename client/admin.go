@@ -95,14 +95,14 @@ func (c *Client) DescribeTopic(ctx context.Context, name string) (*wire.Describe
 }
 
 // Metadata fetches fresh metadata (nodes, metadata primary, every topic's
-// routes), also refreshing the client's cache.
+// routes), also refreshing the client's cache. It is the answer of a node
+// that sees the metadata quorum when one answers, as for every refresh
+// (docs/client.md, "Routing and metadata"); else the best other one.
 func (c *Client) Metadata(ctx context.Context) (*wire.MetadataResponse, error) {
-	var resp wire.MetadataResponse
-	if err := c.doAdmin(ctx, anyNode, &wire.MetadataRequest{}, &resp, true); err != nil {
-		return nil, err
+	if c.isClosed() {
+		return nil, ErrClosed
 	}
-	c.meta.apply(&resp)
-	return &resp, nil
+	return c.fetchMetadata(ctx)
 }
 
 // ClusterStatus returns the nodes with their primary, replica and
