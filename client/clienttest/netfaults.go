@@ -112,7 +112,7 @@ func (c *Cluster) cutOffRoute(n *node, ref *wire.PartitionRef) error {
 }
 
 // cutOffMetadata is the partial metadata a node cut off from its peers
-// answers. REQUIRES: c.mu held; n.cut != nil.
+// answers: the topics and partitions it knew at the cut. REQUIRES: c.mu held; n.cut != nil.
 func (c *Cluster) cutOffMetadata(n *node, r *wire.MetadataRequest) *wire.MetadataResponse {
 	resp := &wire.MetadataResponse{MetadataPrimaryID: wire.NodeNone, MetadataGeneration: c.metadataGen}
 	for _, m := range c.nodes {
@@ -124,15 +124,18 @@ func (c *Cluster) cutOffMetadata(n *node, r *wire.MetadataRequest) *wire.Metadat
 	}
 	for _, name := range names {
 		t := c.topics[name]
-		if t == nil {
-			resp.Topics = append(resp.Topics, wire.TopicMetadata{ErrorCode: wire.ErrUnknownTopicOrPartition.Code, Name: name})
+		if _, known := n.cut.routes[partKey{name, 0}]; t == nil || !known {
+			// Created after the cut: the node never heard of it.
+			if len(r.Topics) > 0 {
+				resp.Topics = append(resp.Topics, wire.TopicMetadata{ErrorCode: wire.ErrUnknownTopicOrPartition.Code, Name: name})
+			}
 			continue
 		}
 		tm := wire.TopicMetadata{Name: t.name, ID: t.id, ReplicationFactor: t.rf}
 		for _, p := range t.parts {
 			fr, ok := n.cut.routes[partKey{name, p.index}]
-			if !ok {
-				fr = frozenRoute{primary: wire.NodeNone, gen: -1}
+			if !ok { // added after the cut
+				break
 			}
 			pr := wire.PartitionRoute{Partition: p.index, PrimaryID: wire.NodeNone, Generation: -1,
 				PreferredPrimaryID: p.replicas[0], Replicas: append([]int32(nil), p.replicas...), InSync: []int32{}, Offline: []int32{}}
