@@ -271,3 +271,19 @@ func TestRoutingErrorStormSharesOneRefresh(t *testing.T) {
 		t.Fatalf("%d routing errors caused %d metadata refreshes, want 1 (2 at most)", n, got)
 	}
 }
+
+// A producer keeps retrying a retriable failure until the delivery
+// timeout, not RetryAttemptsMax times: a partition without a quorum for
+// longer than ten backoffs is written once it has one again. Before, the
+// record failed with ErrRetriesExhausted after ten attempts.
+func TestProducerRetriesUntilDeliveryTimeout(t *testing.T) {
+	e := newEnv(t, 1, map[string]int32{"t": 1}, func(c *client.Config) { c.RetryAttemptsMax = 3 })
+	f := e.fc.AddFault(clienttest.Fault{APIs: []wire.APIKey{wire.APIProduce}, Times: 12,
+		Err: &wire.ErrorResponse{Err: wire.ErrNotEnoughReplicas, Message: "replicas away"}})
+	p := e.producer(clientProducerManual())
+	offsets := e.produceN(p, "t", 0, 1)
+	if f.Hits() != 12 {
+		t.Fatalf("the fault acted %d times, want 12", f.Hits())
+	}
+	e.wantExactlyOnce("t", 0, 1, offsets)
+}
