@@ -476,12 +476,15 @@ func (c *conn) watchLoop() {
 				oldest = cl
 			}
 		}
+		// Copy what is needed: once mu is released the call may complete
+		// and its memory be reused by its next send.
 		var key wire.APIKey
 		var waited time.Duration
-		expired := oldest != nil && !now.Before(oldest.deadline)
-		if expired {
-			key, waited = oldest.key, c.responseTimeout+oldest.waitExtra
+		var deadline time.Time
+		if oldest != nil {
+			key, waited, deadline = oldest.key, c.responseTimeout+oldest.waitExtra, oldest.deadline
 		}
+		expired := oldest != nil && !now.Before(deadline)
 		c.mu.Unlock()
 		switch {
 		case expired:
@@ -491,7 +494,7 @@ func (c *conn) watchLoop() {
 		case oldest == nil:
 			t.Reset(c.responseTimeout) // a call sent now wakes the loop
 		default:
-			t.Reset(oldest.deadline.Sub(now))
+			t.Reset(deadline.Sub(now))
 		}
 	}
 }

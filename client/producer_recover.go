@@ -70,6 +70,12 @@ func (s *partSender) recover() {
 		s.mu.Lock()
 		s.nextSeq = 0
 		s.mu.Unlock()
+	case s.abandoned() != nil:
+		// A send abandoned at its delivery timeout may still be read by
+		// its connection: that batch must never be renumbered or resent,
+		// whatever the oldest failure says. Fail every batch sent (their
+		// outcome is unknown) and move the rest to a new epoch.
+		s.failExpired(s.abandoned())
 	case idempotent && head == s.window[0] &&
 		(errors.Is(err, wire.ErrOutOfOrderSequence) || errors.Is(err, wire.ErrUnknownProducerID)):
 		if head.failures >= s.p.c.cfg.RetryAttemptsMax {
@@ -151,6 +157,17 @@ func (s *partSender) failExpired(head *prodBatch) {
 		}
 	}
 	s.resendFailed()
+}
+
+// abandoned returns the window's first unfinished batch whose send was
+// abandoned at its delivery timeout, or nil.
+func (s *partSender) abandoned() *prodBatch {
+	for _, b := range s.window {
+		if b.abandoned && b.state != batchDone {
+			return b
+		}
+	}
+	return nil
 }
 
 // finish makes b final with err.
