@@ -118,11 +118,11 @@ func (s *partSender) retryOrFail(head *prodBatch) {
 	// then the next round fails the batch on time.
 	ctx, cancel := context.WithDeadline(s.p.ctx, head.deadline())
 	defer cancel()
-	sentAt := head.sentAt
-	if sentAt.IsZero() {
-		sentAt = time.Now()
+	attemptAt := head.sentAt
+	if attemptAt.IsZero() {
+		attemptAt = time.Now()
 	}
-	if s.p.c.afterVerdict(ctx, v, after, head.failures-1, sentAt) != nil && s.p.ctx.Err() != nil {
+	if s.p.c.afterVerdict(ctx, v, after, head.failures-1, attemptAt) != nil && s.p.ctx.Err() != nil {
 		return // the producer is closing: run aborts
 	}
 	s.resendFailed()

@@ -46,7 +46,9 @@ type prodBatch struct {
 
 	// The fields below are owned by the sender goroutine.
 	state int
-	// sentAt is when the batch was last sent.
+	// sentAt is when the last attempt to send the batch began (routing
+	// included): a failure of it is followed by a metadata refresh that
+	// started later.
 	sentAt time.Time
 	// abandoned: a send of this batch may still be on a connection that
 	// has not answered (its delivery timeout passed while it was in
@@ -341,9 +343,9 @@ func (s *partSender) expireDue(now time.Time) {
 			s.inflight--
 			b.state, b.abandoned, expired = batchFailed, true, true
 			b.err = &noAnswerError{fmt.Sprintf("node %d (%s) has not answered the produce sent %v ago",
-				s.conn.nodeID, s.conn.addr, now.Sub(b.sentAt).Round(time.Millisecond))}
+				s.conn.nodeID, s.conn.addr, now.Sub(b.sentAt).Round(time.Millisecond)), b.err}
 		case b == head && b.state == batchUnsent:
-			b.state, b.err = batchFailed, &noAnswerError{"no route or connection to the primary in time"}
+			b.state, b.err = batchFailed, &noAnswerError{"no route or connection to the primary in time", b.err}
 		}
 	}
 	// A send whose answer the reader already claimed completes through
@@ -360,12 +362,24 @@ func (s *partSender) expireDue(now time.Time) {
 // broker's answer.
 var errNoAnswerInTime = errors.New("no answer before the delivery timeout")
 
-// noAnswerError says why a batch had no answer by its delivery timeout;
-// it matches errNoAnswerInTime.
-type noAnswerError struct{ msg string }
+// noAnswerError says why a batch had no answer by its delivery timeout,
+// and wraps the failure of its previous attempt (nil when none): that is
+// usually the cause worth reporting (NOT_ENOUGH_REPLICAS, a refused
+// connection). It matches errNoAnswerInTime.
+type noAnswerError struct {
+	msg  string
+	last error
+}
 
-func (e *noAnswerError) Error() string        { return e.msg }
+func (e *noAnswerError) Error() string {
+	if e.last == nil {
+		return e.msg
+	}
+	return e.msg + "; the attempt before failed: " + e.last.Error()
+}
+
 func (e *noAnswerError) Is(target error) bool { return target == errNoAnswerInTime }
+func (e *noAnswerError) Unwrap() error        { return e.last }
 
 // hasState reports whether some batch of the window is in state st.
 func (s *partSender) hasState(st int) bool {
@@ -399,7 +413,7 @@ func (s *partSender) sendUnsent() {
 				return
 			}
 			if errors.Is(err, context.DeadlineExceeded) && s.p.ctx.Err() == nil {
-				err = &noAnswerError{fmt.Sprintf("no route or connection to the primary in time: %v", err)}
+				err = &noAnswerError{"no route or connection to the primary in time", b.err}
 			}
 			b.state, b.err = batchFailed, err
 			s.recovering = true
@@ -411,6 +425,7 @@ func (s *partSender) sendUnsent() {
 // send routes and sends one batch, waiting under ctx.
 func (s *partSender) send(ctx context.Context, b *prodBatch) error {
 	c := s.p.c
+	b.sentAt = time.Now() // a failure of this attempt refreshes the metadata from a later refresh
 	rt, err := c.routeOf(ctx, s.topic, s.partition)
 	if err != nil {
 		return err
@@ -438,7 +453,6 @@ func (s *partSender) send(ctx context.Context, b *prodBatch) error {
 	}
 	b.call = call{key: wire.APIProduce, version: v, head: b.head, tail: b.data, resp: &b.resp, cb: s.onComplete, owner: b}
 	b.claim.Store(claimNone)
-	b.sentAt = time.Now()
 	if err := cn.send(ctx, &b.call); err != nil {
 		return err
 	}
