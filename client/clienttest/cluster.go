@@ -18,7 +18,10 @@
 // and retry advice, close the connection before or after handling (the
 // second loses the response of a request that was applied), delay a
 // response or hold it until the test releases it. Tests can also move
-// primaries (MovePrimary), stop and restart nodes, and drop connections.
+// primaries (MovePrimary), stop and restart nodes, drop connections, hang
+// a node (Hang/Resume: sockets open, nothing answered, as under SIGSTOP)
+// and cut a node off from its peers (CutOff/Heal: clients still reach it,
+// and it answers from the partial view it is left with).
 //
 // Everything is deterministic given the order of requests: there are no
 // timers except the long-poll and Delay deadlines a request asks for.
