@@ -249,23 +249,9 @@ func (p *Producer) topic(ctx context.Context, name string) (*topicProducer, erro
 	if err := wire.ValidateTopicName(name); err != nil {
 		return nil, err
 	}
-	n, id, ok := p.c.meta.partitions(name)
-	for try := 0; !ok && try < p.c.cfg.UnknownTopicRetriesMax; try++ {
-		if try > 0 {
-			if err := sleepCtx(ctx, backoff(p.c.cfg.RetryBackoffMin, p.c.cfg.RetryBackoffMax, try)); err != nil {
-				return nil, err
-			}
-		}
-		if err := p.c.refreshAfterError(ctx, time.Now()); err != nil && ctx.Err() != nil {
-			return nil, ctx.Err()
-		}
-		if n, id, ok = p.c.meta.partitions(name); !ok && p.c.meta.confirmsAbsent(name, 0) {
-			return nil, errNoSuchTopic(name)
-		}
-	}
-	if !ok || n == 0 {
-		return nil, wire.Errorf(wire.ErrUnknownTopicOrPartition,
-			"topic %q is not in the cluster metadata, and no node that sees the metadata quorum answered", name)
+	n, id, err := p.c.topicPartitions(ctx, name)
+	if err != nil {
+		return nil, err
 	}
 	p.topicsMu.Lock()
 	defer p.topicsMu.Unlock()

@@ -217,6 +217,7 @@ func TestUnknownTopicFailsAfterOneRefresh(t *testing.T) {
 	check("ProduceAsync", func() error {
 		return p.ProduceAsync(e.ctx, client.Record{Topic: "nope", Value: []byte("v")}, nil)
 	})
+	check("Partitions", func() error { _, err := e.c.Partitions(e.ctx, "nope"); return err })
 	check("DescribeTopic", func() error { _, err := e.c.DescribeTopic(e.ctx, "nope"); return err })
 	check("DeleteTopic", func() error { _, err := e.c.DeleteTopic(e.ctx, "nope"); return err })
 	// A topic that exists but is not cached yet is still found.
