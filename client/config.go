@@ -23,7 +23,9 @@ type Config struct {
 	InFlightPerConnMax int
 	// RetryAttemptsMax bounds the attempts of one request that keeps
 	// failing with retriable errors (routing changes, BUSY, lost
-	// connections). Attempts that follow a NOT_PRIMARY hint count too.
+	// connections). Attempts that follow a NOT_PRIMARY hint count too. A
+	// producer's batches are bounded by ProducerConfig.DeliveryTimeout
+	// instead (this bounds only their sequence-error recoveries).
 	// Default 10.
 	RetryAttemptsMax int
 	// RetryBackoffMin and RetryBackoffMax bound the exponential backoff
