@@ -291,3 +291,63 @@ func TestProducerRetriesUntilDeliveryTimeout(t *testing.T) {
 	}
 	e.wantExactlyOnce("t", 0, 1, offsets)
 }
+
+// A consumer long-polling a primary that hangs gets no answer on an open
+// socket; its fetch's deadline (request timeout, margin and the long
+// poll's own wait) fails the connection, and the fetcher follows the new
+// primary. Before, the fetch waited for as long as the node hung.
+func TestHungPrimaryConsumerFollowsNewPrimary(t *testing.T) {
+	e := newEnv(t, 3, map[string]int32{"t": 1}, func(c *client.Config) { c.RequestTimeout = 300 * time.Millisecond })
+	p := e.producer(clientProducerManual())
+	e.produceN(p, "t", 0, 3)
+	cs := e.consumer(client.ConsumerConfig{FetchMaxWait: 200 * time.Millisecond})
+	if err := cs.Assign(e.ctx, "t", nil, client.StartEarliest); err != nil {
+		t.Fatal(err)
+	}
+	got := 0
+	poll := func(want int) {
+		t.Helper()
+		for got < want {
+			recs, err := cs.Poll(e.ctx)
+			if err != nil {
+				if wire.IsRetriable(err) || errors.Is(err, client.ErrConnectionLost) {
+					continue // reported, and retried by the fetcher
+				}
+				t.Fatalf("Poll after %d records: %v", got, err)
+			}
+			for _, r := range recs {
+				if r.Offset != int64(got) {
+					t.Fatalf("record at %d, want %d", r.Offset, got)
+				}
+				got++
+			}
+		}
+	}
+	poll(3) // the fetcher now long-polls node 1 at offset 3
+	e.fc.Hang(1)
+	e.fc.SetMetadataPrimary(2)
+	if err := e.fc.MovePrimary("t", 0, 2); err != nil {
+		t.Fatal(err)
+	}
+	// Write through another client that knows only node 2, so that only
+	// the consumer's connection to node 1 is put to the test.
+	c2, err := client.DialConfig(e.ctx, fastConfig(e.fc.Addr(2)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c2.Close()
+	p2, err := c2.NewProducer(e.ctx, clientProducerManual())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p2.Close(context.Background())
+	start := time.Now()
+	for i := 3; i < 6; i++ {
+		produceWithin(t, e.ctx, p2, "t", 0, fmt.Sprint(i), 5*time.Second)
+	}
+	poll(6)
+	if d := time.Since(start); d > 5*time.Second {
+		t.Fatalf("the consumer took %v to follow the new primary", d)
+	}
+	e.fc.Resume(1)
+}
