@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"sort"
+	"time"
 
 	"github.com/corestream/corestream/netio/wire"
 )
@@ -95,14 +96,14 @@ func (c *Client) DescribeTopic(ctx context.Context, name string) (*wire.Describe
 }
 
 // Metadata fetches fresh metadata (nodes, metadata primary, every topic's
-// routes), also refreshing the client's cache.
+// routes), also refreshing the client's cache. It is the answer of a node
+// that sees the metadata quorum when one answers, as for every refresh
+// (docs/client.md, "Routing and metadata"); else the best other one.
 func (c *Client) Metadata(ctx context.Context) (*wire.MetadataResponse, error) {
-	var resp wire.MetadataResponse
-	if err := c.doAdmin(ctx, anyNode, &wire.MetadataRequest{}, &resp, true); err != nil {
-		return nil, err
+	if c.isClosed() {
+		return nil, ErrClosed
 	}
-	c.meta.apply(&resp)
-	return &resp, nil
+	return c.fetchMetadata(ctx)
 }
 
 // ClusterStatus returns the nodes with their primary, replica and
@@ -206,16 +207,35 @@ func (c *Client) FetchOffsets(ctx context.Context, consumer string, partitions [
 }
 
 // Partitions returns the partition count of topic from the metadata cache,
-// refreshing it once when the topic is not cached.
+// refreshing it when the topic is not cached: once when a trusted answer
+// (docs/client.md, "Routing and metadata") confirms that the topic does
+// not exist, at most UnknownTopicRetriesMax times while answers are
+// untrusted.
 func (c *Client) Partitions(ctx context.Context, topic string) (int32, error) {
-	if n, _, ok := c.meta.partitions(topic); ok {
-		return n, nil
+	n, _, err := c.topicPartitions(ctx, topic)
+	return n, err
+}
+
+// topicPartitions returns topic's partition count and id, refreshing the
+// metadata as Partitions says.
+func (c *Client) topicPartitions(ctx context.Context, topic string) (int32, wire.TopicID, error) {
+	n, id, ok := c.meta.partitions(topic)
+	for try := 0; !ok && try < c.cfg.UnknownTopicRetriesMax; try++ {
+		if try > 0 {
+			if err := sleepCtx(ctx, backoff(c.cfg.RetryBackoffMin, c.cfg.RetryBackoffMax, try)); err != nil {
+				return 0, id, err
+			}
+		}
+		if err := c.refreshAfterError(ctx, time.Now()); err != nil && ctx.Err() != nil {
+			return 0, id, ctx.Err()
+		}
+		if n, id, ok = c.meta.partitions(topic); !ok && c.meta.confirmsAbsent(topic, 0) {
+			return 0, id, errNoSuchTopic(topic)
+		}
 	}
-	if err := c.refreshMetadata(ctx); err != nil {
-		return 0, err
+	if !ok || n == 0 {
+		return 0, id, wire.Errorf(wire.ErrUnknownTopicOrPartition,
+			"topic %q is not in the cluster metadata, and no node that sees the metadata quorum answered", topic)
 	}
-	if n, _, ok := c.meta.partitions(topic); ok {
-		return n, nil
-	}
-	return 0, wire.Errorf(wire.ErrUnknownTopicOrPartition, "topic %q does not exist", topic)
+	return n, id, nil
 }

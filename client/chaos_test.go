@@ -128,3 +128,123 @@ func TestProducerChaos(t *testing.T) {
 	}
 	t.Logf("%d fetch requests", e.fc.Requests(0, wire.APIFetch))
 }
+
+// Produce while nodes hang and resume (SIGSTOP/SIGCONT), are cut off from
+// their peers and healed, and primaries move, with short request and
+// delivery timeouts so that sends are abandoned at their delivery timeout
+// and connections failed by their deadlines. Records may fail (their
+// outcome is then unknown), but nothing acknowledged is lost, duplicated
+// or reordered: each partition's log holds every acknowledged record once,
+// acknowledged records in the order produced, and no record twice.
+func TestProducerChaosHangsAndCuts(t *testing.T) {
+	seed := *chaosSeed
+	if seed == 0 {
+		seed = uint64(time.Now().UnixNano())
+	}
+	t.Logf("chaos seed %d", seed)
+	defer func() {
+		if t.Failed() {
+			t.Logf("replay with: go test ./client -run TestProducerChaosHangsAndCuts -chaos.seed=%d", seed)
+		}
+	}()
+	const nodes, partitions, perPartition = 3, 3, 200
+	e := newEnv(t, nodes, map[string]int32{"t": partitions}, func(c *client.Config) { c.RequestTimeout = 100 * time.Millisecond })
+	rng := rand.New(rand.NewPCG(seed, 2))
+	cfg := smallBatches(client.ProducerConfig{DeliveryTimeout: 400 * time.Millisecond})
+	cfg.BatchBytesMax = 100
+	p := e.producer(cfg)
+	type outcome struct {
+		acked  bool
+		offset int64
+	}
+	results := make([][]outcome, partitions)
+	var wg sync.WaitGroup
+	stop := make(chan struct{})
+	faultsDone := make(chan struct{})
+	go func() { // the fault schedule; one fault at a time, each undone
+		defer close(faultsDone)
+		for round := 0; ; round++ {
+			select {
+			case <-stop:
+				return
+			case <-time.After(time.Duration(20+rng.IntN(60)) * time.Millisecond):
+			}
+			n := int32(rng.IntN(nodes) + 1)
+			part := int32(rng.IntN(partitions))
+			switch rng.IntN(4) {
+			case 0:
+				e.fc.Hang(n)
+				time.Sleep(time.Duration(rng.IntN(300)) * time.Millisecond) // the fault's length, not a synchronisation
+				e.fc.Resume(n)
+			case 1:
+				e.fc.CutOff(n)
+				e.fc.MovePrimary("t", part, n%nodes+1) // an election on the healthy side
+				time.Sleep(time.Duration(rng.IntN(300)) * time.Millisecond)
+				e.fc.Heal(n)
+			case 2:
+				e.fc.MovePrimary("t", part, n)
+			default:
+				e.fc.BumpGeneration("t", part)
+			}
+		}
+	}()
+	for part := int32(0); part < partitions; part++ {
+		results[part] = make([]outcome, perPartition)
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := 0; i < perPartition; i++ {
+				rec := client.Record{Topic: "t", Partition: part, Value: []byte(fmt.Sprint(i))}
+				err := p.ProduceAsync(e.ctx, rec, func(pr client.Produced, err error) {
+					results[part][i] = outcome{acked: err == nil, offset: pr.Offset}
+					if err != nil && !errorsIs(err, client.ErrDeliveryTimeout) {
+						t.Errorf("%d/%d: %v", part, i, err)
+					}
+				})
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				if i%3 == 2 {
+					time.Sleep(15 * time.Millisecond) // spread the records over the faults
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	if err := p.Flush(e.ctx); err != nil {
+		t.Fatal(err)
+	}
+	close(stop)
+	<-faultsDone
+	acked := 0
+	for part := int32(0); part < partitions; part++ {
+		vals := e.values("t", part)
+		at := map[string]int{}
+		for off, v := range vals {
+			if _, dup := at[v]; dup {
+				t.Fatalf("partition %d holds %q twice: %v", part, v, vals)
+			}
+			at[v] = off
+		}
+		last := -1
+		for i, r := range results[part] {
+			if !r.acked {
+				continue
+			}
+			acked++
+			off, ok := at[fmt.Sprint(i)]
+			if !ok {
+				t.Fatalf("partition %d lost acknowledged record %d", part, i)
+			}
+			if r.offset >= 0 && int64(off) != r.offset {
+				t.Fatalf("partition %d record %d acknowledged at %d, stored at %d", part, i, r.offset, off)
+			}
+			if off <= last {
+				t.Fatalf("partition %d: acknowledged record %d at offset %d, before an earlier one at %d", part, i, off, last)
+			}
+			last = off
+		}
+	}
+	t.Logf("%d of %d records acknowledged", acked, partitions*perPartition)
+}

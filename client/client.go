@@ -23,9 +23,13 @@ type Client struct {
 	mu sync.Mutex
 	// brokers by address. Guarded by mu.
 	brokers map[string]*broker
-	// lastGood is the address that last answered a metadata request.
-	// Guarded by mu.
+	// lastGood is the address whose metadata answer was last applied as
+	// trusted (its node saw the metadata quorum). Guarded by mu.
 	lastGood string
+	// doubtful holds the addresses that failed or answered untrusted
+	// metadata in the last refresh; the next refresh asks them last.
+	// Guarded by mu; replaced, never modified.
+	doubtful map[string]bool
 
 	meta *metaCache
 
@@ -34,6 +38,9 @@ type Client struct {
 	// when it ends, after refreshErr is set. Guarded by refreshMu.
 	refreshing chan struct{}
 	refreshErr error
+	// refreshStart is when the running refresh started, lastStart when the
+	// last finished one did. Guarded by refreshMu.
+	refreshStart, lastStart time.Time
 	// kick asks the background refresher for a refresh (capacity 1).
 	kick chan struct{}
 }
@@ -133,79 +140,4 @@ func (c *Client) refresher() {
 		}
 		c.refreshMetadata(c.ctx)
 	}
-}
-
-// kickRefresh asks for a background metadata refresh without waiting.
-func (c *Client) kickRefresh() {
-	select {
-	case c.kick <- struct{}{}:
-	default:
-	}
-}
-
-// refreshMetadata loads the metadata from some node and applies it.
-// Concurrent callers share one request. It waits under ctx.
-func (c *Client) refreshMetadata(ctx context.Context) error {
-	c.refreshMu.Lock()
-	if c.refreshing == nil {
-		c.refreshing = make(chan struct{})
-		c.wg.Add(1)
-		go c.runRefresh(c.refreshing)
-	}
-	ch := c.refreshing
-	c.refreshMu.Unlock()
-	select {
-	case <-ch:
-	case <-ctx.Done():
-		return ctx.Err()
-	}
-	c.refreshMu.Lock()
-	defer c.refreshMu.Unlock()
-	return c.refreshErr
-}
-
-func (c *Client) runRefresh(done chan struct{}) {
-	defer c.wg.Done()
-	ctx, cancel := context.WithTimeout(c.ctx, c.cfg.DialTimeout+c.cfg.RequestTimeout)
-	defer cancel()
-	err := c.fetchMetadata(ctx)
-	c.refreshMu.Lock()
-	c.refreshErr = err
-	c.refreshing = nil
-	close(done)
-	c.refreshMu.Unlock()
-}
-
-// fetchMetadata asks the node that answered last, then the known nodes,
-// then the seeds, until one answers.
-func (c *Client) fetchMetadata(ctx context.Context) error {
-	c.mu.Lock()
-	first := c.lastGood
-	c.mu.Unlock()
-	candidates := append([]string{first}, c.meta.addrs()...)
-	candidates = append(candidates, c.cfg.Brokers...)
-	seen := map[string]bool{"": true}
-	var errs []error
-	for _, addr := range candidates {
-		if seen[addr] {
-			continue
-		}
-		seen[addr] = true
-		cn, err := c.connTo(ctx, addr)
-		if err == nil {
-			var resp wire.MetadataResponse
-			if err = cn.roundTrip(ctx, &wire.MetadataRequest{}, &resp, false); err == nil {
-				c.meta.apply(&resp)
-				c.mu.Lock()
-				c.lastGood = addr
-				c.mu.Unlock()
-				return nil
-			}
-		}
-		if ctx.Err() != nil || errors.Is(err, ErrClosed) {
-			return errors.Join(append(errs, err)...)
-		}
-		errs = append(errs, err)
-	}
-	return fmt.Errorf("%w: %w", ErrNoBrokers, errors.Join(errs...))
 }

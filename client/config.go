@@ -23,7 +23,9 @@ type Config struct {
 	InFlightPerConnMax int
 	// RetryAttemptsMax bounds the attempts of one request that keeps
 	// failing with retriable errors (routing changes, BUSY, lost
-	// connections). Attempts that follow a NOT_PRIMARY hint count too.
+	// connections). Attempts that follow a NOT_PRIMARY hint count too. A
+	// producer's batches are bounded by ProducerConfig.DeliveryTimeout
+	// instead (this bounds only their sequence-error recoveries).
 	// Default 10.
 	RetryAttemptsMax int
 	// RetryBackoffMin and RetryBackoffMax bound the exponential backoff
@@ -38,14 +40,26 @@ type Config struct {
 	// no request failed, so that moved primaries are found before a request
 	// bounces. Default 5 min (Kafka's metadata.max.age.ms).
 	MetadataMaxAge time.Duration
+	// MetadataRefreshBackoff is the least time between the starts of two
+	// metadata refreshes caused by failed requests (every routing error,
+	// lost connection or timeout causes one); the failures in between
+	// share one refresh. Default 100 ms.
+	MetadataRefreshBackoff time.Duration
 	// UnknownTopicRetriesMax bounds the metadata refreshes a request makes
-	// for a topic the cluster does not (yet) know before it fails with
-	// UNKNOWN_TOPIC_OR_PARTITION; a topic just created may still be
-	// propagating. Default 3.
+	// for a topic the metadata does not show while the answers come only
+	// from nodes that do not see the metadata quorum (cut off, or still
+	// replaying the metadata after a restart). An answer from a node that
+	// sees the quorum is final: a request for a topic it does not list
+	// fails at once with UNKNOWN_TOPIC_OR_PARTITION. Default 3.
 	UnknownTopicRetriesMax int
 	// RequestTimeout is the timeout_ms sent with produce and admin requests:
 	// how long the broker may wait for replication or a metadata change
-	// before answering REQUEST_TIMED_OUT. Default 30 s.
+	// before answering REQUEST_TIMED_OUT. It also bounds the client's wait
+	// for any answer (Kafka's request.timeout.ms): a request sent and not
+	// answered within RequestTimeout plus an eighth of it (at least
+	// 100 ms; a fetch's FetchMaxWait more) fails its connection with
+	// ErrRequestTimeout, and every request on that connection is retried
+	// where that is safe, after a metadata refresh. Default 30 s.
 	RequestTimeout time.Duration
 	// Dialer opens connections; tests put faults here. Default a
 	// net.Dialer.
@@ -64,6 +78,7 @@ const (
 	defaultReconnectBackoffMax    = 2 * time.Second
 	defaultMetadataMaxAge         = 5 * time.Minute
 	defaultUnknownTopicRetriesMax = 3
+	defaultMetadataRefreshBackoff = 100 * time.Millisecond
 	defaultRequestTimeout         = 30 * time.Second
 )
 
@@ -81,6 +96,7 @@ func (c Config) withDefaults() Config {
 	setDur(&c.ReconnectBackoffMax, defaultReconnectBackoffMax)
 	setDur(&c.MetadataMaxAge, defaultMetadataMaxAge)
 	setInt(&c.UnknownTopicRetriesMax, defaultUnknownTopicRetriesMax)
+	setDur(&c.MetadataRefreshBackoff, defaultMetadataRefreshBackoff)
 	setDur(&c.RequestTimeout, defaultRequestTimeout)
 	if c.Dialer == nil {
 		var d net.Dialer
@@ -105,6 +121,18 @@ func setDur(p *time.Duration, v time.Duration) {
 	if *p <= 0 {
 		*p = v
 	}
+}
+
+// responseGraceMin is the least margin the client adds to RequestTimeout
+// before it gives up on an answer: the broker's own timer (timeout_ms)
+// must be able to fire and its REQUEST_TIMED_OUT reach the client first.
+const responseGraceMin = 100 * time.Millisecond
+
+// responseTimeout is how long a sent request waits for its answer before
+// its connection is failed: RequestTimeout plus an eighth, at least
+// responseGraceMin. REQUIRES: defaults filled in.
+func (c *Config) responseTimeout() time.Duration {
+	return c.RequestTimeout + max(c.RequestTimeout/8, responseGraceMin)
 }
 
 // timeoutMs converts d for a wire timeout_ms field.

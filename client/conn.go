@@ -26,6 +26,16 @@ import (
 // the writer to exit and then fails every pending call with
 // ErrConnectionLost, so a failed call's frame is never read again by a
 // writer: its buffers may be reused at once.
+//
+// Every call sent has a deadline (Config.RequestTimeout plus a margin,
+// plus a fetch's own long-poll wait). A watchdog goroutine fails the whole
+// connection when the oldest deadline passes without an answer: a node
+// that stopped answering (a hung or stopped process, a silently dropped
+// network path) keeps its socket open, and nothing else would ever fail
+// the requests waiting on it. Failing the connection, not just the call,
+// is what lets the callers refresh the metadata and follow a new primary,
+// and it is safe: every request on it is then answered ErrConnectionLost
+// (outcome unknown), which the SDK already retries where that is safe.
 
 const (
 	// readBufferBytes is the reader's bufio buffer: it amortises the read
@@ -67,6 +77,12 @@ type call struct {
 	done chan struct{}
 	// owner is the producer batch of a produce call.
 	owner *prodBatch
+	// waitExtra is how long the broker may hold this request on purpose
+	// beyond RequestTimeout (a fetch's long poll); its deadline is that
+	// much later.
+	waitExtra time.Duration
+	// deadline is when the connection fails if no answer came; set by send.
+	deadline time.Time
 
 	corr  uint32
 	state atomic.Int32
@@ -85,6 +101,12 @@ type conn struct {
 	versions []int32
 	// frameBytesMax is the broker's largest request frame.
 	frameBytesMax int
+	// responseTimeout is how long a sent request may wait for its answer
+	// (Config.responseTimeout) before the watchdog fails the connection.
+	responseTimeout time.Duration
+	// wake tells the watchdog that a call was sent while none was pending
+	// (capacity 1).
+	wake chan struct{}
 
 	// slots bounds the calls between send and completion.
 	slots chan struct{}
@@ -104,6 +126,7 @@ type conn struct {
 	closed     chan struct{} // closed when err is set
 	writerDone chan struct{}
 	readerDone chan struct{}
+	watchDone  chan struct{}
 }
 
 // dialConn connects to addr and handshakes within ctx.
@@ -121,14 +144,17 @@ func dialConn(ctx context.Context, cfg *Config, addr string) (*conn, error) {
 	}
 	c := &conn{
 		addr: addr, nodeID: hs.NodeID, nc: nc,
-		versions:      make([]int32, len(wire.APIs())),
-		frameBytesMax: int(hs.FrameBytesMax),
-		slots:         make(chan struct{}, cfg.InFlightPerConnMax),
-		writeq:        make(chan *call, cfg.InFlightPerConnMax),
-		pending:       make(map[uint32]*call),
-		closed:        make(chan struct{}),
-		writerDone:    make(chan struct{}),
-		readerDone:    make(chan struct{}),
+		versions:        make([]int32, len(wire.APIs())),
+		frameBytesMax:   int(hs.FrameBytesMax),
+		responseTimeout: cfg.responseTimeout(),
+		wake:            make(chan struct{}, 1),
+		slots:           make(chan struct{}, cfg.InFlightPerConnMax),
+		writeq:          make(chan *call, cfg.InFlightPerConnMax),
+		pending:         make(map[uint32]*call),
+		closed:          make(chan struct{}),
+		writerDone:      make(chan struct{}),
+		readerDone:      make(chan struct{}),
+		watchDone:       make(chan struct{}),
 	}
 	for i := range c.versions {
 		c.versions[i] = -1
@@ -141,6 +167,7 @@ func dialConn(ctx context.Context, cfg *Config, addr string) (*conn, error) {
 	}
 	go c.writeLoop()
 	go c.readLoop()
+	go c.watchLoop()
 	return c, nil
 }
 
@@ -268,10 +295,18 @@ func (c *conn) send(ctx context.Context, cl *call) error {
 	}
 	c.nextCorr++
 	cl.corr = c.nextCorr
+	cl.deadline = time.Now().Add(c.responseTimeout + cl.waitExtra)
 	binary.BigEndian.PutUint32(cl.head[8:], cl.corr)
+	first := len(c.pending) == 0
 	c.pending[cl.corr] = cl
 	c.writeq <- cl // never blocks: the slot bounds the queue
 	c.mu.Unlock()
+	if first {
+		select {
+		case c.wake <- struct{}{}:
+		default:
+		}
+	}
 	return nil
 }
 
@@ -284,6 +319,9 @@ func (c *conn) roundTrip(ctx context.Context, req wire.Request, resp wire.Respon
 		return err
 	}
 	cl := &call{key: req.APIKey(), version: v, resp: resp, ownFrame: ownFrame, done: make(chan struct{})}
+	if fr, ok := req.(*wire.FetchRequest); ok {
+		cl.waitExtra = time.Duration(fr.MaxWaitMs) * time.Millisecond
+	}
 	cl.head = wire.AppendRequest(nil, 0, v, req)
 	if err := c.send(ctx, cl); err != nil {
 		return err
@@ -348,6 +386,7 @@ func (c *conn) readLoop() {
 	c.setErr(err)
 	c.nc.Close()
 	<-c.writerDone
+	<-c.watchDone
 	c.mu.Lock()
 	pending := c.pending
 	c.pending = nil
@@ -410,6 +449,53 @@ func (c *conn) readResponses() error {
 			return err
 		}
 		c.complete(cl, err)
+	}
+}
+
+// watchLoop fails the connection when a sent request's deadline passes
+// without an answer. It sleeps until the earliest deadline of the calls
+// pending (a scan of at most InFlightPerConnMax calls per wake), or until a
+// call is sent while none was pending; so it wakes about once per response
+// timeout on a busy connection and never on an idle one.
+func (c *conn) watchLoop() {
+	defer close(c.watchDone)
+	t := time.NewTimer(c.responseTimeout)
+	defer t.Stop()
+	for {
+		select {
+		case <-c.closed:
+			return
+		case <-c.wake:
+		case <-t.C:
+		}
+		now := time.Now()
+		c.mu.Lock()
+		var oldest *call
+		for _, cl := range c.pending {
+			if oldest == nil || cl.deadline.Before(oldest.deadline) {
+				oldest = cl
+			}
+		}
+		// Copy what is needed: once mu is released the call may complete
+		// and its memory be reused by its next send.
+		var key wire.APIKey
+		var waited time.Duration
+		var deadline time.Time
+		if oldest != nil {
+			key, waited, deadline = oldest.key, c.responseTimeout+oldest.waitExtra, oldest.deadline
+		}
+		expired := oldest != nil && !now.Before(deadline)
+		c.mu.Unlock()
+		switch {
+		case expired:
+			c.setErr(fmt.Errorf("%w: no answer to %s from node %d within %v", ErrRequestTimeout, key, c.nodeID, waited))
+			c.nc.Close()
+			return
+		case oldest == nil:
+			t.Reset(c.responseTimeout) // a call sent now wakes the loop
+		default:
+			t.Reset(deadline.Sub(now))
+		}
 	}
 }
 

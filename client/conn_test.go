@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/corestream/corestream/client"
 	"github.com/corestream/corestream/client/clienttest"
 	"github.com/corestream/corestream/netio/wire"
 )
@@ -136,4 +137,33 @@ func TestClosedClient(t *testing.T) {
 	if _, err := e.c.ListOffsets(e.ctx, "t", 0, wire.TimestampLatest); err == nil {
 		t.Fatal("request on a closed client succeeded")
 	}
+}
+
+// A request that is never answered on a connection that stays open (a
+// hung node) fails the connection after the request timeout plus its
+// margin, with ErrRequestTimeout; the retry goes on a new connection.
+// Before, the call waited for as long as the node hung.
+func TestUnansweredRequestFailsConnection(t *testing.T) {
+	e := newEnv(t, 1, map[string]int32{"t": 1}, func(c *client.Config) { c.RequestTimeout = 200 * time.Millisecond })
+	never := make(chan struct{})
+	defer close(never)
+	held := e.fc.AddFault(clienttest.Fault{APIs: []wire.APIKey{wire.APIListTopics}, Hold: never, Times: 1})
+	start := time.Now()
+	if _, err := e.c.ListTopics(e.ctx); err != nil {
+		t.Fatalf("the retry on a new connection failed: %v", err)
+	}
+	d := time.Since(start)
+	// 200 ms plus max(200 ms / 8, 100 ms).
+	if held.Hits() != 1 || d < 300*time.Millisecond || d > 3*time.Second {
+		t.Fatalf("held %d requests; answered after %v, want about 300 ms", held.Hits(), d)
+	}
+	// The call itself, with nothing to retry it, reports the timeout.
+	e.fc.AddFault(clienttest.Fault{APIs: []wire.APIKey{wire.APIListTopics}, Hold: never})
+	ctx, cancel := context.WithTimeout(e.ctx, 10*time.Second)
+	defer cancel()
+	_, err := e.c.ListTopics(ctx)
+	if !errors.Is(err, client.ErrRequestTimeout) || !errors.Is(err, client.ErrConnectionLost) {
+		t.Fatalf("got %v, want ErrRequestTimeout on a lost connection", err)
+	}
+	t.Log(err)
 }

@@ -19,12 +19,17 @@
 // id (so a request meant for a deleted topic can never act on a new topic
 // of the same name) and the generation (the primary's term). The client
 // follows the rules of docs/protocol.md: a NOT_PRIMARY hint is applied and
-// the request resent at once; STALE_GENERATION, UNKNOWN_TOPIC_OR_PARTITION
-// and a failed connection refresh the metadata first; other retriable
-// errors (wire.IsRetriable) back off, honouring retry_after_ms. Retries are
-// bounded (Config.RetryAttemptsMax) and happen under the caller's context;
-// the caller sees only the final outcome. The metadata is also refreshed
-// every Config.MetadataMaxAge.
+// the request resent at once; every other error that may mean the route is
+// wrong (STALE_GENERATION, UNKNOWN_TOPIC_OR_PARTITION, NOT_ENOUGH_REPLICAS,
+// a failed or timed-out connection, ...) refreshes the metadata first, at
+// most one refresh per Config.MetadataRefreshBackoff shared by every
+// failure before it; BUSY backs off, honouring retry_after_ms. Metadata
+// answers from nodes that see the metadata quorum are trusted; a cut-off
+// node's partial view is only merged, never allowed to hide a usable route.
+// Retries are bounded (Config.RetryAttemptsMax; a producer's by its
+// DeliveryTimeout) and happen under the caller's context; the caller sees
+// only the final outcome. The metadata is also refreshed every
+// Config.MetadataMaxAge.
 //
 // # Connections
 //
@@ -35,7 +40,9 @@
 // Config.InFlightPerConnMax requests are in flight. Every call honours its
 // context: when it ends the caller returns at once and the late response
 // is dropped. A broken connection fails its requests with
-// ErrConnectionLost and is re-dialled on next use, with backoff.
+// ErrConnectionLost and is re-dialled on next use, with backoff. A request
+// unanswered past Config.RequestTimeout (plus a margin) fails its whole
+// connection with ErrRequestTimeout: a hung node keeps its socket open.
 //
 // # Errors
 //

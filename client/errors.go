@@ -21,6 +21,13 @@ var (
 	// connection where that is safe; it reaches the caller only when the
 	// retries are exhausted.
 	ErrConnectionLost = errors.New("client: connection lost")
+	// ErrRequestTimeout is wrapped (with ErrConnectionLost) into the errors
+	// of the requests on a connection whose node did not answer a request
+	// within Config.RequestTimeout plus a margin: the node is hung, stopped
+	// or cut off, and the connection is closed so that callers refresh the
+	// metadata and follow a new primary. The outcome of those requests is
+	// unknown.
+	ErrRequestTimeout = errors.New("client: request timeout")
 	// ErrUnreachable is returned when connecting or handshaking with a node
 	// fails at the network level. Nothing was sent: retrying is safe, and
 	// the SDK does so (after refreshing the metadata) where it can.

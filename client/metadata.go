@@ -30,6 +30,10 @@ type metaCache struct {
 	topics map[string]*topicMeta
 	// updated is when the last full refresh was applied. Guarded by mu.
 	updated time.Time
+	// trusted says the last refresh applied a trusted answer (one from a
+	// node that saw the metadata quorum): what it lacks does not exist.
+	// Guarded by mu.
+	trusted bool
 
 	// version grows on every change, so that holders of derived state (a
 	// producer's partition counts) notice cheaply.
@@ -107,6 +111,97 @@ func (m *metaCache) apply(r *wire.MetadataResponse) {
 	m.metadataPrimary, m.metadataGen = r.MetadataPrimaryID, r.MetadataGeneration
 	m.updated = time.Now()
 	m.version.Add(1)
+}
+
+// applyRanked applies a refresh's answer of quality q: a trusted answer
+// replaces the cache (apply); an untrusted one is merged (merge).
+func (m *metaCache) applyRanked(r *wire.MetadataResponse, q metaQuality) {
+	if q.trusted {
+		m.apply(r)
+	} else {
+		m.merge(r)
+	}
+	m.mu.Lock()
+	m.trusted = q.trusted
+	m.mu.Unlock()
+}
+
+// merge applies an untrusted answer (from a node that does not see the
+// metadata quorum: cut off from its peers, or still replaying) without
+// letting its partial view poison the cache: it adds the topics and nodes
+// the cache lacks, takes a partition's route from it only when that route
+// has a primary at a generation not older than the cached one, and never
+// replaces a usable cached route with "no primary", drops a topic, or
+// marks a node down. A route kept this way is checked by the broker on
+// every request (topic id and generation), so a wrong one costs a
+// NOT_PRIMARY or a failed connection, which refreshes again.
+func (m *metaCache) merge(r *wire.MetadataResponse) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	nodes := make(map[int32]wire.Node, len(m.nodes)+len(r.Nodes))
+	for id, n := range m.nodes {
+		nodes[id] = n
+	}
+	for _, n := range r.Nodes {
+		if old, ok := nodes[n.ID]; ok {
+			n.Alive = old.Alive || n.Alive
+		}
+		nodes[n.ID] = n
+	}
+	topics := make(map[string]*topicMeta, len(m.topics)+len(r.Topics))
+	for name, t := range m.topics {
+		topics[name] = t
+	}
+	for i := range r.Topics {
+		t := &r.Topics[i]
+		old := m.topics[t.Name]
+		if t.ErrorCode != wire.CodeNone || (old != nil && old.id != t.ID) {
+			continue // which history is current is the trusted answers' call
+		}
+		tm := &topicMeta{name: t.Name, id: t.ID, rf: t.ReplicationFactor, parts: make([]partMeta, len(t.Partitions))}
+		for j := range t.Partitions {
+			p := &t.Partitions[j]
+			if p.Partition != int32(j) {
+				continue
+			}
+			pm := partMeta{err: p.ErrorCode, primary: p.PrimaryID, gen: p.Generation, preferred: p.PreferredPrimaryID,
+				replicas: append([]int32(nil), p.Replicas...), inSync: append([]int32(nil), p.InSync...),
+				offline: append([]int32(nil), p.Offline...)}
+			if n, ok := nodes[p.PrimaryID]; ok {
+				pm.addr = n.ClientAddr
+			}
+			if old != nil && j < len(old.parts) {
+				o := old.parts[j]
+				usable := o.err == wire.CodeNone && o.addr != ""
+				better := pm.err == wire.CodeNone && pm.addr != "" && pm.gen >= o.gen
+				if usable && !better {
+					pm = o
+				}
+			}
+			tm.parts[j] = pm
+		}
+		if old != nil && len(old.parts) > len(tm.parts) {
+			tm.parts = append(tm.parts, old.parts[len(tm.parts):]...)
+		}
+		topics[t.Name] = tm
+	}
+	m.nodes, m.topics = nodes, topics
+	if m.metadataPrimary == wire.NodeNone {
+		m.metadataPrimary, m.metadataGen = r.MetadataPrimaryID, r.MetadataGeneration
+	}
+	m.version.Add(1)
+}
+
+// confirmsAbsent reports whether the cache, as last refreshed from a
+// trusted answer, shows that topic/partition does not exist.
+func (m *metaCache) confirmsAbsent(topic string, partition int32) bool {
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	if !m.trusted {
+		return false
+	}
+	t := m.topics[topic]
+	return t == nil || partition >= int32(len(t.parts))
 }
 
 // lookup returns the route of topic/partition, or the wire error that says

@@ -237,7 +237,11 @@ func (p *Producer) Close(ctx context.Context) error {
 }
 
 // topic returns the producer state of name, loading its partition count
-// from the metadata (refreshing it a few times for a new topic).
+// from the metadata. A topic the cache lacks costs one refresh; when a
+// trusted answer (from a node that sees the metadata quorum) does not list
+// it either, it does not exist and the record fails at once. Untrusted
+// answers are retried after the backoff, at most UnknownTopicRetriesMax
+// times.
 func (p *Producer) topic(ctx context.Context, name string) (*topicProducer, error) {
 	if tp := (*p.topics.Load())[name]; tp != nil {
 		return tp, nil
@@ -245,20 +249,9 @@ func (p *Producer) topic(ctx context.Context, name string) (*topicProducer, erro
 	if err := wire.ValidateTopicName(name); err != nil {
 		return nil, err
 	}
-	n, id, ok := p.c.meta.partitions(name)
-	for try := 0; !ok && try < p.c.cfg.UnknownTopicRetriesMax; try++ {
-		if try > 0 {
-			if err := sleepCtx(ctx, backoff(p.c.cfg.RetryBackoffMin, p.c.cfg.RetryBackoffMax, try)); err != nil {
-				return nil, err
-			}
-		}
-		if err := p.c.refreshMetadata(ctx); err != nil && ctx.Err() != nil {
-			return nil, ctx.Err()
-		}
-		n, id, ok = p.c.meta.partitions(name)
-	}
-	if !ok || n == 0 {
-		return nil, wire.Errorf(wire.ErrUnknownTopicOrPartition, "topic %q is not in the cluster metadata", name)
+	n, id, err := p.c.topicPartitions(ctx, name)
+	if err != nil {
+		return nil, err
 	}
 	p.topicsMu.Lock()
 	defer p.topicsMu.Unlock()

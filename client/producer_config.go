@@ -48,7 +48,10 @@ type ProducerConfig struct {
 	InFlightPerPartitionMax int
 	// DeliveryTimeout bounds the time from a batch's creation to its
 	// acknowledgement, retries included; past it the batch fails with
-	// ErrDeliveryTimeout. Default 2 min (Kafka's delivery.timeout.ms).
+	// ErrDeliveryTimeout. It is the bound of a batch's retries (not
+	// Config.RetryAttemptsMax), and it fires on time: sends still in flight
+	// to a node that does not answer are abandoned, and fail with an
+	// unknown outcome. Default 2 min (Kafka's delivery.timeout.ms).
 	DeliveryTimeout time.Duration
 	// StopOnFailure keeps each partition's records a prefix of what was
 	// produced to it: once a record of a partition fails, every later

@@ -1,6 +1,7 @@
 package client
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"time"
@@ -33,9 +34,12 @@ import (
 //     with an unknown offset.
 //   - INVALID_PRODUCER_EPOCH: fenced by a newer instance; the producer fails
 //     every record from now on with ErrProducerFenced.
-//   - A batch past its retry or delivery bound fails with an unknown outcome
-//     (it may have been appended); the batches behind it that were never
-//     sent are renumbered under a new epoch.
+//   - A batch past its delivery timeout fails with an unknown outcome (it
+//     may have been appended), and so does every batch sent after it; the
+//     batches behind them that were never sent are renumbered under a new
+//     epoch. The timeout fires on time (partSender.expireDue), also while
+//     sends are in flight to a node that does not answer: those sends are
+//     abandoned, and the new epoch fences their late appends.
 
 // recover acts on the window's first failed batch.
 // REQUIRES: s.inflight == 0 and s.recovering.
@@ -66,6 +70,12 @@ func (s *partSender) recover() {
 		s.mu.Lock()
 		s.nextSeq = 0
 		s.mu.Unlock()
+	case s.abandoned() != nil:
+		// A send abandoned at its delivery timeout may still be read by
+		// its connection: that batch must never be renumbered or resent,
+		// whatever the oldest failure says. Fail every batch sent (their
+		// outcome is unknown) and move the rest to a new epoch.
+		s.failExpired(s.abandoned())
 	case idempotent && head == s.window[0] &&
 		(errors.Is(err, wire.ErrOutOfOrderSequence) || errors.Is(err, wire.ErrUnknownProducerID)):
 		if head.failures >= s.p.c.cfg.RetryAttemptsMax {
@@ -83,57 +93,85 @@ func (s *partSender) recover() {
 	}
 }
 
-// retryOrFail handles a failure that is not about sequences.
+// retryOrFail handles a failure that is not about sequences. A producer
+// retries a retriable failure until the batch's delivery timeout (as
+// Kafka's does, with retries unbounded and delivery.timeout.ms the bound),
+// not RetryAttemptsMax times: a primary may take longer than ten backoffs
+// to come back, and records should not fail while DeliveryTimeout allows
+// waiting for it.
 func (s *partSender) retryOrFail(head *prodBatch) {
 	err := head.err
-	v, after := s.p.c.judge(s.topic, s.partition, err)
+	v, after := backoffThenResend, time.Duration(0)
+	if !errors.Is(err, errNoAnswerInTime) {
+		v, after = s.p.c.judge(s.topic, s.partition, err)
+	}
 	if v == giveUp {
 		s.finish(head, err)
 		s.afterFailure(head)
 		return
 	}
-	var bound error
-	switch {
-	case time.Since(head.created) >= s.p.cfg.DeliveryTimeout:
-		bound = ErrDeliveryTimeout
-	case head.failures >= s.p.c.cfg.RetryAttemptsMax:
-		bound = ErrRetriesExhausted
-	}
-	if bound != nil {
-		if !head.sent {
-			// It never reached a broker (no route, no connection): it was
-			// not written, and the batches after it take its sequences.
-			s.finish(head, fmt.Errorf("%w: %s/%d after %d failed attempts (%w): %w",
-				bound, s.topic, s.partition, head.failures, ErrNeverSent, head.err))
-			s.afterFailure(head)
-			return
-		}
-		// Every batch sent so far has an unknown outcome: fail them all.
-		anySent := false
-		for _, b := range s.window {
-			if b.sent && b.state != batchDone {
-				anySent = true
-				s.finish(b, fmt.Errorf("%w: %s/%d after %d failed attempts (the batch may have been written): %w",
-					bound, s.topic, s.partition, b.failures, b.err))
-			}
-		}
-		if s.p.cfg.StopOnFailure {
-			s.halt(head.err)
-			return
-		}
-		if anySent && !s.p.cfg.DisableIdempotence && (s.hasState(batchFailed) || s.hasState(batchUnsent)) {
-			if err := s.resetSequences(); err != nil {
-				s.failRest(err)
-				return
-			}
-		}
-		s.resendFailed()
+	if errors.Is(err, errNoAnswerInTime) || !time.Now().Before(head.deadline()) {
+		s.failExpired(head)
 		return
 	}
-	if s.p.c.afterVerdict(s.p.ctx, v, after, head.failures-1) != nil {
+	// Wait for the refresh and the backoff, but not past the deadline:
+	// then the next round fails the batch on time.
+	ctx, cancel := context.WithDeadline(s.p.ctx, head.deadline())
+	defer cancel()
+	attemptAt := head.sentAt
+	if attemptAt.IsZero() {
+		attemptAt = time.Now()
+	}
+	if s.p.c.afterVerdict(ctx, v, after, head.failures-1, attemptAt) != nil && s.p.ctx.Err() != nil {
 		return // the producer is closing: run aborts
 	}
 	s.resendFailed()
+}
+
+// failExpired fails head, whose delivery timeout passed, with
+// ErrDeliveryTimeout, and with it every batch already sent.
+func (s *partSender) failExpired(head *prodBatch) {
+	bound := ErrDeliveryTimeout
+	if !head.sent {
+		// It never reached a broker (no route, no connection): it was
+		// not written, and the batches after it take its sequences.
+		s.finish(head, fmt.Errorf("%w: %s/%d after %d failed attempts (%w): %w",
+			bound, s.topic, s.partition, head.failures, ErrNeverSent, head.err))
+		s.afterFailure(head)
+		return
+	}
+	// Every batch sent so far has an unknown outcome: fail them all.
+	anySent := false
+	for _, b := range s.window {
+		if b.sent && b.state != batchDone {
+			anySent = true
+			s.finish(b, fmt.Errorf("%w: %s/%d after %d failed attempts (the batch may have been written): %w",
+				bound, s.topic, s.partition, b.failures, b.err))
+		}
+	}
+	s.deliverDone() // on time, before the epoch bump's round trip
+	if s.p.cfg.StopOnFailure {
+		s.halt(head.err)
+		return
+	}
+	if anySent && !s.p.cfg.DisableIdempotence && (s.hasState(batchFailed) || s.hasState(batchUnsent)) {
+		if err := s.resetSequences(); err != nil {
+			s.failRest(err)
+			return
+		}
+	}
+	s.resendFailed()
+}
+
+// abandoned returns the window's first unfinished batch whose send was
+// abandoned at its delivery timeout, or nil.
+func (s *partSender) abandoned() *prodBatch {
+	for _, b := range s.window {
+		if b.abandoned && b.state != batchDone {
+			return b
+		}
+	}
+	return nil
 }
 
 // finish makes b final with err.

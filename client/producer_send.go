@@ -1,10 +1,12 @@
 package client
 
 import (
+	"context"
 	"encoding/binary"
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/corestream/corestream/netio/wire"
@@ -36,8 +38,22 @@ type prodBatch struct {
 	epoch   int16
 	created time.Time
 
+	// claim decides, once per send, who handles the send's end: the
+	// connection's reader (claimAnswered: the completion goes to events)
+	// or the sender when the delivery timeout passes first
+	// (claimExpired: the completion is dropped). Reset by each send.
+	claim atomic.Int32
+
 	// The fields below are owned by the sender goroutine.
 	state int
+	// sentAt is when the last attempt to send the batch began (routing
+	// included): a failure of it is followed by a metadata refresh that
+	// started later.
+	sentAt time.Time
+	// abandoned: a send of this batch may still be on a connection that
+	// has not answered (its delivery timeout passed while it was in
+	// flight), so its buffer is never recycled.
+	abandoned bool
 	// failures counts the recoveries this batch caused as the oldest
 	// failed batch; later batches resent in the same recovery do not count.
 	failures int
@@ -50,6 +66,16 @@ type prodBatch struct {
 	baseOffset      int64
 	logAppendTimeMs int64
 }
+
+// Values of prodBatch.claim.
+const (
+	claimNone int32 = iota
+	claimAnswered
+	claimExpired
+)
+
+// deadline is when the batch's delivery timeout passes.
+func (b *prodBatch) deadline() time.Time { return b.created.Add(b.ps.p.cfg.DeliveryTimeout) }
 
 // pendingRecord is what delivery needs of one record.
 type pendingRecord struct {
@@ -245,6 +271,10 @@ func (s *partSender) cutLocked() {
 // recovers from failures, and exits when nothing is left.
 func (s *partSender) run() {
 	defer s.p.senders.Done()
+	// expiry fires when the oldest unfinished batch's delivery timeout
+	// passes, so that it fails on time even while its node does not answer.
+	expiry := time.NewTimer(time.Hour)
+	defer expiry.Stop()
 	for { // bounded by the batches cut; each turn waits for an event or makes progress
 		s.mu.Lock()
 		s.window = append(s.window, s.ready...)
@@ -264,6 +294,7 @@ func (s *partSender) run() {
 		if len(s.window) == 0 {
 			continue
 		}
+		s.expireDue(time.Now())
 		if s.recovering && s.inflight == 0 {
 			s.recover()
 			continue
@@ -274,14 +305,89 @@ func (s *partSender) run() {
 		if s.inflight == 0 {
 			continue // recover from a failed send, or take new batches
 		}
+		if head := s.oldestUnfinished(); head != nil {
+			expiry.Reset(time.Until(head.deadline()))
+		}
 		select {
 		case b := <-s.events:
 			s.completed(b)
 		case <-s.kick:
+		case <-expiry.C:
 		case <-s.p.ctx.Done():
 		}
 	}
 }
+
+// oldestUnfinished returns the window's first batch that is not done, or
+// nil. Batches are cut in order, so it has the earliest deadline.
+func (s *partSender) oldestUnfinished() *prodBatch {
+	for _, b := range s.window {
+		if b.state != batchDone {
+			return b
+		}
+	}
+	return nil
+}
+
+// expireDue acts when the oldest unfinished batch's delivery timeout has
+// passed at now. Sends still in flight are abandoned: their completions
+// will be dropped (claimExpired), they stop counting as in flight, and
+// they fail with an unknown outcome — the node may yet append them — so
+// recovery (retryOrFail) fails every batch sent so far with
+// ErrDeliveryTimeout and moves the rest to a new epoch, which fences any
+// late append of the abandoned sends. A batch not in flight is marked
+// failed for recovery to finish. The metadata is refreshed: the node did
+// not answer in time.
+func (s *partSender) expireDue(now time.Time) {
+	head := s.oldestUnfinished()
+	if head == nil || now.Before(head.deadline()) {
+		return
+	}
+	expired := false
+	for _, b := range s.window {
+		switch {
+		case b.state == batchInFlight && b.claim.CompareAndSwap(claimNone, claimExpired):
+			// The reader has not claimed the answer: abandon the send.
+			s.inflight--
+			b.state, b.abandoned, expired = batchFailed, true, true
+			b.err = &noAnswerError{fmt.Sprintf("node %d (%s) has not answered the produce sent %v ago",
+				s.conn.nodeID, s.conn.addr, now.Sub(b.sentAt).Round(time.Millisecond)), b.err}
+		case b == head && b.state == batchUnsent:
+			b.state, b.err = batchFailed, &noAnswerError{"no route or connection to the primary in time", b.err}
+		}
+	}
+	// A send whose answer the reader already claimed completes through
+	// events at once; recovery waits for it (inflight > 0).
+	s.recovering = true
+	if expired {
+		s.p.c.kickRefresh()
+	}
+}
+
+// errNoAnswerInTime matches the failure of a send abandoned, or never
+// made, because the batch's delivery timeout passed: its outcome is
+// unknown when the batch was ever sent, so it is not classified like a
+// broker's answer.
+var errNoAnswerInTime = errors.New("no answer before the delivery timeout")
+
+// noAnswerError says why a batch had no answer by its delivery timeout,
+// and wraps the failure of its previous attempt (nil when none): that is
+// usually the cause worth reporting (NOT_ENOUGH_REPLICAS, a refused
+// connection). It matches errNoAnswerInTime.
+type noAnswerError struct {
+	msg  string
+	last error
+}
+
+func (e *noAnswerError) Error() string {
+	if e.last == nil {
+		return e.msg
+	}
+	return e.msg + "; the attempt before failed: " + e.last.Error()
+}
+
+func (e *noAnswerError) Is(target error) bool { return target == errNoAnswerInTime }
+func (e *noAnswerError) Unwrap() error        { return e.last }
 
 // hasState reports whether some batch of the window is in state st.
 func (s *partSender) hasState(st int) bool {
@@ -293,8 +399,16 @@ func (s *partSender) hasState(st int) bool {
 	return false
 }
 
-// sendUnsent sends unsent batches in order while the in-flight bound allows.
+// sendUnsent sends unsent batches in order while the in-flight bound
+// allows. Routing, connecting and waiting for a connection slot end at the
+// oldest unfinished batch's delivery deadline.
 func (s *partSender) sendUnsent() {
+	head := s.oldestUnfinished()
+	if head == nil {
+		return
+	}
+	ctx, cancel := context.WithDeadline(s.p.ctx, head.deadline())
+	defer cancel()
 	for _, b := range s.window {
 		if s.inflight >= s.p.cfg.InFlightPerPartitionMax || (s.probing && s.inflight > 0) {
 			return
@@ -302,9 +416,12 @@ func (s *partSender) sendUnsent() {
 		if b.state != batchUnsent {
 			continue
 		}
-		if err := s.send(b); err != nil {
+		if err := s.send(ctx, b); err != nil {
 			if err == errWaitInFlight {
 				return
+			}
+			if errors.Is(err, context.DeadlineExceeded) && s.p.ctx.Err() == nil {
+				err = &noAnswerError{"no route or connection to the primary in time", b.err}
 			}
 			b.state, b.err = batchFailed, err
 			s.recovering = true
@@ -313,10 +430,10 @@ func (s *partSender) sendUnsent() {
 	}
 }
 
-// send routes and sends one batch.
-func (s *partSender) send(b *prodBatch) error {
+// send routes and sends one batch, waiting under ctx.
+func (s *partSender) send(ctx context.Context, b *prodBatch) error {
 	c := s.p.c
-	ctx := s.p.ctx
+	b.sentAt = time.Now() // a failure of this attempt refreshes the metadata from a later refresh
 	rt, err := c.routeOf(ctx, s.topic, s.partition)
 	if err != nil {
 		return err
@@ -343,6 +460,7 @@ func (s *partSender) send(b *prodBatch) error {
 			ErrRecordTooLarge, size, cn.nodeID, cn.frameBytesMax)
 	}
 	b.call = call{key: wire.APIProduce, version: v, head: b.head, tail: b.data, resp: &b.resp, cb: s.onComplete, owner: b}
+	b.claim.Store(claimNone)
 	if err := cn.send(ctx, &b.call); err != nil {
 		return err
 	}
@@ -352,8 +470,15 @@ func (s *partSender) send(b *prodBatch) error {
 	return nil
 }
 
-// onComplete runs on a connection's reader goroutine.
-func (s *partSender) onComplete(cl *call) { s.events <- cl.owner }
+// onComplete runs on a connection's reader goroutine. It hands the
+// completion to the sender unless the sender abandoned the send (its
+// delivery timeout passed first); then nobody waits for it, and the batch's
+// buffer, which the writer is done with now, is left to the collector.
+func (s *partSender) onComplete(cl *call) {
+	if cl.owner.claim.CompareAndSwap(claimNone, claimAnswered) {
+		s.events <- cl.owner
+	}
+}
 
 // completed handles one send's outcome.
 func (s *partSender) completed(b *prodBatch) {
@@ -378,6 +503,9 @@ func (s *partSender) completed(b *prodBatch) {
 func (s *partSender) deliverDone() {
 	n := 0
 	for n < len(s.window) && s.window[n].state == batchDone {
+		if b := s.window[n]; b.abandoned {
+			b.buf = nil // a connection may still read it: do not recycle
+		}
 		s.p.deliveries <- s.window[n]
 		n++
 	}

@@ -29,7 +29,10 @@ const (
 
 // judge classifies err, the outcome of one attempt at a data request for
 // topic/partition, and applies what it teaches to the metadata cache (a
-// hint). retryAfter is the broker's advice, 0 when none.
+// hint). retryAfter is the broker's advice, 0 when none. Every error that
+// may mean the route is wrong — from the broker or from the cached
+// metadata — refreshes the metadata (paced: refreshAfterError): a route
+// is never left to fail until the periodic refresh.
 func (c *Client) judge(topic string, partition int32, err error) (v verdict, retryAfter time.Duration) {
 	switch {
 	case err == nil:
@@ -52,11 +55,16 @@ func (c *Client) judge(topic string, partition int32, err error) (v verdict, ret
 			return resendNow, 0
 		}
 		return refreshThenResend, retryAfter
-	case errors.Is(er, wire.ErrUnknownTopicOrPartition), errors.Is(er, wire.ErrPrimaryNotAvailable),
-		errors.Is(er, wire.ErrStorageError):
-		return refreshThenResend, retryAfter
-	case wire.IsRetriable(er):
+	case errors.Is(er, wire.ErrBusy), errors.Is(er, wire.ErrCorruptMessage):
+		// The route is right: the node is loaded, or the bytes were hurt
+		// on the way.
 		return backoffThenResend, retryAfter
+	case wire.IsRetriable(er):
+		// UNKNOWN_TOPIC_OR_PARTITION, PRIMARY_NOT_AVAILABLE,
+		// NOT_ENOUGH_REPLICAS, REQUEST_TIMED_OUT, STORAGE_ERROR...: the
+		// primary may have moved, or the cached route came from a node
+		// that could not see it.
+		return refreshThenResend, retryAfter
 	}
 	return giveUp, 0
 }
@@ -81,6 +89,7 @@ func (c *Client) doPartition(ctx context.Context, topic string, partition int32,
 	var lastErr error
 	unknown := 0
 	for attempt := 0; attempt < c.cfg.RetryAttemptsMax; attempt++ {
+		sentAt := time.Now()
 		err := c.attemptPartition(ctx, topic, partition, build, resp, o)
 		if err == nil {
 			return nil
@@ -91,11 +100,14 @@ func (c *Client) doPartition(ctx context.Context, topic string, partition int32,
 		lastErr = err
 		v, after := c.judge(topic, partition, err)
 		if errors.Is(err, wire.ErrUnknownTopicOrPartition) {
+			if c.meta.confirmsAbsent(topic, partition) {
+				return err // a trusted answer, refreshed after the failure, lacks it
+			}
 			if unknown++; unknown > c.cfg.UnknownTopicRetriesMax {
 				return err
 			}
 		}
-		if err := c.afterVerdict(ctx, v, after, attempt); err != nil {
+		if err := c.afterVerdict(ctx, v, after, attempt, sentAt); err != nil {
 			if err == errGiveUp {
 				return lastErr
 			}
@@ -109,8 +121,9 @@ func (c *Client) doPartition(ctx context.Context, topic string, partition int32,
 var errGiveUp = errors.New("give up")
 
 // afterVerdict carries out v before the next attempt: a metadata refresh
-// and a backoff, under ctx.
-func (c *Client) afterVerdict(ctx context.Context, v verdict, retryAfter time.Duration, attempt int) error {
+// (one that started after sentAt, when the failed attempt was made) and a
+// backoff, under ctx.
+func (c *Client) afterVerdict(ctx context.Context, v verdict, retryAfter time.Duration, attempt int, sentAt time.Time) error {
 	switch v {
 	case giveUp:
 		return errGiveUp
@@ -122,7 +135,7 @@ func (c *Client) afterVerdict(ctx context.Context, v verdict, retryAfter time.Du
 		// nodes' routes converge) are followed after the usual backoff, so
 		// that the attempts span the move instead of a few milliseconds.
 	case refreshThenResend:
-		if err := c.refreshMetadata(ctx); err != nil && ctx.Err() != nil {
+		if err := c.refreshAfterError(ctx, sentAt); err != nil && ctx.Err() != nil {
 			return ctx.Err()
 		}
 	}
@@ -148,16 +161,27 @@ func (c *Client) attemptPartition(ctx context.Context, topic string, partition i
 }
 
 // routeOf looks topic/partition up, refreshing the metadata once if the
-// topic is not cached.
+// topic is not cached. When a trusted answer confirms that the topic does
+// not exist, the error says so.
 func (c *Client) routeOf(ctx context.Context, topic string, partition int32) (route, error) {
 	rt, err := c.meta.lookup(topic, partition)
 	if err != nil && c.meta.topic(topic) == nil {
-		if rerr := c.refreshMetadata(ctx); rerr != nil {
+		if rerr := c.refreshAfterError(ctx, time.Now()); rerr != nil {
 			return route{}, rerr
 		}
 		rt, err = c.meta.lookup(topic, partition)
+		if err != nil && c.meta.topic(topic) == nil && c.meta.confirmsAbsent(topic, partition) {
+			err = errNoSuchTopic(topic)
+		}
 	}
 	return rt, err
+}
+
+// errNoSuchTopic is the error for a topic that a trusted metadata answer
+// does not list.
+func errNoSuchTopic(topic string) error {
+	return wire.Errorf(wire.ErrUnknownTopicOrPartition,
+		"topic %q does not exist: the cluster metadata (from a node that sees the metadata quorum) does not list it", topic)
 }
 
 // adminTarget says which node an admin request must reach.
@@ -181,7 +205,9 @@ const (
 func (c *Client) doAdmin(ctx context.Context, target adminTarget, req wire.Request, resp wire.Response, idempotent bool) error {
 	var lastErr error
 	hint := ""
+	unknown := false
 	for attempt := 0; attempt < c.cfg.RetryAttemptsMax; attempt++ {
+		sentAt := time.Now()
 		addr, err := c.adminAddr(ctx, target, hint, attempt)
 		hint = ""
 		sent := false
@@ -204,18 +230,27 @@ func (c *Client) doAdmin(ctx context.Context, target adminTarget, req wire.Reque
 		case errors.Is(err, ErrClosed), errors.Is(err, ErrUnsupported):
 			return err
 		case errors.Is(err, ErrUnreachable):
-			c.refreshMetadata(ctx)
+			c.refreshAfterError(ctx, sentAt)
 		case errors.Is(err, ErrConnectionLost) || (isER && errors.Is(er, wire.ErrRequestTimedOut)):
 			if sent && !idempotent {
 				return fmt.Errorf("%s: outcome unknown (the request may have been applied): %w", req.APIKey(), err)
 			}
-			c.refreshMetadata(ctx)
+			c.refreshAfterError(ctx, sentAt)
+		case isER && errors.Is(er, wire.ErrUnknownTopicOrPartition):
+			// The metadata primary's answer is final; another node's is
+			// checked once with the metadata primary (it may lag).
+			_, mp := c.meta.metadataPrimaryAddr()
+			if unknown || target != anyNode || mp == "" || mp == addr {
+				return err
+			}
+			unknown, hint = true, mp
+			continue
 		case isER && (errors.Is(er, wire.ErrNotMetadataPrimary) || errors.Is(er, wire.ErrNotCoordinator)):
 			if er.Hint != nil && er.Hint.Address != "" {
 				hint = er.Hint.Address
 				continue
 			}
-			c.refreshMetadata(ctx)
+			c.refreshAfterError(ctx, sentAt)
 		case isER && wire.IsRetriable(er):
 		default:
 			return err

@@ -1,6 +1,8 @@
 package client_test
 
 import (
+	"errors"
+	"strings"
 	"testing"
 	"time"
 
@@ -117,7 +119,7 @@ func TestUnknownTopicRefreshes(t *testing.T) {
 	if _, err := e.c.ListOffsets(e.ctx, "late", 1, wire.TimestampLatest); err != nil {
 		t.Fatal(err)
 	}
-	// A topic that never appears fails after a few refreshes.
+	// A topic that never appears fails after one refresh.
 	_, err := e.c.ListOffsets(e.ctx, "never", 0, wire.TimestampLatest)
 	if !wire.IsRetriable(err) || !errorsIs(err, wire.ErrUnknownTopicOrPartition) {
 		t.Fatalf("got %v, want UNKNOWN_TOPIC_OR_PARTITION", err)
@@ -179,6 +181,73 @@ func TestAdminFollowsMetadataPrimaryHints(t *testing.T) {
 	}
 	e.fc.SetMetadataPrimary(1)
 	if err := e.c.CommitOffsets(e.ctx, "g", []wire.OffsetCommit{{Topic: "t", Partition: 0, Offset: 0}}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// An unknown topic fails fast: one metadata refresh, answered by a node
+// that sees the metadata quorum, confirms that it does not exist, and the
+// error names it. Before, a data request refreshed three times, a producer
+// three times with backoffs, and DescribeTopic retried UNKNOWN_TOPIC for
+// its ten attempts (about 4 s with the default backoff).
+func TestUnknownTopicFailsAfterOneRefresh(t *testing.T) {
+	e := newEnv(t, 2, map[string]int32{"t": 1}, func(c *client.Config) {
+		c.RetryBackoffMin, c.RetryBackoffMax = 200*time.Millisecond, time.Second // the defaults' order of magnitude
+	})
+	p := e.producer(client.ProducerConfig{})
+	check := func(what string, call func() error) {
+		t.Helper()
+		before := e.fc.Requests(0, wire.APIMetadata)
+		start := time.Now()
+		err := call()
+		d := time.Since(start)
+		var er *wire.ErrorResponse
+		if !errors.Is(err, wire.ErrUnknownTopicOrPartition) || !errors.As(err, &er) || !strings.Contains(er.Message, `"nope"`) {
+			t.Fatalf("%s: got %v, want UNKNOWN_TOPIC_OR_PARTITION naming the topic", what, err)
+		}
+		if n := e.fc.Requests(0, wire.APIMetadata) - before; n > 1 {
+			t.Fatalf("%s: %d metadata refreshes, want at most 1", what, n)
+		}
+		if d > 500*time.Millisecond { // at most a MetadataRefreshBackoff (100 ms) of pacing
+			t.Fatalf("%s: failed after %v, want at once", what, d)
+		}
+		t.Logf("%s: %v in %v", what, err, d)
+	}
+	check("ListOffsets", func() error { _, err := e.c.ListOffsets(e.ctx, "nope", 0, wire.TimestampLatest); return err })
+	check("ProduceAsync", func() error {
+		return p.ProduceAsync(e.ctx, client.Record{Topic: "nope", Value: []byte("v")}, nil)
+	})
+	check("Partitions", func() error { _, err := e.c.Partitions(e.ctx, "nope"); return err })
+	check("DescribeTopic", func() error { _, err := e.c.DescribeTopic(e.ctx, "nope"); return err })
+	check("DeleteTopic", func() error { _, err := e.c.DeleteTopic(e.ctx, "nope"); return err })
+	// A topic that exists but is not cached yet is still found.
+	if _, err := e.fc.CreateTopic(clienttest.TopicSpec{Name: "late", Partitions: 1}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := p.Produce(e.ctx, client.Record{Topic: "late", Value: []byte("v")}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// While only nodes without a metadata quorum answer (a cluster restarting:
+// nodes replaying the metadata), a topic missing from their answers is
+// not declared unknown after one refresh: the client retries, and finds
+// the topic once a node that sees the quorum answers.
+func TestUnknownTopicNotConfirmedByUntrustedAnswers(t *testing.T) {
+	e := newEnv(t, 3, nil)
+	e.fc.CutOff(1) // the seed, and the only node the new client knows
+	c, err := client.DialConfig(e.ctx, client.Config{Brokers: []string{e.fc.Addr(1)}, DialTimeout: 5 * time.Second,
+		RetryBackoffMin: 50 * time.Millisecond, RetryBackoffMax: 50 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if _, err := e.fc.CreateTopic(clienttest.TopicSpec{Name: "t", Partitions: 2}); err != nil {
+		t.Fatal(err)
+	}
+	// Node 1's untrusted answer names nodes 2 and 3, which answer trusted;
+	// partition 1's primary is node 2.
+	if _, err := c.ListOffsets(e.ctx, "t", 1, wire.TimestampLatest); err != nil {
 		t.Fatal(err)
 	}
 }

@@ -20,7 +20,7 @@ func (c *Cluster) notMetadataPrimary(node int32, e *wire.Error) error {
 func (c *Cluster) metadata(r *wire.MetadataRequest) *wire.MetadataResponse {
 	resp := &wire.MetadataResponse{MetadataPrimaryID: c.metadataPrimary, MetadataGeneration: c.metadataGen}
 	for _, n := range c.nodes {
-		resp.Nodes = append(resp.Nodes, wire.Node{ID: n.id, ClientAddr: n.addr, Alive: n.alive})
+		resp.Nodes = append(resp.Nodes, wire.Node{ID: n.id, ClientAddr: n.addr, Alive: n.up()})
 	}
 	names := r.Topics
 	if len(names) == 0 {
@@ -221,7 +221,7 @@ func (c *Cluster) clusterStatus() wire.Response {
 	resp := &wire.ClusterStatusResponse{MetadataPrimaryID: c.metadataPrimary, MetadataGeneration: c.metadataGen}
 	counts := map[int32]*wire.NodeStatus{}
 	for _, n := range c.nodes {
-		ns := wire.NodeStatus{ID: n.id, ClientAddr: n.addr, Alive: n.alive}
+		ns := wire.NodeStatus{ID: n.id, ClientAddr: n.addr, Alive: n.up()}
 		resp.Nodes = append(resp.Nodes, ns)
 	}
 	for i := range resp.Nodes {

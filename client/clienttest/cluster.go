@@ -18,7 +18,10 @@
 // and retry advice, close the connection before or after handling (the
 // second loses the response of a request that was applied), delay a
 // response or hold it until the test releases it. Tests can also move
-// primaries (MovePrimary), stop and restart nodes, and drop connections.
+// primaries (MovePrimary), stop and restart nodes, drop connections, hang
+// a node (Hang/Resume: sockets open, nothing answered, as under SIGSTOP)
+// and cut a node off from its peers (CutOff/Heal: clients still reach it,
+// and it answers from the partial view it is left with).
 //
 // Everything is deterministic given the order of requests: there are no
 // timers except the long-poll and Delay deadlines a request asks for.
@@ -116,6 +119,10 @@ type node struct {
 	ln    net.Listener
 	alive bool
 	conns map[*serverConn]struct{}
+	// hung is non-nil while the node is hung (Hang); Resume closes it.
+	hung chan struct{}
+	// cut is non-nil while the node is cut off from its peers (CutOff).
+	cut *cutView
 }
 
 // NewCluster starts a cluster; Close stops it.
@@ -213,6 +220,7 @@ func (c *Cluster) StopNode(id int32) {
 
 func (c *Cluster) stopNodeLocked(n *node) {
 	n.alive = false
+	c.resumeLocked(n) // a killed process answers nothing more
 	if n.ln != nil {
 		n.ln.Close()
 		n.ln = nil
@@ -324,6 +332,7 @@ func (sc *serverConn) serve(n *node) {
 	br := bufio.NewReaderSize(sc.nc, readBufferBytes)
 	var buf []byte
 	handshaken := false
+	self := n
 	for {
 		var size [4]byte
 		if _, err := io.ReadFull(br, size[:]); err != nil {
@@ -338,6 +347,9 @@ func (sc *serverConn) serve(n *node) {
 		}
 		frame := buf[:n]
 		if _, err := io.ReadFull(br, frame); err != nil {
+			return
+		}
+		if !sc.c.awaitRunning(self) {
 			return
 		}
 		h, body, _ := wire.ParseRequestHeader(frame)

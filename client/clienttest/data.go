@@ -20,6 +20,9 @@ func (c *Cluster) checkRoute(node int32, ref *wire.PartitionRef) (*partition, er
 	if t == nil || (!ref.TopicID.IsZero() && ref.TopicID != t.id) {
 		return nil, wire.Errorf(wire.ErrUnknownTopicOrPartition, "topic %q with id %s does not exist", ref.Topic, ref.TopicID)
 	}
+	if n := c.node(node); n.cut != nil {
+		return nil, c.cutOffRoute(n, ref)
+	}
 	if int(ref.Partition) >= len(t.parts) {
 		return nil, wire.Errorf(wire.ErrUnknownTopicOrPartition, "topic %q has %d partitions, no partition %d", ref.Topic, len(t.parts), ref.Partition)
 	}
@@ -198,7 +201,7 @@ func (c *Cluster) routeOf(p *partition) wire.PartitionRoute {
 	r := wire.PartitionRoute{Partition: p.index, PrimaryID: p.primary, Generation: p.gen,
 		PreferredPrimaryID: p.replicas[0], Replicas: append([]int32(nil), p.replicas...)}
 	for _, id := range p.replicas {
-		if c.node(id).alive {
+		if c.node(id).up() {
 			r.InSync = append(r.InSync, id)
 		} else {
 			r.Offline = append(r.Offline, id)

@@ -63,6 +63,9 @@ func (c *Cluster) dispatch(sc *serverConn, h wire.RequestHeader, body []byte, fl
 func (c *Cluster) handle(node int32, req wire.Request) (wire.Response, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	if err := c.cutOffAdmin(node, req); err != nil {
+		return nil, err
+	}
 	switch r := req.(type) {
 	case *wire.HandshakeRequest:
 		v, err := wire.NegotiateProtocol(r.ProtocolMin, r.ProtocolMax)
@@ -80,6 +83,9 @@ func (c *Cluster) handle(node int32, req wire.Request) (wire.Response, error) {
 	case *wire.DescribePartitionRequest:
 		return c.describePartition(node, r)
 	case *wire.MetadataRequest:
+		if n := c.node(node); n.cut != nil {
+			return c.cutOffMetadata(n, r), nil
+		}
 		return c.metadata(r), nil
 	case *wire.CreateTopicRequest:
 		return c.createTopic(node, r)
