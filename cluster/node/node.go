@@ -127,6 +127,9 @@ func (n *Node) Start() error {
 	if err := n.lockDir(); err != nil {
 		return err
 	}
+	if err := recordIdentity(n.fs, n.dir, int32(n.self)); err != nil {
+		return err
+	}
 	pids, err := openProducerIDs(n.fs, n.dir, int32(n.self))
 	if err != nil {
 		return err

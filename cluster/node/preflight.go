@@ -51,7 +51,8 @@ func (l *listeners) closeUnserved() {
 }
 
 // preflight checks what Start needs before it changes anything: it binds
-// every listening address and checks that the data directory is usable.
+// every listening address and checks that the data directory is usable and
+// not another node's.
 // On success the caller serves each listener, and calls closeUnserved if
 // the start fails later.
 func (n *Node) preflight() (*listeners, error) {
@@ -78,7 +79,11 @@ func (n *Node) preflight() (*listeners, error) {
 			return nil, inUse("node.http_addr", n.cfg.Node.HTTPAddr, err)
 		}
 	}
-	if err := checkDataDir(n.dir); err != nil {
+	err = checkDataDir(n.dir)
+	if err == nil {
+		err = checkIdentity(n.fs, n.dir, int32(n.self))
+	}
+	if err != nil {
 		ls.closeUnserved()
 		return nil, fmt.Errorf("%w. Nothing was started or written", err)
 	}
