@@ -275,3 +275,16 @@ func (n *Net) nodePorts() []NodePorts {
 	sort.Slice(out, func(i, j int) bool { return out[i].ID < out[j].ID })
 	return out
 }
+
+// NetUsable says why network faults cannot run here (wrapping
+// ErrNetUnavailable), or nil when they can: it creates a chain with one
+// owner/connmark rule, like a run's, and removes it.
+func NetUsable() error {
+	pid := os.Getpid()
+	probe := gidNodesMax - 1 // no run has a node with this id
+	n, err := NewNet(nil, pid, []NodePorts{{ID: probe, GID: NodeGID(pid, probe)}})
+	if err != nil {
+		return err
+	}
+	return n.Close()
+}
