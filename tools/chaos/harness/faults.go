@@ -84,7 +84,10 @@ func (r *run) one(ctx context.Context, rec *FaultRecord) error {
 	hold.Stop()
 	switch f.Kind {
 	case KindKill:
-		err = r.cluster.Start(context.Background(), f.Node)
+		if ctx.Err() != nil {
+			return ctx.Err() // stopping: the node stays down, cleanup stops the rest
+		}
+		err = r.cluster.Start(ctx, f.Node)
 	case KindStop:
 		err = r.cluster.Thaw(f.Node)
 	case KindIsolate, KindClientCut:
@@ -168,7 +171,7 @@ func (r *run) measure() {
 			}
 			cat := Classify(f.Kind, f.Node, rt)
 			base := Sample{Fault: f.Index, Kind: f.Kind, Category: cat, Partition: name, Factor: factor[name], Resumed: true}
-			if f.AtNs < windowEnd {
+			if cat == CatPrimary && f.Kind.NodeLevel() && factor[name] >= 3 && f.AtNs < windowEnd {
 				s := base
 				s.Phase = PhaseFirstAck
 				s.Took, s.Resumed = Resume(acks[name], f.AtNs, windowEnd)

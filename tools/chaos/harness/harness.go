@@ -165,7 +165,13 @@ func Run(ctx context.Context, o Options) (rep *Report, err error) {
 		return nil, err
 	}
 	r := &run{o: o, rep: &Report{Seed: o.Seed, Options: o}, start: time.Now()}
-	defer r.cleanup()
+	defer func() {
+		r.cleanup()
+		if err != nil {
+			r.rep.Err = err.Error()
+		}
+		r.rep.Elapsed = time.Since(r.start)
+	}()
 	if err := r.setUp(ctx); err != nil {
 		return r.rep, err
 	}
@@ -183,7 +189,6 @@ func Run(ctx context.Context, o Options) (rep *Report, err error) {
 	if err := r.compareReplicas(ctx); err != nil {
 		return r.rep, err
 	}
-	r.rep.Elapsed = time.Since(r.start)
 	return r.rep, nil
 }
 

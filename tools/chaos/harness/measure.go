@@ -28,9 +28,10 @@ type Phase string
 // The phases.
 const (
 	// PhaseFirstAck is the time from the fault (in force) to the first
-	// acknowledgement of a write started after it: for a touched primary,
-	// how long the failover took. Reported, not held to the target.
-	PhaseFirstAck Phase = "first ack after fault"
+	// acknowledgement of a write started after it, measured where a
+	// failover can happen (the primary's node hit, factor 3 or more): how
+	// long the failover took. Reported, not held to the target.
+	PhaseFirstAck Phase = "failover (first ack)"
 	// PhaseStallFault is the longest time without an acknowledgement from
 	// the fault until the next fault (or the end of the writes): for an
 	// untouched partition, every stall the fault caused, including one

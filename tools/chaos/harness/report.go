@@ -8,6 +8,9 @@ import (
 	"time"
 )
 
+// errorLinesMax bounds the error texts Write prints.
+const errorLinesMax = 12
+
 // Report is what a run did and found.
 type Report struct {
 	Seed    uint64
@@ -34,10 +37,12 @@ type Report struct {
 	BytesCompared     int64
 	ReplicaMismatches []string
 	StopErrors        string
-	Tails             []TailReport
-	Samples           []Sample
-	Rows              []Row
-	Elapsed           time.Duration
+	// Err is why the run stopped before its checks ("" when it did not).
+	Err     string
+	Tails   []TailReport
+	Samples []Sample
+	Rows    []Row
+	Elapsed time.Duration
 }
 
 // OK reports whether every promise held: no acknowledged write lost,
@@ -84,7 +89,11 @@ func (r *Report) Write(w io.Writer) {
 	for k, v := range r.Errors {
 		errs = append(errs, kv{k, v})
 	}
-	sort.Slice(errs, func(i, j int) bool { return errs[i].v > errs[j].v })
+	sort.Slice(errs, func(i, j int) bool { return errs[i].v > errs[j].v || errs[i].v == errs[j].v && errs[i].k < errs[j].k })
+	if len(errs) > errorLinesMax {
+		fmt.Fprintf(w, "  (the %d most frequent of %d error texts)\n", errorLinesMax, len(errs))
+		errs = errs[:errorLinesMax]
+	}
 	for _, e := range errs {
 		fmt.Fprintf(w, "  %6d × %s\n", e.v, e.k)
 	}
@@ -128,9 +137,12 @@ func (r *Report) Write(w io.Writer) {
 				s.Took.Round(time.Millisecond), map[bool]string{false: " (never resumed)", true: ""}[s.Resumed])
 		}
 	}
-	if r.OK() {
+	switch {
+	case r.Err != "":
+		fmt.Fprintf(w, "result: NOT CHECKED — the run stopped before its checks: %s\n", r.Err)
+	case r.OK():
 		fmt.Fprintln(w, "result: every acknowledged write present once, in order; replicas equal")
-	} else {
+	default:
 		fmt.Fprintln(w, "result: FAILED — see above; replay the schedule with -seed", r.Seed)
 	}
 }
