@@ -69,6 +69,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs.DurationVar(&o.SettleMax, "settle-max", 30*time.Second, "longest wait after a heal for every partition to write again")
 	fs.Int64Var(&o.WritesMax, "writes", 5_000_000, "at most this many writes")
 	fs.DurationVar(&o.DeliveryTimeout, "delivery-timeout", 10*time.Second, "the producer's delivery timeout")
+	fs.IntVar(&o.InFlight, "inflight", 1, "unacknowledged records per partition (1: one synchronous write at a time)")
 	fs.BoolVar(&o.NoNetwork, "no-network", false, "skip the network faults")
 	fs.BoolVar(&strict, "strict", false, "exit 3 when a resumption missed the 2 s target")
 	fs.BoolVar(&keep, "keep", false, "keep the run directory of a run that passed")

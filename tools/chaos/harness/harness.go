@@ -83,6 +83,10 @@ type Options struct {
 	WritesMax int64
 	// DeliveryTimeout is the producer's. Default 10 s.
 	DeliveryTimeout time.Duration
+	// InFlight bounds each partition's unacknowledged records. Default 1:
+	// one synchronous write at a time, so that a stall is the time a
+	// caller waits; more pipelines writes through the producer's batches.
+	InFlight int
 	// NoNetwork skips the network faults even where iptables works.
 	NoNetwork bool
 	// Log receives progress lines. Default io.Discard.
@@ -104,6 +108,7 @@ func (o Options) withDefaults() (Options, error) {
 	setInt(&o.Shards, 1)
 	setInt(&o.Partitions, 3)
 	setInt(&o.FaultsMax, 1000)
+	setInt(&o.InFlight, 1)
 	setDur(&o.Duration, 5*time.Minute)
 	setDur(&o.HoldMin, 3*time.Second)
 	setDur(&o.HoldMax, 8*time.Second)
@@ -381,7 +386,11 @@ func (r *run) routes(ctx context.Context) (map[string]Route, map[string]wire.Top
 func (r *run) startLoad(ctx context.Context) error {
 	var err error
 	pctx, cancel := context.WithTimeout(ctx, requestWaitMax)
-	r.prod, err = r.writeC.NewProducer(pctx, client.ProducerConfig{Partitioner: client.ManualPartitioner(), Linger: -1,
+	linger := time.Duration(-1) // one record, one batch, sent at once
+	if r.o.InFlight > 1 {
+		linger = time.Millisecond
+	}
+	r.prod, err = r.writeC.NewProducer(pctx, client.ProducerConfig{Partitioner: client.ManualPartitioner(), Linger: linger,
 		DeliveryTimeout: r.o.DeliveryTimeout})
 	cancel()
 	if err != nil {
@@ -394,7 +403,7 @@ func (r *run) startLoad(ctx context.Context) error {
 	for _, f := range r.o.Factors {
 		name := topicPrefix + strconv.Itoa(f)
 		for p := 0; p < r.o.Partitions; p++ {
-			w := &writer{part: part{name, int32(p), f}, clock: r.clock, errs: map[string]int{}}
+			w := &writer{part: part{name, int32(p), f}, inflight: r.o.InFlight, clock: r.clock, errs: map[string]int{}}
 			r.writers = append(r.writers, w)
 			r.wg.Add(1)
 			go func() {

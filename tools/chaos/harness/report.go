@@ -64,8 +64,8 @@ func (r *Report) TargetMissed() int {
 
 // Write prints the report for people.
 func (r *Report) Write(w io.Writer) {
-	fmt.Fprintf(w, "chaos report — seed %d, %d nodes, factors %v, %d partitions each, fsync %s, %v\n",
-		r.Seed, r.Options.Nodes, r.Options.Factors, r.Options.Partitions, r.Options.Fsync, r.Elapsed.Round(time.Second))
+	fmt.Fprintf(w, "chaos report — seed %d, %d nodes, factors %v, %d partitions each, %d in flight per partition, fsync %s, %v\n",
+		r.Seed, r.Options.Nodes, r.Options.Factors, r.Options.Partitions, r.Options.InFlight, r.Options.Fsync, r.Elapsed.Round(time.Second))
 	if r.NetworkSkipped != "" {
 		fmt.Fprintf(w, "network faults skipped: %s\n", r.NetworkSkipped)
 	}

@@ -32,52 +32,84 @@ type part struct {
 
 func (p part) String() string { return fmt.Sprintf("%s/%d", p.Topic, p.Partition) }
 
-// writer writes records 0, 1, 2, ... to one partition, one synchronous
-// Produce at a time (so the partition's records are sent in sequence
-// order and a write starts only after the previous one has an outcome),
-// through an idempotent producer shared by every writer. mu guards the
-// fields below it.
+// writer writes records 0, 1, 2, ... to one partition, through an
+// idempotent producer shared by every writer, with at most inflight
+// records unacknowledged: 1 sends each record only after the previous one
+// has an outcome; more pipelines them (the producer batches and keeps
+// several batches in flight, so its retries and sequence numbers are
+// exercised under the faults). mu guards the fields below it.
 type writer struct {
-	part  part
-	clock func() int64 // ns since the run's start
-	mu    sync.Mutex
-	next  int64   // the next sequence number
-	acked []Acked // in sequence order
-	acks  []Ack   // times, in the same order (acknowledgement order)
-	fails int
+	part     part
+	inflight int
+	clock    func() int64 // ns since the run's start
+	mu       sync.Mutex
+	next     int64   // the next sequence number
+	acked    []Acked // in acknowledgement order
+	acks     []Ack   // times, in the same order
+	fails    int
 	// errs counts failures by error text (at most errorSamplesMax texts).
 	errs map[string]int
+	// failedNs is when the last failure was recorded.
+	failedNs int64
 }
 
-// run writes until stop ends (the write in progress finishes first: each
-// Produce runs under ctx, bounded by the delivery timeout) or budget is
-// spent.
+// run writes until stop ends (the writes in flight finish first: each is
+// bounded by the delivery timeout) or budget is spent.
 func (w *writer) run(ctx, stop context.Context, p *client.Producer, budget *budget) {
 	name := w.part.String()
+	slots := make(chan struct{}, max(w.inflight, 1))
+	var pending sync.WaitGroup
+	defer pending.Wait()
 	for stop.Err() == nil && ctx.Err() == nil && budget.take() {
-		seq := w.next
-		start := w.clock()
-		pr, err := p.Produce(ctx, client.Record{Topic: w.part.Topic, Partition: w.part.Partition, Key: Key(seq), Value: Value(name, seq)})
-		end := w.clock()
-		w.mu.Lock()
-		w.next++
-		if err == nil {
-			w.acked = append(w.acked, Acked{Seq: seq, Offset: pr.Offset})
-			w.acks = append(w.acks, Ack{StartNs: start, AckNs: end})
-		} else if ctx.Err() == nil {
-			w.fails++
-			text := errText(err)
-			if _, ok := w.errs[text]; ok || len(w.errs) < errorSamplesMax {
-				w.errs[text]++
-			}
+		select { // a slot: at most inflight records unacknowledged
+		case slots <- struct{}{}:
+		case <-stop.Done():
+			return
 		}
+		w.mu.Lock()
+		seq, failed := w.next, w.failedNs
+		w.next++
 		w.mu.Unlock()
-		if err != nil {
+		if failed > 0 && w.clock()-failed < int64(failurePause) {
 			select {
 			case <-stop.Done():
 			case <-time.After(failurePause):
 			}
 		}
+		start := w.clock()
+		pending.Add(1)
+		err := p.ProduceAsync(ctx, client.Record{Topic: w.part.Topic, Partition: w.part.Partition, Key: Key(seq), Value: Value(name, seq)},
+			func(pr client.Produced, err error) {
+				w.record(ctx, seq, start, pr, err)
+				<-slots
+				pending.Done()
+			})
+		if err != nil { // not accepted: no callback comes
+			w.record(ctx, seq, start, client.Produced{}, err)
+			<-slots
+			pending.Done()
+		}
+	}
+}
+
+// record notes the outcome of write seq started at start.
+func (w *writer) record(ctx context.Context, seq, start int64, pr client.Produced, err error) {
+	end := w.clock()
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if err == nil {
+		w.acked = append(w.acked, Acked{Seq: seq, Offset: pr.Offset})
+		w.acks = append(w.acks, Ack{StartNs: start, AckNs: end})
+		return
+	}
+	if ctx.Err() != nil {
+		return
+	}
+	w.fails++
+	w.failedNs = end
+	text := errText(err)
+	if _, ok := w.errs[text]; ok || len(w.errs) < errorSamplesMax {
+		w.errs[text]++
 	}
 }
 
