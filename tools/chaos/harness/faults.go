@@ -32,6 +32,11 @@ func (r *run) faults(ctx context.Context) error {
 		if time.Now().After(end) {
 			break
 		}
+		if at := r.budget.spent(); at > 0 {
+			r.rep.BudgetSpentNs = at
+			r.logf("the budget of %d writes ran out %v into the run: no more faults", r.o.WritesMax, time.Duration(at).Round(time.Second))
+			break
+		}
 		if err := r.cluster.Exited(); err != nil {
 			return err
 		}
@@ -103,7 +108,7 @@ func (r *run) one(ctx context.Context, rec *FaultRecord) error {
 	if r.waitAcked(ctx, rec.HealNs, r.o.SettleMax) {
 		rec.SettledNs = r.clock()
 		r.logf("healed; every partition writing again %v after the heal", time.Duration(rec.SettledNs-rec.HealNs).Round(time.Millisecond))
-	} else {
+	} else if r.budget.spent() == 0 {
 		r.logf("healed; not every partition wrote within %v of the heal", r.o.SettleMax)
 	}
 	return nil
@@ -159,10 +164,15 @@ func (r *run) measure() {
 			r.rep.Errors[k] += v
 		}
 	}
+	spent := r.budget.spent()
 	for i, f := range r.faultsRun {
 		windowEnd := r.writesEndNs
 		if i+1 < len(r.faultsRun) {
 			windowEnd = r.faultsRun[i+1].AtNs
+		}
+		if spent > 0 && spent < windowEnd {
+			windowEnd = spent // no write started after: nothing to measure
+			r.rep.BudgetSpentNs = spent
 		}
 		for _, name := range r.sortedParts() {
 			rt, ok := f.Routes[name]

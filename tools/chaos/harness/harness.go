@@ -212,6 +212,7 @@ type run struct {
 	topics  map[string]wire.TopicID
 	writers []*writer
 	tails   []*tail
+	budget  *budget
 	// stopWrites ends the writers after their current write; wg counts
 	// the writers and tails; stopTails ends the tails.
 	stopWrites, stopTails context.CancelFunc
@@ -399,7 +400,7 @@ func (r *run) startLoad(ctx context.Context) error {
 	wctx, stopWrites := context.WithCancel(context.Background())
 	tctx, stopTails := context.WithCancel(context.Background())
 	r.stopWrites, r.stopTails = stopWrites, stopTails
-	b := &budget{left: r.o.WritesMax}
+	r.budget = &budget{clock: r.clock, left: r.o.WritesMax}
 	for _, f := range r.o.Factors {
 		name := topicPrefix + strconv.Itoa(f)
 		for p := 0; p < r.o.Partitions; p++ {
@@ -408,7 +409,7 @@ func (r *run) startLoad(ctx context.Context) error {
 			r.wg.Add(1)
 			go func() {
 				defer r.wg.Done()
-				w.run(ctx, wctx, r.prod, b)
+				w.run(ctx, wctx, r.prod, r.budget)
 			}()
 		}
 		cs, err := r.readC.NewConsumer(client.ConsumerConfig{})
@@ -453,8 +454,8 @@ func (r *run) waitAcked(ctx context.Context, atNs int64, wait time.Duration) boo
 		if all {
 			return true
 		}
-		if time.Now().After(deadline) || ctx.Err() != nil {
-			return false
+		if time.Now().After(deadline) || ctx.Err() != nil || r.budget.spent() > 0 {
+			return false // out of time, stopping, or no more writes coming
 		}
 		select {
 		case <-ctx.Done():

@@ -38,11 +38,15 @@ type Report struct {
 	ReplicaMismatches []string
 	StopErrors        string
 	// Err is why the run stopped before its checks ("" when it did not).
-	Err     string
-	Tails   []TailReport
-	Samples []Sample
-	Rows    []Row
-	Elapsed time.Duration
+	Err string
+	// BudgetSpentNs is when the writes budget (Options.WritesMax) ran out,
+	// ns since the start (0: it did not); faults stop there, and so do
+	// the measurements.
+	BudgetSpentNs int64
+	Tails         []TailReport
+	Samples       []Sample
+	Rows          []Row
+	Elapsed       time.Duration
 }
 
 // OK reports whether every promise held: no acknowledged write lost,
@@ -81,6 +85,10 @@ func (r *Report) Write(w io.Writer) {
 	}
 	fmt.Fprintf(w, "faults: %d (%s)\n", len(r.Faults), strings.Join(ks, ", "))
 	fmt.Fprintf(w, "writes: %d sent, %d acknowledged, %d failed\n", r.WritesSent, r.WritesAcked, r.WritesFailed)
+	if r.BudgetSpentNs > 0 {
+		fmt.Fprintf(w, "the budget of %d writes ran out %v into the run: faults and measurements stopped there\n",
+			r.Options.WritesMax, time.Duration(r.BudgetSpentNs).Round(time.Second))
+	}
 	type kv struct {
 		k string
 		v int

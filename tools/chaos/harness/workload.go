@@ -154,8 +154,11 @@ func (w *writer) snapshot() (acked []Acked, acks []Ack, sent int64, fails int, e
 // budget counts down the writes a run may still attempt. It is safe for
 // concurrent use.
 type budget struct {
-	mu   sync.Mutex
-	left int64
+	clock func() int64
+	mu    sync.Mutex
+	left  int64
+	// spentNs is when the last write was taken (0: not yet).
+	spentNs int64
 }
 
 func (b *budget) take() bool {
@@ -165,7 +168,17 @@ func (b *budget) take() bool {
 		return false
 	}
 	b.left--
+	if b.left == 0 {
+		b.spentNs = b.clock()
+	}
 	return true
+}
+
+// spent returns when the budget ran out (0: it has not).
+func (b *budget) spent() int64 {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.spentNs
 }
 
 // tail is a consumer that follows a topic from its start while the
