@@ -59,7 +59,7 @@ func dialsWithin(addr string) bool {
 // iptables.
 func TestNetCutsLoopback(t *testing.T) {
 	if err := NetUsable(); err != nil {
-		t.Skipf("%v; needs root and iptables", err)
+		t.Skipf("skipped: %v", err)
 	}
 	var ls [2]net.Listener
 	var nodes []NodePorts
