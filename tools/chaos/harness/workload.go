@@ -229,7 +229,10 @@ func (t *tail) run(ctx context.Context, cs *client.Consumer) {
 	}
 }
 
-// TailReport is what a tailing consumer saw.
+// TailReport is what a tailing consumer saw: the records it read, how
+// many came again (Dups) or after a later one of their partition
+// (Backwards) — both should be 0 — and its poll errors (a partition whose
+// primary is unreachable reports one per failed fetch).
 type TailReport struct {
 	Topic                 string
 	Read, Dups, Backwards int64
