@@ -12,6 +12,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/corestream/corestream/netio/wire"
 	"github.com/corestream/corestream/tools/localcluster/launch"
 )
 
@@ -107,7 +108,10 @@ func (c *Cluster) Start(ctx context.Context, id int) error {
 }
 
 // waitServing polls node id's client port until it answers a status
-// request.
+// request. METADATA_NOT_READY is an answer: a node of a cluster that is
+// forming (or restarting whole) loads the committed metadata only once a
+// quorum of nodes runs, so the first node started cannot wait for it;
+// WaitFormed waits for the cluster.
 func (c *Cluster) waitServing(ctx context.Context, id int) error {
 	ctx, cancel := context.WithTimeout(ctx, servingWaitMax)
 	defer cancel()
@@ -116,7 +120,7 @@ func (c *Cluster) waitServing(ctx context.Context, id int) error {
 		pctx, pcancel := context.WithTimeout(ctx, time.Second)
 		_, err := launch.Status(pctx, n.ClientAddr)
 		pcancel()
-		if err == nil {
+		if err == nil || errors.Is(err, wire.ErrMetadataNotReady) {
 			return nil
 		}
 		select {
