@@ -292,6 +292,27 @@ func TestProducerRetriesUntilDeliveryTimeout(t *testing.T) {
 	e.wantExactlyOnce("t", 0, 1, offsets)
 }
 
+// A batch that failed retriably more times than RetryAttemptsMax (a
+// primary away for a while: retries are bounded by the delivery timeout)
+// and then meets OUT_OF_ORDER_SEQUENCE still gets its epoch bump and is
+// written: the bound on sequence recoveries counts those recoveries, not
+// every failure before them. (Seen in the fault harness: a write failed
+// with OUT_OF_ORDER_SEQUENCE "after 10 attempts" right after its node
+// restarted, without one epoch bump.)
+func TestSequenceRecoveryAfterManyRetriableFailures(t *testing.T) {
+	e := newEnv(t, 1, map[string]int32{"t": 1}, func(c *client.Config) { c.RetryAttemptsMax = 3 })
+	away := e.fc.AddFault(clienttest.Fault{APIs: []wire.APIKey{wire.APIProduce}, Times: 8,
+		Err: &wire.ErrorResponse{Err: wire.ErrNotEnoughReplicas, Message: "replicas away"}})
+	gap := e.fc.AddFault(clienttest.Fault{APIs: []wire.APIKey{wire.APIProduce}, Times: 1,
+		Err: &wire.ErrorResponse{Err: wire.ErrOutOfOrderSequence, Message: "fault: a sequence gap"}})
+	p := e.producer(clientProducerManual())
+	offsets := e.produceN(p, "t", 0, 1)
+	if away.Hits() != 8 || gap.Hits() != 1 {
+		t.Fatalf("the faults acted %d and %d times, want 8 and 1", away.Hits(), gap.Hits())
+	}
+	e.wantExactlyOnce("t", 0, 1, offsets)
+}
+
 // A consumer long-polling a primary that hangs gets no answer on an open
 // socket; its fetch's deadline (request timeout, margin and the long
 // poll's own wait) fails the connection, and the fetcher follows the new

@@ -78,13 +78,13 @@ func (s *partSender) recover() {
 		s.failExpired(s.abandoned())
 	case idempotent && head == s.window[0] &&
 		(errors.Is(err, wire.ErrOutOfOrderSequence) || errors.Is(err, wire.ErrUnknownProducerID)):
-		if head.failures >= s.p.c.cfg.RetryAttemptsMax {
-			s.finish(head, fmt.Errorf("%w: %s/%d: %w", ErrRetriesExhausted, s.topic, s.partition, err))
+		if head.seqRecoveries++; head.seqRecoveries > s.p.c.cfg.RetryAttemptsMax {
+			s.finish(head, fmt.Errorf("%w: %s/%d after %d epoch bumps: %w", ErrRetriesExhausted, s.topic, s.partition, head.seqRecoveries-1, err))
 			s.afterFailure(head)
 			return
 		}
 		if err := s.resetSequences(); err != nil {
-			sleepCtx(s.p.ctx, backoff(s.p.c.cfg.RetryBackoffMin, s.p.c.cfg.RetryBackoffMax, head.failures))
+			sleepCtx(s.p.ctx, backoff(s.p.c.cfg.RetryBackoffMin, s.p.c.cfg.RetryBackoffMax, head.seqRecoveries))
 			return
 		}
 		s.resendFailed()

@@ -57,11 +57,16 @@ type prodBatch struct {
 	// failures counts the recoveries this batch caused as the oldest
 	// failed batch; later batches resent in the same recovery do not count.
 	failures int
-	sent     bool // sent at least once: its outcome may be "appended"
-	err      error
-	head     []byte // the request frame before the records, reused per send
-	call     call
-	resp     wire.ProduceResponse
+	// seqRecoveries counts the epoch bumps this batch caused
+	// (OUT_OF_ORDER_SEQUENCE, UNKNOWN_PRODUCER_ID); RetryAttemptsMax
+	// bounds them, apart from the retriable failures before them, which
+	// the delivery timeout bounds.
+	seqRecoveries int
+	sent          bool // sent at least once: its outcome may be "appended"
+	err           error
+	head          []byte // the request frame before the records, reused per send
+	call          call
+	resp          wire.ProduceResponse
 	// baseOffset and logAppendTimeMs are the acknowledgement's.
 	baseOffset      int64
 	logAppendTimeMs int64
