@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/corestream/corestream/client"
+	"github.com/corestream/corestream/cluster/config"
 )
 
 // A healthy 3-node cluster under a saturating produce never reports a
@@ -91,5 +92,100 @@ func TestClusterInSyncStaysFullUnderLoad(t *testing.T) {
 	}
 	if worst > 0 {
 		t.Fatalf("%d partitions reported under-replicated under load on a healthy cluster (%s)", worst, worstAt)
+	}
+}
+
+// A stopped node leaves the in-sync set of every partition it holds and is
+// shown offline, the same way, by every answer of every live node:
+// metadata, topic describe, cluster status and the primary's partition
+// describe, whose last catch-up time of it stops moving.
+func TestClusterStoppedReplicaOfflineEverywhere(t *testing.T) {
+	tc := startCluster(t, 3, func(c *config.Config) { c.Cluster.ReplicaLagTimeMaxMs = 500 })
+	ctx, cl := tc.dial(t, 120*time.Second)
+	const parts = 6
+	createTopic(t, ctx, cl, client.TopicSpec{Name: "orders", Partitions: parts, ReplicationFactor: 3})
+	clusterWait(t, 30*time.Second, "every partition fully in sync on every node", func() bool {
+		for _, n := range tc.nodes {
+			if st := n.clusterStatus(); st.UnderReplicated != 0 || st.Offline != 0 {
+				return false
+			}
+		}
+		return true
+	})
+	produceAll(t, ctx, cl, "orders", 0, 60)
+	// Every follower shows when it last caught up, recently.
+	for p := int32(0); p < parts; p++ {
+		d, err := cl.DescribePartition(ctx, "orders", p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, r := range d.Replicas {
+			if !r.InSync || r.LastCaughtUpMs < 0 || time.Since(time.UnixMilli(r.LastCaughtUpMs)) > time.Minute {
+				t.Fatalf("partition %d replica %d on a healthy cluster: in sync %v, last caught up %d", p, r.NodeID, r.InSync, r.LastCaughtUpMs)
+			}
+		}
+	}
+	stopped := time.Now()
+	tc.stopNode(2)
+	// frozen holds, per partition, when node 3 last caught up as the
+	// primary said it once node 3 was offline everywhere: it must not move.
+	var frozen map[int32]int64
+	// consistent reports what is wrong with the answers about node 3, or "".
+	consistent := func() string {
+		seen := map[int32]int64{}
+		for i, n := range tc.nodes {
+			if n == nil {
+				continue
+			}
+			st := n.clusterStatus()
+			if st.UnderReplicated != parts || st.Offline != 0 {
+				return fmt.Sprintf("node %d: cluster status %d under-replicated, %d offline", i+1, st.UnderReplicated, st.Offline)
+			}
+			tm := n.topicMetadata(n.view.Load().Topics["orders"])
+			for _, pr := range tm.Partitions {
+				if containsID(pr.InSync, 3) || !containsID(pr.Offline, 3) || len(pr.InSync) != 2 || pr.PrimaryID == 3 {
+					return fmt.Sprintf("node %d partition %d: primary %d in sync %v offline %v", i+1, pr.Partition, pr.PrimaryID, pr.InSync, pr.Offline)
+				}
+			}
+		}
+		for p := int32(0); p < parts; p++ {
+			d, err := cl.DescribePartition(ctx, "orders", p)
+			if err != nil {
+				return fmt.Sprintf("describe %d: %v", p, err)
+			}
+			if containsID(d.Route.InSync, 3) || !containsID(d.Route.Offline, 3) {
+				return fmt.Sprintf("describe %d: route in sync %v offline %v", p, d.Route.InSync, d.Route.Offline)
+			}
+			for _, r := range d.Replicas {
+				if r.InSync != containsID(d.Route.InSync, r.NodeID) {
+					return fmt.Sprintf("describe %d: replica %d in sync %v, route in sync %v", p, r.NodeID, r.InSync, d.Route.InSync)
+				}
+				if r.NodeID == 3 {
+					seen[p] = r.LastCaughtUpMs
+				}
+			}
+		}
+		if frozen == nil {
+			frozen = seen
+		} else if fmt.Sprint(seen) != fmt.Sprint(frozen) {
+			return fmt.Sprintf("node 3's last catch-up moved while it was down: %v, then %v", frozen, seen)
+		}
+		return ""
+	}
+	var why string
+	for limit := time.Now().Add(30 * time.Second); ; {
+		if why = consistent(); why == "" {
+			break
+		}
+		if time.Now().After(limit) {
+			t.Fatalf("30s after node 3 stopped, the answers still disagree: %s", why)
+		}
+		time.Sleep(20 * time.Millisecond) // polling a condition with a deadline
+	}
+	t.Logf("node 3 offline in every answer %v after it stopped; it last caught up %v", time.Since(stopped), frozen)
+	// And it stays so, with writes going on.
+	produceAll(t, ctx, cl, "orders", 60, 60)
+	if why = consistent(); why != "" {
+		t.Fatal(why)
 	}
 }
