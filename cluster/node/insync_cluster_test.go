@@ -1,7 +1,11 @@
 package node
 
 import (
+	"bufio"
 	"fmt"
+	"net/http/httptest"
+	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -76,6 +80,10 @@ func TestClusterInSyncStaysFullUnderLoad(t *testing.T) {
 			if int(st.UnderReplicated) > worst {
 				worst, worstAt = int(st.UnderReplicated), fmt.Sprintf("node %d after %d records", i+1, acked.Load())
 			}
+		}
+		if m := tc.metricsSum(t); m["partitions_under_replicated"] > 0 || m["partitions_led"] != parts {
+			t.Fatalf("under load on a healthy cluster the metrics say %v partitions under-replicated, %v led (of %d)",
+				m["partitions_under_replicated"], m["partitions_led"], parts)
 		}
 	}
 	close(stop)
@@ -188,4 +196,38 @@ func TestClusterStoppedReplicaOfflineEverywhere(t *testing.T) {
 	if why = consistent(); why != "" {
 		t.Fatal(why)
 	}
+	// The metrics say the same: every partition led by a live node, each
+	// under-replicated, none offline, node 3 behind for some time.
+	m := tc.metricsSum(t)
+	if m["partitions_under_replicated"] != parts || m["partitions_offline"] != 0 || m["partitions_led"] != parts ||
+		m["replica_max_lag_seconds"] <= 0 || m["preferred_primaries_led"] > parts {
+		t.Fatalf("metrics after node 3 stopped: %v", m)
+	}
+}
+
+// metricsSum scrapes every running node's /metrics and sums each
+// unlabelled corestream_ metric over the nodes.
+func (tc *testCluster) metricsSum(t *testing.T) map[string]float64 {
+	t.Helper()
+	out := map[string]float64{}
+	for _, n := range tc.nodes {
+		if n == nil {
+			continue
+		}
+		rec := httptest.NewRecorder()
+		n.metricsHandler().ServeHTTP(rec, httptest.NewRequest("GET", "/metrics", nil))
+		sc := bufio.NewScanner(rec.Body)
+		for sc.Scan() {
+			name, val, ok := strings.Cut(sc.Text(), " ")
+			if !ok || !strings.HasPrefix(name, "corestream_") {
+				continue
+			}
+			v, err := strconv.ParseFloat(val, 64)
+			if err != nil {
+				t.Fatalf("metric line %q: %v", sc.Text(), err)
+			}
+			out[strings.TrimPrefix(name, "corestream_")] += v
+		}
+	}
+	return out
 }
