@@ -25,11 +25,14 @@ import (
 // (cluster.replica_lag_time_max_ms). Under a saturating produce a healthy
 // follower is always at most a round trip behind, so it reaches L_{k-1}
 // at every sample and never leaves the set; a stalled one leaves after the
-// window. A follower whose node the failure detector reports dead is
-// offline and never in sync, whatever its last catch-up; once back it is
-// in sync only after a catch-up sampled while it answers the group
-// (rejoining), so a node that has just restarted is not counted before
-// its replica serves.
+// window. A catch-up counts only while the follower answers the group
+// (raftlite's check-quorum activity; a quiesced group's followers count as
+// answering), as Kafka records one only on a fetch: a follower that went
+// silent leaves after the window even when there was nothing to catch up
+// on. A follower whose node the failure detector reports dead is offline
+// and never in sync, whatever its last catch-up; once back it is in sync
+// only after a new catch-up (rejoining), so a node that has just
+// restarted is not counted before its replica serves.
 
 // followerLag is the in-sync state of one follower on its primary.
 //
@@ -45,7 +48,7 @@ type followerLag struct {
 	prevEnd int64
 	prevAt  time.Time
 	// rejoining says the follower's node was seen dead, and no catch-up
-	// has been sampled since while it answered the group.
+	// has been sampled since.
 	rejoining bool
 	// lagRecords is how many records it missed at the last sample.
 	lagRecords int64
@@ -72,7 +75,10 @@ func (f *followerLag) observe(now time.Time, s followerSample) {
 	}
 	reached := s.match + 1
 	f.lagRecords = max(0, s.end-reached)
-	if !f.rejoining || s.active {
+	// Like a Kafka fetch, a catch-up counts only from a follower that
+	// answers: one that went silent with nothing to catch up on leaves
+	// after the window too.
+	if s.active {
 		switch {
 		case reached >= s.end:
 			f.caughtUp, f.rejoining = now, false

@@ -123,3 +123,17 @@ func TestInSyncNewTermSeed(t *testing.T) {
 	g.match[3] = 49
 	g.want(10*time.Millisecond, "[1 2 3]")
 }
+
+// A follower whose node is up but which stopped answering the group
+// leaves after the window even when nothing was written: a catch-up
+// counts only from a follower that answers.
+func TestInSyncSilentFollower(t *testing.T) {
+	g := newFakeGroup(t)
+	g.end, g.match[2], g.match[3] = 10, 9, 9
+	g.want(0, "[1 2 3]")
+	g.active[3] = false
+	g.want(time.Second, "[1 2 3]")
+	g.want(time.Millisecond, "[1 2]")
+	g.active[3] = true
+	g.want(time.Millisecond, "[1 2 3]")
+}
