@@ -181,7 +181,23 @@ func (t *lagTable) sample(key [20]byte, now time.Time, window time.Duration, in 
 			out = append(out, int32(id))
 		}
 	}
+	p.prune(in.self, in.replicas)
 	return out
+}
+
+// prune forgets followers that are no longer replicas (a seed naming a
+// node outside the set, or a replica set that shrank).
+func (p *partitionLag) prune(self raftlite.NodeID, replicas []raftlite.NodeID) {
+	keep := p.followers[:0]
+	for _, f := range p.followers {
+		for _, id := range replicas {
+			if id == f.id && id != self {
+				keep = append(keep, f)
+				break
+			}
+		}
+	}
+	p.followers = keep
 }
 
 // caughtUp returns when follower id of partition key last caught up, as

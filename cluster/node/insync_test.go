@@ -118,8 +118,11 @@ func TestInSyncNewTermSeed(t *testing.T) {
 	g.want(0, "[1 2]")
 	g.dead[3] = false
 	g.want(10*time.Millisecond, "[1 2]") // 3 was seen dead: must catch up
-	g.term, g.seed = 3, []int32{2}
+	g.term, g.seed = 3, []int32{2, 7}    // 7 is no replica: forgotten
 	g.want(10*time.Millisecond, "[1 2]")
+	if got := g.lags.caughtUp(fakeKey, 7); got != -1 {
+		t.Fatalf("node 7, no replica, kept a catch-up time %d", got)
+	}
 	g.match[3] = 49
 	g.want(10*time.Millisecond, "[1 2 3]")
 }
