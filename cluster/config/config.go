@@ -138,6 +138,10 @@ type Cluster struct {
 	LeaderImbalancePercent int `toml:"leader_imbalance_percent"`
 	// LeaderBalanceIntervalMs is how often the balancer looks.
 	LeaderBalanceIntervalMs int `toml:"leader_balance_interval_ms"`
+	// ReplicaLagTimeMaxMs is how long a follower may go without catching
+	// up to the primary's log end and still count as in sync (Kafka's
+	// replica.lag.time.max.ms).
+	ReplicaLagTimeMaxMs int `toml:"replica_lag_time_max_ms"`
 	// Coordinator configures node-to-node connections.
 	Coordinator Coordinator `toml:"coordinator"`
 	// Nodes is the roster; empty means a single node made of [node].
@@ -231,7 +235,8 @@ func Default() Config {
 			WritebackBytes: WritebackBytesDefault, RetentionCheckIntervalMs: 60_000},
 		Cluster: Cluster{DefaultReplicationFactor: All, HeartbeatIntervalMs: 100, ElectionTimeoutMs: 1000,
 			AutoLeaderRebalance: true, LeaderImbalancePercent: 10, LeaderBalanceIntervalMs: 30000,
-			Coordinator: Coordinator{ReplicaConnectionsPerPeer: 1}},
+			ReplicaLagTimeMaxMs: 30000,
+			Coordinator:         Coordinator{ReplicaConnectionsPerPeer: 1}},
 		Log: Log{Level: "info"},
 	}
 }
@@ -337,6 +342,7 @@ func (c *Config) Validate() error {
 		inRange("cluster.election_timeout_ms", int64(c.Cluster.ElectionTimeoutMs), 100, 60000),
 		inRange("cluster.leader_imbalance_percent", int64(c.Cluster.LeaderImbalancePercent), 0, 100),
 		inRange("cluster.leader_balance_interval_ms", int64(c.Cluster.LeaderBalanceIntervalMs), 100, 24*3600*1000),
+		inRange("cluster.replica_lag_time_max_ms", int64(c.Cluster.ReplicaLagTimeMaxMs), 100, 3600*1000),
 		inRange("cluster.coordinator.replica_connections_per_peer", int64(c.Cluster.Coordinator.ReplicaConnectionsPerPeer), 1, ReplicaConnectionsPerPeerMax),
 	}
 	for _, err := range checks {

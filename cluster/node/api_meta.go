@@ -274,10 +274,18 @@ func (n *Node) describeReplica(t *metadata.Topic, r *partition.Replica) *wire.De
 	resp := &wire.DescribePartitionResponse{Route: n.partitionRoute(t, r.Config().Partition),
 		LogStartOffset: l.LogStartOffset(), HighWatermark: r.HighWatermark(), LogEndOffset: l.LogEndOffset(),
 		SizeBytes: l.Size(), Segments: int32(l.SegmentCount())}
+	// In sync is the route's answer (partitionRoute), the one every other
+	// answer gives; when each follower last caught up is the primary's
+	// sample behind it (insync.go).
 	st := r.Raft().Status()
+	now := n.now().UnixMilli()
 	for _, pg := range st.Progress {
-		resp.Replicas = append(resp.Replicas, wire.ReplicaProgress{NodeID: int32(pg.ID), LogEndOffset: pg.Match + 1,
-			InSync: pg.Match+1 >= r.HighWatermark(), LastCaughtUpMs: -1})
+		rp := wire.ReplicaProgress{NodeID: int32(pg.ID), LogEndOffset: pg.Match + 1,
+			InSync: containsID(resp.Route.InSync, int32(pg.ID)), LastCaughtUpMs: n.lags.caughtUp(r.Key(), pg.ID)}
+		if pg.ID == n.self {
+			rp.LastCaughtUpMs = now
+		}
+		resp.Replicas = append(resp.Replicas, rp)
 	}
 	return resp
 }

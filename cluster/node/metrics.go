@@ -36,10 +36,53 @@ func (n *Node) metricsHandler() http.Handler {
 	}
 	counter("client_connections_migrated_total", "Client connections moved to the shard that owns the partitions they use.",
 		func() float64 { return float64(n.migrations.Load()) })
-	gauge("partitions_led", "Partitions whose primary is this node.", func() float64 {
-		return float64(len(n.routes.ledBy(int32(n.self))))
-	})
+	gauge("partitions_led", "Partitions whose primary is this node (the metadata group not counted, as in cluster status).",
+		func() float64 { return float64(n.leadership().led) })
+	gauge("partitions_under_replicated", "Partitions this node leads with fewer in-sync replicas than replicas (cluster.replica_lag_time_max_ms).",
+		func() float64 { return float64(n.leadership().underReplicated) })
+	gauge("partitions_offline", "Partitions with no available primary; counted by the metadata primary only (0 on other nodes), so the sum over nodes is the cluster's.",
+		func() float64 { return float64(n.leadership().offline) })
+	gauge("preferred_primaries_led", "Partitions this node leads whose preferred primary (first replica) it is.",
+		func() float64 { return float64(n.leadership().preferredLed) })
+	gauge("replica_max_lag_records", "Records the most lagging follower of a partition this node leads was missing at the last in-sync check.",
+		func() float64 { r, _ := n.lags.lagMax(n.now()); return float64(r) })
+	gauge("replica_max_lag_seconds", "Time since the most lagging follower of a partition this node leads last caught up to its log end.",
+		func() float64 { _, d := n.lags.lagMax(n.now()); return d.Seconds() })
 	gauge("partitions_open_failed", "Partitions this node should host but could not open (retried with back-off; see the log for the cause).",
 		func() float64 { return float64(n.openErrs.count()) })
 	return promhttp.HandlerFor(reg, promhttp.HandlerOpts{})
+}
+
+// leadershipCounts are the per-node leadership gauges, taken from the
+// same answers as cluster status (partitionRoute), so they cannot
+// disagree with it.
+type leadershipCounts struct {
+	led, underReplicated, offline, preferredLed int
+}
+
+// leadership counts, over the topics of the View, what this node leads.
+func (n *Node) leadership() leadershipCounts {
+	var c leadershipCounts
+	self := int32(n.self)
+	metaPrimary, _ := n.metaRoute()
+	for _, t := range n.view.Load().Sorted {
+		for p := range t.Replicas {
+			pr := n.partitionRoute(t, int32(p))
+			switch {
+			case pr.PrimaryID < 0:
+				if metaPrimary == self {
+					c.offline++
+				}
+			case pr.PrimaryID == self:
+				c.led++
+				if len(pr.InSync) < len(pr.Replicas) {
+					c.underReplicated++
+				}
+				if pr.PreferredPrimaryID == self {
+					c.preferredLed++
+				}
+			}
+		}
+	}
+	return c
 }

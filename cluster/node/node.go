@@ -79,6 +79,12 @@ type Node struct {
 	removeMu    sync.Mutex
 	removeQueue []string
 	removing    bool
+	// now is the node's clock (time.Now; tests may replace it before
+	// Start).
+	now func() time.Time
+	// lags holds, per partition this node leads, when each follower last
+	// caught up (insync.go).
+	lags lagTable
 	// stopRec is the clean-stop record of the previous graceful stop,
 	// read at Start; every partition's log takes its entry when it opens.
 	stopRec *segment.StopRecord
@@ -93,7 +99,7 @@ func New(cfg config.Config, logger *slog.Logger) (*Node, error) {
 		logger = slog.New(slog.NewTextHandler(os.Stderr, nil))
 	}
 	n := &Node{cfg: cfg, log: logger, fs: vfs.OS(), dir: cfg.Node.DataDir,
-		self: raftlite.NodeID(cfg.Node.ID), roster: cfg.Roster(), lockFd: -1}
+		self: raftlite.NodeID(cfg.Node.ID), roster: cfg.Roster(), lockFd: -1, now: time.Now}
 	lim := raftlite.DefaultLimits()
 	lim.ElectionTicks = int32(cfg.Cluster.ElectionTimeoutMs / cfg.Cluster.HeartbeatIntervalMs)
 	lim.HeartbeatTicks = 1
@@ -389,18 +395,28 @@ func (n *Node) closed(key [20]byte) {
 		n.peers.groupShard.Delete(partition.GroupID(key))
 	}
 	n.routes.drop(key)
+	n.lags.drop(key)
 }
 
 // routeChanged records a replica's primary and generation, and announces
 // it to the peers when this node is the primary.
-func (n *Node) routeChanged(r *partition.Replica) {
+func (n *Node) routeChanged(r *partition.Replica) { n.setRoute(r, nil) }
+
+// setRoute is routeChanged with the in-sync set just sampled (nil: sample
+// it now when this node is the primary).
+func (n *Node) setRoute(r *partition.Replica, inSync []int32) {
 	lead, term := r.Route()
 	rt := route{leader: int32(lead), term: term}
 	if lead == raftlite.None {
 		rt.leader = -1
 	}
 	if lead == n.self {
-		rt.inSync = n.inSync(r)
+		if inSync == nil {
+			inSync = n.inSync(r)
+		}
+		rt.inSync = inSync
+	} else {
+		n.lags.drop(r.Key())
 	}
 	n.routes.set(r.Key(), rt)
 	if n.peers != nil && lead == n.self {
@@ -408,24 +424,32 @@ func (n *Node) routeChanged(r *partition.Replica) {
 	}
 }
 
-// inSync lists the replicas of r (a primary) that hold everything
-// committed and answered the group within the election timeout (a node
-// that just came back is not in sync until its replica answers).
+// inSync samples r (a primary) and lists its in-sync replicas under the
+// rule in insync.go: caught up to the primary's log end within
+// cluster.replica_lag_time_max_ms, and on a node believed up.
+// REQUIRES: running on r's shard.
 func (n *Node) inSync(r *partition.Replica) []int32 {
-	commit := r.HighWatermark() - 1
-	out := []int32{int32(n.self)}
-	for _, id := range r.Config().Replicas {
-		if id == n.self {
-			continue
-		}
-		// A quiesced group exchanges no messages: every follower was caught
-		// up when it went quiet, so node liveness is what counts then.
-		m, active, ok := r.Raft().Follower(id)
-		if ok && (active || r.Raft().Quiesced()) && m >= commit && n.alive(int32(id)) {
-			out = append(out, int32(id))
-		}
+	_, term := r.Route()
+	var seed []int32
+	if old, ok := n.routes.get(r.Key()); ok && old.term < term {
+		seed = old.inSync
 	}
-	return out
+	rn := r.Raft()
+	return n.lags.sample(r.Key(), n.now(), n.lagWindow(), sampleInput{
+		self: n.self, term: term, replicas: r.Config().Replicas, seed: seed, end: r.Log().LogEndOffset(),
+		follower: func(id raftlite.NodeID) (int64, bool, bool) {
+			m, active, ok := rn.Follower(id)
+			// A quiesced group exchanges no messages: every follower was
+			// caught up when it went quiet, and a member's death wakes it.
+			return m, active || rn.Quiesced(), ok
+		},
+		alive: func(id raftlite.NodeID) bool { return n.alive(int32(id)) },
+	})
+}
+
+// lagWindow is cluster.replica_lag_time_max_ms.
+func (n *Node) lagWindow() time.Duration {
+	return time.Duration(n.cfg.Cluster.ReplicaLagTimeMaxMs) * time.Millisecond
 }
 
 // retentionLoop deletes, on shard sh, old segments of its replicas.
@@ -465,16 +489,11 @@ func (n *Node) inSyncLoop(sh *shard.Shard) {
 			if !r.IsPrimary() {
 				return
 			}
+			// Every sample counts, quiesced groups included: the time each
+			// follower last caught up moves on only when sampled.
 			old, _ := n.routes.get(r.Key())
-			// A quiesced group's followers were all caught up when it went
-			// quiet, and a member's death wakes it: once its announced set
-			// is whole there is nothing to refresh. (It may have gone quiet
-			// between two refreshes, with the last one still short.)
-			if r.Raft().Quiesced() && old.leader == int32(n.self) && len(old.inSync) == len(r.Config().Replicas) {
-				return
-			}
-			if !sameIDs(old.inSync, n.inSync(r)) || old.leader != int32(n.self) {
-				n.routeChanged(r)
+			if now := n.inSync(r); !sameIDs(old.inSync, now) || old.leader != int32(n.self) {
+				n.setRoute(r, now)
 			}
 		})
 	}

@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -315,7 +316,8 @@ func TestClusterAndPartitionCommands(t *testing.T) {
 	if len(parts) != 3 || parts[2].Route.Primary != 3 || len(parts[2].Replicas) != 3 {
 		t.Fatalf("partition describe --json: %+v", parts)
 	}
-	if out := c.ok("", "partition", "describe", "t", "1"); !strings.Contains(out, "HIGH-WATERMARK") {
+	if out := c.ok("", "partition", "describe", "t", "1"); !strings.Contains(out, "HIGH-WATERMARK") ||
+		!regexp.MustCompile(`\b2:\d+:(yes|no):([\d.]+m?s|-)\b`).MatchString(out) {
 		t.Fatalf("partition describe: %q", out)
 	}
 	if out := c.ok("", "partition", "move-primary", "t", "1", "--to", "3"); !strings.Contains(out, "t/1: primary is node 3 (generation 2)") {

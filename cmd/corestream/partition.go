@@ -10,6 +10,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/corestream/corestream/client"
+	"github.com/corestream/corestream/netio/wire"
 )
 
 func init() { commands = append(commands, newPartitionCmd) }
@@ -76,6 +77,7 @@ func newPartitionDescribeCmd() *cobra.Command {
 					}
 				}
 				out := []partitionJSON{}
+				var descs []*wire.DescribePartitionResponse
 				for _, p := range parts {
 					d, err := c.DescribePartition(ctx, args[0], p)
 					if err != nil {
@@ -91,17 +93,18 @@ func newPartitionDescribeCmd() *cobra.Command {
 						pj.Replicas = append(pj.Replicas, rj)
 					}
 					out = append(out, pj)
+					descs = append(descs, d)
 				}
 				return a.emit(out, func(w io.Writer) {
 					tw := table(w)
-					fmt.Fprintln(tw, "PARTITION\tPRIMARY\tGENERATION\tLOG-START\tHIGH-WATERMARK\tLOG-END\tBYTES\tSEGMENTS\tREPLICAS (node:log-end:in-sync)")
-					for _, p := range out {
+					fmt.Fprintln(tw, "PARTITION\tPRIMARY\tGENERATION\tLOG-START\tHIGH-WATERMARK\tLOG-END\tBYTES\tSEGMENTS\tREPLICAS (node:log-end:in-sync:caught-up-ago)")
+					for i, p := range out {
 						reps := ""
-						for i, r := range p.Replicas {
-							if i > 0 {
+						for j, r := range p.Replicas {
+							if j > 0 {
 								reps += " "
 							}
-							reps += fmt.Sprintf("%d:%d:%s", r.Node, r.LogEndOffset, yesNo(r.InSync))
+							reps += fmt.Sprintf("%d:%d:%s:%s", r.Node, r.LogEndOffset, yesNo(r.InSync), caughtUpAgo(descs[i], r.Node))
 						}
 						fmt.Fprintf(tw, "%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%s\n", p.Route.Partition, p.Route.Primary, p.Route.Generation,
 							p.LogStartOffset, p.HighWatermark, p.LogEndOffset, p.SizeBytes, p.Segments, orDash(reps))
@@ -144,4 +147,24 @@ func newPartitionMovePrimaryCmd() *cobra.Command {
 	cmd.Flags().Int32Var(&to, "to", 0, "the node to make primary (one of the partition's replicas)")
 	cmd.MarkFlagRequired("to")
 	return cmd
+}
+
+// caughtUpAgo is how long before the primary answered replica node last
+// caught up to its log end ("-": never seen to). Both times are the
+// primary's clock (its own entry is the time it answered), so no clock
+// skew enters.
+func caughtUpAgo(d *wire.DescribePartitionResponse, node int32) string {
+	var at, now int64 = -1, -1
+	for _, r := range d.Replicas {
+		if r.NodeID == node {
+			at = r.LastCaughtUpMs
+		}
+		if r.NodeID == d.Route.PrimaryID {
+			now = r.LastCaughtUpMs
+		}
+	}
+	if at < 0 || now < 0 {
+		return "-"
+	}
+	return (time.Duration(max(0, now-at)) * time.Millisecond).Round(100 * time.Millisecond).String()
 }
