@@ -31,6 +31,7 @@ func (p *peers) dial(ps *peerShard, l *link) {
 	if p.n.stopped.Load() {
 		return
 	}
+	l.timer, l.dialing = nil, true
 	err := p.server.Dial(ps.sh, l.addr, &outbound{p: p, ps: ps, l: l}, func(c *netio.Conn, err error) {
 		if err != nil {
 			p.redial(ps, l)
@@ -41,8 +42,26 @@ func (p *peers) dial(ps *peerShard, l *link) {
 	}
 }
 
+// dialNowIfDown dials link key at once when it is down and waiting out its
+// backoff: its peer just dialed in, so it is back (restarted, or the
+// network healed). Without this the link waited up to redialMax, and a
+// factor-2 partition led from here stalled that long after its follower
+// returned. Runs on the link's shard (ps).
+func (p *peers) dialNowIfDown(ps *peerShard, key linkKey) {
+	l := ps.links[key]
+	if l == nil || l.ready || l.dialing || p.n.stopped.Load() {
+		return
+	}
+	if l.timer != nil {
+		ps.sh.Stop(l.timer)
+		l.timer = nil
+	}
+	l.backoff = redialMin
+	p.dial(ps, l)
+}
+
 func (p *peers) redial(ps *peerShard, l *link) {
-	l.ready, l.conn = false, nil
+	l.ready, l.conn, l.dialing = false, nil, false
 	if p.n.stopped.Load() {
 		return
 	}
@@ -197,6 +216,8 @@ func (in *inbound) OnFrame(c *netio.Conn, body []byte) {
 		c.Send(peerFrame(peerauth.EncodeWelcome()))
 		p.lastSeen[st.peer].Store(time.Now().UnixNano())
 		to := p.n.group.Shard(p.linkShard(int(st.hello.ConnIndex)))
+		key := linkKey{peer: st.peer, k: int(st.hello.ConnIndex)}
+		to.Post(func() { p.dialNowIfDown(p.shards[to.ID()], key) })
 		if to != c.Shard() {
 			if err := c.Migrate(to, func(*netio.Conn, error) {}); err != nil {
 				p.n.log.Warn("replication: moving a link to its shard", "err", err)

@@ -61,7 +61,11 @@ type link struct {
 	ready   bool
 	hello   peerauth.Hello
 	backoff time.Duration
-	timer   *shard.Timer
+	// timer is the pending redial, nil while none is.
+	timer *shard.Timer
+	// dialing: a dial started and has not failed yet (connecting, or
+	// connected and handshaking or ready); redial clears it.
+	dialing bool
 }
 
 // peerShard is one shard's part of the transport (owned by that shard).
