@@ -34,7 +34,7 @@ type Config struct {
 	RetryBackoffMin, RetryBackoffMax time.Duration
 	// ReconnectBackoffMin and ReconnectBackoffMax bound the wait before
 	// dialling a node again after a failed dial (doubling per consecutive
-	// failure, with jitter). Defaults 20 ms and 2 s.
+	// failure, with jitter). Defaults 20 ms and 1 s, as Kafka's.
 	ReconnectBackoffMin, ReconnectBackoffMax time.Duration
 	// MetadataMaxAge is how often the metadata cache is refreshed even when
 	// no request failed, so that moved primaries are found before a request
@@ -75,7 +75,7 @@ const (
 	defaultRetryBackoffMin        = 10 * time.Millisecond
 	defaultRetryBackoffMax        = time.Second
 	defaultReconnectBackoffMin    = 20 * time.Millisecond
-	defaultReconnectBackoffMax    = 2 * time.Second
+	defaultReconnectBackoffMax    = time.Second
 	defaultMetadataMaxAge         = 5 * time.Minute
 	defaultUnknownTopicRetriesMax = 3
 	defaultMetadataRefreshBackoff = 100 * time.Millisecond
