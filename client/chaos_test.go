@@ -22,16 +22,7 @@ var chaosSeed = flag.Uint64("chaos.seed", 0, "seed of TestProducerChaos (0: from
 // fault schedule is drawn from a seeded generator; a failure prints the
 // seed (-chaos.seed=N replays the schedule for the same request order).
 func TestProducerChaos(t *testing.T) {
-	seed := *chaosSeed
-	if seed == 0 {
-		seed = uint64(time.Now().UnixNano())
-	}
-	t.Logf("chaos seed %d", seed)
-	defer func() {
-		if t.Failed() {
-			t.Logf("replay with: go test ./client -run TestProducerChaos -chaos.seed=%d", seed)
-		}
-	}()
+	seed := chaosSeedFor(t)
 	const nodes, partitions, perPartition = 3, 4, 250
 	e := newEnv(t, nodes, map[string]int32{"t": partitions})
 	var mu sync.Mutex // guards rng: Match runs under the cluster lock, Then outside it
@@ -137,16 +128,7 @@ func TestProducerChaos(t *testing.T) {
 // or reordered: each partition's log holds every acknowledged record once,
 // acknowledged records in the order produced, and no record twice.
 func TestProducerChaosHangsAndCuts(t *testing.T) {
-	seed := *chaosSeed
-	if seed == 0 {
-		seed = uint64(time.Now().UnixNano())
-	}
-	t.Logf("chaos seed %d", seed)
-	defer func() {
-		if t.Failed() {
-			t.Logf("replay with: go test ./client -run TestProducerChaosHangsAndCuts -chaos.seed=%d", seed)
-		}
-	}()
+	seed := chaosSeedFor(t)
 	const nodes, partitions, perPartition = 3, 3, 200
 	e := newEnv(t, nodes, map[string]int32{"t": partitions}, func(c *client.Config) { c.RequestTimeout = 100 * time.Millisecond })
 	rng := rand.New(rand.NewPCG(seed, 2))
@@ -247,4 +229,20 @@ func TestProducerChaosHangsAndCuts(t *testing.T) {
 		}
 	}
 	t.Logf("%d of %d records acknowledged", acked, partitions*perPartition)
+}
+
+// chaosSeedFor returns -chaos.seed, or a new seed when it is 0, logs it,
+// and at the end of a failed test prints the command that replays it.
+func chaosSeedFor(t *testing.T) uint64 {
+	seed := *chaosSeed
+	if seed == 0 {
+		seed = uint64(time.Now().UnixNano())
+	}
+	t.Logf("chaos seed %d", seed)
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("replay with: go test ./client -run '%s$' -chaos.seed=%d", t.Name(), seed)
+		}
+	})
+	return seed
 }
