@@ -535,7 +535,7 @@ func (s *sim) handleReady(sn *simNode) error {
 func (s *sim) applyReset(sn *simNode, r *raftlite.LogReset) error {
 	s.res.Resets++
 	s.tracef("node %d reset to %d/%d", sn.id, r.PrevTerm, r.Start)
-	removed := sn.disk.Log.Reset(r.Start, r.PrevTerm)
+	removed := sn.disk.Log.ResetTo(*r)
 	if err := s.chk.observeRemoved(sn.id, removed, r.Start); err != nil {
 		return err
 	}
