@@ -210,6 +210,9 @@ func (n *Node) sendResetOr(pr *progress, err error) bool {
 // stepLeader handles messages for the leader.
 func (n *Node) stepLeader(m Message) {
 	pr := n.progress(m.From)
+	if pr == nil {
+		return // not a member (removed, or a stale message)
+	}
 	switch m.Type {
 	case MsgAppResp:
 		pr.recentActive = true

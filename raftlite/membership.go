@@ -212,9 +212,26 @@ func (n *Node) syncProgress() {
 	n.prs = prs
 }
 
-// isVoter reports whether this node may vote and campaign in the
-// configuration in force.
+// isVoter reports whether this node is a voter of the configuration in
+// force.
 func (n *Node) isVoter() bool { return n.conf.Voters.Has(n.id) }
+
+// canCampaign reports whether this node may start an election: a voter,
+// or a node removed by a configuration entry it does not know to be
+// committed. A learner never campaigns, nor does a node whose removal it
+// knows committed. The second case matters when a leader removed itself
+// and lost leadership before the removal committed: it may hold the only
+// log the remaining voters would elect, and it must be able to win (with
+// their votes alone: its own does not count), commit the removal and step
+// down, or the group is stuck. Raft's election rule with the candidate's
+// latest configuration keeps this safe whether or not the candidate
+// belongs to it.
+func (n *Node) canCampaign() bool {
+	return n.isVoter() || (!n.conf.Learners.Has(n.id) && n.confAt > n.commit)
+}
+
+// votes is the number of voters among granted: only they count.
+func (n *Node) votes(granted ReplicaSet) int { return (granted & n.conf.Voters).Len() }
 
 // Membership is the configuration in force: the latest in the log,
 // committed or not.
@@ -268,10 +285,8 @@ func (n *Node) ProposeConfChange(cc ConfChange) (Entry, error) {
 // maybeLeaveAfterRemoval makes a leader that is not a voter of the
 // configuration in force step down once that configuration is committed:
 // until then it leads (and replicates) without counting itself. On its
-// way out it tells a caught-up voter to campaign at once (MsgTimeoutNow,
-// which the voter accepts from the leader of its term although it is no
-// longer a member), so that the group does not wait an election timeout
-// for a new leader.
+// way out it tells a caught-up voter to campaign at once (MsgTimeoutNow),
+// so that the group does not wait an election timeout for a new leader.
 func (n *Node) maybeLeaveAfterRemoval() {
 	if n.role != RoleLeader || n.isVoter() || n.commit < n.confAt {
 		return

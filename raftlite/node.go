@@ -209,7 +209,7 @@ func (n *Node) Tick() {
 		return
 	}
 	n.electionElapsed++
-	if n.electionElapsed >= n.timeout && n.isVoter() {
+	if n.electionElapsed >= n.timeout && n.canCampaign() {
 		n.campaign(campaignPreVote)
 	}
 }
@@ -312,10 +312,10 @@ func (n *Node) Propose(count int32, data []byte) (Entry, error) {
 }
 
 // Campaign makes a follower start an election now (with pre-vote), e.g.
-// the preferred primary of a new group. A leader, and a node that is not a
-// voter (a learner, a removed node), ignore it.
+// the preferred primary of a new group. A leader, a learner and a node
+// whose removal it knows committed ignore it.
 func (n *Node) Campaign() {
-	if n.role == RoleLeader || !n.isVoter() {
+	if n.role == RoleLeader || !n.canCampaign() {
 		return
 	}
 	n.unquiesce()

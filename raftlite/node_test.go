@@ -134,7 +134,8 @@ func TestStepRefuses(t *testing.T) {
 	}{
 		{"other group", Message{Type: MsgHeartbeat, Group: 2, From: 2, To: 1, Term: 1}, ErrGroupMismatch},
 		{"not for us", Message{Type: MsgHeartbeat, Group: 1, From: 2, To: 3, Term: 1}, ErrUnknownPeer},
-		{"from a stranger", Message{Type: MsgHeartbeat, Group: 1, From: 7, To: 1, Term: 1}, ErrUnknownPeer},
+		{"from an invalid id", Message{Type: MsgHeartbeat, Group: 1, From: NodeIDMax + 1, To: 1, Term: 1}, ErrUnknownPeer},
+		{"from nobody", Message{Type: MsgHeartbeat, Group: 1, From: None, To: 1, Term: 1}, ErrUnknownPeer},
 		{"from ourselves", Message{Type: MsgHeartbeat, Group: 1, From: 1, To: 1, Term: 1}, ErrUnknownPeer},
 		{"bad type", Message{Type: 200, Group: 1, From: 2, To: 1, Term: 1}, ErrInvalidMessage},
 		{"gap in entries", Message{Type: MsgApp, Group: 1, From: 2, To: 1, Term: 1, Index: -1,

@@ -25,7 +25,14 @@ func (n *Node) Step(m Message) error {
 	if m.Group != n.group {
 		return fmt.Errorf("%w: %d, this is %d", ErrGroupMismatch, m.Group, n.group)
 	}
-	if m.To != n.id || m.From == n.id || !(n.conf.Members().Has(m.From) || n.isHandover(&m)) {
+	// Messages from nodes outside the configuration are not refused: a
+	// member whose log is behind does not know the leader that a later
+	// configuration added, nor the voters it counts, and must still take
+	// its appends and answer its votes (refusing them can leave a group
+	// without any electable leader). A removed node that keeps
+	// campaigning is contained by pre-vote and the leader lease instead
+	// (see the package doc), and a leader ignores non-members.
+	if m.To != n.id || m.From == n.id || m.From == None || m.From > NodeIDMax {
 		return fmt.Errorf("%w: %d->%d in group %d of %v", ErrUnknownPeer, m.From, m.To, n.group, n.conf)
 	}
 	if err := m.validate(); err != nil {
@@ -79,13 +86,6 @@ func (n *Node) Step(m Message) error {
 		n.stepFollower(m)
 	}
 	return nil
-}
-
-// isHandover reports whether m is the MsgTimeoutNow of the leader of our
-// term that removed itself from the group (see maybeLeaveAfterRemoval):
-// the one message a node accepts from outside the configuration.
-func (n *Node) isHandover(m *Message) bool {
-	return m.Type == MsgTimeoutNow && m.Term == n.term && m.From == n.lead && m.From != None
 }
 
 // inLease reports whether this node heard from a leader within the last
@@ -156,7 +156,7 @@ func (n *Node) stepCandidate(m Message) {
 			n.granted = n.granted.Add(m.From)
 		}
 		switch q := n.conf.Voters.Quorum(); {
-		case n.granted.Len() >= q:
+		case n.votes(n.granted) >= q:
 			if n.role == RolePreCandidate {
 				n.campaign(campaignElection)
 			} else {
@@ -169,7 +169,7 @@ func (n *Node) stepCandidate(m Message) {
 }
 
 // campaign starts an election of the given kind.
-// REQUIRES: this node is a voter.
+// REQUIRES: canCampaign.
 func (n *Node) campaign(kind campaignKind) {
 	if n.term >= TermMax {
 		// Terms live in a 32-bit header field: stay a follower forever
@@ -187,7 +187,7 @@ func (n *Node) campaign(kind campaignKind) {
 		voteTerm = n.term
 	}
 	n.granted = NewReplicaSet(n.id)
-	if n.granted.Len() >= n.conf.Voters.Quorum() {
+	if n.votes(n.granted) >= n.conf.Voters.Quorum() {
 		if kind == campaignPreVote {
 			n.campaign(campaignElection)
 		} else {
@@ -253,7 +253,7 @@ func (n *Node) stepFollower(m Message) {
 		n.electionElapsed, n.lead = 0, m.From
 		n.handleReset(m)
 	case MsgTimeoutNow:
-		if n.isVoter() {
+		if n.canCampaign() {
 			n.campaign(campaignTransfer)
 		}
 	}

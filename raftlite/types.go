@@ -187,12 +187,11 @@ var (
 	// ErrInvalidProposal is returned by Propose for a record count below 1
 	// or a batch larger than Config.EntryBytesMax.
 	ErrInvalidProposal = errors.New("raftlite: invalid proposal")
-	// ErrUnknownPeer is returned by Step for a message from a node that is
-	// not a member (voter or learner) of the configuration in force, or
-	// addressed to another node, and by TransferLeadership for a target
-	// that is not a voter or is the leader itself. A node removed from the
-	// group that keeps campaigning gets this answer from every member that
-	// knows of its removal.
+	// ErrUnknownPeer is returned by Step for a message addressed to
+	// another node or from an invalid node id (None, above NodeIDMax, or
+	// this node itself), and by TransferLeadership for a target that is
+	// not a voter or is the leader itself. Messages from valid nodes
+	// outside the configuration are accepted (see Step).
 	ErrUnknownPeer = errors.New("raftlite: unknown peer")
 	// ErrGroupMismatch is returned by Step for a message of another group.
 	ErrGroupMismatch = errors.New("raftlite: message for another group")
