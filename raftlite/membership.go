@@ -112,9 +112,9 @@ func (s ReplicaSet) remove(id NodeID) ReplicaSet {
 // offset. A group whose membership may change needs one (ProposeConfChange
 // refuses otherwise), on every replica: it is how a restarted node, or one
 // whose uncommitted configuration entry was truncated, finds the
-// configuration its log implies. The segment log keeps a small cache of
-// its EntryConfChange batches for it, truncated with the log and kept for
-// StartOffset-1 like the leader-epoch cache; MemLog scans its entries.
+// configuration its log implies. MemLog scans its entries; the segment log
+// is to keep a small cache of its EntryConfChange batches, truncated with
+// the log and kept for StartOffset-1 like its leader-epoch cache.
 type ConfLog interface {
 	Log
 	// ConfAt returns the configuration in force at offset, for offset in
