@@ -43,8 +43,12 @@ const (
 	// recoverTicksMax bounds the time from healing to a stable leader.
 	recoverTicksMax = 300
 	// finalTicksMax bounds the time for the final proposals to commit
-	// everywhere once a leader is stable.
-	finalTicksMax = 200
+	// everywhere once a leader is stable, plus one tick per offset the
+	// shortest log of a member lags the longest at the heal (a learner
+	// can fall far behind a leader that commits without it), at most
+	// finalLagTicksMax.
+	finalTicksMax    = 200
+	finalLagTicksMax = 3000
 	// finalRetriesMax bounds how often each final proposal is re-proposed
 	// after a leader change.
 	finalRetriesMax = 3
@@ -73,8 +77,11 @@ type simNode struct {
 	lastHeard []int64 // per peer (id-1): step of the last ping received
 	pending   []*simOp
 	// cutOffSince is the tick since which this node has led while the
-	// network cut it off from a majority (-1: it has not).
+	// network cut it off from a majority (-1: it has not); reachedAt[i]
+	// is the last tick at which node i+1 ran and was linked to it both
+	// ways.
 	cutOffSince int64
+	reachedAt   []int64
 	// ledTerm is the last term this node was seen leading; crashAt is the
 	// step at which a fresh leader is made to crash (-1: none due).
 	ledTerm int32
@@ -268,8 +275,10 @@ func (s *sim) start(sn *simNode, preferred bool) {
 	sn.syncDue = -1
 	sn.durQ = nil
 	sn.lastHeard = make([]int64, len(s.nodes))
+	sn.reachedAt = make([]int64, len(s.nodes))
 	for i := range sn.lastHeard {
 		sn.lastHeard[i] = s.now
+		sn.reachedAt[i] = s.tick
 	}
 	s.tracef("node %d starts (incarnation %d) log %s hs %+v", sn.id, sn.inc, formatLog(sn.disk.Log), sn.disk.HS)
 }
@@ -432,19 +441,29 @@ func (s *sim) tickNodes() error {
 	return nil
 }
 
-// checkQuorumStepDown checks that a leader cut off from a majority steps
-// down within two check-quorum intervals (plus the node layer's liveness
-// delay, which wakes a quiesced leader).
+// checkQuorumStepDown checks that a leader cut off from a majority of its
+// voters steps down within two check-quorum intervals (plus the node
+// layer's liveness delay, which wakes a quiesced leader). A voter counts
+// as reachable for an election timeout (plus the longest message delay)
+// after it last was: check-quorum rightly keeps a leader that heard from
+// a majority within one interval, even if never from all of it at once
+// (crashes and partitions flapping).
 func (s *sim) checkQuorumStepDown(sn *simNode) error {
+	for _, peer := range s.nodes {
+		i, j := sn.id-1, peer.id-1
+		if peer.node != nil && !s.net.cut[i][j] && !s.net.cut[j][i] {
+			sn.reachedAt[j] = s.tick
+		}
+	}
 	if sn.node.Role() != raftlite.RoleLeader {
 		sn.cutOffSince = -1
 		return nil
 	}
+	window := int64(s.limits.ElectionTicks) + int64(s.net.delayMax)/stepsPerTick + 1
 	voters := sn.node.Membership().Voters
 	reach := 0
 	for _, peer := range s.nodes {
-		i, j := sn.id-1, peer.id-1
-		if voters.Has(peer.id) && (peer == sn || (peer.node != nil && !s.net.cut[i][j] && !s.net.cut[j][i])) {
+		if voters.Has(peer.id) && (peer == sn || s.tick-sn.reachedAt[peer.id-1] <= window) {
 			reach++
 		}
 	}

@@ -106,6 +106,13 @@ func TestSim(t *testing.T) {
 	if len(unchecked) > 0 {
 		t.Logf("linearizability check timed out (history not checked) for seeds %v", unchecked)
 	}
+	if len(failures) > 5 {
+		seeds := make([]int64, len(failures))
+		for i, f := range failures {
+			seeds[i] = f.seed
+		}
+		t.Logf("failing seeds: %v", seeds)
+	}
 	for i, f := range failures {
 		if i == 5 {
 			t.Errorf("... and %d more failing seeds", len(failures)-5)

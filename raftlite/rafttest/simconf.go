@@ -50,3 +50,20 @@ func (s *sim) changeMembership() {
 		s.start(sn, false)
 	}
 }
+
+// logLag is how far, in offsets, the shortest log of a node that exists
+// lags the longest.
+func (s *sim) logLag() int64 {
+	lo, hi := int64(-1), int64(-1)
+	for _, sn := range s.nodes {
+		if !sn.created {
+			continue
+		}
+		end := sn.disk.Log.EndOffset()
+		if lo < 0 || end < lo {
+			lo = end
+		}
+		hi = max(hi, end)
+	}
+	return hi - lo
+}

@@ -289,7 +289,8 @@ func (s *sim) finish() error {
 	final := make([]*simOp, 3)
 	retries := 0
 	led := false
-	for ; s.tick < healed+recoverTicksMax+finalTicksMax; s.tick++ {
+	window := healed + recoverTicksMax + finalTicksMax + min(s.logLag(), finalLagTicksMax)
+	for ; s.tick < window; s.tick++ {
 		if err := s.runTick(); err != nil {
 			return err
 		}
@@ -321,7 +322,7 @@ func (s *sim) finish() error {
 	}
 	if !s.allAcked(final) || !s.converged() {
 		return fmt.Errorf("liveness: final proposals not committed everywhere %d ticks after healing: %s",
-			recoverTicksMax+finalTicksMax, s.describe())
+			window-healed, s.describe())
 	}
 	if err := s.checkLogsPairwise(); err != nil {
 		return err
