@@ -8,9 +8,16 @@ type Config struct {
 	ID NodeID
 	// Group is the id the node layer routes this group's messages by.
 	Group GroupID
-	// Replicas is the fixed replica set (it must contain ID). Changing it
-	// later (reconfiguration) is not supported yet; see the package doc.
+	// Replicas are the voters of the configuration in force before the
+	// log's first configuration entry (EntryConfChange): the group's
+	// replica set at creation. With Learners, it must contain ID. Once the
+	// log holds a configuration (see ConfLog), that one is in force.
 	Replicas ReplicaSet
+	// Learners are the learners of that configuration (none for a group
+	// created with its replica set). A node added to a running group is
+	// created with the configuration of the entry that adds it, itself
+	// among the Learners.
+	Learners ReplicaSet
 	// Log is the group's log as recovered: raftlite treats every entry in
 	// it as durable.
 	Log Log
@@ -155,13 +162,16 @@ func (c *Config) validate() (*Limits, error) {
 	if c.ID == None || c.ID > NodeIDMax {
 		return nil, fmt.Errorf("%w: node id %d not in 1..%d", ErrConfig, c.ID, NodeIDMax)
 	}
-	if !c.Replicas.Has(c.ID) {
-		return nil, fmt.Errorf("%w: replica set %v lacks node %d", ErrConfig, c.Replicas, c.ID)
+	conf := Membership{Voters: c.Replicas, Learners: c.Learners}
+	if !conf.valid() || !conf.Members().Has(c.ID) {
+		return nil, fmt.Errorf("%w: configuration %v lacks node %d or is invalid", ErrConfig, conf, c.ID)
 	}
 	if c.Log == nil {
 		return nil, fmt.Errorf("%w: nil Log", ErrConfig)
 	}
-	if c.HardState.Term < 0 || (c.HardState.Vote != None && !c.Replicas.Has(c.HardState.Vote)) {
+	// The vote may name a node outside the creation configuration: it was
+	// cast under a later one (possibly from an entry the crash lost).
+	if c.HardState.Term < 0 || c.HardState.Vote > NodeIDMax {
 		return nil, fmt.Errorf("%w: hard state %+v", ErrConfig, c.HardState)
 	}
 	if c.Log.StartOffset() < 0 || c.Log.EndOffset() < c.Log.StartOffset() {

@@ -110,12 +110,19 @@
 //
 // # Membership
 //
-// The replica set is fixed at creation (Config.Replicas). Reconfiguration
-// would need: the configuration as log entries that take effect when
-// appended (one member at a time, or joint consensus for arbitrary
-// changes); quorums computed from the configuration in force at each
-// offset; progress added and removed with members, and learners (non-voting
-// members) caught up before they vote; a leader that leaves the group
-// stepping down after committing its removal; and MsgReset and snapshots
-// carrying the configuration as of the log start.
+// A configuration (Membership) has voters, who elect and commit, and
+// learners, who receive the log but never vote, campaign or count. It
+// changes one server at a time (add a learner, promote it, remove a
+// member) through ProposeConfChange, which appends an EntryConfChange
+// carrying the whole new configuration. A node uses the latest
+// configuration in its log, committed or not, from the moment it appends
+// it; a truncation that removes it reverts to the one before, which the log
+// answers (ConfLog). The leader proposes a change only once the previous
+// one is committed and it has committed an entry of its own term (the fix
+// for the single-server change bug), so every configuration entry in a log
+// but the last is committed. A leader that removes itself leads without
+// counting itself until the removal commits, then steps down and hands over
+// (MsgTimeoutNow); a removed node that keeps campaigning is contained by
+// pre-vote and the lease. MsgReset carries the configuration at the new
+// log start. See docs/design/consensus.md for the safety argument.
 package raftlite

@@ -12,12 +12,9 @@ func (n *Node) becomeLeader() {
 	n.resetRoleState()
 	n.leaderTicks = 0
 	next := n.log.end()
-	ids := n.members.IDs()
-	n.prs = make([]progress, len(ids))
-	for i, id := range ids {
-		n.prs[i] = progress{id: id, match: -1, next: next, commit: -1, recentActive: true}
-	}
+	n.syncProgress()
 	n.prs[n.selfIndex()].match = n.durable
+	n.termStart = next
 	n.appendAsLeader(Entry{Base: next, Last: next, Term: n.term, Bytes: n.lim.NoopBytes, Kind: EntryLeaderNoop})
 }
 
@@ -83,16 +80,16 @@ func (n *Node) tickLeader() {
 	}
 }
 
-// quorumActive reports whether a majority (this leader included) was heard
-// from in the current interval.
+// quorumActive reports whether a majority of the voters (this leader
+// included when it is one) was heard from in the current interval.
 func (n *Node) quorumActive() bool {
 	active := 0
 	for i := range n.prs {
-		if n.prs[i].recentActive || n.prs[i].id == n.id {
+		if pr := &n.prs[i]; n.conf.Voters.Has(pr.id) && (pr.recentActive || pr.id == n.id) {
 			active++
 		}
 	}
-	return active >= n.members.Quorum()
+	return active >= n.conf.Voters.Quorum()
 }
 
 // bcastHeartbeat sends one heartbeat to each follower. When the group is
@@ -198,7 +195,14 @@ func (n *Node) sendResetOr(pr *progress, err error) bool {
 	if at > n.commit {
 		panic(fmt.Sprintf("raftlite: group %d: log start %d beyond commit %d", n.group, at+1, n.commit))
 	}
-	n.send(Message{Type: MsgReset, To: pr.id, Index: at, LogTerm: prevTerm, Commit: n.commit})
+	conf, _, ok, err := n.log.confAt(at)
+	if err != nil {
+		panic(fmt.Sprintf("raftlite: group %d: configuration before log start %d: %v", n.group, at+1, err))
+	}
+	if !ok {
+		conf = n.initConf
+	}
+	n.send(Message{Type: MsgReset, To: pr.id, Index: at, LogTerm: prevTerm, Commit: n.commit, Conf: conf})
 	pr.becomeReset(at, n.leaderTicks)
 	return true
 }
@@ -206,6 +210,9 @@ func (n *Node) sendResetOr(pr *progress, err error) bool {
 // stepLeader handles messages for the leader.
 func (n *Node) stepLeader(m Message) {
 	pr := n.progress(m.From)
+	if pr == nil {
+		return // not a member (removed, or a stale message)
+	}
 	switch m.Type {
 	case MsgAppResp:
 		pr.recentActive = true
@@ -263,7 +270,12 @@ func (n *Node) handleAppAck(m Message, pr *progress) {
 	case pr.state == ProgressReset && pr.match >= pr.resetAt:
 		pr.becomeReplicate()
 	}
-	n.maybeCommit()
+	if n.maybeCommit() {
+		n.maybeLeaveAfterRemoval()
+		if n.role != RoleLeader {
+			return
+		}
+	}
 	if n.transferee == pr.id && pr.match == n.log.last() {
 		n.send(Message{Type: MsgTimeoutNow, To: pr.id})
 	}
@@ -315,11 +327,15 @@ func (n *Node) probeTarget(m Message) int64 {
 }
 
 // maybeCommit advances the commit to the highest offset durable on a
-// quorum, if it was created in this term. It reports whether it moved.
+// quorum of the voters, if it was created in this term. It reports whether
+// it moved.
 func (n *Node) maybeCommit() bool {
 	var matches [NodeIDMax]int64
 	k := 0
 	for i := range n.prs {
+		if !n.conf.Voters.Has(n.prs[i].id) {
+			continue // learners, and a leader that removed itself
+		}
 		v := n.prs[i].match
 		// Insertion sort, descending: at most 32 members.
 		j := k
@@ -329,7 +345,7 @@ func (n *Node) maybeCommit() bool {
 		matches[j] = v
 		k++
 	}
-	q := matches[n.members.Quorum()-1]
+	q := matches[n.conf.Voters.Quorum()-1]
 	if q <= n.commit {
 		return false
 	}

@@ -46,11 +46,14 @@ type Log interface {
 // LogReset is a request to the node layer to replace the whole log with an
 // empty one that starts at Start, with PrevTerm as the term of Start-1. For
 // the metadata group Snapshot is the state-machine snapshot covering every
-// offset below Start, to be installed; for partitions it is nil.
+// offset below Start, to be installed; for partitions it is nil. Conf is
+// the configuration in force at Start-1, which the log records as its base
+// (see ConfLog); zero from a leader that knows none.
 type LogReset struct {
 	Start    int64
 	PrevTerm int32
 	Snapshot []byte
+	Conf     Membership
 }
 
 // raftLog is raftlite's view of the log: the stable Log plus what the node

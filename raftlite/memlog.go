@@ -17,11 +17,15 @@ var ErrLogGap = errors.New("raftlite: entries do not continue the log")
 //
 // Invariant: entries are contiguous, entries[0].Base == start, terms never
 // decrease, and prevTerm (the term at start-1) <= entries[0].Term.
+// baseConf is the configuration in force at start-1 (zero: none known).
 type MemLog struct {
 	start    int64
 	prevTerm int32
+	baseConf Membership
 	entries  []Entry
 }
+
+var _ ConfLog = (*MemLog)(nil)
 
 // NewMemLog returns an empty log starting at offset 0.
 func NewMemLog() *MemLog { return &MemLog{} }
@@ -127,11 +131,41 @@ func (l *MemLog) Append(ents ...Entry) (removed []Entry, err error) {
 
 // Reset replaces the log with an empty one starting at start, whose
 // previous entry has term prevTerm (a follower brought forward to the
-// leader's log start). It returns the entries it removed.
+// leader's log start). It returns the entries it removed. The base
+// configuration becomes unknown; ResetTo records one.
 func (l *MemLog) Reset(start int64, prevTerm int32) (removed []Entry) {
+	return l.ResetTo(LogReset{Start: start, PrevTerm: prevTerm})
+}
+
+// ResetTo applies a Ready's LogReset: Reset, recording r.Conf as the
+// configuration in force at r.Start-1.
+func (l *MemLog) ResetTo(r LogReset) (removed []Entry) {
 	removed = l.entries
-	l.start, l.prevTerm, l.entries = start, prevTerm, nil
+	l.start, l.prevTerm, l.entries = r.Start, r.PrevTerm, nil
+	l.baseConf = r.Conf
 	return removed
+}
+
+// ConfAt implements ConfLog by scanning the entries back from offset
+// (bounded by their number).
+func (l *MemLog) ConfAt(off int64) (conf Membership, at int64, ok bool, err error) {
+	switch {
+	case off < l.start-1:
+		return Membership{}, -1, false, ErrCompacted
+	case off >= l.EndOffset():
+		return Membership{}, -1, false, ErrUnavailable
+	}
+	if off >= l.start {
+		for i := l.index(off); i >= 0; i-- {
+			if e := l.entries[i]; e.Kind == EntryConfChange && e.Last <= off {
+				return e.Conf, e.Last, true, nil
+			}
+		}
+	}
+	if l.baseConf.IsZero() {
+		return Membership{}, -1, false, nil
+	}
+	return l.baseConf, l.start - 1, true, nil
 }
 
 // Compact moves the log start forward to start (retention, or a snapshot
@@ -143,6 +177,9 @@ func (l *MemLog) Compact(start int64) error {
 	}
 	if start > l.EndOffset() {
 		return fmt.Errorf("%w: compact to %d past end %d", ErrLogGap, start, l.EndOffset())
+	}
+	if conf, _, ok, _ := l.ConfAt(start - 1); ok {
+		l.baseConf = conf // the configuration at the new start-1
 	}
 	if start == l.EndOffset() {
 		l.prevTerm = l.entries[len(l.entries)-1].Term
@@ -167,7 +204,7 @@ func (l *MemLog) PrevTerm() int32 { return l.prevTerm }
 
 // Clone returns a copy that shares entry Data (which is never modified).
 func (l *MemLog) Clone() *MemLog {
-	return &MemLog{start: l.start, prevTerm: l.prevTerm, entries: append([]Entry(nil), l.entries...)}
+	return &MemLog{start: l.start, prevTerm: l.prevTerm, baseConf: l.baseConf, entries: append([]Entry(nil), l.entries...)}
 }
 
 // TruncateTo drops every entry at or past end, which must be a batch

@@ -84,3 +84,55 @@ func TestMemLog(t *testing.T) {
 		t.Fatalf("TermAt(19) after reset = %d", term)
 	}
 }
+
+// TestMemLogConfAt checks the ConfLog side: the last configuration entry
+// at or below an offset, the base kept across compaction and set by a
+// reset, and "none" for a log that never held one.
+func TestMemLogConfAt(t *testing.T) {
+	c1 := Membership{Voters: NewReplicaSet(1, 2, 3), Learners: NewReplicaSet(4)}
+	c2 := Membership{Voters: NewReplicaSet(1, 2, 3, 4)}
+	l := NewMemLog()
+	if _, err := l.Append(Entry{Base: 0, Last: 0, Term: 1}, Entry{Base: 1, Last: 1, Term: 1, Kind: EntryConfChange, Conf: c1},
+		Entry{Base: 2, Last: 4, Term: 1}, Entry{Base: 5, Last: 5, Term: 2, Kind: EntryConfChange, Conf: c2},
+		Entry{Base: 6, Last: 6, Term: 2}); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		off  int64
+		conf Membership
+		at   int64
+		ok   bool
+		err  error
+	}{
+		{-2, Membership{}, -1, false, ErrCompacted}, {-1, Membership{}, -1, false, nil}, {0, Membership{}, -1, false, nil},
+		{1, c1, 1, true, nil}, {4, c1, 1, true, nil}, {5, c2, 5, true, nil}, {6, c2, 5, true, nil},
+		{7, Membership{}, -1, false, ErrUnavailable},
+	} {
+		conf, at, ok, err := l.ConfAt(tc.off)
+		if conf != tc.conf || at != tc.at || ok != tc.ok || !errors.Is(err, tc.err) {
+			t.Errorf("ConfAt(%d) = %v, %d, %v, %v; want %v, %d, %v, %v", tc.off, conf, at, ok, err, tc.conf, tc.at, tc.ok, tc.err)
+		}
+	}
+	// Compacting past an entry keeps its configuration as the base.
+	if err := l.Compact(2); err != nil {
+		t.Fatal(err)
+	}
+	if conf, at, ok, _ := l.ConfAt(3); conf != c1 || at != 1 || !ok {
+		t.Errorf("after Compact(2): ConfAt(3) = %v, %d, %v; want %v, 1, true", conf, at, ok, c1)
+	}
+	if conf, _, ok, _ := l.Clone().ConfAt(1); conf != c1 || !ok {
+		t.Errorf("clone lost the base configuration: %v, %v", conf, ok)
+	}
+	// A truncation of the later entry falls back to the base.
+	if _, err := l.TruncateTo(5); err != nil {
+		t.Fatal(err)
+	}
+	if conf, _, _, _ := l.ConfAt(4); conf != c1 {
+		t.Errorf("after TruncateTo(5): ConfAt(4) = %v, want %v", conf, c1)
+	}
+	// A reset records the configuration it carries.
+	l.ResetTo(LogReset{Start: 10, PrevTerm: 3, Conf: c2})
+	if conf, at, ok, _ := l.ConfAt(9); conf != c2 || at != 9 || !ok {
+		t.Errorf("after ResetTo: ConfAt(9) = %v, %d, %v; want %v, 9, true", conf, at, ok, c2)
+	}
+}

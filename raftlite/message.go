@@ -111,6 +111,9 @@ type Message struct {
 	// Snapshot is opaque state-machine data attached to a MsgReset by the
 	// node layer (metadata group); nil for partitions.
 	Snapshot []byte
+	// Conf is the configuration in force at Index (MsgReset): the
+	// follower's log restarts with it as its base.
+	Conf Membership
 }
 
 // String formats the fields the type uses, for logs and golden tests.
@@ -157,6 +160,9 @@ func (m Message) String() string {
 		if m.Snapshot != nil {
 			fmt.Fprintf(&b, " Snapshot:%dB", len(m.Snapshot))
 		}
+		if !m.Conf.IsZero() {
+			fmt.Fprintf(&b, " Conf:%v", m.Conf)
+		}
 	}
 	return b.String()
 }
@@ -169,8 +175,14 @@ func (m *Message) validate() error {
 	if m.Term < 0 || m.LogTerm < 0 || m.Index < -1 {
 		return fmt.Errorf("%w: negative term or offset", ErrInvalidMessage)
 	}
+	if !m.Conf.IsZero() && !m.Conf.valid() {
+		return fmt.Errorf("%w: configuration %v", ErrInvalidMessage, m.Conf)
+	}
 	next, prevTerm := m.Index+1, m.LogTerm
 	for _, e := range m.Entries {
+		if e.Kind >= entryKindCount || (e.Kind == EntryConfChange) != e.Conf.valid() || (e.Kind == EntryConfChange && e.Last != e.Base) {
+			return fmt.Errorf("%w: entry %v of kind %d", ErrInvalidMessage, e, e.Kind)
+		}
 		if e.Base != next || e.Last < e.Base || e.Term < prevTerm || e.Term < 1 || e.Term > m.Term || e.Bytes < 0 {
 			return fmt.Errorf("%w: entry %v after %d/%d", ErrInvalidMessage, e, prevTerm, next-1)
 		}

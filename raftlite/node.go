@@ -9,10 +9,24 @@ import "fmt"
 // starts no goroutine, reads no clock and does no I/O. It is owned by one
 // goroutine (the shard's) and is not safe for concurrent use.
 type Node struct {
-	id      NodeID
-	group   GroupID
-	members ReplicaSet
-	lim     *Limits
+	id    NodeID
+	group GroupID
+	lim   *Limits
+
+	// conf is the configuration in force: that of the latest
+	// EntryConfChange in the log view, committed or not, else the log's
+	// base (ConfLog), else initConf. confAt is the offset of the entry
+	// that installed it (-1 for initConf, log start-1 for a base).
+	// Invariant: conf is valid; confAt <= log.last(); a configuration
+	// entry above the commit is the only one above it (the single-server
+	// change rule), so a truncation reverts at most that one.
+	conf   Membership
+	confAt int64
+	// initConf is the configuration of Config (Replicas, Learners).
+	initConf Membership
+	// termStart is, on a leader, the offset of its no-op: it proposes a
+	// configuration change only once commit >= termStart.
+	termStart int64
 
 	term int32
 	vote NodeID
@@ -66,6 +80,7 @@ type Node struct {
 	prevCommit int64
 	prevLead   NodeID
 	prevRole   Role
+	prevConf   Membership
 }
 
 // New creates a Node from a recovered log and hard state. Every entry in
@@ -78,15 +93,17 @@ func New(cfg Config) (*Node, error) {
 		return nil, err
 	}
 	n := &Node{
-		id:      cfg.ID,
-		group:   cfg.Group,
-		members: cfg.Replicas,
-		lim:     lim,
-		term:    cfg.HardState.Term,
-		vote:    cfg.HardState.Vote,
-		log:     newRaftLog(cfg.Log),
-		rng:     cfg.Seed ^ uint64(cfg.ID)<<56 ^ uint64(cfg.Group),
+		id:       cfg.ID,
+		group:    cfg.Group,
+		initConf: Membership{Voters: cfg.Replicas, Learners: cfg.Learners},
+		lim:      lim,
+		term:     cfg.HardState.Term,
+		vote:     cfg.HardState.Vote,
+		log:      newRaftLog(cfg.Log),
+		rng:      cfg.Seed ^ uint64(cfg.ID)<<56 ^ uint64(cfg.Group),
 	}
+	n.refreshConf()
+	n.prevConf = n.conf
 	n.commit = n.log.start() - 1
 	n.durable = n.log.last()
 	n.verified, n.ackSent = -1, -1
@@ -192,7 +209,7 @@ func (n *Node) Tick() {
 		return
 	}
 	n.electionElapsed++
-	if n.electionElapsed >= n.timeout {
+	if n.electionElapsed >= n.timeout && n.canCampaign() {
 		n.campaign(campaignPreVote)
 	}
 }
@@ -201,7 +218,7 @@ func (n *Node) Tick() {
 func (n *Node) HasReady() bool {
 	return len(n.msgs) > 0 || n.needBcast || n.log.hasPending() ||
 		n.commit != n.prevCommit || n.hardState() != n.prevHS ||
-		n.lead != n.prevLead || n.role != n.prevRole
+		n.lead != n.prevLead || n.role != n.prevRole || n.conf != n.prevConf
 }
 
 // Ready returns what must be persisted and sent (see Ready). Call Advance
@@ -217,13 +234,16 @@ func (n *Node) Ready() Ready {
 		Commit:    n.commit,
 		Lead:      n.lead,
 		Role:      n.role,
+		Conf:      n.conf,
 		Messages:  n.msgs,
 	}
 	rd.Reset, rd.Entries = n.log.takePending()
 	rd.HardStateChanged = rd.HardState != n.prevHS
 	rd.CommitChanged = n.commit != n.prevCommit
 	rd.SoftStateChanged = n.lead != n.prevLead || n.role != n.prevRole
+	rd.ConfChanged = n.conf != n.prevConf
 	n.prevHS, n.prevCommit, n.prevLead, n.prevRole = rd.HardState, n.commit, n.lead, n.role
+	n.prevConf = n.conf
 	n.msgs = nil
 	return rd
 }
@@ -259,7 +279,9 @@ func (n *Node) Durable(offset int64, term int32) {
 	switch n.role {
 	case RoleLeader:
 		n.prs[n.selfIndex()].match = offset
-		n.maybeCommit()
+		if n.maybeCommit() {
+			n.maybeLeaveAfterRemoval()
+		}
 	case RoleFollower:
 		n.maybeAck(false)
 	}
@@ -290,9 +312,10 @@ func (n *Node) Propose(count int32, data []byte) (Entry, error) {
 }
 
 // Campaign makes a follower start an election now (with pre-vote), e.g.
-// the preferred primary of a new group. A leader ignores it.
+// the preferred primary of a new group. A leader, a learner and a node
+// whose removal it knows committed ignore it.
 func (n *Node) Campaign() {
-	if n.role == RoleLeader {
+	if n.role == RoleLeader || !n.canCampaign() {
 		return
 	}
 	n.unquiesce()
@@ -302,12 +325,13 @@ func (n *Node) Campaign() {
 // TransferLeadership asks the leader to hand leadership to member to: it
 // catches to up, then tells it to campaign at once. Proposals are refused
 // (ErrTransferInProgress) until a new leader is elected or TransferTicksMax
-// ticks pass. It returns ErrNotLeader or ErrUnknownPeer.
+// ticks pass. It returns ErrNotLeader, or ErrUnknownPeer for a target
+// that is not a voter.
 func (n *Node) TransferLeadership(to NodeID) error {
 	if n.role != RoleLeader {
 		return ErrNotLeader
 	}
-	if to == n.id || !n.members.Has(to) {
+	if to == n.id || !n.conf.Voters.Has(to) {
 		return fmt.Errorf("%w: transfer to %d", ErrUnknownPeer, to)
 	}
 	n.unquiesce()
@@ -379,6 +403,10 @@ type Status struct {
 	Durable    int64
 	Transferee NodeID
 	Quiesced   bool
+	// Conf is the configuration in force and ConfIndex the offset of the
+	// entry that installed it (-1: the creation configuration).
+	Conf      Membership
+	ConfIndex int64
 	// Progress is the leader's view of every member (itself included),
 	// sorted by id; nil on a non-leader.
 	Progress []PeerProgress
@@ -392,12 +420,14 @@ func (n *Node) Status() Status {
 		Lead: n.lead, Commit: n.commit, LogStart: n.log.start(),
 		LastOffset: n.log.last(), Durable: n.durable,
 		Transferee: n.transferee, Quiesced: n.quiesced,
+		Conf: n.conf, ConfIndex: n.confAt,
 	}
 	for i := range n.prs {
 		pr := &n.prs[i]
 		s.Progress = append(s.Progress, PeerProgress{
 			ID: pr.id, Match: pr.match, Next: pr.next, State: pr.state,
 			Active: pr.recentActive, InflightBytes: pr.inflightBytes,
+			Learner: !n.conf.Voters.Has(pr.id),
 		})
 	}
 	return s

@@ -187,4 +187,7 @@ type PeerProgress struct {
 	Active bool
 	// InflightBytes is the unacknowledged entry bytes sent to the member.
 	InflightBytes int64
+	// Learner says the member does not vote (a learner, or the leader
+	// itself once it removed itself).
+	Learner bool
 }

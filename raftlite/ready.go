@@ -57,6 +57,13 @@ type Ready struct {
 	Lead             NodeID
 	Role             Role
 	SoftStateChanged bool
+	// Conf is the configuration in force (the latest in the log, committed
+	// or not); ConfChanged says it changed since the last Ready: start
+	// serving a node added as a learner, stop routing to a removed one.
+	// Entries (or Reset) in the same Ready carry the entry that installed
+	// it, or the truncation that reverted it.
+	Conf        Membership
+	ConfChanged bool
 	// Messages are to be sent after steps 1-3.
 	Messages []Message
 }

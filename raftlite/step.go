@@ -25,8 +25,15 @@ func (n *Node) Step(m Message) error {
 	if m.Group != n.group {
 		return fmt.Errorf("%w: %d, this is %d", ErrGroupMismatch, m.Group, n.group)
 	}
-	if m.To != n.id || m.From == n.id || !n.members.Has(m.From) {
-		return fmt.Errorf("%w: %d->%d in group %d of %v", ErrUnknownPeer, m.From, m.To, n.group, n.members)
+	// Messages from nodes outside the configuration are not refused: a
+	// member whose log is behind does not know the leader that a later
+	// configuration added, nor the voters it counts, and must still take
+	// its appends and answer its votes (refusing them can leave a group
+	// without any electable leader). A removed node that keeps
+	// campaigning is contained by pre-vote and the leader lease instead
+	// (see the package doc), and a leader ignores non-members.
+	if m.To != n.id || m.From == n.id || m.From == None || m.From > NodeIDMax {
+		return fmt.Errorf("%w: %d->%d in group %d of %v", ErrUnknownPeer, m.From, m.To, n.group, n.conf)
 	}
 	if err := m.validate(); err != nil {
 		return err
@@ -138,13 +145,18 @@ func (n *Node) stepCandidate(m Message) {
 		if (m.Type == MsgPreVoteResp) != (n.role == RolePreCandidate) {
 			return
 		}
+		// Only voters count: a learner's answer (it may know a
+		// configuration we do not) is ignored.
+		if !n.conf.Voters.Has(m.From) {
+			return
+		}
 		if m.Reject {
 			n.rejected = n.rejected.Add(m.From)
 		} else {
 			n.granted = n.granted.Add(m.From)
 		}
-		switch q := n.members.Quorum(); {
-		case n.granted.Len() >= q:
+		switch q := n.conf.Voters.Quorum(); {
+		case n.votes(n.granted) >= q:
 			if n.role == RolePreCandidate {
 				n.campaign(campaignElection)
 			} else {
@@ -157,6 +169,7 @@ func (n *Node) stepCandidate(m Message) {
 }
 
 // campaign starts an election of the given kind.
+// REQUIRES: canCampaign.
 func (n *Node) campaign(kind campaignKind) {
 	if n.term >= TermMax {
 		// Terms live in a 32-bit header field: stay a follower forever
@@ -174,7 +187,7 @@ func (n *Node) campaign(kind campaignKind) {
 		voteTerm = n.term
 	}
 	n.granted = NewReplicaSet(n.id)
-	if n.granted.Len() >= n.members.Quorum() {
+	if n.votes(n.granted) >= n.conf.Voters.Quorum() {
 		if kind == campaignPreVote {
 			n.campaign(campaignElection)
 		} else {
@@ -183,7 +196,7 @@ func (n *Node) campaign(kind campaignKind) {
 		return
 	}
 	last, lastTerm := n.log.last(), n.log.lastTerm()
-	for _, id := range n.members.IDs() {
+	for _, id := range n.conf.Voters.IDs() {
 		if id == n.id {
 			continue
 		}
@@ -240,7 +253,9 @@ func (n *Node) stepFollower(m Message) {
 		n.electionElapsed, n.lead = 0, m.From
 		n.handleReset(m)
 	case MsgTimeoutNow:
-		n.campaign(campaignTransfer)
+		if n.canCampaign() {
+			n.campaign(campaignTransfer)
+		}
 	}
 }
 
@@ -286,6 +301,13 @@ func (n *Node) handleAppend(m Message) {
 			n.durable = base - 1
 		}
 		n.log.truncateAndAppend(ents[i:])
+		if base <= n.confAt {
+			// The truncation removed the configuration in force (it
+			// was not committed): the log's earlier one applies again.
+			n.refreshConf()
+		} else {
+			n.noteAppended(ents[i:])
+		}
 	}
 	lastNew := prevLast
 	if len(ents) > 0 {
@@ -348,7 +370,8 @@ func (n *Node) handleReset(m Message) {
 	// Our log differs at every offset >= at (log matching), so nothing we
 	// drop there is committed; below at it is committed and compacted on
 	// the leader.
-	n.log.resetTo(&LogReset{Start: at + 1, PrevTerm: m.LogTerm, Snapshot: m.Snapshot})
+	n.log.resetTo(&LogReset{Start: at + 1, PrevTerm: m.LogTerm, Snapshot: m.Snapshot, Conf: m.Conf})
+	n.refreshConf()
 	n.durable, n.verified = at, at
 	n.followCommit(m.Commit)
 	n.send(Message{Type: MsgAppResp, To: m.From, Index: at})

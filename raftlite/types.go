@@ -97,6 +97,12 @@ const (
 	// commits only entries of the current term by counting). Data is nil:
 	// the node layer encodes a one-record control batch for it.
 	EntryLeaderNoop
+	// EntryConfChange is a one-offset entry that installs the
+	// configuration in Conf (see Node.ProposeConfChange). Data is nil: the
+	// node layer encodes a one-record control batch holding Conf, and the
+	// log returns Conf in the entry's metadata (see ConfLog).
+	EntryConfChange
+	entryKindCount
 )
 
 // Entry is one record batch in the consensus log: the batch covers offsets
@@ -119,13 +125,19 @@ type Entry struct {
 	// Data is the batch's bytes, or nil when the entry travels by reference
 	// (the node layer reads or sendfiles the bytes from its log).
 	Data []byte
+	// Conf is the configuration an EntryConfChange installs; zero for
+	// other kinds.
+	Conf Membership
 }
 
 // String formats the entry metadata as "term/base-last".
 func (e Entry) String() string {
 	s := fmt.Sprintf("%d/%d-%d", e.Term, e.Base, e.Last)
-	if e.Kind == EntryLeaderNoop {
+	switch e.Kind {
+	case EntryLeaderNoop:
 		s += "(noop)"
+	case EntryConfChange:
+		s += "(conf " + e.Conf.String() + ")"
 	}
 	return s
 }
@@ -175,9 +187,11 @@ var (
 	// ErrInvalidProposal is returned by Propose for a record count below 1
 	// or a batch larger than Config.EntryBytesMax.
 	ErrInvalidProposal = errors.New("raftlite: invalid proposal")
-	// ErrUnknownPeer is returned by Step for a message from or to a node
-	// that is not in this group's replica set, and by TransferLeadership
-	// for a target outside it or equal to the leader itself.
+	// ErrUnknownPeer is returned by Step for a message addressed to
+	// another node or from an invalid node id (None, above NodeIDMax, or
+	// this node itself), and by TransferLeadership for a target that is
+	// not a voter or is the leader itself. Messages from valid nodes
+	// outside the configuration are accepted (see Step).
 	ErrUnknownPeer = errors.New("raftlite: unknown peer")
 	// ErrGroupMismatch is returned by Step for a message of another group.
 	ErrGroupMismatch = errors.New("raftlite: message for another group")
@@ -190,6 +204,21 @@ var (
 	// ErrCompacted is returned by Log.TermAt and Log.Entries for offsets
 	// below the log start (other than LogStart-1 for TermAt).
 	ErrCompacted = errors.New("raftlite: offset compacted")
+	// ErrConfChangePending is returned by ProposeConfChange while the
+	// previous configuration entry is not committed, or before the leader
+	// has committed an entry of its own term (the single-server change
+	// safety rule). Retry once Commit has moved.
+	ErrConfChangePending = errors.New("raftlite: configuration change pending")
+	// ErrInvalidConfChange is returned by ProposeConfChange for a change
+	// that does not fit the configuration in force (adding a member,
+	// promoting a non-learner, removing a non-member or the last voter, a
+	// bad node id), or when the log is not a ConfLog.
+	ErrInvalidConfChange = errors.New("raftlite: invalid configuration change")
+	// ErrLearnerBehind is returned by ProposeConfChange for the promotion
+	// of a learner whose matched offset is below the leader's commit: it
+	// would count for the quorum before it holds the committed log. Wait
+	// (Node.Follower reports its match) and retry.
+	ErrLearnerBehind = errors.New("raftlite: learner not caught up")
 	// ErrUnavailable is returned by Log.TermAt and Log.Entries for offsets
 	// at or past the log end.
 	ErrUnavailable = errors.New("raftlite: offset not in log")

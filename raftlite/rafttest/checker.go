@@ -21,10 +21,17 @@ import (
 //   - state-machine safety: every node's committed prefix agrees with one
 //     global committed log, no committed entry is ever removed from a log
 //     (except below a reset's start, where it is compacted), and every
-//     committed entry is durable on a majority of disks when it commits;
+//     committed entry is durable on a majority of the voters of a
+//     configuration that may have committed it (see durableOnQuorum);
 //   - commit monotonicity within a node's incarnation.
 type checker struct {
+	// members are the voters at creation.
 	members raftlite.ReplicaSet
+	// confs are the configuration entries ever created, in order of
+	// first sighting; committedConfs those of the committed log, in
+	// offset order.
+	confs          []raftlite.Entry
+	committedConfs []raftlite.Entry
 	// leaders maps a term to the node seen leading it.
 	leaders map[int32]raftlite.NodeID
 	// canon maps (term, base) to the entry's identity.
@@ -45,6 +52,7 @@ type canonKey struct {
 type canonEntry struct {
 	last     int64
 	kind     raftlite.EntryKind
+	conf     raftlite.Membership
 	prevTerm int32
 	data     []byte
 }
@@ -80,9 +88,12 @@ func (c *checker) observeEntries(id raftlite.NodeID, prevTerm int32, ents []raft
 			if last, seen := c.termLast[e.Term]; seen && e.Base <= last {
 				return fmt.Errorf("leader append-only: node %d has new entry %v at or below %d, already used in term %d", id, e, last, e.Term)
 			}
-			c.canon[k] = canonEntry{last: e.Last, kind: e.Kind, prevTerm: prevTerm, data: e.Data}
+			c.canon[k] = canonEntry{last: e.Last, kind: e.Kind, conf: e.Conf, prevTerm: prevTerm, data: e.Data}
 			c.termLast[e.Term] = max(c.termLast[e.Term], e.Last)
-		} else if ce.last != e.Last || ce.kind != e.Kind || ce.prevTerm != prevTerm || (e.Data != nil && !bytes.Equal(ce.data, e.Data)) {
+			if e.Kind == raftlite.EntryConfChange {
+				c.confs = append(c.confs, e)
+			}
+		} else if ce.last != e.Last || ce.kind != e.Kind || ce.conf != e.Conf || ce.prevTerm != prevTerm || (e.Data != nil && !bytes.Equal(ce.data, e.Data)) {
 			return fmt.Errorf("log matching: node %d has entry %v (prev term %d) but it was created as last=%d prev term %d", id, e, prevTerm, ce.last, ce.prevTerm)
 		}
 		prevTerm = e.Term
@@ -174,20 +185,57 @@ func (c *checker) observeCommit(now int64, id raftlite.NodeID, old, new int64, l
 		if want := c.committedLast() + 1; e.Base != want {
 			return fmt.Errorf("node %d committed %v but the global log ends at %d", id, e, want-1)
 		}
-		if n := c.durableCopies(e, disks); n < c.members.Quorum() {
-			return fmt.Errorf("durability: entry %v committed (by node %d) but durable on only %d disks", e, id, n)
+		if ok, n := c.durableOnQuorum(e, disks); !ok {
+			return fmt.Errorf("durability: entry %v committed (by node %d) but durable on only %d disks of its configuration", e, id, n)
 		}
 		c.committed = append(c.committed, e)
 		c.committedAt = append(c.committedAt, now)
+		if e.Kind == raftlite.EntryConfChange {
+			c.committedConfs = append(c.committedConfs, e)
+		}
 	}
 	return nil
 }
 
-// durableCopies counts the disks whose synced log holds e (or has
-// compacted past it).
-func (c *checker) durableCopies(e raftlite.Entry, disks []*Disk) int {
+// durableOnQuorum reports whether e is durable on a majority of the voters
+// of a configuration that may have committed it, and the most copies it
+// found among one configuration's voters. The leader that commits e counts
+// with the configuration in force in its log: the one in force at e in
+// the committed log, or (single-server changes: the next change waits for
+// the previous one to commit) a configuration entry created at or after e. Not
+// knowing which leader committed e, the check accepts any of those; it is
+// exact for a group whose membership never changes.
+func (c *checker) durableOnQuorum(e raftlite.Entry, disks []*Disk) (ok bool, most int) {
+	candidates := []raftlite.ReplicaSet{c.members}
+	for i := len(c.committedConfs) - 1; i >= 0; i-- {
+		if c.committedConfs[i].Last <= e.Base {
+			candidates[0] = c.committedConfs[i].Conf.Voters
+			break
+		}
+	}
+	for _, ce := range c.confs {
+		if ce.Base >= e.Base { // e itself too: a leader counts a change with it
+			candidates = append(candidates, ce.Conf.Voters)
+		}
+	}
+	for _, voters := range candidates {
+		n := c.durableCopies(e, disks, voters)
+		if n >= voters.Quorum() {
+			return true, n
+		}
+		most = max(most, n)
+	}
+	return false, most
+}
+
+// durableCopies counts the disks of voters whose synced log holds e (or
+// has compacted past it). disks[i] is node i+1's.
+func (c *checker) durableCopies(e raftlite.Entry, disks []*Disk, voters raftlite.ReplicaSet) int {
 	n := 0
-	for _, d := range disks {
+	for i, d := range disks {
+		if !voters.Has(raftlite.NodeID(i + 1)) {
+			continue
+		}
 		s := d.Synced
 		if s.StartOffset() > e.Last {
 			n++

@@ -35,7 +35,7 @@ func (d *Disk) Apply(rd *raftlite.Ready) (removed []raftlite.Entry, err error) {
 		d.HS = rd.HardState
 	}
 	if r := rd.Reset; r != nil {
-		removed = d.Log.Reset(r.Start, r.PrevTerm)
+		removed = d.Log.ResetTo(*r)
 		d.Synced = d.Log.Clone() // a reset is made durable at once
 		d.Snapshot = r.Snapshot
 	}

@@ -32,6 +32,8 @@ type envNode struct {
 	// right after each Ready.
 	async     bool
 	preferred bool
+	// initConf is the configuration the node was created with.
+	initConf raftlite.Membership
 }
 
 // NewInteractionEnv returns an empty environment.
@@ -50,7 +52,11 @@ func NewInteractionEnv() *InteractionEnv {
 //	stabilize | run n=TICKS | partition A,B C,D | isolate ID | heal
 //	durable ID | compact ID START [snapshot=true] | crash ID | restart ID | unquiesce ID
 //	forget-leader ID
+//	propose-conf-change ID add-learner|promote|remove NODE
 //	status [ID...] | log [ID...]
+//
+// propose-conf-change with add-learner creates NODE (an empty log, the new
+// configuration as its creation configuration) when it does not exist.
 func (e *InteractionEnv) Handle(c *Cmd) (out string) {
 	defer func() {
 		if r := recover(); r != nil {
@@ -128,6 +134,8 @@ func (e *InteractionEnv) Handle(c *Cmd) (out string) {
 		e.live(c.ArgInt(0)).Unquiesce()
 	case "forget-leader":
 		e.live(c.ArgInt(0)).ForgetLeader()
+	case "propose-conf-change":
+		e.proposeConfChange(c, &b)
 	case "status":
 		for _, n := range e.targets(c) {
 			e.status(n, &b)
@@ -196,6 +204,7 @@ func (e *InteractionEnv) addNodes(c *Cmd, b *strings.Builder) {
 			disk:      NewDisk(int64(c.Int("start", 0))),
 			async:     async[i],
 			preferred: c.Int("preferred", 0) == i,
+			initConf:  raftlite.Membership{Voters: e.members},
 		}
 		e.nodes = append(e.nodes, n)
 		e.restart(n)
@@ -205,7 +214,7 @@ func (e *InteractionEnv) addNodes(c *Cmd, b *strings.Builder) {
 
 func (e *InteractionEnv) restart(n *envNode) {
 	node, err := raftlite.New(raftlite.Config{
-		ID: n.id, Group: e.group, Replicas: e.members, Log: n.disk.Log,
+		ID: n.id, Group: e.group, Replicas: n.initConf.Voters, Learners: n.initConf.Learners, Log: n.disk.Log,
 		HardState: n.disk.HS, Seed: uint64(n.id), Preferred: n.preferred, Limits: e.limits,
 	})
 	if err != nil {
@@ -237,6 +246,31 @@ func (e *InteractionEnv) propose(c *Cmd, b *strings.Builder) {
 	fmt.Fprintf(b, "entry %v\n", ent)
 }
 
+var confChangeTypes = map[string]raftlite.ConfChangeType{
+	"add-learner": raftlite.ConfAddLearner, "promote": raftlite.ConfPromote, "remove": raftlite.ConfRemove,
+}
+
+// proposeConfChange runs "propose-conf-change ID TYPE NODE".
+func (e *InteractionEnv) proposeConfChange(c *Cmd, b *strings.Builder) {
+	cc := raftlite.ConfChange{Type: confChangeTypes[c.Args[1]], Node: raftlite.NodeID(c.ArgInt(2))}
+	ent, err := e.live(c.ArgInt(0)).ProposeConfChange(cc)
+	if err != nil {
+		fmt.Fprintf(b, "error: %v\n", err)
+		return
+	}
+	fmt.Fprintf(b, "entry %v\n", ent)
+	if cc.Type != raftlite.ConfAddLearner || int(cc.Node) <= len(e.nodes) {
+		return
+	}
+	if int(cc.Node) != len(e.nodes)+1 {
+		panic(fmt.Sprintf("add nodes in order: next is %d", len(e.nodes)+1))
+	}
+	n := &envNode{id: cc.Node, disk: NewDisk(0), initConf: ent.Conf}
+	e.nodes = append(e.nodes, n)
+	e.restart(n)
+	fmt.Fprintf(b, "started node %d with %v\n", n.id, ent.Conf)
+}
+
 // processReady handles n's Ready, printing it.
 func (e *InteractionEnv) processReady(n *envNode, b *strings.Builder) {
 	if !n.node.HasReady() {
@@ -249,6 +283,9 @@ func (e *InteractionEnv) processReady(n *envNode, b *strings.Builder) {
 	}
 	if rd.HardStateChanged {
 		fmt.Fprintf(b, "  HardState Term:%d Vote:%d\n", rd.HardState.Term, rd.HardState.Vote)
+	}
+	if rd.ConfChanged {
+		fmt.Fprintf(b, "  Conf: %v\n", rd.Conf)
 	}
 	if r := rd.Reset; r != nil {
 		fmt.Fprintf(b, "  Reset Start:%d PrevTerm:%d Snapshot:%q\n", r.Start, r.PrevTerm, r.Snapshot)
@@ -305,11 +342,14 @@ func (e *InteractionEnv) deliver(c *Cmd, b *strings.Builder) {
 		fmt.Fprintf(b, "> %d receiving messages\n", id)
 		lost := 0
 		for _, m := range byNode[id] {
-			n := e.nodes[id-1]
+			var n *envNode
+			if int(id) <= len(e.nodes) {
+				n = e.nodes[id-1]
+			}
 			switch {
 			case drop:
 				fmt.Fprintf(b, "  %v dropped\n", m)
-			case n.node == nil || e.blocked[[2]raftlite.NodeID{m.From, m.To}]:
+			case n == nil || n.node == nil || e.blocked[[2]raftlite.NodeID{m.From, m.To}]:
 				lost++
 			default:
 				fmt.Fprintf(b, "  %v\n", m)
@@ -408,11 +448,17 @@ func (e *InteractionEnv) status(n *envNode, b *strings.Builder) {
 	if s.Quiesced {
 		b.WriteString(" quiesced")
 	}
+	if s.ConfIndex >= 0 || s.Conf.Learners != 0 {
+		fmt.Fprintf(b, " conf=%v@%d", s.Conf, s.ConfIndex)
+	}
 	b.WriteByte('\n')
 	for _, p := range s.Progress {
 		active := ""
 		if p.Active {
 			active = " active"
+		}
+		if p.Learner {
+			active += " learner"
 		}
 		fmt.Fprintf(b, "  %d: match=%d next=%d %v%s inflight=%dB\n", p.ID, p.Match, p.Next, p.State, active, p.InflightBytes)
 	}

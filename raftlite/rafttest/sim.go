@@ -32,6 +32,8 @@ type SimResult struct {
 	Partitions  int
 	Resets      int // MsgReset installs (log start brought forward)
 	Transfers   int // transfers requested
+	ConfChanges int // membership changes a leader accepted
+	ConfApplied int // membership changes in the final committed log
 	Linearized  bool
 	RecoverTick int // ticks from healing to a stable leader
 }
@@ -41,8 +43,12 @@ const (
 	// recoverTicksMax bounds the time from healing to a stable leader.
 	recoverTicksMax = 300
 	// finalTicksMax bounds the time for the final proposals to commit
-	// everywhere once a leader is stable.
-	finalTicksMax = 200
+	// everywhere once a leader is stable, plus one tick per offset the
+	// shortest log of a member lags the longest at the heal (a learner
+	// can fall far behind a leader that commits without it), at most
+	// finalLagTicksMax.
+	finalTicksMax    = 200
+	finalLagTicksMax = 3000
 	// finalRetriesMax bounds how often each final proposal is re-proposed
 	// after a leader change.
 	finalRetriesMax = 3
@@ -56,7 +62,11 @@ type simNode struct {
 	id   raftlite.NodeID
 	node *raftlite.Node // nil while down
 	disk *Disk
-	inc  int // incarnation
+	// created says the node exists (a spare slot is created when a
+	// membership change adds it); initConf is its creation configuration.
+	created  bool
+	initConf raftlite.Membership
+	inc      int // incarnation
 	// commit is the last commit a Ready reported in this incarnation.
 	commit int64
 	// syncDue is the step of the next sync (-1: nothing to sync).
@@ -67,8 +77,11 @@ type simNode struct {
 	lastHeard []int64 // per peer (id-1): step of the last ping received
 	pending   []*simOp
 	// cutOffSince is the tick since which this node has led while the
-	// network cut it off from a majority (-1: it has not).
+	// network cut it off from a majority (-1: it has not); reachedAt[i]
+	// is the last tick at which node i+1 ran and was linked to it both
+	// ways.
 	cutOffSince int64
+	reachedAt   []int64
 	// ledTerm is the last term this node was seen leading; crashAt is the
 	// step at which a fresh leader is made to crash (-1: none due).
 	ledTerm int32
@@ -130,6 +143,11 @@ type simParams struct {
 	// election crashes a few steps later, its no-op (and maybe some
 	// entries) on few or no other nodes: the ingredient of Figure 8.
 	newLeaderCrashPermille int
+	// spare is the number of node slots beyond the n initial voters,
+	// which membership changes may add; confPermille the per-tick chance
+	// of a membership change.
+	spare        int
+	confPermille int
 }
 
 type sim struct {
@@ -193,7 +211,11 @@ func newSim(o SimOptions) *sim {
 		NoopBytes:        8,
 		Quiesce:          rng.IntN(5) < 2,
 	}
-	s := &sim{o: o, rng: rng, p: p, limits: lim, net: newNetwork(p.n), faults: true}
+	if rng.IntN(4) != 0 {
+		p.spare = 1 + rng.IntN(2)
+		p.confPermille = 5 + rng.IntN(40)
+	}
+	s := &sim{o: o, rng: rng, p: p, limits: lim, net: newNetwork(p.n + p.spare), faults: true}
 	s.net.dropPermille = rng.IntN(120)
 	s.net.dupPermille = rng.IntN(60)
 	s.net.delayMin = 1
@@ -217,10 +239,12 @@ func newSim(o SimOptions) *sim {
 		s.members = s.members.Add(raftlite.NodeID(i))
 	}
 	s.chk = newChecker(s.members)
-	for i := 1; i <= p.n; i++ {
-		sn := &simNode{id: raftlite.NodeID(i), disk: NewDisk(0), syncDue: -1, cutOffSince: -1, crashAt: -1}
-		s.nodes = append(s.nodes, sn)
-		s.start(sn, i == 1+rng.IntN(p.n))
+	for i := 1; i <= p.n+p.spare; i++ {
+		s.nodes = append(s.nodes, &simNode{id: raftlite.NodeID(i), disk: NewDisk(0), syncDue: -1, cutOffSince: -1, crashAt: -1})
+	}
+	for _, sn := range s.nodes[:p.n] {
+		sn.created, sn.initConf = true, raftlite.Membership{Voters: s.members}
+		s.start(sn, int(sn.id) == 1+rng.IntN(p.n))
 	}
 	for i := 0; i < 3; i++ {
 		s.clients = append(s.clients, &simClient{})
@@ -238,7 +262,8 @@ func (s *sim) tracef(format string, args ...interface{}) {
 // start (re)creates a node's raftlite.Node from its disk.
 func (s *sim) start(sn *simNode, preferred bool) {
 	node, err := raftlite.New(raftlite.Config{
-		ID: sn.id, Group: 7, Replicas: s.members, Log: sn.disk.Log, HardState: sn.disk.HS,
+		ID: sn.id, Group: 7, Replicas: sn.initConf.Voters, Learners: sn.initConf.Learners,
+		Log: sn.disk.Log, HardState: sn.disk.HS,
 		Seed: s.rng.Uint64(), Preferred: preferred, Limits: s.limits,
 	})
 	if err != nil {
@@ -249,9 +274,11 @@ func (s *sim) start(sn *simNode, preferred bool) {
 	sn.commit = node.Commit()
 	sn.syncDue = -1
 	sn.durQ = nil
-	sn.lastHeard = make([]int64, s.p.n)
+	sn.lastHeard = make([]int64, len(s.nodes))
+	sn.reachedAt = make([]int64, len(s.nodes))
 	for i := range sn.lastHeard {
 		sn.lastHeard[i] = s.now
+		sn.reachedAt[i] = s.tick
 	}
 	s.tracef("node %d starts (incarnation %d) log %s hs %+v", sn.id, sn.inc, formatLog(sn.disk.Log), sn.disk.HS)
 }
@@ -372,7 +399,7 @@ func (s *sim) durability() error {
 // followers forget a leader that looks down.
 func (s *sim) tickNodes() error {
 	for _, sn := range s.nodes {
-		if sn.node == nil && s.tick >= sn.restartAt {
+		if sn.node == nil && sn.created && s.tick >= sn.restartAt {
 			s.start(sn, false)
 		}
 		if sn.node == nil {
@@ -389,11 +416,15 @@ func (s *sim) tickNodes() error {
 			continue
 		}
 		livenessSteps := int64(s.limits.ElectionTicks) * stepsPerTick / 2
+		members := sn.node.Membership().Members()
 		for _, peer := range s.nodes {
-			if peer.id == sn.id {
+			if peer.id == sn.id || !peer.created {
 				continue
 			}
 			s.net.send(s, simMsg{ping: true, from: sn.id, to: peer.id})
+			if !members.Has(peer.id) {
+				continue // the node layer watches the group's members only
+			}
 			if s.now-sn.lastHeard[peer.id-1] <= livenessSteps {
 				continue
 			}
@@ -410,22 +441,33 @@ func (s *sim) tickNodes() error {
 	return nil
 }
 
-// checkQuorumStepDown checks that a leader cut off from a majority steps
-// down within two check-quorum intervals (plus the node layer's liveness
-// delay, which wakes a quiesced leader).
+// checkQuorumStepDown checks that a leader cut off from a majority of its
+// voters steps down within two check-quorum intervals (plus the node
+// layer's liveness delay, which wakes a quiesced leader). A voter counts
+// as reachable for an election timeout (plus the longest message delay)
+// after it last was: check-quorum rightly keeps a leader that heard from
+// a majority within one interval, even if never from all of it at once
+// (crashes and partitions flapping).
 func (s *sim) checkQuorumStepDown(sn *simNode) error {
+	for _, peer := range s.nodes {
+		i, j := sn.id-1, peer.id-1
+		if peer.node != nil && !s.net.cut[i][j] && !s.net.cut[j][i] {
+			sn.reachedAt[j] = s.tick
+		}
+	}
 	if sn.node.Role() != raftlite.RoleLeader {
 		sn.cutOffSince = -1
 		return nil
 	}
+	window := int64(s.limits.ElectionTicks) + int64(s.net.delayMax)/stepsPerTick + 1
+	voters := sn.node.Membership().Voters
 	reach := 0
 	for _, peer := range s.nodes {
-		i, j := sn.id-1, peer.id-1
-		if peer == sn || (peer.node != nil && !s.net.cut[i][j] && !s.net.cut[j][i]) {
+		if voters.Has(peer.id) && (peer == sn || s.tick-sn.reachedAt[peer.id-1] <= window) {
 			reach++
 		}
 	}
-	if reach >= s.members.Quorum() {
+	if reach >= voters.Quorum() {
 		sn.cutOffSince = -1
 		return nil
 	}
@@ -508,6 +550,9 @@ func (s *sim) handleReady(sn *simNode) error {
 		s.crash(sn, "while sending messages")
 		return nil
 	}
+	if rd.ConfChanged {
+		s.tracef("node %d configuration %v", sn.id, rd.Conf)
+	}
 	sn.node.Advance(rd)
 	if err := s.chk.observeCommit(s.now, sn.id, sn.commit, rd.Commit, sn.disk.Log, s.disks()); err != nil {
 		return err
@@ -535,7 +580,7 @@ func (s *sim) handleReady(sn *simNode) error {
 func (s *sim) applyReset(sn *simNode, r *raftlite.LogReset) error {
 	s.res.Resets++
 	s.tracef("node %d reset to %d/%d", sn.id, r.PrevTerm, r.Start)
-	removed := sn.disk.Log.Reset(r.Start, r.PrevTerm)
+	removed := sn.disk.Log.ResetTo(*r)
 	if err := s.chk.observeRemoved(sn.id, removed, r.Start); err != nil {
 		return err
 	}

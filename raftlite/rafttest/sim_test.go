@@ -84,6 +84,8 @@ func TestSim(t *testing.T) {
 				total.Partitions += res.Partitions
 				total.Resets += res.Resets
 				total.Transfers += res.Transfers
+				total.ConfChanges += res.ConfChanges
+				total.ConfApplied += res.ConfApplied
 				if res.Linearized {
 					lin++
 				} else if err == nil {
@@ -98,11 +100,18 @@ func TestSim(t *testing.T) {
 	}
 	close(seeds)
 	wg.Wait()
-	t.Logf("%d seeds x %d ticks: proposed %d, acked %d, committed entries %d, led terms %d, crashes %d, partitions %d, resets %d, transfers %d, histories linearizable %d",
+	t.Logf("%d seeds x %d ticks: proposed %d, acked %d, committed entries %d, led terms %d, crashes %d, partitions %d, resets %d, transfers %d, membership changes accepted %d and committed %d, histories linearizable %d",
 		*seedsFlag, ticks, total.Proposed, total.Acked, total.Committed, total.Terms, total.Crashes,
-		total.Partitions, total.Resets, total.Transfers, lin)
+		total.Partitions, total.Resets, total.Transfers, total.ConfChanges, total.ConfApplied, lin)
 	if len(unchecked) > 0 {
 		t.Logf("linearizability check timed out (history not checked) for seeds %v", unchecked)
+	}
+	if len(failures) > 5 {
+		seeds := make([]int64, len(failures))
+		for i, f := range failures {
+			seeds[i] = f.seed
+		}
+		t.Logf("failing seeds: %v", seeds)
 	}
 	for i, f := range failures {
 		if i == 5 {

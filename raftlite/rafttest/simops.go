@@ -19,30 +19,35 @@ func (s *sim) injectFaults() error {
 			s.tracef("heal")
 			s.net.heal()
 		}
-	} else if s.rng.IntN(1000) < p.partitionPermille && p.n > 1 {
+	} else if s.rng.IntN(1000) < p.partitionPermille && len(s.nodes) > 1 {
 		s.partition()
 	}
 	if s.rng.IntN(1000) < p.crashPermille {
-		if sn := s.nodes[s.rng.IntN(p.n)]; sn.node != nil {
+		if sn := s.nodes[s.rng.IntN(len(s.nodes))]; sn.node != nil {
 			s.crash(sn, "at random")
 		}
 	}
 	if s.rng.IntN(1000) < p.compactPermille {
-		s.compact(s.nodes[s.rng.IntN(p.n)])
+		s.compact(s.nodes[s.rng.IntN(len(s.nodes))])
 	}
 	if s.rng.IntN(1000) < p.transferPermille {
 		if l := s.leader(); l != nil {
-			to := raftlite.NodeID(1 + s.rng.IntN(p.n))
+			to := raftlite.NodeID(1 + s.rng.IntN(len(s.nodes)))
 			s.res.Transfers++
 			s.tracef("transfer leadership %d -> %d: %v", l.id, to, l.node.TransferLeadership(to))
 		}
 	}
 	if s.rng.IntN(1000) < p.campaignPermille {
-		if sn := s.nodes[s.rng.IntN(p.n)]; sn.node != nil {
+		if sn := s.nodes[s.rng.IntN(len(s.nodes))]; sn.node != nil {
 			s.tracef("node %d campaigns", sn.id)
 			sn.node.Campaign()
-			return s.observe(sn)
+			if err := s.observe(sn); err != nil {
+				return err
+			}
 		}
+	}
+	if s.rng.IntN(1000) < p.confPermille {
+		s.changeMembership()
 	}
 	return nil
 }
@@ -51,9 +56,9 @@ func (s *sim) injectFaults() error {
 // sometimes only in one direction.
 func (s *sim) partition() {
 	s.res.Partitions++
-	side := make([]int, s.p.n)
+	side := make([]int, len(s.nodes))
 	if s.rng.IntN(2) == 0 {
-		side[s.rng.IntN(s.p.n)] = 1
+		side[s.rng.IntN(len(side))] = 1
 	} else {
 		for i := range side {
 			side[i] = s.rng.IntN(2)
@@ -135,7 +140,7 @@ func (s *sim) runClients() error {
 		}
 		target := c.leader
 		if target == raftlite.None || s.rng.IntN(10) < 2 {
-			target = raftlite.NodeID(1 + s.rng.IntN(s.p.n))
+			target = raftlite.NodeID(1 + s.rng.IntN(len(s.nodes)))
 		}
 		kind := opAppend
 		if s.rng.IntN(6) == 0 {
@@ -210,8 +215,8 @@ func (s *sim) settleOps(sn *simNode) error {
 			if !committed {
 				return fmt.Errorf("op %d acknowledged by node %d but %v is not in the committed log", op.id, sn.id, op.ent)
 			}
-			if n := s.chk.durableCopies(op.ent, s.disks()); n < s.members.Quorum() {
-				return fmt.Errorf("op %d acknowledged (%v) but durable on only %d disks", op.id, op.ent, n)
+			if ok, n := s.chk.durableOnQuorum(op.ent, s.disks()); !ok {
+				return fmt.Errorf("op %d acknowledged (%v) but durable on only %d disks of its configuration", op.id, op.ent, n)
 			}
 			op.state, op.ret = opAcked, s.now
 			op.out = s.outputOf(op)
@@ -284,7 +289,8 @@ func (s *sim) finish() error {
 	final := make([]*simOp, 3)
 	retries := 0
 	led := false
-	for ; s.tick < healed+recoverTicksMax+finalTicksMax; s.tick++ {
+	window := healed + recoverTicksMax + finalTicksMax + min(s.logLag(), finalLagTicksMax)
+	for ; s.tick < window; s.tick++ {
 		if err := s.runTick(); err != nil {
 			return err
 		}
@@ -316,24 +322,38 @@ func (s *sim) finish() error {
 	}
 	if !s.allAcked(final) || !s.converged() {
 		return fmt.Errorf("liveness: final proposals not committed everywhere %d ticks after healing: %s",
-			recoverTicksMax+finalTicksMax, s.describe())
+			window-healed, s.describe())
 	}
 	if err := s.checkLogsPairwise(); err != nil {
 		return err
 	}
 	s.res.Committed = len(s.chk.committed)
+	for _, e := range s.chk.committed {
+		if e.Kind == raftlite.EntryConfChange {
+			s.res.ConfApplied++
+		}
+	}
 	s.res.Terms = len(s.chk.leaders)
 	return s.checkHistory()
 }
 
-// stableLeader returns the leader when every node runs, agrees on its term
-// and follows it, and no leadership transfer is under way.
+// stableLeader returns the leader when every member of its configuration
+// runs, agrees on its term and follows it, no leadership transfer is under
+// way and its configuration is committed and counts it (a leader that
+// removed itself is about to step down).
 func (s *sim) stableLeader() *simNode {
 	l := s.leader()
 	if l == nil || l.node.Transferee() != raftlite.None {
 		return nil
 	}
+	st := l.node.Status()
+	if st.ConfIndex > st.Commit || !st.Conf.Voters.Has(l.id) {
+		return nil
+	}
 	for _, sn := range s.nodes {
+		if !st.Conf.Members().Has(sn.id) {
+			continue
+		}
 		if sn.node == nil || sn.node.Term() != l.node.Term() || sn.node.Leader() != l.id {
 			return nil
 		}
@@ -358,7 +378,11 @@ func (s *sim) converged() bool {
 		return false
 	}
 	last := l.disk.Log.EndOffset() - 1
+	members := l.node.Membership().Members()
 	for _, sn := range s.nodes {
+		if !members.Has(sn.id) {
+			continue
+		}
 		if sn.node == nil || sn.commit != last || sn.disk.Log.EndOffset()-1 != last {
 			return false
 		}
