@@ -61,6 +61,14 @@ type Config struct {
 	// ErrRequestTimeout, and every request on that connection is retried
 	// where that is safe, after a metadata refresh. Default 30 s.
 	RequestTimeout time.Duration
+	// RetransmitBackoffMax caps TCP's retransmission timeout on the
+	// client's connections (TCP_RTO_MAX_MS, Linux 6.11 and later; ignored
+	// elsewhere and on connections that are not TCP). The kernel's own cap
+	// is 120 s: after a network cut of a few seconds, a connection's next
+	// retransmission could come seconds after the network healed, and its
+	// requests waited that long. Default 1 s (the kernel's least); a
+	// negative value keeps the kernel's.
+	RetransmitBackoffMax time.Duration
 	// Dialer opens connections; tests put faults here. Default a
 	// net.Dialer.
 	Dialer func(ctx context.Context, network, addr string) (net.Conn, error)
@@ -80,6 +88,7 @@ const (
 	defaultUnknownTopicRetriesMax = 3
 	defaultMetadataRefreshBackoff = 100 * time.Millisecond
 	defaultRequestTimeout         = 30 * time.Second
+	defaultRetransmitBackoffMax   = time.Second
 )
 
 // clientSoftware is sent in the handshake.
@@ -94,6 +103,9 @@ func (c Config) withDefaults() Config {
 	setDur(&c.RetryBackoffMax, defaultRetryBackoffMax)
 	setDur(&c.ReconnectBackoffMin, defaultReconnectBackoffMin)
 	setDur(&c.ReconnectBackoffMax, defaultReconnectBackoffMax)
+	if c.RetransmitBackoffMax == 0 {
+		c.RetransmitBackoffMax = defaultRetransmitBackoffMax // negative: the kernel's
+	}
 	setDur(&c.MetadataMaxAge, defaultMetadataMaxAge)
 	setInt(&c.UnknownTopicRetriesMax, defaultUnknownTopicRetriesMax)
 	setDur(&c.MetadataRefreshBackoff, defaultMetadataRefreshBackoff)

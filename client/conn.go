@@ -137,6 +137,7 @@ func dialConn(ctx context.Context, cfg *Config, addr string) (*conn, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrUnreachable, err)
 	}
+	capRetransmit(nc, cfg.RetransmitBackoffMax)
 	hs, err := handshake(ctx, nc, cfg.ClientID)
 	if err != nil {
 		nc.Close()

@@ -53,6 +53,10 @@ const (
 	// FrameTimeoutMin and FrameTimeoutMax bound Config.FrameTimeout.
 	FrameTimeoutMin = time.Millisecond
 	FrameTimeoutMax = time.Hour
+	// RetransmitBackoffMaxMin and RetransmitBackoffMaxMax bound
+	// Config.RetransmitBackoffMax (the kernel accepts 1 s..120 s).
+	RetransmitBackoffMaxMin = time.Second
+	RetransmitBackoffMaxMax = 120 * time.Second
 	// LogLinesMaxDefault and LogIntervalDefault limit the lines a server
 	// logs about its connections: 10 per 10 s, then one summary line per
 	// interval (enough to see what is wrong, not enough to flood the log
@@ -107,6 +111,13 @@ type Config struct {
 	// SO_SNDBUF on every connection; 0 keeps the kernel's default.
 	SocketRecvBufferBytes int
 	SocketSendBufferBytes int
+	// RetransmitBackoffMax caps TCP's retransmission timeout on every
+	// connection (TCP_RTO_MAX_MS, Linux 6.11 and later; ignored where the
+	// kernel lacks it). The kernel's own cap is 120 s: after a network cut
+	// of a few seconds a connection's next retransmission could come
+	// seconds after the heal, and its requests waited that long. 0 keeps
+	// the kernel's; else RetransmitBackoffMaxMin..RetransmitBackoffMaxMax.
+	RetransmitBackoffMax time.Duration
 	// CloseTimeout bounds a graceful close. Default 10 s.
 	CloseTimeout time.Duration
 	// DialTimeout bounds Dial. Default 10 s.
@@ -181,6 +192,9 @@ func (c *Config) withDefaults() (Config, error) {
 		return out, fmt.Errorf("netio: oversize head bytes %d is outside 0..4096", out.OversizeHeadBytes)
 	case out.SocketRecvBufferBytes < 0 || out.SocketSendBufferBytes < 0:
 		return out, fmt.Errorf("netio: negative socket buffer size")
+	case out.RetransmitBackoffMax != 0 &&
+		(out.RetransmitBackoffMax < RetransmitBackoffMaxMin || out.RetransmitBackoffMax > RetransmitBackoffMaxMax):
+		return out, fmt.Errorf("netio: retransmit backoff max %v is outside %v..%v", out.RetransmitBackoffMax, RetransmitBackoffMaxMin, RetransmitBackoffMaxMax)
 	case out.CloseTimeout < 0 || out.DialTimeout < 0:
 		return out, fmt.Errorf("netio: negative timeout")
 	case out.FrameTimeout < FrameTimeoutMin || out.FrameTimeout > FrameTimeoutMax:

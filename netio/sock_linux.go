@@ -5,6 +5,7 @@ import (
 	"net"
 	"strconv"
 	"strings"
+	"time"
 
 	"golang.org/x/sys/unix"
 )
@@ -121,6 +122,10 @@ func tuneSocket(fd int, cfg *Config) {
 	}
 	if cfg.SocketSendBufferBytes > 0 {
 		_ = unix.SetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_SNDBUF, cfg.SocketSendBufferBytes)
+	}
+	if cfg.RetransmitBackoffMax > 0 {
+		// ENOPROTOOPT before Linux 6.11: the kernel's cap stays.
+		_ = unix.SetsockoptInt(fd, unix.IPPROTO_TCP, unix.TCP_RTO_MAX_MS, int(cfg.RetransmitBackoffMax/time.Millisecond))
 	}
 }
 

@@ -91,6 +91,10 @@ type Network struct {
 	MaxConnections int `toml:"max_connections"`
 	// OutboundBytesMax bounds bytes queued for sending on one connection.
 	OutboundBytesMax int `toml:"outbound_bytes_max"`
+	// TCPRetransmitMaxMs caps TCP's retransmission timeout on client and
+	// replication connections (TCP_RTO_MAX_MS; kernels before Linux 6.11
+	// ignore it); 0 keeps the kernel's 120 s.
+	TCPRetransmitMaxMs int `toml:"tcp_retransmit_max_ms"`
 }
 
 // Storage configures every partition log on this node (a topic may
@@ -227,8 +231,9 @@ func Default() Config {
 	return Config{
 		Node: Node{ID: 1, DataDir: "./data", ClientAddr: "127.0.0.1:7070",
 			ReplicationAddr: "127.0.0.1:7071", HTTPAddr: "127.0.0.1:7072"},
-		Shard:   Shard{Count: 0, InboxDepth: 4096},
-		Network: Network{MaxFrameBytes: 16<<20 + 64<<10, MaxInflightPerConn: 256, MaxConnections: 10000, OutboundBytesMax: 8 << 20},
+		Shard: Shard{Count: 0, InboxDepth: 4096},
+		Network: Network{MaxFrameBytes: 16<<20 + 64<<10, MaxInflightPerConn: 256, MaxConnections: 10000, OutboundBytesMax: 8 << 20,
+			TCPRetransmitMaxMs: 1000},
 		Storage: Storage{Fsync: "always", FsyncIntervalMs: 1000, FsyncMessages: 10000,
 			SegmentBytes: 1 << 30, SegmentMs: 7 * 24 * 3600 * 1000, IndexIntervalBytes: 4096,
 			RetentionBytes: -1, RetentionMs: 7 * 24 * 3600 * 1000, MaxBatchBytes: 4 << 20,
@@ -305,6 +310,15 @@ func inRange(key string, v, lo, hi int64) error {
 	return nil
 }
 
+// retransmitMax checks a TCP retransmission cap: 0 (the kernel's), or
+// within what the kernel accepts, 1 s..120 s.
+func retransmitMax(key string, ms int) error {
+	if ms == 0 {
+		return nil
+	}
+	return inRange(key, int64(ms), 1000, 120000)
+}
+
 func addr(key, v string, optional bool) error {
 	if v == "" && optional {
 		return nil
@@ -328,6 +342,7 @@ func (c *Config) Validate() error {
 		inRange("network.max_inflight_per_conn", int64(c.Network.MaxInflightPerConn), 1, 65536),
 		inRange("network.max_connections", int64(c.Network.MaxConnections), 1, 1<<20),
 		inRange("network.outbound_bytes_max", int64(c.Network.OutboundBytesMax), 64<<10, 1<<30),
+		retransmitMax("network.tcp_retransmit_max_ms", c.Network.TCPRetransmitMaxMs),
 		inRange("storage.fsync_interval_ms", int64(c.Storage.FsyncIntervalMs), 1, 3600*1000),
 		inRange("storage.fsync_messages", int64(c.Storage.FsyncMessages), 1, 1<<31-1),
 		inRange("storage.segment_bytes", c.Storage.SegmentBytes, 1<<20, 1<<31-1), // positions are 32-bit

@@ -218,7 +218,8 @@ func (n *Node) Start() error {
 	srv, err := netio.NewServer(g, netio.Config{
 		MaxFrameBytes: n.cfg.Network.MaxFrameBytes, MaxInflightPerConn: n.cfg.Network.MaxInflightPerConn,
 		MaxConnections: n.cfg.Network.MaxConnections, OutboundBytesMax: int64(n.cfg.Network.OutboundBytesMax),
-		Logf: func(format string, args ...any) { n.log.Info(fmt.Sprintf(format, args...)) },
+		RetransmitBackoffMax: time.Duration(n.cfg.Network.TCPRetransmitMaxMs) * time.Millisecond,
+		Logf:                 func(format string, args ...any) { n.log.Info(fmt.Sprintf(format, args...)) },
 	}, &handler{n: n})
 	if err != nil {
 		n.stopShards()

@@ -115,7 +115,8 @@ func (n *Node) startPeers(ln *netio.Listener) error {
 	p := &peers{n: n, k: n.cfg.Cluster.Coordinator.ReplicaConnectionsPerPeer, secret: []byte(n.cfg.Cluster.Secret)}
 	srv, err := netio.NewServer(n.group, netio.Config{MaxFrameBytes: n.cfg.Network.MaxFrameBytes + 1<<20,
 		MaxInflightPerConn: 1024, OutboundBytesMax: linkOutboundBytesMax,
-		Logf: func(format string, args ...any) { n.log.Info("replication: " + sprintf(format, args...)) },
+		RetransmitBackoffMax: time.Duration(n.cfg.Network.TCPRetransmitMaxMs) * time.Millisecond,
+		Logf:                 func(format string, args ...any) { n.log.Info("replication: " + sprintf(format, args...)) },
 	}, &inbound{p: p})
 	if err != nil {
 		return err
