@@ -82,3 +82,66 @@ func TestHoldEndsOnceAPrimaryIsKnown(t *testing.T) {
 		}
 	}
 }
+
+// A member of a group of two that opens after a restart (it voted before)
+// campaigns after a tick, like the preferred replica, instead of holding:
+// the group needs it for every election, and the other member's next
+// election timeout could be two timeouts away. A new member of a group of
+// two, and a returning member of a larger group, still wait.
+func TestReturningMemberOfTwoCampaignsAtOnce(t *testing.T) {
+	for _, c := range []struct {
+		name     string
+		term     int32
+		replicas []raftlite.NodeID
+		want     bool
+	}{
+		{"returning member of two", 3, []raftlite.NodeID{1, 2}, true},
+		{"new member of two", 0, []raftlite.NodeID{1, 2}, false},
+		{"returning member of three", 3, []raftlite.NodeID{1, 2, 3}, false},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			g, err := shard.NewGroup(shard.Config{Count: 1})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := g.Start(); err != nil {
+				t.Fatal(err)
+			}
+			defer g.Stop()
+			sh := g.Shard(0)
+			preVotes := 0 // touched on the shard only
+			if err := sh.Do(func(*shard.Shard) {
+				h, err := NewHost(sh, testEngine(vfs.OS()), time.Hour, 0)
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer h.Close(nil)
+				dir := t.TempDir()
+				key := shard.PartitionKey([16]byte{1}, 0)
+				if err := h.UseJournal(vfs.OS(), dir, map[raftlite.GroupID]raftlite.HardState{GroupID(key): {Term: c.term}}); err != nil {
+					t.Fatal(err)
+				}
+				r, err := h.Open(Config{FS: vfs.OS(), Dir: dir + "/p0", Log: segment.Config{BatchBytesMax: 1 << 20},
+					Topic: "t", TopicID: [16]byte{1}, Partition: 0, Self: 2, Replicas: c.replicas,
+					Send: func(_ *Replica, msgs []raftlite.Message) {
+						for _, m := range msgs {
+							if m.Type == raftlite.MsgPreVote {
+								preVotes++
+							}
+						}
+					}})
+				if err != nil {
+					t.Fatal(err)
+				}
+				for i := 0; i < 2; i++ {
+					r.Tick()
+				}
+			}); err != nil {
+				t.Fatal(err)
+			}
+			if got := preVotes > 0; got != c.want {
+				t.Fatalf("campaigned within two ticks: %v, want %v", got, c.want)
+			}
+		})
+	}
+}

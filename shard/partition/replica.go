@@ -178,10 +178,18 @@ func (r *Replica) startRaft() error {
 		}
 	}
 	set := raftlite.NewReplicaSet(r.cfg.Replicas...)
+	preferred := len(r.cfg.Replicas) > 0 && r.cfg.Replicas[0] == r.cfg.Self
+	// A member of a group of two that returns (it voted before: a
+	// restart) is needed for every election: it campaigns after one tick
+	// like the preferred replica instead of holding, so that the group
+	// elects as soon as it is back rather than at the other member's next
+	// election timeout, up to two timeouts later. Pre-vote keeps this from
+	// disturbing a leader it has not heard from yet.
+	returning := hs.Term > 0 && len(r.cfg.Replicas) == 2
 	node, err := raftlite.New(raftlite.Config{
 		ID: r.cfg.Self, Group: GroupID(r.key), Replicas: set, Log: r.rlog, HardState: hs,
 		Seed:      xxhash.Sum64(append(r.key[:], byte(r.cfg.Self))),
-		Preferred: len(r.cfg.Replicas) > 0 && r.cfg.Replicas[0] == r.cfg.Self,
+		Preferred: preferred || returning,
 		Limits:    r.cfg.Limits,
 	})
 	if err != nil {
@@ -196,7 +204,7 @@ func (r *Replica) startRaft() error {
 	if len(r.cfg.Replicas) == 1 {
 		// A group of one needs no election timeout to find its leader.
 		node.Campaign()
-	} else if r.cfg.Replicas[0] != r.cfg.Self {
+	} else if !preferred && !returning {
 		lim := r.cfg.Limits
 		if lim == nil {
 			lim = raftlite.DefaultLimits()
