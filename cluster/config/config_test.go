@@ -61,6 +61,7 @@ replication_addr = "127.0.0.1:6"
 		{"self missing", strings.Replace(roster3, "[node]\nid = 1", "[node]\nid = 9", 1), "node.id: 9 is not in cluster.nodes"},
 		{"no secret", strings.Replace(roster3, "secret = \"s\"", "", 1), "cluster.secret: must be set"},
 		{"frame vs batch", "[storage]\nmax_batch_bytes = 16777216\n[network]\nmax_frame_bytes = 1048576\n", "storage.max_batch_bytes"},
+		{"retransmit cap under the kernel's least", "[network]\ntcp_retransmit_max_ms = 500\n", "network.tcp_retransmit_max_ms: 500 is outside 1000..120000"},
 		{"lag window too short", "[cluster]\nreplica_lag_time_max_ms = 10\n", "cluster.replica_lag_time_max_ms: 10 is outside 100..3600000"},
 		{"election vs heartbeat", "[cluster]\nheartbeat_interval_ms = 500\nelection_timeout_ms = 1000\n", "cluster.election_timeout_ms"},
 	}
