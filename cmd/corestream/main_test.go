@@ -450,7 +450,7 @@ func TestMissingTopicAdmin(t *testing.T) {
 	}
 	for _, total := range []string{"2", "1"} {
 		code, _, errs := c.run("", "topic", "add-partitions", "t", "--partitions", total)
-		if code != exitError || !strings.Contains(errs, `INVALID_PARTITIONS: topic "t" already has 2 partitions`) {
+		if code != exitError || !strings.Contains(errs, `INVALID_PARTITIONS: topic "t" has 2 partitions`) {
 			t.Errorf("add-partitions --partitions %s: exit %d, %q", total, code, errs)
 		}
 	}
