@@ -141,16 +141,7 @@ func TestHungPrimaryProducerFollowsNewPrimary(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	for i := 0; i < n; i++ {
-		select {
-		case err := <-errs:
-			if err != nil {
-				t.Fatalf("record failed: %v", err)
-			}
-		case <-e.ctx.Done():
-			t.Fatalf("%d of %d records have no outcome after %v", n-i, n, testTimeout)
-		}
-	}
+	e.wantSucceeded(errs, n)
 	// The request timeout is 300 ms plus 100 ms; then a refresh (hedged
 	// past the hung node) and the resend.
 	if d := time.Since(start); d > 400*time.Millisecond+resumeTarget {
@@ -186,16 +177,7 @@ func TestHungPrimaryResumedExactlyOnce(t *testing.T) {
 	// The client gives up on the hung connection and asks node 2.
 	waitFor(t, "a refresh from node 2", func() bool { return e.fc.Requests(2, wire.APIMetadata) > base })
 	e.fc.Resume(1)
-	for i := 0; i < n; i++ {
-		select {
-		case err := <-errs:
-			if err != nil {
-				t.Fatalf("record failed: %v", err)
-			}
-		case <-e.ctx.Done():
-			t.Fatalf("%d of %d records have no outcome after %v", n-i, n, testTimeout)
-		}
-	}
+	e.wantSucceeded(errs, n)
 	e.wantExactlyOnce("t", 0, 3+n, offsets)
 }
 
@@ -371,4 +353,20 @@ func TestHungPrimaryConsumerFollowsNewPrimary(t *testing.T) {
 		t.Fatalf("the consumer took %v to follow the new primary", d)
 	}
 	e.fc.Resume(1)
+}
+
+// wantSucceeded waits for n outcomes on errs and fails the test on the
+// first error, or when the test's context ends first.
+func (e *env) wantSucceeded(errs <-chan error, n int) {
+	e.t.Helper()
+	for i := 0; i < n; i++ {
+		select {
+		case err := <-errs:
+			if err != nil {
+				e.t.Fatalf("record failed: %v", err)
+			}
+		case <-e.ctx.Done():
+			e.t.Fatalf("%d of %d records have no outcome after %v", n-i, n, testTimeout)
+		}
+	}
 }
