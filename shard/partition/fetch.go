@@ -96,7 +96,7 @@ func (r *Replica) Fetch(req *FetchArgs, reply func(FetchResult)) {
 // it appends when elected); until then its commit offset is what it
 // started with (-1 after a restart), and answering would show consumers
 // an old, lower high watermark: a "latest" offset that goes back, an end
-// reached too early. Reads get the retriable PRIMARY_NOT_AVAILABLE then.
+// reached too early. Reads get the retriable ErrPrimaryNotAvailable then.
 func (r *Replica) checkRead(generation int32) error {
 	if err := r.CheckRoute(generation); err != nil {
 		return err

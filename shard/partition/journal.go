@@ -204,7 +204,7 @@ func (j *journal) put(g raftlite.GroupID, hs raftlite.HardState) {
 }
 
 // sync writes the queued records with one fdatasync and resumes the
-// replicas that waited for it. On failure they restart (STORAGE_ERROR):
+// replicas that waited for it. On failure they restart (ErrStorage):
 // nothing that depends on the lost state was sent.
 func (j *journal) sync(open func(raftlite.GroupID) bool) {
 	held := j.held

@@ -130,7 +130,7 @@ func (r *Replica) Produce(req *ProduceArgs, reply func(ProduceResult)) {
 	r.process()
 }
 
-// quorumErr is NOT_ENOUGH_REPLICAS when fewer than a majority of the
+// quorumErr is ErrNotEnoughReplicas when fewer than a majority of the
 // replicas are reachable (a write could not commit until one returns).
 func (r *Replica) quorumErr() error {
 	if r.cfg.Alive == nil || len(r.cfg.Replicas) == 1 {
@@ -200,7 +200,7 @@ func (r *Replica) proposeErr(err error) error {
 	return errorf(ErrInvalidBatch, "%s/%d: %v", r.cfg.Topic, r.cfg.Partition, err)
 }
 
-// finish answers p with success, or with NOT_PRIMARY when the log holds
+// finish answers p with success, or with ErrNotPrimary when the log holds
 // another term at p's last offset (a new primary replaced the batch).
 func (r *Replica) finish(p *pendingProduce) {
 	if p.done {

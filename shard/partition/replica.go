@@ -58,7 +58,7 @@ type Config struct {
 	NowMs func() int64
 	// Alive reports whether a peer is believed up; nil means always. A
 	// primary that cannot reach a majority of its replicas refuses writes
-	// with NOT_ENOUGH_REPLICAS instead of letting them time out.
+	// with ErrNotEnoughReplicas instead of letting them time out.
 	Alive func(raftlite.NodeID) bool
 	// onAppend is called after entries are appended (the host flushes
 	// the IO at the end of the round).
@@ -71,7 +71,8 @@ type Config struct {
 	jrnl        *journal
 }
 
-// Errors of a replica that are not wire errors.
+// Errors of a replica's control calls (Step, TransferLeadership, ...);
+// requests are answered with the kinds in errors.go.
 var (
 	// ErrClosed is returned once the replica is closed.
 	ErrClosed = errors.New("partition: closed")
@@ -113,7 +114,7 @@ type Replica struct {
 	// wins even when the other replicas open first.
 	holdTicks int32
 	// failure is set while the replica cannot serve (its log failed and
-	// could not be reopened); requests get STORAGE_ERROR.
+	// could not be reopened); requests get ErrStorage.
 	failure error
 }
 
@@ -535,7 +536,7 @@ func (r *Replica) softState(lead raftlite.NodeID, role raftlite.Role) {
 
 // restart rebuilds the replica after its log and its consensus node
 // diverged (an append failed, the log rewound after ENOSPC, or it failed
-// for good): pending requests fail with STORAGE_ERROR, the log is reopened
+// for good): pending requests fail with ErrStorage, the log is reopened
 // when it failed, and a new consensus node starts from the log on disk.
 func (r *Replica) restart(cause error) {
 	if cause == nil {
@@ -591,7 +592,7 @@ func (r *Replica) close(err error, closeLog func(*segment.Log) error) error {
 	return closeLog(r.log)
 }
 
-// notPrimaryErr is NOT_PRIMARY with the best hint this replica has.
+// notPrimaryErr is ErrNotPrimary with the best hint this replica has.
 func (r *Replica) notPrimaryErr() error {
 	e := errorf(ErrNotPrimary, "node %d is not the primary of %s/%d", r.cfg.Self, r.cfg.Topic, r.cfg.Partition)
 	if r.leader != raftlite.None && r.leader != r.cfg.Self {
