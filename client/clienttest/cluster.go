@@ -93,9 +93,7 @@ type Cluster struct {
 	metadataPrimary int32
 	metadataGen     int32
 	// offsets are committed offsets by consumer name.
-	offsets map[string]map[partKey]wire.CommittedOffset
-	// producers maps each producer id handed out to its current epoch.
-	producers  map[int64]int16
+	offsets    map[string]map[partKey]wire.CommittedOffset
 	nextPID    int64
 	faults     []*FaultHandle
 	requests   map[reqKey]int
@@ -146,7 +144,7 @@ func NewCluster(opts Options) (*Cluster, error) {
 		opts.Addr = "127.0.0.1:0"
 	}
 	c := &Cluster{opts: opts, topics: map[string]*topic{}, metadataPrimary: 1, metadataGen: 1,
-		offsets: map[string]map[partKey]wire.CommittedOffset{}, producers: map[int64]int16{}, nextPID: 1000,
+		offsets: map[string]map[partKey]wire.CommittedOffset{}, nextPID: 1000,
 		requests: map[reqKey]int{}}
 	for i := 0; i < opts.Nodes; i++ {
 		n := &node{id: int32(i + 1), conns: map[*serverConn]struct{}{}}
