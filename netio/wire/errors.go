@@ -106,7 +106,7 @@ var (
 	ErrInvalidOffset = &Error{33, "INVALID_OFFSET", false,
 		"An offset in the request is negative where it may not be (fetch offset, committed offset)."}
 	ErrInvalidProducerIDMapping = &Error{34, "INVALID_PRODUCER_ID_MAPPING", false,
-		"InitProducer was given a producer id and epoch that do not belong together (the epoch is not the id's current one)."}
+		"InitProducer was given a producer id and epoch that do not belong together (the epoch is not the id's current one). Reserved: this version's server keeps no record of epochs (the partitions fence older ones) and does not return it."}
 	ErrMetadataNotReady = &Error{35, "METADATA_NOT_READY", true,
 		"This node has not yet loaded the committed cluster metadata (after a start it learns the commit point from the metadata primary and replays its log up to it), so it cannot answer metadata, topic or offset reads without possibly leaving things out. The message says what it waits for; retry after a short back-off or ask another node."}
 )
