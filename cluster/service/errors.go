@@ -40,10 +40,9 @@ var (
 	// retry fixes and no other kind names.
 	ErrInvalidRequest = errors.New("service: invalid request")
 	// ErrInvalidOffset: an offset commit for an offset the partition
-	// cannot have, or a negative fetch offset.
+	// cannot have.
 	ErrInvalidOffset = errors.New("service: invalid offset")
-	// ErrInvalidTimestamp: a ListOffsets timestamp below
-	// TimestampEarliest.
+	// ErrInvalidTimestamp: a timestamp the service cannot use.
 	ErrInvalidTimestamp = errors.New("service: invalid timestamp")
 	// ErrRebalanceInProgress: a primary move is running; retry after it.
 	ErrRebalanceInProgress = errors.New("service: rebalance in progress")

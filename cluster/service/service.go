@@ -54,6 +54,12 @@ type Meta interface {
 	// MetadataRoute is the metadata group's primary and term (-1, -1 when
 	// none is known); always available.
 	MetadataRoute() (primaryID, generation int32)
+	// Locate is the partition's reference by id, at an unknown
+	// generation, and the node this node's route table says leads it (-1
+	// when none), whether or not that node is believed up: for a front end
+	// that forwards a request to the primary (HTTP) rather than telling the
+	// client. ErrUnknownTopicOrPartition, ErrMetadataNotReady.
+	Locate(topic string, partition int32) (ref PartitionRef, primaryID int32, err error)
 	// Metadata answers the routes of the topics asked for.
 	Metadata(req MetadataRequest) (MetadataResult, error)
 	// ListTopics lists every topic, sorted by name.
