@@ -1,0 +1,56 @@
+package node
+
+import (
+	"go/parser"
+	"go/token"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+)
+
+// The front ends (the native handler and the HTTP API) call the typed
+// service and nothing under it: a front end that reached a replica, a
+// segment or a file descriptor itself would drift from the others (HTTP
+// used to re-encode wire frames and read segments with pread). Each
+// forbidden import is listed with the files it is forbidden in.
+func TestFrontEndsCallOnlyTheService(t *testing.T) {
+	const mod = "github.com/corestream/corestream/"
+	forbidden := []struct {
+		pattern, imp, why string
+	}{
+		{"handler.go", mod + "shard/partition", "replicas are reached through the service"},
+		{"api_*.go", mod + "shard/partition", "replicas are reached through the service"},
+		{"http*.go", mod + "shard/partition", "replicas are reached through the service"},
+		{"api_*.go", mod + "segment", "fetched records come as service.Records"},
+		{"http*.go", mod + "segment", "fetched records come as service.Records"},
+		{"http*.go", mod + "netio", "HTTP does not build or read native frames"},
+		{"http*.go", "golang.org/x/sys/unix", "HTTP reads no files itself"},
+		{"api_*.go", "golang.org/x/sys/unix", "the native handler reads no files itself"},
+	}
+	checked := 0
+	for _, f := range forbidden {
+		files, err := filepath.Glob(f.pattern)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, path := range files {
+			if strings.HasSuffix(path, "_test.go") {
+				continue
+			}
+			checked++
+			af, err := parser.ParseFile(token.NewFileSet(), path, nil, parser.ImportsOnly)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, imp := range af.Imports {
+				if p, _ := strconv.Unquote(imp.Path.Value); p == f.imp {
+					t.Errorf("%s imports %s: %s", path, p, f.why)
+				}
+			}
+		}
+	}
+	if checked < 8 {
+		t.Fatalf("only %d front-end files checked: the patterns are stale", checked)
+	}
+}
