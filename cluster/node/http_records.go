@@ -328,3 +328,6 @@ func (h *httpAPI) partitionTarget(r *http.Request) (service.PartitionRef, int32,
 	}
 	return h.svc.Locate(r.PathValue("topic"), p)
 }
+
+// msDuration is a timeout given in ms as a duration.
+func msDuration(ms uint32) time.Duration { return time.Duration(ms) * time.Millisecond }

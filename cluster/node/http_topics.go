@@ -9,6 +9,7 @@ import (
 	"strconv"
 
 	"github.com/corestream/corestream/cluster/metadata"
+	"github.com/corestream/corestream/cluster/native"
 	"github.com/corestream/corestream/cluster/service"
 	"github.com/corestream/corestream/netio/wire"
 )
@@ -242,7 +243,7 @@ func (h *httpAPI) describeTopic(w http.ResponseWriter, r *http.Request) {
 			Offline: nonNil(p.Offline)}
 		if p.Err != nil {
 			// The error's name is the wire table's, as on every answer.
-			name := codeOf(p.Err).Name
+			name := native.CodeOf(p.Err).Name
 			pr.Error = &name
 		}
 		out.Partitions = append(out.Partitions, pr)

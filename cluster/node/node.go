@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/corestream/corestream/cluster/config"
+	"github.com/corestream/corestream/cluster/native"
 	"github.com/corestream/corestream/netio"
 	"github.com/corestream/corestream/netio/uring"
 	"github.com/corestream/corestream/raftlite"
@@ -224,8 +225,8 @@ func (n *Node) Start() error {
 		MaxConnections: n.cfg.Network.MaxConnections, OutboundBytesMax: int64(n.cfg.Network.OutboundBytesMax),
 		RetransmitBackoffMax: time.Duration(n.cfg.Network.TCPRetransmitMaxMs) * time.Millisecond,
 		Logf:                 func(format string, args ...any) { n.log.Info(fmt.Sprintf(format, args...)) },
-	}, &handler{svc: n.svc, log: n.log, maxFrameBytes: n.cfg.Network.MaxFrameBytes, group: g,
-		ownerShard: n.ownerShard, migrations: &n.migrations})
+	}, native.New(native.Config{Service: n.svc, Log: n.log, MaxFrameBytes: n.cfg.Network.MaxFrameBytes, Group: g,
+		OwnerShard: n.ownerShard, Migrations: &n.migrations}))
 	if err != nil {
 		n.stopShards()
 		return err

@@ -7,7 +7,9 @@ import (
 	"time"
 
 	"github.com/corestream/corestream/cluster/metadata"
+	"github.com/corestream/corestream/cluster/native"
 	"github.com/corestream/corestream/cluster/service"
+	"github.com/corestream/corestream/netio/wire"
 	"github.com/corestream/corestream/segment/batch"
 	"github.com/corestream/corestream/shard/partition"
 )
@@ -170,5 +172,29 @@ func TestServiceProduceDetachesTheCallersBuffer(t *testing.T) {
 	fr.Records.Release()
 	if recs, _, err := decodeRecords(data, 0); err != nil || len(recs) != 1 || *recs[0].Value != "bGVudA==" {
 		t.Fatalf("stored %+v: %v", recs, err)
+	}
+}
+
+// An answer a part still gives in native codes becomes the service's
+// kind and, through the native table, the same code again, hint and
+// message kept, so a front end sees what the part meant.
+func TestNativeCodesRoundTripThroughKinds(t *testing.T) {
+	s := &nodeService{svcDeps{addrOf: func(id int32) string { return map[int32]string{2: "10.0.0.2:7070"}[id] }}}
+	for _, k := range service.ErrorKinds() {
+		code := native.CodeOf(k)
+		in := wire.Errorf(code, "because")
+		in.Hint = &wire.Hint{NodeID: 2, Generation: 9}
+		err := s.svcErr(in)
+		var se *service.Error
+		if !errors.As(err, &se) || se.Message != "because" || se.Hint == nil || se.Hint.ClientAddr != "10.0.0.2:7070" {
+			t.Fatalf("%s: %#v", code.Name, err)
+		}
+		var er *wire.ErrorResponse
+		if !errors.As(wireError(err), &er) || er.Err != code || er.Hint == nil || er.Hint.Address != "10.0.0.2:7070" {
+			t.Fatalf("%s came back as %v", code.Name, wireError(err))
+		}
+	}
+	if err := s.svcErr(errors.New("boom")); !errors.Is(err, service.ErrInternal) || err.Error() != "boom" {
+		t.Fatalf("a plain error: %#v", err)
 	}
 }
