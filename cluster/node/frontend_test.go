@@ -9,8 +9,8 @@ import (
 	"testing"
 )
 
-// The front ends (the native handler, cluster/native, and the HTTP API)
-// call the typed
+// The front ends (the native handler, cluster/native, and the HTTP API,
+// cluster/httpapi) call the typed
 // service and nothing under it: a front end that reached a replica, a
 // segment or a file descriptor itself would drift from the others (HTTP
 // used to re-encode wire frames and read segments with pread). Each
@@ -21,12 +21,13 @@ func TestFrontEndsCallOnlyTheService(t *testing.T) {
 		pattern, imp, why string
 	}{
 		{"../native/[^e]*.go", mod + "shard/partition", "replicas are reached through the service (errors.go maps their kinds)"},
-		{"http*.go", mod + "shard/partition", "replicas are reached through the service"},
+		{"../httpapi/*.go", mod + "shard/partition", "replicas are reached through the service"},
 		{"../native/*.go", mod + "segment", "fetched records come as service.Records"},
-		{"http*.go", mod + "segment", "fetched records come as service.Records"},
+		{"../httpapi/*.go", mod + "segment", "fetched records come as service.Records"},
 		{"../native/*.go", mod + "cluster/node", "the native front end is given the service, not the node"},
-		{"http*.go", mod + "netio", "HTTP does not build or read native frames"},
-		{"http*.go", "golang.org/x/sys/unix", "HTTP reads no files itself"},
+		{"../httpapi/*.go", mod + "cluster/node", "the HTTP API is given the service, not the node"},
+		{"../httpapi/*.go", mod + "netio", "HTTP does not build or read native frames"},
+		{"../httpapi/*.go", "golang.org/x/sys/unix", "HTTP reads no files itself"},
 		{"../native/*.go", "golang.org/x/sys/unix", "the native handler reads no files itself"},
 	}
 	checked := 0

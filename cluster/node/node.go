@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/corestream/corestream/cluster/config"
+	"github.com/corestream/corestream/cluster/httpapi"
 	"github.com/corestream/corestream/cluster/native"
 	"github.com/corestream/corestream/netio"
 	"github.com/corestream/corestream/netio/uring"
@@ -59,7 +60,7 @@ type Node struct {
 	// once the shards run.
 	svc *nodeService
 	// http is the HTTP API (nil when node.http_addr is empty).
-	http *httpAPI
+	http *httpapi.API
 	// peers is the replication transport (nil on a single node).
 	peers *peers
 	// metaLoaded latches once the View holds everything committed this
@@ -269,7 +270,7 @@ func (n *Node) Stop(ctx context.Context) error {
 	// connections are cut.
 	n.answerFetches()
 	if n.http != nil {
-		if err := n.http.stop(ctx); err != nil {
+		if err := n.http.Stop(ctx); err != nil {
 			first = err
 		}
 	}
