@@ -266,8 +266,8 @@ func (n *Node) Stop(ctx context.Context) error {
 	}
 	var first error
 	// A parked long poll is a request in flight: answer them now (and
-	// later ones at once, the service's Fetch) rather than hold the stop until the
-	// connections are cut.
+	// later ones at once, in the service's Fetch) rather than hold the
+	// stop until the connections are cut.
 	n.answerFetches()
 	if n.http != nil {
 		if err := n.http.Stop(ctx); err != nil {
