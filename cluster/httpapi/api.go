@@ -82,7 +82,7 @@ type Config struct {
 	// HTTPAddrOf is a node's advertised HTTP address ("" when the roster
 	// has none).
 	HTTPAddrOf func(id int32) string
-	// Metrics serves GET /metrics.
+	// Metrics serves GET /metrics (nil: no such route).
 	Metrics http.Handler
 	// BodyTimeout bounds the read of a request body once its headers are
 	// in; 0 is httpBodyTimeout (30 s).
@@ -104,7 +104,9 @@ func New(cfg Config, ln net.Listener) *API {
 	h.mux.HandleFunc("DELETE /v1/topics/{topic}", h.deleteTopic)
 	h.mux.HandleFunc("POST /v1/topics/{topic}/partitions/{partition}/records", h.produce)
 	h.mux.HandleFunc("GET /v1/topics/{topic}/partitions/{partition}/records", h.fetch)
-	h.mux.Handle("GET /metrics", cfg.Metrics)
+	if cfg.Metrics != nil {
+		h.mux.Handle("GET /metrics", cfg.Metrics)
+	}
 	// Everything else: ServeMux would answer 404 and 405 in plain text.
 	h.mux.HandleFunc("/", h.notRouted)
 	h.srv = &http.Server{Handler: h.mux, ReadHeaderTimeout: httpReadHeaderTimeout, IdleTimeout: httpIdleTimeout}
