@@ -1,0 +1,237 @@
+package partition
+
+import (
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/corestream/corestream/raftlite"
+)
+
+var (
+	ids123 = []raftlite.NodeID{1, 2, 3}
+	ids4   = []raftlite.NodeID{4}
+)
+
+func conf(voters, learners []raftlite.NodeID) raftlite.Membership {
+	return raftlite.Membership{Voters: raftlite.NewReplicaSet(voters...), Learners: raftlite.NewReplicaSet(learners...)}
+}
+
+func addLearner(id raftlite.NodeID) func(*Replica, func(ConfChangeResult)) {
+	return func(r *Replica, reply func(ConfChangeResult)) { r.AddLearner(id, reply) }
+}
+
+func promote(id raftlite.NodeID, wait time.Duration) func(*Replica, func(ConfChangeResult)) {
+	return func(r *Replica, reply func(ConfChangeResult)) { r.Promote(id, wait, reply) }
+}
+
+func remove(id raftlite.NodeID) func(*Replica, func(ConfChangeResult)) {
+	return func(r *Replica, reply func(ConfChangeResult)) { r.RemoveMember(id, reply) }
+}
+
+// TestMoveAReplicaUnderProduce moves a replica of a 3-member group from
+// node 1 (the primary) to node 4 while a producer writes: node 4 joins as
+// a learner, catches up, is promoted, and node 1 removes itself and hands
+// the primary role over. No acknowledged write is lost, and every member
+// that restarts (each opened with the stale creation configuration) finds
+// the configuration in its log.
+func TestMoveAReplicaUnderProduce(t *testing.T) {
+	tg := newTestGroup(t)
+	for _, id := range ids123 {
+		tg.start(id, ids123, nil)
+	}
+	p1 := tg.primary()
+	prod := tg.startProducer()
+
+	// The learner not running yet: adding it commits (voters 1-3), but it
+	// may not be promoted until it holds the committed log.
+	if res := tg.change(p1, addLearner(4)); res.Err != nil || res.Conf != conf(ids123, ids4) {
+		t.Fatalf("add learner 4: %+v", res)
+	}
+	if res := tg.change(p1, promote(4, 0)); !errors.Is(res.Err, raftlite.ErrLearnerBehind) {
+		t.Fatalf("promote a learner that holds nothing: %v, want ErrLearnerBehind", res.Err)
+	}
+	if res := tg.change(p1, promote(4, 50*time.Millisecond)); !errors.Is(res.Err, raftlite.ErrLearnerBehind) {
+		t.Fatalf("promote a learner that does not run, waiting: %v, want ErrLearnerBehind", res.Err)
+	}
+	tg.waitFor(p1, "progress reports learner 4 behind", func(r *Replica) bool {
+		ps, err := r.MemberProgress()
+		for _, p := range ps {
+			if p.ID == 4 {
+				return err == nil && p.Learner && !p.CaughtUp && p.EntriesBehind > 0 && p.BytesBehind > 0
+			}
+		}
+		return false
+	})
+
+	m4 := tg.start(4, ids123, ids4)
+	tg.waitFor(p1, "learner 4 catches up", func(r *Replica) bool {
+		ps, _ := r.MemberProgress()
+		for _, p := range ps {
+			if p.ID == 4 {
+				return p.CaughtUp && p.Active
+			}
+		}
+		return false
+	})
+	if res := tg.change(p1, promote(4, 5*time.Second)); res.Err != nil || res.Conf != conf([]raftlite.NodeID{1, 2, 3, 4}, nil) {
+		t.Fatalf("promote 4: %+v", res)
+	}
+	// The primary removes itself: it leads until the entry commits, then
+	// steps down and a caught-up voter takes over.
+	res := tg.change(p1, remove(p1.id))
+	if res.Err != nil {
+		t.Fatalf("remove the primary %d: %v", p1.id, res.Err)
+	}
+	survivors := []raftlite.NodeID{}
+	for _, id := range []raftlite.NodeID{1, 2, 3, 4} {
+		if id != p1.id {
+			survivors = append(survivors, id)
+		}
+	}
+	final := conf(survivors, nil)
+	if res.Conf != final {
+		t.Fatalf("after removing %d: %v, want %v", p1.id, res.Conf, final)
+	}
+	tg.waitFor(p1, "the removed primary steps down and knows it is removed", func(r *Replica) bool {
+		return !r.IsPrimary() && r.Removed() && !r.HasMember(p1.id)
+	})
+	tg.stop(p1.id)
+	p2 := tg.primary()
+	if p2.id == p1.id {
+		t.Fatalf("the removed node %d is still primary", p1.id)
+	}
+	// Writes continue on the new configuration.
+	before := prod.count()
+	tg.waitFor(p2, "writes after the move", func(*Replica) bool { return prod.count() > before+20 })
+	acked := prod.finish()
+
+	checkAcked := func(m *testMember) {
+		t.Helper()
+		got := tg.committed(m)
+		for off, v := range acked {
+			if got[off] != v {
+				t.Fatalf("node %d: acknowledged %q at %d reads back %q", m.id, v, off, got[off])
+			}
+		}
+	}
+	tg.waitFor(m4, "node 4 holds everything acknowledged", func(r *Replica) bool {
+		var last int64 = -1
+		for off := range acked {
+			last = max(last, off)
+		}
+		return r.HighWatermark() > last
+	})
+	checkAcked(p2)
+	checkAcked(m4)
+	if len(acked) < 20 {
+		t.Fatalf("only %d writes acknowledged", len(acked))
+	}
+
+	// Restart every member, one at a time, with the configuration the
+	// node had at creation: the log's configuration is in force at once.
+	for _, id := range survivors {
+		var learners []raftlite.NodeID
+		if id == 4 {
+			learners = ids4
+		}
+		tg.stop(id)
+		m := tg.start(id, ids123, learners)
+		m.do(t, func() {
+			if got := m.r.Membership(); got != final {
+				t.Errorf("node %d after restart: %v, want %v", id, got, final)
+			}
+			if m.r.HasMember(p1.id) {
+				t.Errorf("node %d after restart counts the removed node %d", id, p1.id)
+			}
+		})
+		tg.primary()
+	}
+	// And the group still takes writes, with everything acknowledged kept.
+	p3 := tg.primary()
+	if res := produceOn(t, p3, "after"); res.Err != nil {
+		t.Fatalf("produce after the restarts: %v", res.Err)
+	}
+	checkAcked(p3)
+}
+
+// produceOn writes one record on member m and waits for the answer.
+func produceOn(t *testing.T, m *testMember, v string) ProduceResult {
+	out := make(chan ProduceResult, 1)
+	b := mkBatchValue(t, v)
+	m.do(t, func() {
+		m.r.Produce(&ProduceArgs{Generation: GenerationUnknown, Records: b}, func(res ProduceResult) { out <- res })
+	})
+	return <-out
+}
+
+// TestMembershipChangeRefusals: one change at a time, changes that do not
+// fit the configuration, and a replica that is not the primary.
+func TestMembershipChangeRefusals(t *testing.T) {
+	tg := newTestGroup(t)
+	for _, id := range ids123 {
+		tg.start(id, ids123, nil)
+	}
+	p := tg.primary()
+	var follower *testMember
+	for _, id := range ids123 {
+		if id != p.id {
+			follower = tg.member(id)
+			break
+		}
+	}
+
+	// A second change while the first waits for its commit.
+	first, second := make(chan ConfChangeResult, 1), make(chan ConfChangeResult, 1)
+	p.do(t, func() {
+		p.r.AddLearner(4, func(res ConfChangeResult) { first <- res })
+		p.r.AddLearner(5, func(res ConfChangeResult) { second <- res })
+	})
+	if res := <-second; !errors.Is(res.Err, raftlite.ErrConfChangePending) {
+		t.Fatalf("second change while one is pending: %v", res.Err)
+	}
+	if res := <-first; res.Err != nil {
+		t.Fatalf("first change: %v", res.Err)
+	}
+	for _, c := range []struct {
+		name string
+		fn   func(*Replica, func(ConfChangeResult))
+	}{
+		{"add a member again", addLearner(4)},
+		{"promote a voter", promote(2, 0)},
+		{"promote a voter, waiting", promote(2, time.Second)},
+		{"remove a non-member", remove(9)},
+		{"add node 0", addLearner(0)},
+	} {
+		if res := tg.change(p, c.fn); !errors.Is(res.Err, raftlite.ErrInvalidConfChange) {
+			t.Errorf("%s: %v, want ErrInvalidConfChange", c.name, res.Err)
+		}
+	}
+	if res := tg.change(follower, addLearner(6)); !errors.Is(res.Err, ErrNotPrimary) {
+		t.Fatalf("change on a follower: %v", res.Err)
+	}
+	follower.do(t, func() {
+		if _, err := follower.r.MemberProgress(); !errors.Is(err, ErrNotPrimary) {
+			t.Errorf("progress on a follower: %v", err)
+		}
+	})
+	// The learner that never ran is removed again; the group is back to
+	// its creation configuration.
+	if res := tg.change(p, remove(4)); res.Err != nil || res.Conf != conf(ids123, nil) {
+		t.Fatalf("remove learner 4: %+v", res)
+	}
+}
+
+func TestConfPayload(t *testing.T) {
+	for _, c := range []raftlite.Membership{conf(ids123, nil), conf([]raftlite.NodeID{32}, []raftlite.NodeID{1, 31})} {
+		got, err := decodeConf(confPayload(c))
+		if err != nil || got != c {
+			t.Fatalf("%v: %v %v", c, got, err)
+		}
+	}
+	for _, b := range [][]byte{nil, {1}, {2, 0, 0, 0, 1, 0, 0, 0, 0}, {1, 0, 0, 0, 0, 0, 0, 0, 0}, {1, 0, 0, 0, 1, 0, 0, 0, 1}} {
+		if _, err := decodeConf(b); err == nil {
+			t.Errorf("%x decoded", b)
+		}
+	}
+}
