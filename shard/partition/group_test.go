@@ -24,6 +24,8 @@ type testGroup struct {
 	// members by node id; guarded by mu (the replicas themselves are
 	// touched only on their shard).
 	members map[raftlite.NodeID]*testMember
+	// logCfg configures every member's log.
+	logCfg segment.Config
 }
 
 type testMember struct {
@@ -39,7 +41,8 @@ type testMember struct {
 const groupTickEvery = 10 * time.Millisecond
 
 func newTestGroup(t *testing.T) *testGroup {
-	tg := &testGroup{t: t, root: t.TempDir(), members: map[raftlite.NodeID]*testMember{}}
+	tg := &testGroup{t: t, root: t.TempDir(), members: map[raftlite.NodeID]*testMember{},
+		logCfg: segment.Config{Fsync: segment.FsyncNever, BatchBytesMax: 1 << 20, SegmentBytes: 64 << 10}}
 	t.Cleanup(func() {
 		for _, id := range tg.ids() {
 			tg.stop(id)
@@ -81,19 +84,17 @@ func (tg *testGroup) start(id raftlite.NodeID, replicas, learners []raftlite.Nod
 	}
 	m := &testMember{id: id, g: g, sh: g.Shard(0)}
 	m.do(t, func() {
-		h, err := NewHost(m.sh, testEngine(vfs.OS()), groupTickEvery, 0)
-		if err != nil {
-			t.Fatal(err)
+		if m.host, err = NewHost(m.sh, testEngine(vfs.OS()), groupTickEvery, 0); err != nil {
+			return
 		}
-		m.host = h
-		m.r, err = h.Open(Config{FS: vfs.OS(), Dir: fmt.Sprintf("%s/n%d/p0", tg.root, id),
-			Log:   segment.Config{Fsync: segment.FsyncNever, BatchBytesMax: 1 << 20, SegmentBytes: 64 << 10},
+		m.r, err = m.host.Open(Config{FS: vfs.OS(), Dir: fmt.Sprintf("%s/n%d/p0", tg.root, id),
+			Log:   tg.logCfg,
 			Topic: "t", TopicID: [16]byte{1}, Partition: 0, Self: id, Replicas: replicas, Learners: learners,
 			Send: tg.send})
-		if err != nil {
-			t.Fatal(err)
-		}
 	})
+	if err != nil {
+		t.Fatalf("node %d: %v", id, err) // not on the shard: t.Fatal there would end its goroutine
+	}
 	tg.mu.Lock()
 	tg.members[id] = m
 	tg.mu.Unlock()

@@ -235,3 +235,59 @@ func TestConfPayload(t *testing.T) {
 		}
 	}
 }
+
+// TestLearnerJoinsAfterRetention adds a learner whose configuration entry
+// the primary's retention has since deleted: the primary resets the
+// learner's log (MsgReset) with the configuration in force at its log
+// start, which the learner keeps as its log's base, restarts included.
+func TestLearnerJoinsAfterRetention(t *testing.T) {
+	tg := newTestGroup(t)
+	tg.logCfg.SegmentBytes, tg.logCfg.RetentionBytes = 16<<10, 1
+	for _, id := range ids123 {
+		tg.start(id, ids123, nil)
+	}
+	p := tg.primary()
+	if res := tg.change(p, addLearner(4)); res.Err != nil {
+		t.Fatalf("add learner 4: %v", res.Err)
+	}
+	var confAt int64
+	p.do(t, func() { confAt = p.r.Raft().Status().ConfIndex })
+	big := string(make([]byte, 2000))
+	for i := 0; i < 40; i++ {
+		if res := produceOn(t, p, big); res.Err != nil {
+			t.Fatal(res.Err)
+		}
+	}
+	// (Nothing fails the test on a shard's thread: t.Fatal there would
+	// end the shard's goroutine.)
+	var start int64
+	var err error
+	p.do(t, func() {
+		_, err = p.r.ApplyRetention()
+		start = p.r.log.LogStartOffset()
+	})
+	if err != nil || start <= confAt {
+		t.Fatalf("retention kept the log from %d (%v), the configuration entry is at %d", start, err, confAt)
+	}
+	m4 := tg.start(4, ids123, ids4)
+	tg.waitFor(m4, "learner 4 is reset past the configuration entry and catches up", func(r *Replica) bool {
+		return r.log.LogStartOffset() > confAt && r.HighWatermark() > confAt+40
+	})
+	want := conf(ids123, ids4)
+	var got raftlite.Membership
+	m4.do(t, func() { got = m4.r.Membership() })
+	if got != want {
+		t.Fatalf("learner after the reset: %v, want %v", got, want)
+	}
+	// Restarted with a configuration that is not the log's, it finds the
+	// log's base.
+	tg.stop(4)
+	m4 = tg.start(4, ids4, nil)
+	m4.do(t, func() { got = m4.r.Membership() })
+	if got != want {
+		t.Fatalf("learner restarted: %v, want %v", got, want)
+	}
+	if res := tg.change(p, promote(4, 5*time.Second)); res.Err != nil {
+		t.Fatalf("promote 4: %v", res.Err)
+	}
+}
