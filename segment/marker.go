@@ -220,12 +220,17 @@ func (l *Log) recoverMarkers() error {
 		l.markers = markerCache{}
 		return nil // a log that never held a marker
 	}
-	if err != nil {
-		return fmt.Errorf("%w: %s: %w", ErrCorrupt, markersFile, err)
+	var es []Marker
+	if err == nil {
+		es, err = decodeMarkers(v, p)
 	}
-	es, err := decodeMarkers(v, p)
 	if err != nil {
-		return err
+		// Damaged: the batches themselves say which are marked.
+		l.report.MarkersRebuilt = true
+		if err := l.rebuildMarkers(); err != nil {
+			return err
+		}
+		return l.persistMarkers()
 	}
 	n := len(es)
 	i := sort.Search(len(es), func(i int) bool { return es[i].Offset >= l.logStart })
@@ -233,6 +238,38 @@ func (l *Log) recoverMarkers() error {
 	l.markers = markerCache{entries: es[i:j]}
 	if j-i != n {
 		return l.persistMarkers()
+	}
+	return nil
+}
+
+// rebuildMarkers walks every batch header of the log and reads the
+// one-offset control batches back (MarkerPayload): the fallback when the
+// checkpoint is damaged. Bounded by the log's batches.
+func (l *Log) rebuildMarkers() error {
+	l.markers = markerCache{}
+	var buf []byte
+	for _, s := range l.segs {
+		pos, want := int64(0), s.base
+		for pos < s.writtenSize {
+			h, err := readHeader(s.file.f, pos, &l.hdr)
+			if err != nil {
+				return err
+			}
+			if h.BaseOffset != want {
+				return fmt.Errorf("%w: segment %d: base offset %d at %d, want %d", ErrCorrupt, s.base, h.BaseOffset, pos, want)
+			}
+			if h.Attributes&batch.ControlBit != 0 && h.LastOffsetDelta == 0 && h.BaseOffset >= l.logStart && h.Size() <= batch.HeaderSize+64+MarkerBytesMax {
+				buf = append(buf[:0], make([]byte, h.Size())...)
+				if _, err := s.file.f.ReadAt(buf, pos); err != nil {
+					return fmt.Errorf("%w: batch at %d: %w", ErrCorrupt, pos, err)
+				}
+				if p, ok := MarkerPayload(buf); ok {
+					l.markers.entries = append(l.markers.entries, Marker{Offset: h.BaseOffset, Payload: p})
+				}
+			}
+			pos += int64(h.Size())
+			want = h.LastOffset() + 1
+		}
 	}
 	return nil
 }

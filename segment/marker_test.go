@@ -212,3 +212,31 @@ func TestMarkersAfterCrash(t *testing.T) {
 		l3.Close()
 	}
 }
+
+// A damaged markers checkpoint is rebuilt from the batches: the marked
+// ones are the one-offset control batches holding MarkerControlKey.
+func TestMarkersRebuiltFromTheBatches(t *testing.T) {
+	fsys := vfs.NewMem()
+	cfg := Config{SegmentBytes: 4096}
+	l := openLog(t, fsys, "/d", cfg, NewPwriteEngine())
+	fill(t, l, 10, constEpoch(1), constTs(1))
+	appendMarked(t, l, "A", 1)
+	fill(t, l, 20, constEpoch(1), constTs(1))
+	appendMarked(t, l, "B", 1)
+	fill(t, l, 2, constEpoch(1), constTs(1))
+	l.Close()
+	f, err := fsys.OpenReadWrite("/d/" + markersFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.WriteAt([]byte{0xff}, 20); err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+	l = openLog(t, fsys, "/d", cfg, NewPwriteEngine())
+	defer l.Close()
+	if !l.Recovery().MarkersRebuilt || len(l.Markers()) != 2 {
+		t.Fatalf("after damage: rebuilt %v, %d markers (%v)", l.Recovery().MarkersRebuilt, len(l.Markers()), l.Recovery())
+	}
+	checkMarkers(t, l, nil)
+}

@@ -32,6 +32,9 @@ type RecoveryReport struct {
 	RemovedFiles []string
 	// IndexesRebuilt counts segments whose index was rebuilt by a scan.
 	IndexesRebuilt int
+	// MarkersRebuilt is true when the markers checkpoint was damaged and
+	// the markers were read back from the batches.
+	MarkersRebuilt bool
 	// EpochsRebuilt is true when the leader-epoch checkpoint was missing or
 	// damaged and was rebuilt from batch headers; EpochsRepaired when it was
 	// valid but had to be corrected against the log.
@@ -66,6 +69,9 @@ func (r RecoveryReport) String() string {
 	}
 	if r.IndexesRebuilt > 0 {
 		fmt.Fprintf(&b, ", rebuilt %d indexes", r.IndexesRebuilt)
+	}
+	if r.MarkersRebuilt {
+		b.WriteString(", rebuilt the markers")
 	}
 	if r.EpochsRebuilt {
 		b.WriteString(", rebuilt the epoch cache")
