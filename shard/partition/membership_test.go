@@ -147,8 +147,19 @@ func TestMoveAReplicaUnderProduce(t *testing.T) {
 		})
 		tg.primary()
 	}
+	// The removed node, restarted on its old directory, finds its removal
+	// in its log: it is no member, and the group is undisturbed.
+	m1 := tg.start(p1.id, ids123, nil)
+	var got1 raftlite.Membership
+	m1.do(t, func() { got1 = m1.r.Membership() })
+	if got1 != final {
+		t.Fatalf("removed node %d after restart: %v, want %v", p1.id, got1, final)
+	}
 	// And the group still takes writes, with everything acknowledged kept.
 	p3 := tg.primary()
+	if p3.id == p1.id {
+		t.Fatalf("the removed node %d leads again", p1.id)
+	}
 	if res := produceOn(t, p3, "after"); res.Err != nil {
 		t.Fatalf("produce after the restarts: %v", res.Err)
 	}
@@ -187,11 +198,18 @@ func TestMembershipChangeRefusals(t *testing.T) {
 		p.r.AddLearner(4, func(res ConfChangeResult) { first <- res })
 		p.r.AddLearner(5, func(res ConfChangeResult) { second <- res })
 	})
-	if res := <-second; !errors.Is(res.Err, raftlite.ErrConfChangePending) {
-		t.Fatalf("second change while one is pending: %v", res.Err)
-	}
-	if res := <-first; res.Err != nil {
-		t.Fatalf("first change: %v", res.Err)
+	for _, c := range []struct {
+		ch   chan ConfChangeResult
+		want error
+	}{{second, raftlite.ErrConfChangePending}, {first, nil}} {
+		select {
+		case res := <-c.ch:
+			if !errors.Is(res.Err, c.want) {
+				t.Fatalf("two changes at once: %v, want %v", res.Err, c.want)
+			}
+		case <-time.After(10 * time.Second):
+			t.Fatal("a change was never answered")
+		}
 	}
 	for _, c := range []struct {
 		name string
@@ -289,5 +307,44 @@ func TestLearnerJoinsAfterRetention(t *testing.T) {
 	}
 	if res := tg.change(p, promote(4, 5*time.Second)); res.Err != nil {
 		t.Fatalf("promote 4: %v", res.Err)
+	}
+}
+
+// TestPrimaryStopsMidChange: the primary stops before its change commits.
+// The caller learns the outcome is unknown; the survivors elect a primary
+// that either kept the entry or lost it, and agree on which.
+func TestPrimaryStopsMidChange(t *testing.T) {
+	tg := newTestGroup(t)
+	for _, id := range ids123 {
+		tg.start(id, ids123, nil)
+	}
+	p1 := tg.primary()
+	out := make(chan ConfChangeResult, 1)
+	p1.do(t, func() {
+		p1.r.AddLearner(4, func(res ConfChangeResult) { out <- res })
+		p1.host.Close(nil) // nothing committed yet: the acks come from other shards
+	})
+	select {
+	case res := <-out:
+		if !errors.Is(res.Err, ErrConfChangeUnknown) {
+			t.Fatalf("change whose primary stopped: %v, want ErrConfChangeUnknown", res.Err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("a change whose primary stopped was never answered")
+	}
+	tg.stop(p1.id)
+	p2 := tg.primary()
+	res := tg.change(p2, addLearner(4))
+	if res.Err != nil && !errors.Is(res.Err, raftlite.ErrInvalidConfChange) {
+		t.Fatalf("add learner 4 again on the new primary: %v", res.Err)
+	}
+	want := conf(ids123, ids4)
+	for _, id := range ids123 {
+		if id == p1.id {
+			continue
+		}
+		tg.waitFor(tg.member(id), "the survivors agree on the configuration", func(r *Replica) bool {
+			return r.Membership() == want && r.HighWatermark() > r.Raft().Status().ConfIndex
+		})
 	}
 }
