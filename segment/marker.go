@@ -40,9 +40,12 @@ type Marker struct {
 // MarkerBytesMax bounds one marker's payload.
 const MarkerBytesMax = 255
 
-// markersEntriesMax bounds the markers one checkpoint may hold (a decoder
-// refuses more before it allocates).
-const markersEntriesMax = 1 << 16
+// MarkersMax bounds the markers above the log start (AppendLeaderMarked
+// refuses more; retention frees them), so that the checkpoint stays far
+// below the checkpoint format's 16 MiB and a decoder refuses more before
+// it allocates. A partition group that changed members 16,384 times
+// within its retained log is not a case to serve.
+const MarkersMax = 1 << 14
 
 // The markers checkpoint: payload version 1 is
 // count uint32, then count × { offset int64, len uint8, payload }, offsets
@@ -113,8 +116,11 @@ type markerCache struct {
 // AppendLeaderMarked is AppendLeader for a batch that carries a marker
 // with payload: the marker is made durable first (see Marker), then the
 // batch is appended. Errors are AppendLeader's, ErrInvalidBatch for a
-// batch of more than one offset, or a file-system error from persisting
-// the marker, with nothing appended.
+// batch of more than one offset, a payload over MarkerBytesMax or a log
+// holding MarkersMax markers, or a file-system error from persisting the
+// marker, with nothing appended. It costs a checkpoint write (measured
+// about 1.5 ms on the development machine's disk, against 12 µs for a plain append:
+// BenchmarkAppendLeaderMarked).
 func (l *Log) AppendLeaderMarked(b []byte, epoch int32, payload []byte) (base, last int64, err error) {
 	if err := l.appendable(); err != nil {
 		return 0, 0, err
@@ -131,6 +137,9 @@ func (l *Log) AppendLeaderMarked(b []byte, epoch int32, payload []byte) (base, l
 	}
 	if err := l.dropMarkersFrom(l.leo); err != nil {
 		return 0, 0, err
+	}
+	if len(l.markers.entries) >= MarkersMax {
+		return 0, 0, fmt.Errorf("%w: the log holds %d marked batches above its start, at most %d", ErrInvalidBatch, len(l.markers.entries), MarkersMax)
 	}
 	// A roll inside AppendLeader does not move leo; a rewind would fail
 	// the append (ErrNoSpace) and leave this marker at leo for the next
@@ -294,7 +303,7 @@ func decodeMarkers(version uint16, b []byte) ([]Marker, error) {
 		return nil, fmt.Errorf("%w: markers checkpoint version %d, %d bytes", ErrCorrupt, version, len(b))
 	}
 	n := binary.BigEndian.Uint32(b)
-	if n > markersEntriesMax || int(n)*9 > len(b)-4 {
+	if n > MarkersMax || int(n)*9 > len(b)-4 {
 		return nil, fmt.Errorf("%w: markers checkpoint count %d in %d bytes", ErrCorrupt, n, len(b))
 	}
 	out := make([]Marker, n)
