@@ -257,6 +257,15 @@ func (r *Replica) onConfChanged(conf raftlite.Membership) {
 	}
 }
 
+// voterInLog reports whether this node is a voter of the configuration
+// its log holds, or the log holds none: a replica whose log removed it
+// (or made it a learner) does not campaign early as the preferred primary
+// of the creation configuration the node may still pass.
+func (r *Replica) voterInLog() bool {
+	conf, _, ok, err := r.rlog.ConfAt(r.rlog.EndOffset() - 1)
+	return err != nil || !ok || conf.Voters.Has(r.cfg.Self)
+}
+
 // Membership is the configuration in force: the latest in the log,
 // committed or not.
 func (r *Replica) Membership() raftlite.Membership {

@@ -6,6 +6,9 @@ import (
 	"time"
 
 	"github.com/corestream/corestream/raftlite"
+	"github.com/corestream/corestream/segment"
+	"github.com/corestream/corestream/segment/vfs"
+	"github.com/corestream/corestream/shard"
 )
 
 var (
@@ -346,5 +349,93 @@ func TestPrimaryStopsMidChange(t *testing.T) {
 		tg.waitFor(tg.member(id), "the survivors agree on the configuration", func(r *Replica) bool {
 			return r.Membership() == want && r.HighWatermark() > r.Raft().Status().ConfIndex
 		})
+	}
+}
+
+// A replica whose log no longer counts it a voter (it was removed) does not
+// campaign after one tick as the preferred primary of the creation
+// configuration the node may still pass: it holds like any other.
+func TestRemovedReplicaIsNotPreferred(t *testing.T) {
+	g, err := shard.NewGroup(shard.Config{Count: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := g.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer g.Stop()
+	sh := g.Shard(0)
+	dir := t.TempDir() + "/p0"
+	var h *Host
+	var r *Replica
+	out := make(chan ConfChangeResult, 1)
+	preVotes := 0 // touched on the shard only
+	do := func(fn func()) {
+		if err := sh.Do(func(*shard.Shard) { fn() }); err != nil {
+			t.Fatal(err)
+		}
+	}
+	open := func(self raftlite.NodeID, replicas []raftlite.NodeID) {
+		do(func() {
+			r, err = h.Open(Config{FS: vfs.OS(), Dir: dir, Log: segment.Config{BatchBytesMax: 1 << 20},
+				Topic: "t", TopicID: [16]byte{1}, Partition: 0, Self: self, Replicas: replicas,
+				Send: func(_ *Replica, msgs []raftlite.Message) {
+					for _, m := range msgs {
+						if m.Type == raftlite.MsgPreVote {
+							preVotes++
+						}
+					}
+				}})
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	do(func() { h, err = NewHost(sh, testEngine(vfs.OS()), time.Hour, 0) })
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer do(func() { h.Close(nil) })
+	// A group of one writes a configuration entry: voters {1}, learner 2.
+	open(1, []raftlite.NodeID{1})
+	for deadline := time.Now().Add(10 * time.Second); ; {
+		var ok bool
+		do(func() { ok = r.IsPrimary() && r.HighWatermark() >= r.log.LogEndOffset() })
+		if ok {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("a group of one did not commit its no-op")
+		}
+		time.Sleep(time.Millisecond)
+	}
+	do(func() { r.AddLearner(2, func(res ConfChangeResult) { out <- res }) })
+	select {
+	case res := <-out:
+		if res.Err != nil {
+			t.Fatal(res.Err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("change not answered")
+	}
+	do(func() { err = h.CloseReplica(r.Key(), nil) })
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Node 3, first in the replica set it is given, finds a log in which
+	// it is no member.
+	open(3, []raftlite.NodeID{3, 1, 4})
+	do(func() {
+		for i := 0; i < 2; i++ {
+			r.Tick()
+		}
+	})
+	var got raftlite.Membership
+	do(func() { got = r.Membership() })
+	if want := conf([]raftlite.NodeID{1}, []raftlite.NodeID{2}); got != want {
+		t.Fatalf("configuration from the log: %v, want %v", got, want)
+	}
+	if preVotes != 0 {
+		t.Fatalf("a replica its log removed campaigned as preferred (%d pre-votes in two ticks)", preVotes)
 	}
 }

@@ -201,7 +201,7 @@ func (r *Replica) startRaft() error {
 	}
 	set := raftlite.NewReplicaSet(r.cfg.Replicas...)
 	learners := raftlite.NewReplicaSet(r.cfg.Learners...)
-	preferred := len(r.cfg.Replicas) > 0 && r.cfg.Replicas[0] == r.cfg.Self && !learners.Has(r.cfg.Self)
+	preferred := len(r.cfg.Replicas) > 0 && r.cfg.Replicas[0] == r.cfg.Self && !learners.Has(r.cfg.Self) && r.voterInLog()
 	// A member of a group of two that returns (it voted before: a
 	// restart) is needed for every election: it campaigns after one tick
 	// like the preferred replica instead of holding, so that the group
