@@ -130,6 +130,7 @@ func TestMoveAReplicaUnderProduce(t *testing.T) {
 	if len(acked) < 20 {
 		t.Fatalf("only %d writes acknowledged", len(acked))
 	}
+	t.Logf("%d writes acknowledged across the move, every one read back on nodes %d and 4", len(acked), p2.id)
 
 	// Restart every member, one at a time, with the configuration the
 	// node had at creation: the log's configuration is in force at once.
