@@ -23,6 +23,14 @@ func (l *Log) AppendLeader(b []byte, epoch int32) (base, last int64, err error) 
 	if err := l.appendable(); err != nil {
 		return 0, 0, err
 	}
+	if err := l.dropMarkersFrom(l.leo); err != nil {
+		return 0, 0, err
+	}
+	return l.appendLeader(b, epoch)
+}
+
+// appendLeader is AppendLeader after the marker check.
+func (l *Log) appendLeader(b []byte, epoch int32) (base, last int64, err error) {
 	h, err := l.validate(b)
 	if err != nil {
 		return 0, 0, err
@@ -52,6 +60,9 @@ func (l *Log) AppendLeader(b []byte, epoch int32) (base, last int64, err error) 
 // appended and LogEndOffset says where to resume.
 func (l *Log) AppendFollower(b []byte) error {
 	if err := l.appendable(); err != nil {
+		return err
+	}
+	if err := l.dropMarkersFrom(l.leo); err != nil {
 		return err
 	}
 	next, epoch := l.leo, l.epochs.last()

@@ -143,7 +143,17 @@ func crashRun(t *testing.T, seed uint64) (err error) {
 				epoch++
 			}
 			b := makeBatch(rng, 1+rng.IntN(4), rng.IntN(1500), now)
-			base, _, e := l.AppendLeader(b, epoch)
+			var base int64
+			var e error
+			if rng.IntN(10) == 0 {
+				// A marked batch (a configuration entry): its marker is
+				// written ahead of it.
+				payload := []byte(fmt.Sprintf("m%d", step))
+				b = MarkerBatch(payload, now)
+				base, _, e = l.AppendLeaderMarked(b, epoch, payload)
+			} else {
+				base, _, e = l.AppendLeader(b, epoch)
+			}
 			if opErr = e; e == nil {
 				s := stamped(b, base, epoch)
 				m.batches[base] = s
@@ -204,6 +214,9 @@ func crashRun(t *testing.T, seed uint64) (err error) {
 					if e := checkRecovered(t, l, m, true); e != nil && !dead {
 						return fmt.Errorf("step %d: after a clean restart: %w", step, e)
 					}
+					if e := markersMatchOwnBase(l); e != nil && !dead {
+						return fmt.Errorf("step %d: markers after a clean restart: %w", step, e)
+					}
 				} else {
 					l = nil
 				}
@@ -247,6 +260,10 @@ func crashRun(t *testing.T, seed uint64) (err error) {
 		if e2 := checkRecovered(t, l, alt, false); e2 != nil {
 			return fmt.Errorf("%w (and against the interrupted operation's outcome: %v)", e, e2)
 		}
+	}
+	// The markers are exactly the marker batches the recovered log holds.
+	if e := markersMatchOwnBase(l); e != nil {
+		return fmt.Errorf("markers after the crash: %w", e)
 	}
 	// The recovered log goes on.
 	b := makeBatch(rng, 2, 100, now)
@@ -355,4 +372,16 @@ func stopInto(l *Log, fsys vfs.FS, cfg *Config) error {
 	var err error
 	cfg.Stopped, err = LoadStopRecord(fsys, "/")
 	return err
+}
+
+// markersMatchOwnBase is markersMatch from the base the log reports.
+func markersMatchOwnBase(l *Log) error {
+	var base []byte
+	if m, ok := l.MarkerAt(l.LogStartOffset() - 1); ok {
+		if m.Offset != l.LogStartOffset()-1 {
+			return fmt.Errorf("base marker at %d, log start %d", m.Offset, l.LogStartOffset())
+		}
+		base = m.Payload
+	}
+	return markersMatch(l, base)
 }

@@ -47,6 +47,11 @@ type Log struct {
 	written int64
 	durable int64
 	epochs  epochCache
+	// markers are the marked batches above the log start and markerBase
+	// the payload of the marker in force at logStart-1 (nil: none),
+	// persisted with the log start (see Marker).
+	markers    markerCache
+	markerBase []byte
 
 	// The write path. cur holds appended batches not yet handed to the
 	// engine: file position curPos, offsets curFirst..leo-1.

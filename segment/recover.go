@@ -32,6 +32,9 @@ type RecoveryReport struct {
 	RemovedFiles []string
 	// IndexesRebuilt counts segments whose index was rebuilt by a scan.
 	IndexesRebuilt int
+	// MarkersRebuilt is true when the markers checkpoint was damaged and
+	// the markers were read back from the batches.
+	MarkersRebuilt bool
 	// EpochsRebuilt is true when the leader-epoch checkpoint was missing or
 	// damaged and was rebuilt from batch headers; EpochsRepaired when it was
 	// valid but had to be corrected against the log.
@@ -67,6 +70,9 @@ func (r RecoveryReport) String() string {
 	if r.IndexesRebuilt > 0 {
 		fmt.Fprintf(&b, ", rebuilt %d indexes", r.IndexesRebuilt)
 	}
+	if r.MarkersRebuilt {
+		b.WriteString(", rebuilt the markers")
+	}
 	if r.EpochsRebuilt {
 		b.WriteString(", rebuilt the epoch cache")
 	} else if r.EpochsRepaired {
@@ -85,7 +91,9 @@ var (
 	// Payload version 1: logStartOffset int64, flags uint8 (bit 0: a Reset
 	// to logStartOffset is under way). Version 2 appends prevEpoch int32,
 	// the leader epoch of offset logStartOffset-1 (consensus log matching
-	// needs it once the batch itself is gone).
+	// needs it once the batch itself is gone). Version 3 appends the base
+	// marker (see Marker): len uint8, payload; written only when the log
+	// has one, so that a log without markers keeps version 2.
 	logStartKind = checkpoint.Kind{'L', 'S', 'O', '1'}
 	// Payload version 1: activeBase int64, activeBytes int64, logEnd int64.
 	cleanKind = checkpoint.Kind{'C', 'L', 'S', 'D'}
@@ -95,25 +103,43 @@ type cleanRecord struct{ activeBase, activeBytes, leo int64 }
 
 const logStartResetting = 1
 
+// writeLogStart persists the log start, with l.markerBase as the base
+// marker (see Marker).
 func (l *Log) writeLogStart(start int64, resetting bool, prevEpoch int32) error {
-	var b [13]byte
-	binary.BigEndian.PutUint64(b[:], uint64(start))
+	b := make([]byte, 13, 14+len(l.markerBase))
+	binary.BigEndian.PutUint64(b, uint64(start))
 	if resetting {
 		b[8] = logStartResetting
 	}
 	binary.BigEndian.PutUint32(b[9:], uint32(prevEpoch))
-	return checkpoint.Write(l.fs, l.path(logStartFile), logStartKind, 2, b[:])
+	version := uint16(2)
+	if l.markerBase != nil {
+		version = 3
+		b = append(append(b, byte(len(l.markerBase))), l.markerBase...)
+	}
+	return checkpoint.Write(l.fs, l.path(logStartFile), logStartKind, version, b)
 }
 
 func (l *Log) readLogStart() (start int64, resetting bool, prevEpoch int32, ok bool) {
+	start, resetting, prevEpoch, _, ok = l.readLogStartBase()
+	return start, resetting, prevEpoch, ok
+}
+
+// readLogStartBase is readLogStart that also returns the base marker
+// (nil when none).
+func (l *Log) readLogStartBase() (start int64, resetting bool, prevEpoch int32, base []byte, ok bool) {
 	v, p, err := checkpoint.Read(l.fs, l.path(logStartFile), logStartKind)
-	if err != nil || !(v == 1 && len(p) == 9 || v == 2 && len(p) == 13) || int64(binary.BigEndian.Uint64(p)) < 0 {
-		return 0, false, 0, false
+	if err != nil || !(v == 1 && len(p) == 9 || v == 2 && len(p) == 13 || v == 3 && len(p) >= 14 && len(p) == 14+int(p[13])) ||
+		int64(binary.BigEndian.Uint64(p)) < 0 {
+		return 0, false, 0, nil, false
 	}
-	if v == 2 {
+	if v >= 2 {
 		prevEpoch = int32(binary.BigEndian.Uint32(p[9:]))
 	}
-	return int64(binary.BigEndian.Uint64(p)), p[8]&logStartResetting != 0, prevEpoch, true
+	if v == 3 {
+		base = append([]byte{}, p[14:]...)
+	}
+	return int64(binary.BigEndian.Uint64(p)), p[8]&logStartResetting != 0, prevEpoch, base, true
 }
 
 func (l *Log) readClean() (cleanRecord, bool) {
@@ -221,9 +247,9 @@ func (l *Log) recover() error {
 	}
 	sort.Slice(bases, func(i, j int) bool { return bases[i] < bases[j] })
 
-	start, resetting, prevEpoch, hasStart := l.readLogStart()
+	start, resetting, prevEpoch, base, hasStart := l.readLogStartBase()
 	if hasStart {
-		l.startPrevEpoch = prevEpoch
+		l.startPrevEpoch, l.markerBase = prevEpoch, base
 	}
 	clean, hasClean := l.readClean()
 	dirChanged := false
@@ -293,6 +319,9 @@ func (l *Log) recover() error {
 				return err
 			}
 		}
+		if err := l.recoverMarkers(); err != nil {
+			return err
+		}
 		l.finishReport()
 		return nil
 	}
@@ -304,6 +333,9 @@ func (l *Log) recover() error {
 		l.logStart = start
 	}
 	if err := l.recoverEpochs(); err != nil {
+		return err
+	}
+	if err := l.recoverMarkers(); err != nil {
 		return err
 	}
 	if dirChanged {

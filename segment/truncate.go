@@ -75,7 +75,13 @@ func (l *Log) TruncateTo(end int64) error {
 	}
 	l.cutActive(s, pos, end)
 	s.rollAtMs = l.cfg.NowMs()
-	return l.persistEpochs()
+	if err := l.persistEpochs(); err != nil {
+		return err
+	}
+	// After the cut, not before: a crash in between leaves a marker at or
+	// past the end, which recovery drops; the other order could leave a
+	// marked batch without its marker.
+	return l.dropMarkersFrom(end)
 }
 
 // dropSegment removes a segment's files and the log's reference (spans
@@ -108,6 +114,17 @@ func (l *Log) Reset(newStart int64) error { return l.ResetWithEpoch(newStart, 0)
 // of offset newStart-1 (EpochBeforeStart): consensus log matching asks for
 // the term of the entry just before the first one the log holds.
 func (l *Log) ResetWithEpoch(newStart int64, prevEpoch int32) error {
+	return l.ResetWithMarker(newStart, prevEpoch, nil)
+}
+
+// ResetWithMarker is ResetWithEpoch that also records base as the marker
+// in force at newStart-1 (nil: none), in the same checkpoint write that
+// starts the reset, so that a crash part-way never leaves the new log
+// start with the old base (see Marker).
+func (l *Log) ResetWithMarker(newStart int64, prevEpoch int32, base []byte) error {
+	if len(base) > MarkerBytesMax {
+		return fmt.Errorf("%w: base marker of %d bytes, at most %d", ErrInvalidBatch, len(base), MarkerBytesMax)
+	}
 	if err := l.usable(); err != nil {
 		return err
 	}
@@ -127,6 +144,10 @@ func (l *Log) ResetWithEpoch(newStart int64, prevEpoch int32) error {
 		prevEpoch = 0
 	}
 	l.startPrevEpoch = prevEpoch
+	l.markerBase = nil
+	if base != nil {
+		l.markerBase = append([]byte{}, base...)
+	}
 	if err := l.writeLogStart(newStart, true, prevEpoch); err != nil {
 		return err
 	}
@@ -138,6 +159,10 @@ func (l *Log) ResetWithEpoch(newStart int64, prevEpoch int32) error {
 	}
 	l.epochs = epochCache{}
 	if err := l.persistEpochs(); err != nil {
+		return err
+	}
+	l.markers = markerCache{}
+	if err := l.persistMarkers(); err != nil {
 		return err
 	}
 	s, err := l.createSegment(newStart, true)
@@ -213,7 +238,12 @@ func (l *Log) applyRetention(limit int64) (RetentionResult, error) {
 	}
 	newStart := l.segs[n].base
 	prevEpoch, _ := l.epochs.termAt(newStart - 1)
+	oldBase := l.markerBase
+	if m, ok := l.MarkerAt(newStart - 1); ok {
+		l.markerBase = m.Payload
+	}
 	if err := l.writeLogStart(newStart, false, prevEpoch); err != nil {
+		l.markerBase = oldBase
 		return RetentionResult{LogStartOffset: l.logStart}, err
 	}
 	background := l.io.bg != nil && vfs.FdBacked(l.fs)
@@ -242,6 +272,7 @@ func (l *Log) applyRetention(limit int64) (RetentionResult, error) {
 	l.segs = append(l.segs[:0], l.segs[n:]...)
 	l.logStart = newStart
 	l.startPrevEpoch = prevEpoch
+	l.dropMarkersBelow(newStart)
 	l.written, l.durable = max(l.written, newStart-1), max(l.durable, newStart-1)
 	if l.epochs.truncateFromStart(newStart) {
 		if err := l.persistEpochs(); err != nil {

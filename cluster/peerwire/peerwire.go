@@ -19,9 +19,16 @@
 //
 //	message: type u8, group u64, from u8, to u8, term i32, index i64,
 //	         log_term i32, commit i64, flags u8 (1 reject, 2 transfer,
-//	         4 quiesce), hint i64, hint_term i32, entries u32, then
-//	         entries × {base i64, last i64, term i32, bytes i32, kind u8},
-//	         snapshot_len u32, snapshot bytes
+//	         4 quiesce, 8 conf), hint i64, hint_term i32, entries u32,
+//	         then entries × entry, snapshot_len u32, snapshot bytes, and
+//	         with flag 8 the message's conf (a MsgReset's configuration)
+//	entry:   base i64, last i64, term i32, bytes i32, kind u8, and for
+//	         kind 2 (a configuration entry) its conf
+//	conf:    voters u32, learners u32 (bit i-1 set: node i)
+//
+// The conf fields came with membership changes; every frame without a
+// configuration (no kind-2 entry, no flag 8) is encoded exactly as
+// before them.
 //
 //	route:   topic_id [16], partition i32, leader i32, term i32,
 //	         in_sync u32 (bit i-1 set: node i is in sync)
@@ -57,8 +64,10 @@ const (
 	SnapshotBytesMax = 256 << 20
 	// RoutesPerFrameMax bounds one routes frame.
 	RoutesPerFrameMax = 1 << 20
-	// entryHeaderBytes is one entry's metadata.
+	// entryHeaderBytes is one entry's metadata (without a conf).
 	entryHeaderBytes = 8 + 8 + 4 + 4 + 1
+	// confBytes is one encoded configuration.
+	confBytes = 4 + 4
 	// messageFixedBytes is a message without entries and snapshot.
 	messageFixedBytes = 1 + 8 + 1 + 1 + 4 + 8 + 4 + 8 + 1 + 8 + 4 + 4 + 4
 	// RouteBytes is one encoded route.
@@ -72,6 +81,7 @@ const (
 	flagReject   = 1
 	flagTransfer = 2
 	flagQuiesce  = 4
+	flagConf     = 8
 )
 
 // DataBytes is how many entry bytes follow message m on the wire.
@@ -86,6 +96,14 @@ func DataBytes(m *raftlite.Message) int64 {
 // FramedMessageBytes is how many bytes AppendFramedMessage appends for m.
 func FramedMessageBytes(m *raftlite.Message, withData bool) int {
 	n := 4 + messageFixedBytes + len(m.Entries)*entryHeaderBytes + len(m.Snapshot)
+	for _, e := range m.Entries {
+		if e.Kind == raftlite.EntryConfChange {
+			n += confBytes
+		}
+	}
+	if !m.Conf.IsZero() {
+		n += confBytes
+	}
 	if withData {
 		for _, e := range m.Entries {
 			n += len(e.Data)
@@ -114,6 +132,9 @@ func AppendMessage(dst []byte, m *raftlite.Message) []byte {
 	if m.Quiesce {
 		f |= flagQuiesce
 	}
+	if !m.Conf.IsZero() {
+		f |= flagConf
+	}
 	dst = append(dst, f)
 	dst = be.AppendUint64(dst, uint64(m.Hint))
 	dst = be.AppendUint32(dst, uint32(m.HintTerm))
@@ -124,9 +145,31 @@ func AppendMessage(dst []byte, m *raftlite.Message) []byte {
 		dst = be.AppendUint32(dst, uint32(e.Term))
 		dst = be.AppendUint32(dst, uint32(e.Bytes))
 		dst = append(dst, byte(e.Kind))
+		if e.Kind == raftlite.EntryConfChange {
+			dst = appendConf(dst, e.Conf)
+		}
 	}
 	dst = be.AppendUint32(dst, uint32(len(m.Snapshot)))
-	return append(dst, m.Snapshot...)
+	dst = append(dst, m.Snapshot...)
+	if !m.Conf.IsZero() {
+		dst = appendConf(dst, m.Conf)
+	}
+	return dst
+}
+
+func appendConf(dst []byte, c raftlite.Membership) []byte {
+	dst = binary.BigEndian.AppendUint32(dst, uint32(c.Voters))
+	return binary.BigEndian.AppendUint32(dst, uint32(c.Learners))
+}
+
+// conf reads a configuration; a zero one is refused (the encoder writes
+// none for it), so that every accepted frame encodes back to itself.
+func (r *reader) conf() raftlite.Membership {
+	c := raftlite.Membership{Voters: raftlite.ReplicaSet(r.u32()), Learners: raftlite.ReplicaSet(r.u32())}
+	if r.err == nil && c.IsZero() {
+		r.fail("an empty configuration")
+	}
+	return c
 }
 
 // AppendMessagesHeader starts a Messages frame body of count messages.
@@ -225,7 +268,7 @@ func (r *reader) message() raftlite.Message {
 	m.LogTerm = int32(r.u32())
 	m.Commit = int64(r.u64())
 	f := r.u8()
-	if f&^(flagReject|flagTransfer|flagQuiesce) != 0 {
+	if f&^(flagReject|flagTransfer|flagQuiesce|flagConf) != 0 {
 		r.fail("unknown message flags %#x", f)
 	}
 	m.Reject, m.Transfer, m.Quiesce = f&flagReject != 0, f&flagTransfer != 0, f&flagQuiesce != 0
@@ -244,6 +287,9 @@ func (r *reader) message() raftlite.Message {
 		e.Base, e.Last = int64(r.u64()), int64(r.u64())
 		e.Term, e.Bytes = int32(r.u32()), int32(r.u32())
 		e.Kind = raftlite.EntryKind(r.u8())
+		if e.Kind == raftlite.EntryConfChange {
+			e.Conf = r.conf()
+		}
 		if r.err == nil && (e.Bytes < 0 || e.Last < e.Base) {
 			r.fail("entry [%d, %d] of %d bytes", e.Base, e.Last, e.Bytes)
 		}
@@ -255,6 +301,9 @@ func (r *reader) message() raftlite.Message {
 	}
 	if sn > 0 {
 		m.Snapshot = r.take(int(sn))
+	}
+	if f&flagConf != 0 {
+		m.Conf = r.conf()
 	}
 	return m
 }

@@ -16,6 +16,12 @@
 // batches. On a single node the group has one member and commits as soon
 // as its own write is durable under the fsync policy.
 //
+// A partition group's members can change (membership.go): the primary
+// adds a learner, promotes it once caught up, removes a member, one change
+// at a time; each change is a configuration entry in the log, a control
+// batch the segment log marks, so that a restart finds the configuration
+// in the log (docs/design/consensus.md, Wiring).
+//
 // "Durable" follows storage.fsync: under always it is the log's durable
 // offset (fdatasync done); under interval, messages and never it is the
 // written offset (in the page cache), which survives a process crash but

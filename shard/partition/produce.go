@@ -133,21 +133,27 @@ func (r *Replica) Produce(req *ProduceArgs, reply func(ProduceResult)) {
 // quorumErr is ErrNotEnoughReplicas when fewer than a majority of the
 // replicas are reachable (a write could not commit until one returns).
 func (r *Replica) quorumErr() error {
-	if r.cfg.Alive == nil || len(r.cfg.Replicas) == 1 {
+	// The voters in force (the replica set until a membership change),
+	// walked without allocating: this runs for every produce.
+	voters := r.Membership().Voters
+	if r.cfg.Alive == nil || voters.Len() == 1 {
 		return nil
 	}
 	up := 0
 	var down []raftlite.NodeID
-	for _, id := range r.cfg.Replicas {
+	for id := raftlite.NodeID(1); id <= raftlite.NodeIDMax; id++ {
+		if !voters.Has(id) {
+			continue
+		}
 		if id == r.cfg.Self || r.cfg.Alive(id) {
 			up++
 		} else {
 			down = append(down, id)
 		}
 	}
-	if need := len(r.cfg.Replicas)/2 + 1; up < need {
+	if need := voters.Quorum(); up < need {
 		e := errorf(ErrNotEnoughReplicas, "%s/%d: %d of its %d replicas are reachable (nodes %v are down); writes need %d until one returns",
-			r.cfg.Topic, r.cfg.Partition, up, len(r.cfg.Replicas), down, need)
+			r.cfg.Topic, r.cfg.Partition, up, voters.Len(), down, need)
 		e.RetryAfterMs = 500
 		return e
 	}
@@ -256,6 +262,7 @@ func (r *Replica) failPending(err error) {
 		}
 	}
 	r.quorumQ, r.primaryQ = r.quorumQ[:0], r.primaryQ[:0]
+	r.failConf(err)
 }
 
 // rebuildProducers reads every batch header of the log to rebuild the

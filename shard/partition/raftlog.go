@@ -31,7 +31,30 @@ type raftLog struct {
 	scratch [batch.HeaderSize]byte
 }
 
-var _ raftlite.Log = (*raftLog)(nil)
+var _ raftlite.ConfLog = (*raftLog)(nil)
+
+// ConfAt implements raftlite.ConfLog from the segment log's markers: every
+// configuration entry is a marked batch (see membership.go), and the
+// marker of offset StartOffset-1 is the configuration a reset or
+// retention left as the log's base.
+func (r *raftLog) ConfAt(offset int64) (raftlite.Membership, int64, bool, error) {
+	start, end := r.log.LogStartOffset(), r.log.LogEndOffset()
+	switch {
+	case offset < start-1:
+		return raftlite.Membership{}, -1, false, raftlite.ErrCompacted
+	case offset >= end:
+		return raftlite.Membership{}, -1, false, raftlite.ErrUnavailable
+	}
+	m, ok := r.log.MarkerAt(offset)
+	if !ok {
+		return raftlite.Membership{}, -1, false, nil
+	}
+	conf, err := decodeConf(m.Payload)
+	if err != nil {
+		return raftlite.Membership{}, -1, false, fmt.Errorf("%w: marker at %d: %v", segment.ErrCorrupt, m.Offset, err)
+	}
+	return conf, m.Offset, true, nil
+}
 
 func (r *raftLog) StartOffset() int64 { return r.log.LogStartOffset() }
 func (r *raftLog) EndOffset() int64   { return r.log.LogEndOffset() }
@@ -120,8 +143,18 @@ func (r *raftLog) scan(lo, hi, bytesMax int64, buf []raftlite.Entry) ([]raftlite
 			if h.BaseOffset >= hi || (total >= bytesMax && total > 0) {
 				return buf, nil
 			}
-			buf = append(buf, raftlite.Entry{Base: h.BaseOffset, Last: h.LastOffset(),
-				Term: h.PartitionLeaderEpoch, Bytes: int32(h.Size())})
+			e := raftlite.Entry{Base: h.BaseOffset, Last: h.LastOffset(),
+				Term: h.PartitionLeaderEpoch, Bytes: int32(h.Size())}
+			if h.IsControl() {
+				if m, ok := r.log.MarkerOf(e.Last); ok {
+					conf, err := decodeConf(m.Payload)
+					if err != nil {
+						return buf, fmt.Errorf("partition: configuration entry at %d: %w", e.Last, err)
+					}
+					e.Kind, e.Conf = raftlite.EntryConfChange, conf
+				}
+			}
+			buf = append(buf, e)
 			total += int64(h.Size())
 			pos += int64(h.Size())
 		}

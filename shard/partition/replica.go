@@ -37,6 +37,13 @@ type Config struct {
 	// Self is this node; Replicas is the replica set, preferred primary first.
 	Self     raftlite.NodeID
 	Replicas []raftlite.NodeID
+	// Learners are the learners of the configuration Replicas belong to:
+	// none for a partition's replica at creation; a replica opened on a
+	// node added to a running group (Replica.AddLearner on the primary)
+	// has Replicas the voters and Learners the learners of the entry that
+	// added it, itself among the Learners. Once the log holds a
+	// configuration entry, that one is in force (restarts included).
+	Learners []raftlite.NodeID
 	// Limits are the consensus timing and flow-control bounds (shared).
 	Limits *raftlite.Limits
 	// Send carries this group's messages to peers; nil on a single node.
@@ -54,6 +61,10 @@ type Config struct {
 	// (the leader no longer held the entries this replica needed), with
 	// the state-machine snapshot the leader attached (metadata group).
 	OnReset func(r *Replica, start int64, snapshot []byte)
+	// OnConf runs when the configuration in force changed (a membership
+	// change appended or truncated, a reset): start serving a member
+	// added, stop routing to one removed. Nil: nothing to do.
+	OnConf func(r *Replica, conf raftlite.Membership)
 	// NowMs is the wall clock (log append times).
 	NowMs func() int64
 	// Alive reports whether a peer is believed up; nil means always. A
@@ -116,6 +127,16 @@ type Replica struct {
 	// failure is set while the replica cannot serve (its log failed and
 	// could not be reopened); requests get ErrStorage.
 	failure error
+	// confQ is the membership change waiting for its commit (at most one:
+	// raftlite takes one at a time), promoteQ a promotion waiting for its
+	// learner to catch up; never both.
+	confQ    *pendingConf
+	promoteQ *pendingPromote
+	// confData is the batch of this primary's newest configuration entry,
+	// ending at confDataAt, for the appends that carry it first
+	// (fillConfData).
+	confData   []byte
+	confDataAt int64
 }
 
 // GroupID derives a consensus group id from the partition's key.
@@ -179,7 +200,8 @@ func (r *Replica) startRaft() error {
 		}
 	}
 	set := raftlite.NewReplicaSet(r.cfg.Replicas...)
-	preferred := len(r.cfg.Replicas) > 0 && r.cfg.Replicas[0] == r.cfg.Self
+	learners := raftlite.NewReplicaSet(r.cfg.Learners...)
+	preferred := len(r.cfg.Replicas) > 0 && r.cfg.Replicas[0] == r.cfg.Self && !learners.Has(r.cfg.Self) && r.voterInLog()
 	// A member of a group of two that returns (it voted before: a
 	// restart) is needed for every election: it campaigns after one tick
 	// like the preferred replica instead of holding, so that the group
@@ -188,7 +210,7 @@ func (r *Replica) startRaft() error {
 	// disturbing a leader it has not heard from yet.
 	returning := hs.Term > 0 && len(r.cfg.Replicas) == 2
 	node, err := raftlite.New(raftlite.Config{
-		ID: r.cfg.Self, Group: GroupID(r.key), Replicas: set, Log: r.rlog, HardState: hs,
+		ID: r.cfg.Self, Group: GroupID(r.key), Replicas: set, Learners: learners, Log: r.rlog, HardState: hs,
 		Seed:      xxhash.Sum64(append(r.key[:], byte(r.cfg.Self))),
 		Preferred: preferred || returning,
 		Limits:    r.cfg.Limits,
@@ -202,7 +224,7 @@ func (r *Replica) startRaft() error {
 	if err := r.rebuildProducers(); err != nil {
 		return err
 	}
-	if len(r.cfg.Replicas) == 1 {
+	if node.Membership().Voters == raftlite.NewReplicaSet(r.cfg.Self) {
 		// A group of one needs no election timeout to find its leader.
 		node.Campaign()
 	} else if !preferred && !returning {
@@ -258,6 +280,7 @@ func (r *Replica) Step(m raftlite.Message) error {
 	}
 	err := r.raft.Step(m)
 	r.process()
+	r.tryPromote()
 	return err
 }
 
@@ -295,15 +318,9 @@ func (r *Replica) Campaign() {
 	r.process()
 }
 
-// HasMember reports whether node id is in the replica set.
-func (r *Replica) HasMember(id raftlite.NodeID) bool {
-	for _, m := range r.cfg.Replicas {
-		if m == id {
-			return true
-		}
-	}
-	return false
-}
+// HasMember reports whether node id is a member (voter or learner) of the
+// configuration in force.
+func (r *Replica) HasMember(id raftlite.NodeID) bool { return r.Membership().Members().Has(id) }
 
 // ApplyRetention deletes whole old segments past the log's retention
 // bounds, never one holding an offset that is not both committed and
@@ -431,7 +448,7 @@ func (r *Replica) resume(err error) {
 // entries. It reports false when the replica had to restart.
 func (r *Replica) applyLocal(rd *raftlite.Ready) bool {
 	if rd.Reset != nil {
-		if err := r.log.ResetWithEpoch(rd.Reset.Start, rd.Reset.PrevTerm); err != nil {
+		if err := r.log.ResetWithMarker(rd.Reset.Start, rd.Reset.PrevTerm, confPayload(rd.Reset.Conf)); err != nil {
 			r.restart(fmt.Errorf("resetting the log to %d: %w", rd.Reset.Start, err))
 			return false
 		}
@@ -455,8 +472,15 @@ func (r *Replica) applyLocal(rd *raftlite.Ready) bool {
 // advances.
 func (r *Replica) finishReady(rd *raftlite.Ready) {
 	if len(rd.Messages) > 0 && r.cfg.Send != nil {
+		r.fillConfData(rd.Messages)
 		r.cfg.Send(r, rd.Messages)
 	}
+	if rd.ConfChanged {
+		r.onConfChanged(rd.Conf)
+	}
+	// Before the role: a primary that removed itself steps down in the
+	// Ready that commits its removal.
+	r.completeConf(rd.Commit)
 	if rd.SoftStateChanged || r.term != r.raft.Term() {
 		r.softState(rd.Lead, rd.Role)
 	}
@@ -491,10 +515,26 @@ func (r *Replica) appendEntries(entries []raftlite.Entry) error {
 			// follower receives the leader's bytes and keeps them.
 			data = noopBatch(r.cfg.NowMs())
 		}
+		var payload []byte
+		if e.Kind == raftlite.EntryConfChange {
+			var err error
+			if data, payload, err = r.confBatch(e); err != nil {
+				return err
+			}
+			if e.Data == nil {
+				r.confData, r.confDataAt = data, e.Last
+			}
+		}
 		if data == nil {
 			return fmt.Errorf("entry %v has no bytes", e)
 		}
-		base, last, err := r.log.AppendLeader(data, e.Term)
+		var base, last int64
+		var err error
+		if payload != nil {
+			base, last, err = r.log.AppendLeaderMarked(data, e.Term, payload)
+		} else {
+			base, last, err = r.log.AppendLeader(data, e.Term)
+		}
 		if err != nil {
 			return fmt.Errorf("appending %v: %w", e, err)
 		}
