@@ -132,14 +132,17 @@ func (n *Node) handleVoteRequest(m Message) {
 		return
 	}
 	n.send(Message{Type: resp, To: m.From, Reject: true})
-	// A follower without a leader that refuses a pre-vote only because its
+	// A member without a leader that refuses a pre-vote only because its
 	// own log is ahead is a member that can win where the candidate
 	// cannot: it campaigns now instead of at its next election timeout. (A
 	// two-member group whose member returned from a restart behind the
 	// other waited up to two election timeouts for the other's timer.)
-	// Not when it voted for another in this term: that one may have won
-	// and not been heard from yet.
-	if m.Type == MsgPreVote && canVote && n.role == RoleFollower && n.lead == None &&
+	// That holds for a pre-candidate too: a leader that check-quorum made
+	// step down while its peer was away keeps pre-campaigning, and its
+	// last pre-votes went to the dead node; it asks again now that one
+	// answers. Not when it voted for another in this term: that one may
+	// have won and not been heard from yet.
+	if m.Type == MsgPreVote && canVote && (n.role == RoleFollower || n.role == RolePreCandidate) && n.lead == None &&
 		(n.vote == None || n.vote == n.id) && n.canCampaign() {
 		n.campaign(campaignPreVote)
 	}
