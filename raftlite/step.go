@@ -129,6 +129,19 @@ func (n *Node) handleVoteRequest(m Message) {
 			n.electionElapsed = 0
 			n.vote = m.From
 		}
+		// Two pre-candidates for the same term that grant each other's
+		// pre-votes both become candidates, vote for themselves and split
+		// the vote: the group waits an election timeout (a member back
+		// from a restart campaigns at once, and its peer, alone while it
+		// was away, kept pre-campaigning on its timer: fault harness, a
+		// group of two without a primary for 1.1-1.25 s after a restart).
+		// The higher id gives way: it stops its campaign, leaderless and
+		// with a fresh election timeout, so that the candidate it just
+		// granted can win. Only liveness is at stake: pre-votes change
+		// no term and no vote.
+		if m.Type == MsgPreVote && n.role == RolePreCandidate && m.Term == n.term+1 && m.From < n.id {
+			n.becomeFollower(n.term, None)
+		}
 		return
 	}
 	n.send(Message{Type: resp, To: m.From, Reject: true})
