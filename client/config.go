@@ -30,7 +30,10 @@ type Config struct {
 	RetryAttemptsMax int
 	// RetryBackoffMin and RetryBackoffMax bound the exponential backoff
 	// between attempts (doubling from the minimum, with jitter), unless the
-	// broker's retry_after_ms asks for longer. Defaults 10 ms and 1 s.
+	// broker's retry_after_ms asks for longer. A producer's batch ends its
+	// backoff early when the metadata shows its partition's route moved on
+	// (a new primary or generation), and starts again from the minimum.
+	// Defaults 10 ms and 1 s.
 	RetryBackoffMin, RetryBackoffMax time.Duration
 	// ReconnectBackoffMin and ReconnectBackoffMax bound the wait before
 	// dialling a node again after a failed dial (doubling per consecutive
@@ -43,7 +46,9 @@ type Config struct {
 	// MetadataRefreshBackoff is the least time between the starts of two
 	// metadata refreshes caused by failed requests (every routing error,
 	// lost connection or timeout causes one); the failures in between
-	// share one refresh. Default 100 ms.
+	// share one refresh. It is also the cadence of the refreshes while a
+	// producer's batch waits for its partition's route to move on.
+	// Default 100 ms.
 	MetadataRefreshBackoff time.Duration
 	// UnknownTopicRetriesMax bounds the metadata refreshes a request makes
 	// for a topic the metadata does not show while the answers come only

@@ -38,6 +38,10 @@ type metaCache struct {
 	// version grows on every change, so that holders of derived state (a
 	// producer's partition counts) notice cheaply.
 	version atomic.Uint64
+	// changed is closed, and replaced, on every change, so that a producer
+	// backing off on a partition wakes when its route moves on. Guarded by
+	// mu.
+	changed chan struct{}
 }
 
 // topicMeta is one topic as the metadata showed it.
@@ -61,7 +65,23 @@ type partMeta struct {
 }
 
 func newMetaCache() *metaCache {
-	return &metaCache{nodes: map[int32]wire.Node{}, topics: map[string]*topicMeta{}, metadataPrimary: wire.NodeNone}
+	return &metaCache{nodes: map[int32]wire.Node{}, topics: map[string]*topicMeta{}, metadataPrimary: wire.NodeNone,
+		changed: make(chan struct{})}
+}
+
+// bumpLocked records a change: the version grows and watchers wake.
+// REQUIRES: m.mu held for writing.
+func (m *metaCache) bumpLocked() {
+	m.version.Add(1)
+	close(m.changed)
+	m.changed = make(chan struct{})
+}
+
+// watch returns a channel closed at the cache's next change.
+func (m *metaCache) watch() <-chan struct{} {
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	return m.changed
 }
 
 // apply replaces the cache with a full metadata answer. A partition whose
@@ -110,7 +130,7 @@ func (m *metaCache) apply(r *wire.MetadataResponse) {
 	m.nodes, m.topics = nodes, topics
 	m.metadataPrimary, m.metadataGen = r.MetadataPrimaryID, r.MetadataGeneration
 	m.updated = time.Now()
-	m.version.Add(1)
+	m.bumpLocked()
 }
 
 // applyRanked applies a refresh's answer of quality q: a trusted answer
@@ -189,7 +209,7 @@ func (m *metaCache) merge(r *wire.MetadataResponse) {
 	if m.metadataPrimary == wire.NodeNone {
 		m.metadataPrimary, m.metadataGen = r.MetadataPrimaryID, r.MetadataGeneration
 	}
-	m.version.Add(1)
+	m.bumpLocked()
 }
 
 // confirmsAbsent reports whether the cache, as last refreshed from a
@@ -262,7 +282,7 @@ func (m *metaCache) applyHint(topic string, partition int32, h *wire.Hint) bool 
 	if _, ok := m.nodes[h.NodeID]; !ok {
 		m.nodes[h.NodeID] = wire.Node{ID: h.NodeID, ClientAddr: addr, Alive: true}
 	}
-	m.version.Add(1)
+	m.bumpLocked()
 	return changed
 }
 

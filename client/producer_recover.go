@@ -118,14 +118,47 @@ func (s *partSender) retryOrFail(head *prodBatch) {
 	// then the next round fails the batch on time.
 	ctx, cancel := context.WithDeadline(s.p.ctx, head.deadline())
 	defer cancel()
+	if s.waitToResend(ctx, head, v, after) != nil && s.p.ctx.Err() != nil {
+		return // the producer is closing: run aborts
+	}
+	s.resendFailed()
+}
+
+// waitToResend carries out verdict v for head before it is resent: the
+// metadata refresh, then the backoff (at least retryAfter), cut short as
+// soon as the cache shows the partition's route improved on the one head
+// was last routed by (routewait.go). A hint to a newer generation is
+// followed at once; another hint at once only after a first failure, as
+// afterVerdict does. REQUIRES: v is not giveUp.
+func (s *partSender) waitToResend(ctx context.Context, head *prodBatch, v verdict, retryAfter time.Duration) error {
+	c := s.p.c
 	attemptAt := head.sentAt
 	if attemptAt.IsZero() {
 		attemptAt = time.Now()
 	}
-	if s.p.c.afterVerdict(ctx, v, after, head.failures-1, attemptAt) != nil && s.p.ctx.Err() != nil {
-		return // the producer is closing: run aborts
+	if v == refreshThenResend {
+		if err := c.refreshAfterError(ctx, attemptAt); err != nil && ctx.Err() != nil {
+			return ctx.Err()
+		}
 	}
-	s.resendFailed()
+	if c.meta.state(s.topic, s.partition).improves(head.route) {
+		head.backoffFrom = head.failures
+		return nil
+	}
+	attempt := head.failures - 1 - head.backoffFrom
+	if v == resendNow && attempt == 0 {
+		return nil
+	}
+	var db *dialBackoffError
+	if errors.As(head.err, &db) {
+		retryAfter = max(retryAfter, time.Until(db.until))
+	}
+	d := max(retryAfter, backoff(c.cfg.RetryBackoffMin, c.cfg.RetryBackoffMax, attempt))
+	improved, err := c.waitRoute(ctx, s.topic, s.partition, head.route, d, v == refreshThenResend)
+	if improved {
+		head.backoffFrom = head.failures
+	}
+	return err
 }
 
 // failExpired fails head, whose delivery timeout passed, with

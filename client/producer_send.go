@@ -57,6 +57,11 @@ type prodBatch struct {
 	// failures counts the recoveries this batch caused as the oldest
 	// failed batch; later batches resent in the same recovery do not count.
 	failures int
+	// route is the cache's view of the partition's route when the last
+	// attempt was routed; backoffFrom is failures when the route last
+	// improved on it (the backoff restarts from its minimum there).
+	route       routeState
+	backoffFrom int
 	// seqRecoveries counts the epoch bumps this batch caused
 	// (OUT_OF_ORDER_SEQUENCE, UNKNOWN_PRODUCER_ID); RetryAttemptsMax
 	// bounds them, apart from the retriable failures before them, which
@@ -439,6 +444,7 @@ func (s *partSender) sendUnsent() {
 func (s *partSender) send(ctx context.Context, b *prodBatch) error {
 	c := s.p.c
 	b.sentAt = time.Now() // a failure of this attempt refreshes the metadata from a later refresh
+	b.route = c.meta.state(s.topic, s.partition)
 	rt, err := c.routeOf(ctx, s.topic, s.partition)
 	if err != nil {
 		return err
@@ -447,6 +453,9 @@ func (s *partSender) send(ctx context.Context, b *prodBatch) error {
 		s.topicID = rt.ref.TopicID
 	} else if rt.ref.TopicID != s.topicID {
 		return fmt.Errorf("%w: %s now has id %s, not %s", ErrTopicRecreated, s.topic, rt.ref.TopicID, s.topicID)
+	}
+	if err := c.dialBackoff(rt.addr); err != nil {
+		return err
 	}
 	cn, err := c.connTo(ctx, rt.addr)
 	if err != nil {

@@ -221,7 +221,9 @@ func (c *Client) askMetadata(ctx context.Context, addr string) metaAnswer {
 
 // applyAnswer applies a to the cache and remembers who answered how.
 func (c *Client) applyAnswer(a *metaAnswer, doubtful map[string]bool) {
+	dead := c.meta.deadNodes()
 	c.meta.applyRanked(a.resp, a.q)
+	c.redialRevived(dead)
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if a.q.trusted {

@@ -129,17 +129,33 @@ func (n *Node) handleVoteRequest(m Message) {
 			n.electionElapsed = 0
 			n.vote = m.From
 		}
+		// Two pre-candidates for the same term that grant each other's
+		// pre-votes both become candidates, vote for themselves and split
+		// the vote: the group waits an election timeout (a member back
+		// from a restart campaigns at once, and its peer, alone while it
+		// was away, kept pre-campaigning on its timer: fault harness, a
+		// group of two without a primary for 1.1-1.25 s after a restart).
+		// The higher id gives way: it stops its campaign, leaderless and
+		// with a fresh election timeout, so that the candidate it just
+		// granted can win. Only liveness is at stake: pre-votes change
+		// no term and no vote.
+		if m.Type == MsgPreVote && n.role == RolePreCandidate && m.Term == n.term+1 && m.From < n.id {
+			n.becomeFollower(n.term, None)
+		}
 		return
 	}
 	n.send(Message{Type: resp, To: m.From, Reject: true})
-	// A follower without a leader that refuses a pre-vote only because its
+	// A member without a leader that refuses a pre-vote only because its
 	// own log is ahead is a member that can win where the candidate
 	// cannot: it campaigns now instead of at its next election timeout. (A
 	// two-member group whose member returned from a restart behind the
 	// other waited up to two election timeouts for the other's timer.)
-	// Not when it voted for another in this term: that one may have won
-	// and not been heard from yet.
-	if m.Type == MsgPreVote && canVote && n.role == RoleFollower && n.lead == None &&
+	// That holds for a pre-candidate too: a leader that check-quorum made
+	// step down while its peer was away keeps pre-campaigning, and its
+	// last pre-votes went to the dead node; it asks again now that one
+	// answers. Not when it voted for another in this term: that one may
+	// have won and not been heard from yet.
+	if m.Type == MsgPreVote && canVote && (n.role == RoleFollower || n.role == RolePreCandidate) && n.lead == None &&
 		(n.vote == None || n.vote == n.id) && n.canCampaign() {
 		n.campaign(campaignPreVote)
 	}

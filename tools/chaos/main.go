@@ -71,6 +71,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs.DurationVar(&o.DeliveryTimeout, "delivery-timeout", 10*time.Second, "the producer's delivery timeout")
 	fs.IntVar(&o.InFlight, "inflight", 1, "unacknowledged records per partition (1: one synchronous write at a time)")
 	fs.BoolVar(&o.NoNetwork, "no-network", false, "skip the network faults")
+	fs.StringVar(&o.LogLevel, "log-level", "info", "the nodes' log.level (debug: the lines an election's timeline is read from)")
 	fs.BoolVar(&strict, "strict", false, "exit 3 when a resumption missed the 2 s target")
 	fs.BoolVar(&keep, "keep", false, "keep the run directory of a run that passed")
 	fs.StringVar(&jsonOut, "json", "", "also write the report as JSON to this file")

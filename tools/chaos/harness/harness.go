@@ -89,6 +89,9 @@ type Options struct {
 	InFlight int
 	// NoNetwork skips the network faults even where iptables works.
 	NoNetwork bool
+	// LogLevel is the nodes' log.level; "debug" adds the lines an
+	// election's timeline is read from. Default "info".
+	LogLevel string
 	// Log receives progress lines. Default io.Discard.
 	Log io.Writer
 }
@@ -117,6 +120,9 @@ func (o Options) withDefaults() (Options, error) {
 	setDur(&o.DeliveryTimeout, 10*time.Second)
 	if o.Fsync == "" {
 		o.Fsync = "always"
+	}
+	if o.LogLevel == "" {
+		o.LogLevel = "info"
 	}
 	if o.Seed == 0 {
 		o.Seed = 1
@@ -231,7 +237,7 @@ func (r *run) logf(format string, args ...any) {
 // writers and the tails.
 func (r *run) setUp(ctx context.Context) error {
 	o := r.o
-	plan, err := launch.New(launch.Options{Nodes: o.Nodes, Dir: o.Dir, Shards: o.Shards, Fsync: o.Fsync, LogLevel: "info"})
+	plan, err := launch.New(launch.Options{Nodes: o.Nodes, Dir: o.Dir, Shards: o.Shards, Fsync: o.Fsync, LogLevel: o.LogLevel})
 	if err != nil {
 		return err
 	}
