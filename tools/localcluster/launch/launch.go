@@ -13,6 +13,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	mrand "math/rand/v2"
 	"net"
 	"os"
 	"path/filepath"
@@ -174,6 +175,13 @@ func New(o Options) (*Plan, error) {
 
 // FreeAddrs returns n distinct HOST:PORT addresses on host whose ports
 // were free a moment ago (all are held open together, then closed).
+//
+// The ports are drawn below the kernel's ephemeral range (from
+// fixedPortMin up to its start) where it leaves room: a node restarted on
+// its own port must not find it taken meanwhile by the source port of
+// some outgoing connection, and the kernel draws those, like the ports it
+// hands out for ":0", from the ephemeral range. (The fault harness met
+// exactly that: a killed node's HTTP port taken while it was down.)
 func FreeAddrs(host string, n int) ([]string, error) {
 	var ls []net.Listener
 	defer func() {
@@ -182,7 +190,17 @@ func FreeAddrs(host string, n int) ([]string, error) {
 		}
 	}()
 	out := make([]string, 0, n)
-	for i := 0; i < n; i++ {
+	hi := ephemeralPortStart()
+	for tries := 0; len(out) < n && hi-fixedPortMin >= 4*n && tries < 64*n; tries++ {
+		port := fixedPortMin + mrand.IntN(hi-fixedPortMin)
+		l, err := net.Listen("tcp", net.JoinHostPort(host, strconv.Itoa(port)))
+		if err != nil {
+			continue // taken, or held by an earlier pick of this call
+		}
+		ls = append(ls, l)
+		out = append(out, l.Addr().String())
+	}
+	for len(out) < n {
 		l, err := net.Listen("tcp", net.JoinHostPort(host, "0"))
 		if err != nil {
 			return nil, fmt.Errorf("launch: finding a free port on %s: %w", host, err)
@@ -191,6 +209,29 @@ func FreeAddrs(host string, n int) ([]string, error) {
 		out = append(out, l.Addr().String())
 	}
 	return out, nil
+}
+
+// fixedPortMin is the lowest port FreeAddrs picks: above the well-known
+// and most registered services' ports.
+const fixedPortMin = 10000
+
+// ephemeralPortStart is the first port of the kernel's ephemeral range
+// (Linux's default 32768 when the range cannot be read).
+func ephemeralPortStart() int {
+	const linuxDefault = 32768
+	b, err := os.ReadFile("/proc/sys/net/ipv4/ip_local_port_range")
+	if err != nil {
+		return linuxDefault
+	}
+	f := strings.Fields(string(b))
+	if len(f) < 1 {
+		return linuxDefault
+	}
+	lo, err := strconv.Atoi(f[0])
+	if err != nil || lo <= 0 {
+		return linuxDefault
+	}
+	return lo
 }
 
 // Brokers lists the client addresses, comma-separated (for --brokers).

@@ -2,8 +2,10 @@ package launch
 
 import (
 	"errors"
+	"net"
 	"os"
 	"path/filepath"
+	"strconv"
 	"testing"
 
 	"github.com/corestream/corestream/cluster/config"
@@ -70,5 +72,33 @@ func TestPlanRefusals(t *testing.T) {
 	}
 	if entries, _ := os.ReadDir(dir); len(entries) != 0 {
 		t.Fatalf("a refused plan wrote %d entries", len(entries))
+	}
+}
+
+// A node restarted on its port must not find it taken by an outgoing
+// connection's source port: the picked ports lie below the ephemeral range.
+func TestFreeAddrsAvoidTheEphemeralRange(t *testing.T) {
+	lo := ephemeralPortStart()
+	if lo-fixedPortMin < 4*12 {
+		t.Skipf("ephemeral range starts at %d: no room below it", lo)
+	}
+	addrs, err := FreeAddrs("127.0.0.1", 12)
+	if err != nil {
+		t.Fatal(err)
+	}
+	seen := map[string]bool{}
+	for _, a := range addrs {
+		_, ps, err := net.SplitHostPort(a)
+		if err != nil {
+			t.Fatal(err)
+		}
+		port, _ := strconv.Atoi(ps)
+		if port < fixedPortMin || port >= lo {
+			t.Errorf("port %d is outside [%d, %d): the kernel may hand it to an outgoing connection", port, fixedPortMin, lo)
+		}
+		if seen[a] {
+			t.Errorf("%s picked twice", a)
+		}
+		seen[a] = true
 	}
 }
