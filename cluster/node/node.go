@@ -16,6 +16,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/corestream/corestream/cluster/clock"
 	"github.com/corestream/corestream/cluster/config"
 	"github.com/corestream/corestream/netio"
 	"github.com/corestream/corestream/netio/uring"
@@ -57,7 +58,7 @@ type Node struct {
 	// http is the HTTP API (nil when node.http_addr is empty).
 	http *httpAPI
 	// peers is the replication transport (nil on a single node).
-	peers *peers
+	peers Transport
 	// metaLoaded latches once the View holds everything committed this
 	// node could know of (ready.go); metadata reads wait for it.
 	metaLoaded atomic.Bool
@@ -79,9 +80,11 @@ type Node struct {
 	removeMu    sync.Mutex
 	removeQueue []string
 	removing    bool
-	// now is the node's clock (time.Now; tests may replace it before
-	// Start).
-	now func() time.Time
+	// clock is the node's time seam (clock.Real unless a test or the
+	// simulator gives another before Start); every part reads time
+	// through it. now is clock.Now, kept for the front ends.
+	clock clock.Clock
+	now   func() time.Time
 	// lags holds, per partition this node leads, when each follower last
 	// caught up (insync.go).
 	lags lagTable
@@ -99,7 +102,8 @@ func New(cfg config.Config, logger *slog.Logger) (*Node, error) {
 		logger = slog.New(slog.NewTextHandler(os.Stderr, nil))
 	}
 	n := &Node{cfg: cfg, log: logger, fs: vfs.OS(), dir: cfg.Node.DataDir,
-		self: raftlite.NodeID(cfg.Node.ID), roster: cfg.Roster(), lockFd: -1, now: time.Now}
+		self: raftlite.NodeID(cfg.Node.ID), roster: cfg.Roster(), lockFd: -1}
+	n.setClock(clock.Real())
 	lim := raftlite.DefaultLimits()
 	lim.ElectionTicks = int32(cfg.Cluster.ElectionTimeoutMs / cfg.Cluster.HeartbeatIntervalMs)
 	lim.HeartbeatTicks = 1
@@ -110,6 +114,11 @@ func New(cfg config.Config, logger *slog.Logger) (*Node, error) {
 	n.limits = lim
 	n.view.Store(&View{Applied: -1, Topics: nil})
 	return n, nil
+}
+
+// setClock makes c the node's clock. REQUIRES: before Start.
+func (n *Node) setClock(c clock.Clock) {
+	n.clock, n.now = c, c.Now
 }
 
 // Start opens the data directory, starts the shards, recovers the
@@ -127,7 +136,7 @@ func (n *Node) Start() error {
 			ls.closeUnserved()
 		}
 	}()
-	if err := os.MkdirAll(n.dir, 0o755); err != nil {
+	if err := n.fs.MkdirAll(n.dir, 0o755); err != nil {
 		return fmt.Errorf("node: data directory: %w", err)
 	}
 	if err := n.lockDir(); err != nil {
@@ -273,7 +282,7 @@ func (n *Node) Stop(ctx context.Context) error {
 		}
 	}
 	if n.peers != nil {
-		if err := n.peers.server.Shutdown(ctx); err != nil && first == nil {
+		if err := n.peers.shutdown(ctx); err != nil && first == nil {
 			first = err
 		}
 	}
@@ -376,7 +385,7 @@ func (n *Node) aliveFn() func(raftlite.NodeID) bool {
 // and dropped (docs/operations.md).
 func (n *Node) opened(r *partition.Replica, shardID int) {
 	if n.peers != nil {
-		n.peers.groupShard.Store(partition.GroupID(r.Key()), shardID)
+		n.peers.opened(partition.GroupID(r.Key()), shardID)
 	}
 	rep, cfg := r.Log().Recovery(), r.Config()
 	level := slog.LevelInfo
@@ -393,7 +402,7 @@ func (n *Node) opened(r *partition.Replica, shardID int) {
 // closed forgets a replica's consensus group.
 func (n *Node) closed(key [20]byte) {
 	if n.peers != nil {
-		n.peers.groupShard.Delete(partition.GroupID(key))
+		n.peers.closed(partition.GroupID(key))
 	}
 	n.routes.drop(key)
 	n.lags.drop(key)

@@ -7,6 +7,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/corestream/corestream/cluster/clock"
 	"github.com/corestream/corestream/netio/wire"
 	"github.com/corestream/corestream/shard"
 	"golang.org/x/sys/unix"
@@ -267,9 +268,9 @@ func (n *Node) logSuppressedOpenErrors(now time.Time) {
 // here: STORAGE_ERROR with the cause (retriable: it is retried here).
 func (n *Node) openErr(topic string, p int32, f openFailure) error {
 	e := wire.Errorf(wire.ErrStorageError, "%s/%d could not be opened on node %d: %s; %d attempts, next in %v",
-		topic, p, n.self, f.describe(), f.attempts, time.Until(f.retryAt).Round(time.Millisecond))
+		topic, p, n.self, f.describe(), f.attempts, clock.Until(n.clock, f.retryAt).Round(time.Millisecond))
 	// Another replica may be primary (a refresh finds it): wait at most
 	// a second, not the whole back-off.
-	e.RetryAfterMs = uint32(min(max(time.Until(f.retryAt), 0), time.Second) / time.Millisecond)
+	e.RetryAfterMs = uint32(min(max(clock.Until(n.clock, f.retryAt), 0), time.Second) / time.Millisecond)
 	return e
 }

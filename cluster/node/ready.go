@@ -39,7 +39,7 @@ import (
 // observe notes, from a MsgReset of the current primary, the snapshot
 // point and its term. Runs on shard metaShard.
 func (c *controller) observe(r *partition.Replica, m *raftlite.Message) {
-	if c.n.metaLoaded.Load() || r != c.r || m.Type != raftlite.MsgReset {
+	if c.d.loaded.Load() || r != c.r || m.Type != raftlite.MsgReset {
 		return
 	}
 	if rf := r.Raft(); m.From == rf.Leader() && m.Term == rf.Term() && m.LogTerm == m.Term {
@@ -51,15 +51,22 @@ func (c *controller) observe(r *partition.Replica, m *raftlite.Message) {
 // checkLoaded sets the latch once an entry of the current term is
 // applied. Runs on shard metaShard.
 func (c *controller) checkLoaded() {
-	if c.n.metaLoaded.Load() || c.r == nil {
+	if c.d.loaded.Load() || c.r == nil {
 		return
 	}
 	term := c.r.Raft().Term()
-	if c.appliedTerm != term && (c.resetTerm != term || c.applied < c.resetAt) {
+	if !c.loadedIn(term) {
 		return
 	}
-	c.n.metaLoaded.Store(true)
-	c.n.log.Info("cluster metadata loaded", "applied", c.applied, "term", term, "topics", len(c.n.view.Load().Sorted))
+	c.d.loaded.Store(true)
+	c.d.log.Info("cluster metadata loaded", "applied", c.applied, "term", term, "topics", len(c.state.Topics()))
+}
+
+// loadedIn is the readiness rule above for a node whose metadata group
+// is in term: an entry of term is applied, or a snapshot the primary of
+// term sent is installed. Pure: the simulator checks the same rule.
+func (m *metaCore) loadedIn(term int32) bool {
+	return m.appliedTerm == term || (m.resetTerm == term && m.applied >= m.resetAt)
 }
 
 // metadataReady returns nil once this node's metadata is loaded, else

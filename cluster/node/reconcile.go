@@ -1,14 +1,18 @@
 package node
 
 import (
-	"os"
+	"errors"
+	"fmt"
+	"io/fs"
 	"path/filepath"
 	"strings"
 	"time"
 
+	"github.com/corestream/corestream/cluster/clock"
 	"github.com/corestream/corestream/cluster/metadata"
 	"github.com/corestream/corestream/netio/wire"
 	"github.com/corestream/corestream/raftlite"
+	"github.com/corestream/corestream/segment/vfs"
 	"github.com/corestream/corestream/shard"
 	"github.com/corestream/corestream/shard/partition"
 )
@@ -55,7 +59,7 @@ func (n *Node) reconcile(sh *shard.Shard) {
 	v := n.view.Load()
 	want := map[[20]byte]bool{shardKey(metaTopicID, 0): true}
 	budget := reconcileBatch
-	now := time.Now()
+	now := n.clock.Now()
 	for _, t := range v.Sorted {
 		for p, reps := range t.Replicas {
 			if !hosts(reps, n.self) || n.shardOf(t.ID, int32(p)) != sh.ID() {
@@ -112,7 +116,7 @@ func (n *Node) armOpenRetry(sh *shard.Shard, next time.Time) {
 		return
 	}
 	n.openRetryAt[i] = next
-	sh.AfterFunc(max(time.Until(next), time.Millisecond), func() {
+	sh.AfterFunc(max(clock.Until(n.clock, next), time.Millisecond), func() {
 		if n.openRetryAt[i].Equal(next) {
 			n.openRetryAt[i] = time.Time{}
 		}
@@ -124,14 +128,14 @@ func (n *Node) armOpenRetry(sh *shard.Shard, next time.Time) {
 // a crash kept from removing.
 func (n *Node) sweepDeleted() {
 	dir := filepath.Join(n.dir, "partitions")
-	entries, err := os.ReadDir(dir)
+	names, err := n.fs.List(dir)
 	if err != nil {
 		return
 	}
-	for _, e := range entries {
-		if strings.HasSuffix(e.Name(), ".deleted") {
-			p := filepath.Join(dir, e.Name())
-			if err := os.RemoveAll(p); err != nil {
+	for _, name := range names {
+		if strings.HasSuffix(name, ".deleted") {
+			p := filepath.Join(dir, name)
+			if err := removeTree(n.fs, p); err != nil {
 				n.log.Warn("removing a deleted partition directory", "dir", p, "err", err)
 			} else {
 				n.log.Info("removed a deleted partition directory left by a crash", "dir", p)
@@ -152,7 +156,7 @@ func (n *Node) sweepDeleted() {
 // stalled for the whole deletion (9.8 s).
 func (n *Node) removeDir(dir string) {
 	tmp := dir + ".deleted"
-	if err := os.Rename(dir, tmp); err != nil {
+	if err := n.fs.Rename(dir, tmp); err != nil {
 		n.log.Warn("removing a partition directory", "dir", dir, "err", err)
 		return
 	}
@@ -178,10 +182,48 @@ func (n *Node) removeQueued() {
 		dir := n.removeQueue[0]
 		n.removeQueue = n.removeQueue[1:]
 		n.removeMu.Unlock()
-		if err := os.RemoveAll(dir); err != nil {
+		if err := removeTree(n.fs, dir); err != nil {
 			n.log.Warn("removing a partition directory", "dir", dir, "err", err)
 		}
 	}
+}
+
+// removeTreeDepthMax bounds the directory depth removeTree descends (a
+// partition directory is one level deep; the bound stops a loop).
+const removeTreeDepthMax = 8
+
+// removeTree removes dir and everything under it through fsys, as
+// os.RemoveAll does; a missing dir is no error.
+func removeTree(fsys vfs.FS, dir string) error {
+	return removeTreeDepth(fsys, dir, removeTreeDepthMax)
+}
+
+func removeTreeDepth(fsys vfs.FS, dir string, depth int) error {
+	fi, err := fsys.Stat(dir)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	if fi.IsDir() {
+		if depth == 0 {
+			return fmt.Errorf("node: %s: directories nested deeper than %d", dir, removeTreeDepthMax)
+		}
+		names, err := fsys.List(dir)
+		if err != nil {
+			return err
+		}
+		for _, name := range names {
+			if err := removeTreeDepth(fsys, filepath.Join(dir, name), depth-1); err != nil {
+				return err
+			}
+		}
+	}
+	if err := fsys.Remove(dir); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return err
+	}
+	return nil
 }
 
 func (n *Node) openReplica(h *partition.Host, t *metadata.Topic, p int32, reps []metadata.NodeID) error {
