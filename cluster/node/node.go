@@ -428,11 +428,14 @@ func (n *Node) setRoute(r *partition.Replica, inSync []int32) {
 	} else {
 		n.lags.drop(r.Key())
 	}
-	if old, ok := n.routes.get(r.Key()); !ok || old.leader != rt.leader || old.term != rt.term {
+	old, had := n.routes.get(r.Key())
+	if !n.routes.setLocal(r.Key(), rt) {
+		return // a newer generation, learned from its primary, stands
+	}
+	if !had || old.leader != rt.leader || old.term != rt.term {
 		cfg := r.Config()
 		n.log.Debug("primary changed", "topic", cfg.Topic, "partition", cfg.Partition, "primary", rt.leader, "generation", rt.term)
 	}
-	n.routes.set(r.Key(), rt)
 	if n.peers != nil && lead == n.self {
 		n.peers.announce(announcement(r.Key(), rt))
 	}
