@@ -1,0 +1,119 @@
+package node
+
+import (
+	"flag"
+	"fmt"
+	"runtime"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+var (
+	simSeedFlag   = flag.Int64("sim.seed", -1, "run only this control-plane simulation seed, with a trace (replay)")
+	simSeedsFlag  = flag.Int("sim.seeds", 300, "number of control-plane simulation seeds to run")
+	simFirstFlag  = flag.Int64("sim.first-seed", 1, "first control-plane simulation seed")
+	simNodesFlag  = flag.Int("sim.nodes", 0, "roster size of every simulated cluster (0: drawn from the seed, 3 or 5)")
+	simFaultyFlag = flag.Duration("sim.faulty", 20*time.Second, "simulated time of the adversarial phase of each seed")
+)
+
+// simReplayCmd is the one command that replays seed exactly.
+func simReplayCmd(seed int64) string {
+	extra := ""
+	if *simNodesFlag != 0 {
+		extra += fmt.Sprintf(" -sim.nodes=%d", *simNodesFlag)
+	}
+	if *simFaultyFlag != 20*time.Second {
+		extra += fmt.Sprintf(" -sim.faulty=%v", *simFaultyFlag)
+	}
+	return fmt.Sprintf("go test ./cluster/node -run 'TestSimCluster$' -sim.seed=%d%s -v", seed, extra)
+}
+
+// TestSimCluster runs the control-plane simulator over many seeds
+// (-sim.seeds from -sim.first-seed): N nodes' metadata controller core,
+// routes, liveness, failover rule and balancer driver over a simulated
+// network that drops, delays, reorders and partitions, then heals. It
+// checks one primary per term for every group, one committed metadata
+// log that every node applies a prefix of, routes that name only a
+// generation's real primary and never go back, and, after the heal, that
+// every node answers the committed metadata (acknowledged topics
+// included), names every partition's current primary, and that the
+// balancer brought the primaries within bounds. A failure prints the
+// seed and the command that replays it.
+func TestSimCluster(t *testing.T) {
+	opts := func(seed int64) simClusterOptions {
+		return simClusterOptions{Seed: seed, Nodes: *simNodesFlag, Faulty: *simFaultyFlag}
+	}
+	if *simSeedFlag >= 0 {
+		o := opts(*simSeedFlag)
+		var trace []string
+		o.Trace = func(l string) { trace = append(trace, l) }
+		res, err := runSimCluster(o)
+		if testing.Verbose() {
+			t.Log("trace:\n" + strings.Join(trace, "\n"))
+		}
+		t.Logf("seed %d: %+v", *simSeedFlag, res)
+		if err != nil {
+			t.Fatalf("seed %d: %v\nreplay: %s", *simSeedFlag, err, simReplayCmd(*simSeedFlag))
+		}
+		return
+	}
+	type failure struct {
+		seed int64
+		err  error
+	}
+	var (
+		mu       sync.Mutex
+		failures []failure
+		total    simClusterResult
+		settle   time.Duration
+		nodes    = map[int]int{}
+	)
+	began := time.Now()
+	seeds := make(chan int64)
+	var wg sync.WaitGroup
+	// Two workers at most: the simulator must not need more than 2 cores.
+	for w := 0; w < min(2, runtime.GOMAXPROCS(0)); w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for seed := range seeds {
+				res, err := runSimCluster(opts(seed))
+				mu.Lock()
+				if err != nil {
+					failures = append(failures, failure{seed, err})
+				}
+				nodes[res.Nodes]++
+				total.Messages += res.Messages
+				total.Dropped += res.Dropped
+				total.Partitions += res.Partitions
+				total.MetaTerms += res.MetaTerms
+				total.PartTerms += res.PartTerms
+				total.TopicsAcked += res.TopicsAcked
+				total.MovesDone += res.MovesDone
+				total.PeerDown += res.PeerDown
+				total.Unbalanced += res.Unbalanced
+				settle = max(settle, res.SettledAfter)
+				mu.Unlock()
+			}
+		}()
+	}
+	for i := 0; i < *simSeedsFlag; i++ {
+		seeds <- *simFirstFlag + int64(i)
+	}
+	close(seeds)
+	wg.Wait()
+	took := time.Since(began)
+	t.Logf("%d seeds (clusters of %v nodes) x %v faulty in %v (%.1f seeds/s): %d messages, %d dropped, %d partitions, %d peer-down events, metadata terms %d, partition terms %d, topics acknowledged %d, primary moves %d, settled outside the balance bounds with no move left %d; slowest settle %v after the heal",
+		*simSeedsFlag, nodes, *simFaultyFlag, took.Round(time.Millisecond), float64(*simSeedsFlag)/took.Seconds(),
+		total.Messages, total.Dropped, total.Partitions, total.PeerDown, total.MetaTerms, total.PartTerms,
+		total.TopicsAcked, total.MovesDone, total.Unbalanced, settle)
+	for i, f := range failures {
+		if i == 5 && !testing.Verbose() {
+			t.Errorf("... and %d more failing seeds", len(failures)-5)
+			break
+		}
+		t.Errorf("seed %d: %v\nreplay: %s", f.seed, f.err, simReplayCmd(f.seed))
+	}
+}
