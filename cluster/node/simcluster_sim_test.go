@@ -68,6 +68,7 @@ type simClusterResult struct {
 	Messages, Dropped, Partitions    int
 	MetaTerms, PartTerms             int
 	TopicsAcked, MovesDone, PeerDown int
+	Crashes, ClockJumps              int
 	// Unbalanced is 1 when the run settled with primary counts outside
 	// the policy's bounds and no single move left to make.
 	Unbalanced   int
@@ -85,6 +86,10 @@ type simParams struct {
 	createPerTick    int // permille per tick: a client asks to create a topic
 	balanceEvery     time.Duration
 	imbalancePercent int
+	crashPerTick     int // permille per tick: one node crashes
+	downTicksMax     int // longest a crashed node stays down
+	wholeRestart     bool
+	jumpPerTick      int // permille per tick: one node's clock jumps ahead
 }
 
 type simEvent struct {
@@ -151,7 +156,7 @@ type simCluster struct {
 	// the topics whose creation was acknowledged.
 	leaders   map[raftlite.GroupID]map[int32]int32
 	committed map[int64]uint32
-	acked     map[string]metadata.TopicID
+	acked     map[string]simAcked
 	topicSeq  int
 	res       simClusterResult
 	err       error
@@ -161,10 +166,18 @@ type simGroup struct {
 	key      [20]byte
 	gid      raftlite.GroupID
 	rn       *raftlite.Node
+	disk     *simDisk
 	log      *raftlite.MemLog
-	data     map[int64][]byte // batch bytes by base offset
+	data     map[int64][]byte // batch bytes by base offset (disk.data)
 	replicas []raftlite.NodeID
 	meta     bool
+}
+
+// simAcked is a topic whose creation a client saw acknowledged: its id
+// and the term of its entry.
+type simAcked struct {
+	id   metadata.TopicID
+	term int32
 }
 
 type simProposal struct {
@@ -173,10 +186,34 @@ type simProposal struct {
 	id   metadata.TopicID
 }
 
+// simDisk is what a node keeps across a crash: every group's log (the
+// simulator's logs are durable as soon as they are written) and its term
+// and vote.
+type simDisk struct {
+	log  *raftlite.MemLog
+	data map[int64][]byte
+	hs   raftlite.HardState
+}
+
+// simClock is one node's clock: the simulation's time plus the node's own
+// offset, which a clock jump moves.
+type simClock struct {
+	base *clock.Manual
+	off  time.Duration
+}
+
+func (c *simClock) Now() time.Time { return c.base.Now().Add(c.off) }
+
 // simNode is one node's control plane.
 type simNode struct {
-	sc          *simCluster
-	id          int32
+	sc    *simCluster
+	id    int32
+	clock *simClock
+	// up says the node runs; inc counts its starts (events of an earlier
+	// incarnation are dropped).
+	up          bool
+	inc         int
+	disks       map[raftlite.GroupID]*simDisk
 	core        *metaCore
 	view        *View
 	loaded      bool
@@ -208,6 +245,10 @@ func drawSimParams(rng *rand.Rand, nodes int) simParams {
 		createPerTick:    20 + rng.IntN(60),
 		balanceEvery:     time.Duration(500+rng.IntN(3000)) * time.Millisecond,
 		imbalancePercent: []int{0, 10, 25}[rng.IntN(3)],
+		crashPerTick:     rng.IntN(8),
+		downTicksMax:     5 + rng.IntN(60),
+		wholeRestart:     rng.IntN(8) == 0,
+		jumpPerTick:      rng.IntN(4),
 	}
 	if p.n == 0 {
 		p.n = []int{3, 3, 5}[rng.IntN(3)]
@@ -220,7 +261,7 @@ func runSimCluster(o simClusterOptions) (res simClusterResult, err error) {
 	rng := rand.New(rand.NewPCG(uint64(o.Seed), 0xc105e4))
 	sc := &simCluster{o: o, rng: rng, p: drawSimParams(rng, o.Nodes), hb: 100 * time.Millisecond, elect: time.Second,
 		start: time.UnixMilli(1_700_000_000_000), leaders: map[raftlite.GroupID]map[int32]int32{},
-		committed: map[int64]uint32{}, acked: map[string]metadata.TopicID{},
+		committed: map[int64]uint32{}, acked: map[string]simAcked{},
 		log: slog.New(slog.NewTextHandler(io.Discard, nil))}
 	sc.clock = clock.NewManual(sc.start)
 	sc.res.Nodes = sc.p.n
@@ -242,11 +283,6 @@ func runSimCluster(o simClusterOptions) (res simClusterResult, err error) {
 	sc.tracef("params %+v", sc.p)
 	for i := 1; i <= sc.p.n; i++ {
 		sc.nodes = append(sc.nodes, sc.newNode(int32(i)))
-	}
-	for _, nd := range sc.nodes {
-		nd := nd
-		// Nodes start a little apart, as processes do.
-		sc.at(time.Duration(sc.rng.IntN(int(sc.hb))), func() { nd.tick() })
 	}
 	sc.faults = true
 	sc.at(0, sc.chaos)
@@ -319,7 +355,40 @@ func (sc *simCluster) chaos() {
 	if sc.rng.IntN(1000) < sc.p.createPerTick {
 		sc.createTopic()
 	}
+	if sc.rng.IntN(1000) < sc.p.crashPerTick {
+		nd := sc.nodes[sc.rng.IntN(len(sc.nodes))]
+		if nd.up {
+			nd.crash()
+			sc.at(time.Duration(1+sc.rng.IntN(sc.p.downTicksMax))*sc.hb, sc.restart(nd))
+		}
+	}
+	if sc.p.wholeRestart && sc.rng.IntN(1000) < 5 {
+		sc.tracef("whole-cluster restart")
+		for _, nd := range sc.nodes {
+			if nd.up {
+				nd.crash()
+				sc.at(time.Duration(1+sc.rng.IntN(20))*sc.hb, sc.restart(nd))
+			}
+		}
+	}
+	if sc.rng.IntN(1000) < sc.p.jumpPerTick {
+		nd := sc.nodes[sc.rng.IntN(len(sc.nodes))]
+		d := time.Duration(200+sc.rng.IntN(3000)) * time.Millisecond
+		nd.clock.off += d
+		sc.res.ClockJumps++
+		sc.tracef("node %d's clock jumps %v ahead", nd.id, d)
+	}
 	sc.at(sc.hb, sc.chaos)
+}
+
+// restart returns the event that restarts nd (unless it already runs).
+func (sc *simCluster) restart(nd *simNode) func() {
+	return func() {
+		if !nd.up {
+			sc.tracef("node %d restarts", nd.id)
+			nd.start()
+		}
+	}
 }
 
 // partition cuts the network: a random side from the rest, both ways or
@@ -354,6 +423,12 @@ func (sc *simCluster) partition() {
 }
 
 func (sc *simCluster) heal() {
+	for _, nd := range sc.nodes {
+		if !nd.up {
+			sc.tracef("node %d restarts", nd.id)
+			nd.start()
+		}
+	}
 	for a := range sc.cut {
 		for b := range sc.cut[a] {
 			sc.cut[a][b] = false
@@ -385,7 +460,7 @@ func (sc *simCluster) createTopic() {
 		return
 	}
 	nd := sc.nodes[sc.rng.IntN(len(sc.nodes))]
-	if nd.meta.rn.Role() != raftlite.RoleLeader || !nd.loaded {
+	if !nd.up || nd.meta.rn.Role() != raftlite.RoleLeader || !nd.loaded {
 		return
 	}
 	name := fmt.Sprintf("t%d", sc.topicSeq+1)
@@ -397,7 +472,7 @@ func (sc *simCluster) createTopic() {
 		}
 	}
 	req := metadata.CreateRequest{Name: name, Partitions: 1 + sc.rng.IntN(4)}
-	cmd, err := nd.core.state.PlanCreateTopic(req, roster, eligible, min(3, sc.p.n), sc.clock.Now().UnixMilli())
+	cmd, err := nd.core.state.PlanCreateTopic(req, roster, eligible, min(3, sc.p.n), nd.clock.Now().UnixMilli())
 	if err != nil {
 		return
 	}
@@ -408,7 +483,7 @@ func (sc *simCluster) createTopic() {
 	binary.BigEndian.PutUint64(id[8:], sc.rng.Uint64())
 	id[6] = id[6]&0x0f | 0x40
 	cmd.Topic.ID = id
-	data, err := encodeCommand(cmd, sc.clock.Now().UnixMilli())
+	data, err := encodeCommand(cmd, nd.clock.Now().UnixMilli())
 	if err != nil {
 		sc.fail("encoding a command: %v", err)
 		return
@@ -424,10 +499,28 @@ func (sc *simCluster) createTopic() {
 }
 
 func (sc *simCluster) newNode(id int32) *simNode {
-	nd := &simNode{sc: sc, id: id, core: newMetaCore(sc.log), groups: map[raftlite.GroupID]*simGroup{},
-		inSync: map[[20]byte][]int32{}, routeTerm: map[[20]byte]int32{}}
+	nd := &simNode{sc: sc, id: id, clock: &simClock{base: sc.clock}, disks: map[raftlite.GroupID]*simDisk{}}
+	nd.start()
+	return nd
+}
+
+// start (re)starts the node from its disks: every volatile part is new,
+// as after a process restart; the metadata is replayed from the log once
+// the group commits, and partitions reopen as the View lists them.
+func (nd *simNode) start() {
+	sc := nd.sc
+	nd.up = true
+	nd.inc++
+	inc := nd.inc
+	nd.core = newMetaCore(sc.log)
 	nd.view = nd.core.view()
-	nd.live = newLiveness(sc.clock, sc.elect)
+	nd.loaded = false
+	nd.routes = routes{}
+	nd.groups = map[raftlite.GroupID]*simGroup{}
+	nd.announce, nd.sinceFull, nd.proposals = nil, 0, nil
+	nd.inSync = map[[20]byte][]int32{}
+	nd.routeTerm = map[[20]byte]int32{}
+	nd.live = newLiveness(nd.clock, sc.elect)
 	nd.watch = newDownWatch(sc.hb, sc.elect)
 	var all []raftlite.NodeID
 	for i := 1; i <= sc.p.n; i++ {
@@ -439,8 +532,8 @@ func (sc *simCluster) newNode(id int32) *simNode {
 		ids[i] = int32(i + 1)
 	}
 	nd.bal = newBalancer(balancerDeps{
-		clock: sc.clock,
-		after: func(d time.Duration, fn func()) { sc.at(d, fn) },
+		clock: nd.clock,
+		after: func(d time.Duration, fn func()) { nd.after(inc, d, fn) },
 		log:   sc.log, roster: ids, alive: nd.alive,
 		view:        func() *View { return nd.view },
 		route:       nd.routes.get,
@@ -451,17 +544,40 @@ func (sc *simCluster) newNode(id int32) *simNode {
 		stats:       &nd.stats, rebalancing: &nd.rebalancing,
 		every: sc.p.balanceEvery, auto: true, imbalancePercent: sc.p.imbalancePercent,
 		moveTimeout: 2*sc.elect + time.Second,
-	}, func() bool { return false })
-	return nd
+	}, func() bool { return nd.inc != inc || !nd.up })
+	// Nodes start a little apart, as processes do.
+	nd.after(inc, time.Duration(sc.rng.IntN(int(sc.hb))), nd.tick)
+}
+
+// after runs fn d from now unless the node crashed since (incarnation
+// inc): a timer dies with its process.
+func (nd *simNode) after(inc int, d time.Duration, fn func()) {
+	nd.sc.at(d, func() {
+		if nd.up && nd.inc == inc {
+			fn()
+		}
+	})
+}
+
+// crash stops the node: its volatile state is gone, its disks stay.
+func (nd *simNode) crash() {
+	nd.up = false
+	nd.sc.res.Crashes++
+	nd.sc.tracef("node %d crashes", nd.id)
 }
 
 func (nd *simNode) alive(id int32) bool { return id == nd.id || nd.live.alive(id) }
 
 func (nd *simNode) openGroup(key [20]byte, replicas []raftlite.NodeID, meta bool) *simGroup {
-	g := &simGroup{key: key, gid: partition.GroupID(key), log: raftlite.NewMemLog(), data: map[int64][]byte{},
-		replicas: replicas, meta: meta}
+	gid := partition.GroupID(key)
+	d := nd.disks[gid]
+	if d == nil {
+		d = &simDisk{log: raftlite.NewMemLog(), data: map[int64][]byte{}}
+		nd.disks[gid] = d
+	}
+	g := &simGroup{key: key, gid: gid, disk: d, log: d.log, data: d.data, replicas: replicas, meta: meta}
 	rn, err := raftlite.New(raftlite.Config{ID: raftlite.NodeID(nd.id), Group: g.gid,
-		Replicas: raftlite.NewReplicaSet(replicas...), Log: g.log,
+		Replicas: raftlite.NewReplicaSet(replicas...), Log: g.log, HardState: d.hs,
 		Seed: nd.sc.rng.Uint64(), Preferred: replicas[0] == raftlite.NodeID(nd.id), Limits: nd.sc.limits})
 	if err != nil {
 		nd.sc.fail("node %d: opening group %x: %v", nd.id, key[:4], err)
@@ -487,7 +603,7 @@ func (nd *simNode) tick() {
 			peers = append(peers, o.id)
 		}
 	}
-	for _, id := range nd.watch.beat(sc.clock.Now(), peers, nd.live.alive) {
+	for _, id := range nd.watch.beat(nd.clock.Now(), peers, nd.live.alive) {
 		sc.res.PeerDown++
 		sc.tracef("node %d: peer %d down", nd.id, id)
 		nd.peerDown(raftlite.NodeID(id))
@@ -501,6 +617,7 @@ func (nd *simNode) tick() {
 			}
 		}
 	}
+	nd.checkLoaded()
 	nd.sinceFull += sc.hb
 	routes := nd.announce
 	nd.announce = nil
@@ -518,7 +635,7 @@ func (nd *simNode) tick() {
 			sc.send(simMsg{kind: simRoutes, from: nd.id, to: id, routes: routes})
 		}
 	}
-	sc.at(sc.hb, nd.tick)
+	nd.after(nd.inc, sc.hb, nd.tick)
 }
 
 // sortedGroups lists the groups in a fixed order (maps iterate randomly,
@@ -564,7 +681,7 @@ func (nd *simNode) peerDown(id raftlite.NodeID) {
 			if campaignsAfterDown(g.replicas, lead, id, raftlite.NodeID(nd.id), alive) {
 				g.rn.Campaign()
 				g := g
-				nd.sc.at(2*nd.sc.hb, func() {
+				nd.after(nd.inc, 2*nd.sc.hb, func() {
 					if g.rn.Leader() == raftlite.None {
 						g.rn.Campaign()
 						nd.ready(g)
@@ -578,6 +695,9 @@ func (nd *simNode) peerDown(id raftlite.NodeID) {
 
 func (nd *simNode) receive(m simMsg) {
 	sc := nd.sc
+	if !nd.up {
+		return
+	}
 	nd.live.heard(m.from)
 	switch m.kind {
 	case simRaft:
@@ -626,7 +746,7 @@ func (nd *simNode) proposeMeta(cmd metadata.Command) {
 	if cmd.Op == metadata.OpPrimaryMoved {
 		nd.sc.res.MovesDone++
 	}
-	data, err := encodeCommand(cmd, nd.sc.clock.Now().UnixMilli())
+	data, err := encodeCommand(cmd, nd.clock.Now().UnixMilli())
 	if err != nil {
 		nd.sc.fail("encoding a command: %v", err)
 		return
@@ -666,6 +786,9 @@ func (nd *simNode) ready(g *simGroup) {
 			return
 		}
 		rd := g.rn.Ready()
+		if rd.HardStateChanged {
+			g.disk.hs = rd.HardState
+		}
 		if rd.Reset != nil {
 			sc.fail("node %d: unexpected log reset (the simulator never compacts)", nd.id)
 			return
@@ -677,7 +800,7 @@ func (nd *simNode) ready(g *simGroup) {
 			for i, e := range rd.Entries {
 				data := e.Data
 				if e.Kind == raftlite.EntryLeaderNoop && data == nil {
-					data = simNoop(sc.clock.Now().UnixMilli())
+					data = simNoop(nd.clock.Now().UnixMilli())
 				}
 				if data == nil {
 					sc.fail("node %d: entry %v has no bytes", nd.id, e)
@@ -856,10 +979,7 @@ func (nd *simNode) applyMeta(commit int64) {
 		nd.view = nd.core.view()
 		nd.reconcile()
 	}
-	if !nd.loaded && nd.core.loadedIn(g.rn.Term()) {
-		nd.loaded = true
-		sc.tracef("node %d: metadata loaded at %d (%d topics)", nd.id, nd.core.applied, len(nd.view.Sorted))
-	}
+	nd.checkLoaded()
 	kept := nd.proposals[:0]
 	for _, p := range nd.proposals {
 		if p.ent.Last > commit {
@@ -867,12 +987,39 @@ func (nd *simNode) applyMeta(commit int64) {
 			continue
 		}
 		if t, err := g.log.TermAt(p.ent.Last); err == nil && t == p.ent.Term {
-			sc.acked[p.name] = p.id
+			sc.acked[p.name] = simAcked{id: p.id, term: p.ent.Term}
 			sc.res.TopicsAcked++
 			sc.tracef("topic %s acknowledged", p.name)
 		}
 	}
 	nd.proposals = kept
+}
+
+// checkLoaded latches readiness by the controller's rule (ready.go) and
+// holds the View it will answer with to what was acknowledged. The
+// controller evaluates it when it applies; the simulator also at every
+// tick, as a client's read may come at any time.
+func (nd *simNode) checkLoaded() {
+	sc := nd.sc
+	if !nd.loaded && nd.core.loadedIn(nd.meta.rn.Term()) {
+		nd.loaded = true
+		// Loaded means answering metadata reads: everything acknowledged
+		// in an earlier term must be in them (after a whole-cluster
+		// restart nodes once answered without topics they had). What the
+		// current term committed may still be on its way, as on any
+		// follower (ready.go).
+		term := nd.meta.rn.Term()
+		for name, a := range sc.acked {
+			if a.term >= term {
+				continue
+			}
+			if t := nd.view.Topics[name]; t == nil || t.ID != a.id {
+				sc.fail("node %d loaded its metadata at %d without acknowledged topic %s", nd.id, nd.core.applied, name)
+				return
+			}
+		}
+		sc.tracef("node %d: metadata loaded at %d (%d topics)", nd.id, nd.core.applied, len(nd.view.Sorted))
+	}
 }
 
 // reconcile opens a group for every partition of the View this node
@@ -932,8 +1079,8 @@ func (sc *simCluster) settled() string {
 			return fmt.Sprintf("node %d applied %d of %d committed", nd.id, nd.core.applied, lead.meta.rn.Commit())
 		}
 	}
-	for name, id := range sc.acked {
-		if t := lead.view.Topics[name]; t == nil || t.ID != id {
+	for name, a := range sc.acked {
+		if t := lead.view.Topics[name]; t == nil || t.ID != a.id {
 			return fmt.Sprintf("acknowledged topic %s is missing from the committed metadata", name)
 		}
 	}

@@ -93,6 +93,8 @@ func TestSimCluster(t *testing.T) {
 				total.TopicsAcked += res.TopicsAcked
 				total.MovesDone += res.MovesDone
 				total.PeerDown += res.PeerDown
+				total.Crashes += res.Crashes
+				total.ClockJumps += res.ClockJumps
 				total.Unbalanced += res.Unbalanced
 				settle = max(settle, res.SettledAfter)
 				mu.Unlock()
@@ -105,9 +107,9 @@ func TestSimCluster(t *testing.T) {
 	close(seeds)
 	wg.Wait()
 	took := time.Since(began)
-	t.Logf("%d seeds (clusters of %v nodes) x %v faulty in %v (%.1f seeds/s): %d messages, %d dropped, %d partitions, %d peer-down events, metadata terms %d, partition terms %d, topics acknowledged %d, primary moves %d, settled outside the balance bounds with no move left %d; slowest settle %v after the heal",
+	t.Logf("%d seeds (clusters of %v nodes) x %v faulty in %v (%.1f seeds/s): %d messages, %d dropped, %d partitions, %d crashes, %d clock jumps, %d peer-down events, metadata terms %d, partition terms %d, topics acknowledged %d, primary moves %d, settled outside the balance bounds with no move left %d; slowest settle %v after the heal",
 		*simSeedsFlag, nodes, *simFaultyFlag, took.Round(time.Millisecond), float64(*simSeedsFlag)/took.Seconds(),
-		total.Messages, total.Dropped, total.Partitions, total.PeerDown, total.MetaTerms, total.PartTerms,
+		total.Messages, total.Dropped, total.Partitions, total.Crashes, total.ClockJumps, total.PeerDown, total.MetaTerms, total.PartTerms,
 		total.TopicsAcked, total.MovesDone, total.Unbalanced, settle)
 	for i, f := range failures {
 		if i == 5 && !testing.Verbose() {
