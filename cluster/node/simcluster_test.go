@@ -16,13 +16,14 @@ var (
 	simFirstFlag  = flag.Int64("sim.first-seed", 1, "first control-plane simulation seed")
 	simNodesFlag  = flag.Int("sim.nodes", 0, "roster size of every simulated cluster (0: drawn from the seed, 3 or 5)")
 	simFaultyFlag = flag.Duration("sim.faulty", 20*time.Second, "simulated time of the adversarial phase of each seed")
+	simSeeds32    = flag.Int("sim.seeds32", 4, "number of 32-node control-plane simulation seeds TestSimCluster32 runs")
 )
 
 // simReplayCmd is the one command that replays seed exactly.
-func simReplayCmd(seed int64) string {
+func simReplayCmd(seed int64, nodes int) string {
 	extra := ""
-	if *simNodesFlag != 0 {
-		extra += fmt.Sprintf(" -sim.nodes=%d", *simNodesFlag)
+	if nodes != 0 {
+		extra += fmt.Sprintf(" -sim.nodes=%d", nodes)
 	}
 	if *simFaultyFlag != 20*time.Second {
 		extra += fmt.Sprintf(" -sim.faulty=%v", *simFaultyFlag)
@@ -42,11 +43,8 @@ func simReplayCmd(seed int64) string {
 // balancer brought the primaries within bounds. A failure prints the
 // seed and the command that replays it.
 func TestSimCluster(t *testing.T) {
-	opts := func(seed int64) simClusterOptions {
-		return simClusterOptions{Seed: seed, Nodes: *simNodesFlag, Faulty: *simFaultyFlag}
-	}
 	if *simSeedFlag >= 0 {
-		o := opts(*simSeedFlag)
+		o := simClusterOptions{Seed: *simSeedFlag, Nodes: *simNodesFlag, Faulty: *simFaultyFlag}
 		var trace []string
 		o.Trace = func(l string) { trace = append(trace, l) }
 		res, err := runSimCluster(o)
@@ -55,9 +53,28 @@ func TestSimCluster(t *testing.T) {
 		}
 		t.Logf("seed %d: %+v", *simSeedFlag, res)
 		if err != nil {
-			t.Fatalf("seed %d: %v\nreplay: %s", *simSeedFlag, err, simReplayCmd(*simSeedFlag))
+			t.Fatalf("seed %d: %v\nreplay: %s", *simSeedFlag, err, simReplayCmd(*simSeedFlag, *simNodesFlag))
 		}
 		return
+	}
+	runSimSeeds(t, *simNodesFlag, *simSeedsFlag)
+}
+
+// TestSimCluster32 runs a few seeds at the roster limit, 32 nodes (make
+// sim-cluster SIM_NODES=32 runs many); a failure replays with
+// -sim.nodes=32 -sim.seed=N.
+func TestSimCluster32(t *testing.T) {
+	if *simSeedFlag >= 0 || *simNodesFlag != 0 {
+		t.Skip("-sim.seed or -sim.nodes given: TestSimCluster runs it")
+	}
+	runSimSeeds(t, 32, *simSeeds32)
+}
+
+// runSimSeeds runs count seeds from -sim.first-seed on clusters of nodes
+// nodes (0: drawn), two at a time, and reports the figures and failures.
+func runSimSeeds(t *testing.T, nodes, count int) {
+	opts := func(seed int64) simClusterOptions {
+		return simClusterOptions{Seed: seed, Nodes: nodes, Faulty: *simFaultyFlag}
 	}
 	type failure struct {
 		seed int64
@@ -68,7 +85,7 @@ func TestSimCluster(t *testing.T) {
 		failures []failure
 		total    simClusterResult
 		settle   time.Duration
-		nodes    = map[int]int{}
+		sizes    = map[int]int{}
 	)
 	began := time.Now()
 	seeds := make(chan int64)
@@ -84,7 +101,7 @@ func TestSimCluster(t *testing.T) {
 				if err != nil {
 					failures = append(failures, failure{seed, err})
 				}
-				nodes[res.Nodes]++
+				sizes[res.Nodes]++
 				total.Messages += res.Messages
 				total.Dropped += res.Dropped
 				total.Partitions += res.Partitions
@@ -101,14 +118,14 @@ func TestSimCluster(t *testing.T) {
 			}
 		}()
 	}
-	for i := 0; i < *simSeedsFlag; i++ {
+	for i := 0; i < count; i++ {
 		seeds <- *simFirstFlag + int64(i)
 	}
 	close(seeds)
 	wg.Wait()
 	took := time.Since(began)
 	t.Logf("%d seeds (clusters of %v nodes) x %v faulty in %v (%.1f seeds/s): %d messages, %d dropped, %d partitions, %d crashes, %d clock jumps, %d peer-down events, metadata terms %d, partition terms %d, topics acknowledged %d, primary moves %d, settled outside the balance bounds with no move left %d; slowest settle %v after the heal",
-		*simSeedsFlag, nodes, *simFaultyFlag, took.Round(time.Millisecond), float64(*simSeedsFlag)/took.Seconds(),
+		count, sizes, *simFaultyFlag, took.Round(time.Millisecond), float64(count)/took.Seconds(),
 		total.Messages, total.Dropped, total.Partitions, total.Crashes, total.ClockJumps, total.PeerDown, total.MetaTerms, total.PartTerms,
 		total.TopicsAcked, total.MovesDone, total.Unbalanced, settle)
 	for i, f := range failures {
@@ -116,6 +133,6 @@ func TestSimCluster(t *testing.T) {
 			t.Errorf("... and %d more failing seeds", len(failures)-5)
 			break
 		}
-		t.Errorf("seed %d: %v\nreplay: %s", f.seed, f.err, simReplayCmd(f.seed))
+		t.Errorf("seed %d: %v\nreplay: %s", f.seed, f.err, simReplayCmd(f.seed, nodes))
 	}
 }
