@@ -12,7 +12,6 @@ import (
 	"net"
 	"os"
 	"path/filepath"
-	"sync"
 	"sync/atomic"
 	"time"
 
@@ -68,18 +67,11 @@ type Node struct {
 	// requests go to.
 	migrations   atomic.Uint64
 	balanceStats BalanceStats
-	// reconcileQueued says a reconcile pass is queued on the shard.
-	reconcileQueued []atomic.Bool
-	// openErrs records the partitions that failed to open (openfail.go);
-	// openRetryAt[i] is when shard i's timer for their next retry fires
-	// (zero: none armed), owned by shard i.
-	openErrs    openFailures
-	openRetryAt []time.Time
-	// removeQueue holds deleted partitions' directories (renamed to
-	// .deleted) for the one background remover, running while removing.
-	removeMu    sync.Mutex
-	removeQueue []string
-	removing    bool
+	// rec is the reconciliation part (reconcile.go), built at Start;
+	// openErrs records the partitions that failed to open (openfail.go),
+	// kept by rec and read by the front ends.
+	rec      *reconciler
+	openErrs openFailures
 	// clock is the node's time seam (clock.Real unless a test or the
 	// simulator gives another before Start); every part reads time
 	// through it. now is clock.Now, kept for the front ends.
@@ -154,11 +146,8 @@ func (n *Node) Start() error {
 	if n.stopRec, err = segment.LoadStopRecord(n.fs, n.dir); err != nil {
 		return err
 	}
-	n.sweepDeleted()
 	count := n.cfg.Shards()
 	n.hosts = make([]*partition.Host, count)
-	n.reconcileQueued = make([]atomic.Bool, count)
-	n.openRetryAt = make([]time.Time, count)
 	tick := time.Duration(n.cfg.Cluster.HeartbeatIntervalMs) * time.Millisecond
 	var flushEvery time.Duration
 	if n.cfg.Storage.Fsync == "interval" {
@@ -205,6 +194,14 @@ func (n *Node) Start() error {
 		n.stopShards()
 		return *p
 	}
+	// Reconciliation opens partitions only once the controller publishes
+	// a View (below); what a crash left half-deleted goes first.
+	n.rec = newReconciler(reconcileDeps{
+		self: n.self, group: g, host: func(i int) *partition.Host { return n.hosts[i] }, view: n.view.Load,
+		clock: n.clock, fs: n.fs, dir: n.dir, log: n.log, stopped: n.stopped.Load,
+		open: n.openReplica, closed: n.closed,
+	}, &n.openErrs, count)
+	n.rec.sweepDeleted()
 	n.log.Info("shards started", "shards", count, "engine", n.engineNote)
 	if n.clustered() {
 		if err := n.startPeers(ls.replication); err != nil {

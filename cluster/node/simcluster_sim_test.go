@@ -460,6 +460,15 @@ func (sc *simCluster) createTopic() {
 		return
 	}
 	nd := sc.nodes[sc.rng.IntN(len(sc.nodes))]
+	if !nd.up {
+		return
+	}
+	// A node that is not the metadata primary answers
+	// NOT_METADATA_PRIMARY with the primary it knows; the client follows
+	// the hint once.
+	if lead := nd.meta.rn.Leader(); nd.meta.rn.Role() != raftlite.RoleLeader && lead != raftlite.None {
+		nd = sc.nodes[lead-1]
+	}
 	if !nd.up || nd.meta.rn.Role() != raftlite.RoleLeader || !nd.loaded {
 		return
 	}
