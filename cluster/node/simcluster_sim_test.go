@@ -89,7 +89,8 @@ type simParams struct {
 	crashPerTick     int // permille per tick: one node crashes
 	downTicksMax     int // longest a crashed node stays down
 	wholeRestart     bool
-	jumpPerTick      int // permille per tick: one node's clock jumps ahead
+	jumpPerTick      int // permille per tick: one node's clock jumps
+	lagWindow        time.Duration
 }
 
 type simEvent struct {
@@ -229,6 +230,7 @@ type simNode struct {
 	rebalancing atomic.Bool
 	proposals   []simProposal
 	inSync      map[[20]byte][]int32
+	lags        lagTable
 	// routeTerm is the highest route term this node has held per
 	// partition: a route never goes back to an older generation.
 	routeTerm map[[20]byte]int32
@@ -249,6 +251,7 @@ func drawSimParams(rng *rand.Rand, nodes int) simParams {
 		downTicksMax:     5 + rng.IntN(60),
 		wholeRestart:     rng.IntN(8) == 0,
 		jumpPerTick:      rng.IntN(4),
+		lagWindow:        time.Duration(1+rng.IntN(10)) * time.Second,
 	}
 	if p.n == 0 {
 		p.n = []int{3, 3, 5}[rng.IntN(3)]
@@ -374,9 +377,12 @@ func (sc *simCluster) chaos() {
 	if sc.rng.IntN(1000) < sc.p.jumpPerTick {
 		nd := sc.nodes[sc.rng.IntN(len(sc.nodes))]
 		d := time.Duration(200+sc.rng.IntN(3000)) * time.Millisecond
+		if sc.rng.IntN(3) == 0 {
+			d = -d / 2
+		}
 		nd.clock.off += d
 		sc.res.ClockJumps++
-		sc.tracef("node %d's clock jumps %v ahead", nd.id, d)
+		sc.tracef("node %d's clock jumps %v", nd.id, d)
 	}
 	sc.at(sc.hb, sc.chaos)
 }
@@ -528,6 +534,7 @@ func (nd *simNode) start() {
 	nd.groups = map[raftlite.GroupID]*simGroup{}
 	nd.announce, nd.sinceFull, nd.proposals = nil, 0, nil
 	nd.inSync = map[[20]byte][]int32{}
+	nd.lags = lagTable{}
 	nd.routeTerm = map[[20]byte]int32{}
 	nd.live = newLiveness(nd.clock, sc.elect)
 	nd.watch = newDownWatch(sc.hb, sc.elect)
@@ -658,21 +665,22 @@ func (nd *simNode) sortedGroups() []*simGroup {
 	return out
 }
 
-// sampleInSync lists the replicas caught up with this primary's log end
-// on nodes believed up (the simulator's stand-in for the lag table).
+// sampleInSync samples g, a group this node leads, into the node's lag
+// table (insync.go's rule, as node.go's inSync feeds it).
 func (nd *simNode) sampleInSync(g *simGroup) []int32 {
-	end := g.log.EndOffset() - 1
-	var out []int32
-	for _, r := range g.replicas {
-		if int32(r) == nd.id {
-			out = append(out, nd.id)
-			continue
-		}
-		if m, _, ok := g.rn.Follower(r); ok && m >= end && nd.alive(int32(r)) {
-			out = append(out, int32(r))
-		}
+	var seed []int32
+	if old, ok := nd.routes.get(g.key); ok && old.term < g.rn.Term() {
+		seed = old.inSync
 	}
-	return out
+	rn := g.rn
+	return nd.lags.sample(g.key, nd.clock.Now(), nd.sc.p.lagWindow, sampleInput{
+		self: raftlite.NodeID(nd.id), term: rn.Term(), replicas: g.replicas, seed: seed, end: g.log.EndOffset(),
+		follower: func(id raftlite.NodeID) (int64, bool, bool) {
+			m, active, ok := rn.Follower(id)
+			return m, active || rn.Quiesced(), ok
+		},
+		alive: func(id raftlite.NodeID) bool { return nd.alive(int32(id)) },
+	})
 }
 
 // peerDown is the node's failover reaction (peers.go's peerDown, on the
