@@ -247,6 +247,13 @@ func (n *Node) startController() error {
 			return
 		}
 		if hasSnap {
+			l := r.Log()
+			c.restored(func(off int64) (int32, error) {
+				if off == l.LogStartOffset()-1 {
+					return l.EpochBeforeStart(), nil
+				}
+				return l.TermAt(off)
+			})
 			c.publish()
 		}
 		n.opened(r, metaShard)

@@ -69,6 +69,7 @@ type simClusterResult struct {
 	MetaTerms, PartTerms             int
 	TopicsAcked, MovesDone, PeerDown int
 	Crashes, ClockJumps              int
+	Snapshots, Installs              int
 	// Unbalanced is 1 when the run settled with primary counts outside
 	// the policy's bounds and no single move left to make.
 	Unbalanced   int
@@ -91,6 +92,9 @@ type simParams struct {
 	wholeRestart     bool
 	jumpPerTick      int // permille per tick: one node's clock jumps
 	lagWindow        time.Duration
+	// snapEvery is how many applied metadata entries trigger a snapshot
+	// and a compaction of the metadata log (0: never).
+	snapEvery int64
 }
 
 type simEvent struct {
@@ -194,6 +198,9 @@ type simDisk struct {
 	log  *raftlite.MemLog
 	data map[int64][]byte
 	hs   raftlite.HardState
+	// snap is the metadata snapshot (encodeSnapshot; nil: none), the
+	// metadata log compacted up to its end.
+	snap []byte
 }
 
 // simClock is one node's clock: the simulation's time plus the node's own
@@ -252,6 +259,7 @@ func drawSimParams(rng *rand.Rand, nodes int) simParams {
 		wholeRestart:     rng.IntN(8) == 0,
 		jumpPerTick:      rng.IntN(4),
 		lagWindow:        time.Duration(1+rng.IntN(10)) * time.Second,
+		snapEvery:        []int64{0, 2, 3, 5, 8}[rng.IntN(5)],
 	}
 	if p.n == 0 {
 		p.n = []int{3, 3, 5}[rng.IntN(3)]
@@ -543,6 +551,17 @@ func (nd *simNode) start() {
 		all = append(all, raftlite.NodeID(i))
 	}
 	nd.meta = nd.openGroup(shardKey(metaTopicID, 0), all, true)
+	// As startController: the snapshot first, the log after it replayed
+	// as the group commits; the snapshot's View opens its partitions.
+	if snap := nd.meta.disk.snap; snap != nil {
+		if _, err := nd.core.install(snap); err != nil {
+			sc.fail("node %d: its snapshot: %v", nd.id, err)
+			return
+		}
+		nd.core.restored(nd.meta.log.TermAt)
+		nd.view = nd.core.view()
+		nd.reconcile()
+	}
 	ids := make([]int32, sc.p.n)
 	for i := range ids {
 		ids[i] = int32(i + 1)
@@ -725,6 +744,10 @@ func (nd *simNode) receive(m simMsg) {
 		if err := g.rn.Step(m.raft); err != nil {
 			return
 		}
+		if g.meta && !nd.loaded {
+			nd.core.observeReset(&m.raft, g.rn.Leader(), g.rn.Term())
+			nd.checkLoaded()
+		}
 		nd.ready(g)
 	case simRoutes:
 		for _, r := range m.routes {
@@ -806,8 +829,7 @@ func (nd *simNode) ready(g *simGroup) {
 		if rd.HardStateChanged {
 			g.disk.hs = rd.HardState
 		}
-		if rd.Reset != nil {
-			sc.fail("node %d: unexpected log reset (the simulator never compacts)", nd.id)
+		if rd.Reset != nil && !nd.installReset(g, rd.Reset) {
 			return
 		}
 		var last raftlite.Entry
@@ -843,6 +865,9 @@ func (nd *simNode) ready(g *simGroup) {
 			last = ents[len(ents)-1]
 		}
 		for _, m := range rd.Messages {
+			if m.Type == raftlite.MsgReset && g.meta {
+				m.Snapshot = g.disk.snap // the state below the log start
+			}
 			if m.Type == raftlite.MsgApp && len(m.Entries) > 0 {
 				m.Entries = append([]raftlite.Entry(nil), m.Entries...)
 				ok := true
@@ -996,6 +1021,7 @@ func (nd *simNode) applyMeta(commit int64) {
 		nd.view = nd.core.view()
 		nd.reconcile()
 	}
+	nd.maybeSnapshot()
 	nd.checkLoaded()
 	kept := nd.proposals[:0]
 	for _, p := range nd.proposals {
@@ -1012,13 +1038,68 @@ func (nd *simNode) applyMeta(commit int64) {
 	nd.proposals = kept
 }
 
+// installReset replaces g's log as a Ready's reset asks; for the
+// metadata group it installs the snapshot that came with it, as the
+// controller's onReset does. It reports false after a failure.
+func (nd *simNode) installReset(g *simGroup, r *raftlite.LogReset) bool {
+	sc := nd.sc
+	if !g.meta {
+		sc.fail("node %d: a log reset of %s (partitions never compact here)", nd.id, g.name())
+		return false
+	}
+	g.log.ResetTo(*r)
+	clear(g.data)
+	if len(r.Snapshot) == 0 {
+		sc.fail("node %d: a metadata log reset to %d without a snapshot", nd.id, r.Start)
+		return false
+	}
+	ok, err := nd.core.install(r.Snapshot)
+	if err != nil {
+		sc.fail("node %d: installing a snapshot: %v", nd.id, err)
+		return false
+	}
+	if ok {
+		g.disk.snap = r.Snapshot
+		sc.res.Installs++
+		sc.tracef("node %d installs a metadata snapshot up to %d", nd.id, nd.core.applied)
+		nd.view = nd.core.view()
+		nd.reconcile()
+		nd.checkLoaded()
+	}
+	return true
+}
+
+// maybeSnapshot writes a metadata snapshot and compacts the log once
+// snapEvery entries were applied since the last one (snapshot.go's
+// maybeSnapshot, every few entries instead of 10,000).
+func (nd *simNode) maybeSnapshot() {
+	sc := nd.sc
+	g := nd.meta
+	every := sc.p.snapEvery
+	if every == 0 || nd.core.applied-(g.log.StartOffset()-1) < every {
+		return
+	}
+	applied := nd.core.applied
+	g.disk.snap = encodeSnapshot(applied, nd.core.state.Snapshot())
+	if err := g.log.Compact(applied + 1); err != nil {
+		sc.fail("node %d: compacting the metadata log to %d: %v", nd.id, applied+1, err)
+		return
+	}
+	for off := range g.data {
+		if off <= applied {
+			delete(g.data, off)
+		}
+	}
+	sc.res.Snapshots++
+}
+
 // checkLoaded latches readiness by the controller's rule (ready.go) and
 // holds the View it will answer with to what was acknowledged. The
 // controller evaluates it when it applies; the simulator also at every
 // tick, as a client's read may come at any time.
 func (nd *simNode) checkLoaded() {
 	sc := nd.sc
-	if !nd.loaded && nd.core.loadedIn(nd.meta.rn.Term()) {
+	if !nd.loaded && nd.core.loadedIn(nd.meta.rn.Term(), nd.meta.rn.Leader() != raftlite.None) {
 		nd.loaded = true
 		// Loaded means answering metadata reads: everything acknowledged
 		// in an earlier term must be in them (after a whole-cluster
@@ -1087,7 +1168,8 @@ func (sc *simCluster) settled() string {
 			return fmt.Sprintf("node %d follows %d in term %d, not %d in %d", nd.id, nd.meta.rn.Leader(), nd.meta.rn.Term(), lead.id, lead.meta.rn.Term())
 		}
 		if !nd.loaded {
-			return fmt.Sprintf("node %d has not loaded the metadata", nd.id)
+			return fmt.Sprintf("node %d has not loaded the metadata (applied %d of term %d, commit %d, log from %d, term %d, primary %d)",
+				nd.id, nd.core.applied, nd.core.appliedTerm, nd.meta.rn.Commit(), nd.meta.log.StartOffset(), nd.meta.rn.Term(), nd.meta.rn.Leader())
 		}
 		if nd.core.applied != lead.core.applied || string(nd.core.state.Snapshot()) != string(want) {
 			return fmt.Sprintf("node %d answers metadata applied to %d, the primary to %d", nd.id, nd.core.applied, lead.core.applied)

@@ -112,6 +112,8 @@ func runSimSeeds(t *testing.T, nodes, count int) {
 				total.PeerDown += res.PeerDown
 				total.Crashes += res.Crashes
 				total.ClockJumps += res.ClockJumps
+				total.Snapshots += res.Snapshots
+				total.Installs += res.Installs
 				total.Unbalanced += res.Unbalanced
 				settle = max(settle, res.SettledAfter)
 				mu.Unlock()
@@ -124,10 +126,10 @@ func runSimSeeds(t *testing.T, nodes, count int) {
 	close(seeds)
 	wg.Wait()
 	took := time.Since(began)
-	t.Logf("%d seeds (clusters of %v nodes) x %v faulty in %v (%.1f seeds/s): %d messages, %d dropped, %d partitions, %d crashes, %d clock jumps, %d peer-down events, metadata terms %d, partition terms %d, topics acknowledged %d, primary moves %d, settled outside the balance bounds with no move left %d; slowest settle %v after the heal",
+	t.Logf("%d seeds (clusters of %v nodes) x %v faulty in %v (%.1f seeds/s): %d messages, %d dropped, %d partitions, %d crashes, %d clock jumps, %d peer-down events, metadata terms %d, partition terms %d, topics acknowledged %d, primary moves %d, metadata snapshots %d and installs %d, settled outside the balance bounds with no move left %d; slowest settle %v after the heal",
 		count, sizes, *simFaultyFlag, took.Round(time.Millisecond), float64(count)/took.Seconds(),
 		total.Messages, total.Dropped, total.Partitions, total.Crashes, total.ClockJumps, total.PeerDown, total.MetaTerms, total.PartTerms,
-		total.TopicsAcked, total.MovesDone, total.Unbalanced, settle)
+		total.TopicsAcked, total.MovesDone, total.Snapshots, total.Installs, total.Unbalanced, settle)
 	for i, f := range failures {
 		if i == 5 && !testing.Verbose() {
 			t.Errorf("... and %d more failing seeds", len(failures)-5)

@@ -91,6 +91,20 @@ func (c *controller) maybeSnapshot() {
 		"segments_deleted", res.Segments, "log_start", res.LogStartOffset)
 }
 
+// install replaces the applied state with snapshot snap (encodeSnapshot)
+// when it covers more than is applied, and reports whether it did.
+func (m *metaCore) install(snap []byte) (bool, error) {
+	applied, st, err := decodeSnapshot(snap)
+	if err != nil {
+		return false, err
+	}
+	if applied <= m.applied {
+		return false, nil
+	}
+	m.state, m.applied = st, applied
+	return true, nil
+}
+
 // onReset installs the snapshot a leader sent with a log reset: this node
 // was so far behind that the entries it needed were compacted away.
 func (c *controller) onReset(r *partition.Replica, start int64, snap []byte) {
@@ -98,18 +112,19 @@ func (c *controller) onReset(r *partition.Replica, start int64, snap []byte) {
 		c.d.log.Error("metadata: log reset without a snapshot", "start", start)
 		return
 	}
-	applied, st, err := decodeSnapshot(snap)
+	ok, err := c.install(snap)
 	if err != nil {
 		c.d.log.Error("metadata: installing a snapshot", "err", err)
 		return
 	}
-	if applied <= c.applied {
+	if !ok {
 		return
 	}
+	applied := c.applied
 	if err := checkpoint.Write(c.d.fs, filepath.Join(c.d.dir, metaSnapshotFile), metaSnapshotKind, 1, snap); err != nil {
 		c.d.log.Error("metadata: persisting an installed snapshot", "err", err)
 	}
-	c.state, c.applied, c.snapshot, c.snapshotAt = st, applied, snap, applied
+	c.snapshot, c.snapshotAt = snap, applied
 	c.installed++
 	c.d.log.Info("metadata snapshot installed", "applied", applied, "log_start", start)
 	c.publish()
