@@ -78,8 +78,9 @@ type Node struct {
 	clock clock.Clock
 	now   func() time.Time
 	// lags holds, per partition this node leads, when each follower last
-	// caught up (insync.go).
-	lags lagTable
+	// caught up (insync.go); router writes it and the routes.
+	lags   lagTable
+	router *router
 	// stopRec is the clean-stop record of the previous graceful stop,
 	// read at Start; every partition's log takes its entry when it opens.
 	stopRec *segment.StopRecord
@@ -209,6 +210,11 @@ func (n *Node) Start() error {
 			return fmt.Errorf("node: node.replication_addr %s: %w", n.cfg.Node.ReplicationAddr, err)
 		}
 	}
+	n.router = &router{self: n.self, routes: &n.routes, lags: &n.lags, clock: n.clock, alive: n.alive,
+		window: time.Duration(n.cfg.Cluster.ReplicaLagTimeMaxMs) * time.Millisecond, log: n.log, stopped: n.stopped.Load}
+	if n.peers != nil {
+		n.router.announce = n.peers.announce
+	}
 	if err := n.startController(); err != nil {
 		n.stopShards()
 		return err
@@ -218,7 +224,7 @@ func (n *Node) Start() error {
 		every := time.Duration(n.cfg.Storage.RetentionCheckIntervalMs) * time.Millisecond
 		sh.Post(func() { sh.AfterFunc(every, func() { n.retentionLoop(sh, every) }) })
 		if n.clustered() {
-			sh.Post(func() { n.inSyncLoop(sh) })
+			sh.Post(func() { n.router.inSyncLoop(sh, func() *partition.Host { return n.hosts[i] }) })
 		}
 	}
 	srv, err := netio.NewServer(g, netio.Config{
@@ -401,70 +407,12 @@ func (n *Node) closed(key [20]byte) {
 	if n.peers != nil {
 		n.peers.closed(partition.GroupID(key))
 	}
-	n.routes.drop(key)
-	n.lags.drop(key)
+	n.router.drop(key)
 }
 
 // routeChanged records a replica's primary and generation, and announces
-// it to the peers when this node is the primary.
-func (n *Node) routeChanged(r *partition.Replica) { n.setRoute(r, nil) }
-
-// setRoute is routeChanged with the in-sync set just sampled (nil: sample
-// it now when this node is the primary).
-func (n *Node) setRoute(r *partition.Replica, inSync []int32) {
-	lead, term := r.Route()
-	rt := route{leader: int32(lead), term: term}
-	if lead == raftlite.None {
-		rt.leader = -1
-	}
-	if lead == n.self {
-		if inSync == nil {
-			inSync = n.inSync(r)
-		}
-		rt.inSync = inSync
-	} else {
-		n.lags.drop(r.Key())
-	}
-	old, had := n.routes.get(r.Key())
-	if !n.routes.setLocal(r.Key(), rt) {
-		return // a newer generation, learned from its primary, stands
-	}
-	if !had || old.leader != rt.leader || old.term != rt.term {
-		cfg := r.Config()
-		n.log.Debug("primary changed", "topic", cfg.Topic, "partition", cfg.Partition, "primary", rt.leader, "generation", rt.term)
-	}
-	if n.peers != nil && lead == n.self {
-		n.peers.announce(announcement(r.Key(), rt))
-	}
-}
-
-// inSync samples r (a primary) and lists its in-sync replicas under the
-// rule in insync.go: caught up to the primary's log end within
-// cluster.replica_lag_time_max_ms, and on a node believed up.
-// REQUIRES: running on r's shard.
-func (n *Node) inSync(r *partition.Replica) []int32 {
-	_, term := r.Route()
-	var seed []int32
-	if old, ok := n.routes.get(r.Key()); ok && old.term < term {
-		seed = old.inSync
-	}
-	rn := r.Raft()
-	return n.lags.sample(r.Key(), n.now(), n.lagWindow(), sampleInput{
-		self: n.self, term: term, replicas: r.Config().Replicas, seed: seed, end: r.Log().LogEndOffset(),
-		follower: func(id raftlite.NodeID) (int64, bool, bool) {
-			m, active, ok := rn.Follower(id)
-			// A quiesced group exchanges no messages: every follower was
-			// caught up when it went quiet, and a member's death wakes it.
-			return m, active || rn.Quiesced(), ok
-		},
-		alive: func(id raftlite.NodeID) bool { return n.alive(int32(id)) },
-	})
-}
-
-// lagWindow is cluster.replica_lag_time_max_ms.
-func (n *Node) lagWindow() time.Duration {
-	return time.Duration(n.cfg.Cluster.ReplicaLagTimeMaxMs) * time.Millisecond
-}
+// it to the peers when this node is the primary (the router).
+func (n *Node) routeChanged(r *partition.Replica) { n.router.changed(r) }
 
 // retentionLoop deletes, on shard sh, old segments of its replicas.
 func (n *Node) retentionLoop(sh *shard.Shard, every time.Duration) {
@@ -487,43 +435,6 @@ func (n *Node) retentionLoop(sh *shard.Shard, every time.Duration) {
 		})
 	}
 	sh.AfterFunc(every, func() { n.retentionLoop(sh, every) })
-}
-
-// inSyncEvery is how often primaries refresh their in-sync replicas.
-const inSyncEvery = 250 * time.Millisecond
-
-// inSyncLoop refreshes, on shard sh, the in-sync sets of the partitions
-// this node leads there, and announces those that changed.
-func (n *Node) inSyncLoop(sh *shard.Shard) {
-	if n.stopped.Load() {
-		return
-	}
-	if h := n.hosts[sh.ID()]; h != nil {
-		h.Each(func(r *partition.Replica) {
-			if !r.IsPrimary() {
-				return
-			}
-			// Every sample counts, quiesced groups included: the time each
-			// follower last caught up moves on only when sampled.
-			old, _ := n.routes.get(r.Key())
-			if now := n.inSync(r); !sameIDs(old.inSync, now) || old.leader != int32(n.self) {
-				n.setRoute(r, now)
-			}
-		})
-	}
-	sh.AfterFunc(inSyncEvery, func() { n.inSyncLoop(sh) })
-}
-
-func sameIDs(a, b []int32) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
 }
 
 // shardOf returns the shard that owns partition p of topic id.
