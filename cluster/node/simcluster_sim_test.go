@@ -213,32 +213,13 @@ func drawSimParams(rng *rand.Rand, nodes int) simParams {
 
 // runSimCluster runs one seeded schedule and returns the first violation.
 func runSimCluster(o simClusterOptions) (res simClusterResult, err error) {
-	rng := rand.New(rand.NewPCG(uint64(o.Seed), 0xc105e4))
-	sc := &simCluster{o: o, rng: rng, p: drawSimParams(rng, o.Nodes), hb: 100 * time.Millisecond, elect: time.Second,
-		start: time.UnixMilli(1_700_000_000_000), leaders: map[raftlite.GroupID]map[int32]int32{},
-		committed: map[int64]uint32{}, acked: map[string]simAcked{},
-		log: slog.New(slog.NewTextHandler(io.Discard, nil))}
-	sc.clock = clock.NewManual(sc.start)
-	sc.res.Nodes = sc.p.n
+	sc := newSimCluster(o, nil)
 	defer func() {
 		if r := recover(); r != nil {
 			err = fmt.Errorf("panic at %v: %v", sc.now, r)
 		}
 		res = sc.res
 	}()
-	lim := raftlite.DefaultLimits()
-	lim.ElectionTicks = int32(sc.elect / sc.hb)
-	lim.HeartbeatTicks = 1
-	lim.Quiesce = sc.p.n > 1
-	sc.limits = lim
-	sc.cut = make([][]bool, sc.p.n)
-	for i := range sc.cut {
-		sc.cut[i] = make([]bool, sc.p.n)
-	}
-	sc.tracef("params %+v", sc.p)
-	for i := 1; i <= sc.p.n; i++ {
-		sc.nodes = append(sc.nodes, sc.newNode(int32(i)))
-	}
 	sc.faults = true
 	sc.at(0, sc.chaos)
 	if err := sc.runUntil(o.Faulty); err != nil {
@@ -260,6 +241,36 @@ func runSimCluster(o simClusterOptions) (res simClusterResult, err error) {
 			return sc.res, fmt.Errorf("not settled %v after the heal: %s", simSettleMax, why)
 		}
 	}
+}
+
+// newSimCluster builds a cluster of started nodes with the parameters
+// drawn from the seed, or p when given (a scripted scenario); nothing
+// runs until runUntil.
+func newSimCluster(o simClusterOptions, p *simParams) *simCluster {
+	rng := rand.New(rand.NewPCG(uint64(o.Seed), 0xc105e4))
+	sc := &simCluster{o: o, rng: rng, p: drawSimParams(rng, o.Nodes), hb: 100 * time.Millisecond, elect: time.Second,
+		start: time.UnixMilli(1_700_000_000_000), leaders: map[raftlite.GroupID]map[int32]int32{},
+		committed: map[int64]uint32{}, acked: map[string]simAcked{},
+		log: slog.New(slog.NewTextHandler(io.Discard, nil))}
+	if p != nil {
+		sc.p = *p
+	}
+	sc.clock = clock.NewManual(sc.start)
+	sc.res.Nodes = sc.p.n
+	lim := raftlite.DefaultLimits()
+	lim.ElectionTicks = int32(sc.elect / sc.hb)
+	lim.HeartbeatTicks = 1
+	lim.Quiesce = sc.p.n > 1
+	sc.limits = lim
+	sc.cut = make([][]bool, sc.p.n)
+	for i := range sc.cut {
+		sc.cut[i] = make([]bool, sc.p.n)
+	}
+	sc.tracef("params %+v", sc.p)
+	for i := 1; i <= sc.p.n; i++ {
+		sc.nodes = append(sc.nodes, sc.newNode(int32(i)))
+	}
+	return sc
 }
 
 func (sc *simCluster) tracef(format string, args ...any) {
@@ -417,9 +428,15 @@ func (sc *simCluster) createTopic() {
 	if sc.topicSeq >= simTopicsMax {
 		return
 	}
-	nd := sc.nodes[sc.rng.IntN(len(sc.nodes))]
+	sc.create(sc.nodes[sc.rng.IntN(len(sc.nodes))], fmt.Sprintf("t%d", sc.topicSeq+1), 0)
+}
+
+// create asks node nd to create topic name with parts partitions (0:
+// drawn, 1 to 4), as a client does; it reports whether a metadata primary
+// took the proposal.
+func (sc *simCluster) create(nd *simNode, name string, parts int) bool {
 	if !nd.up {
-		return
+		return false
 	}
 	// A node that is not the metadata primary answers
 	// NOT_METADATA_PRIMARY with the primary it knows; the client follows
@@ -428,9 +445,8 @@ func (sc *simCluster) createTopic() {
 		nd = sc.nodes[lead-1]
 	}
 	if !nd.up || nd.meta.rn.Role() != raftlite.RoleLeader || !nd.loaded {
-		return
+		return false
 	}
-	name := fmt.Sprintf("t%d", sc.topicSeq+1)
 	var roster, eligible []metadata.NodeID
 	for _, o := range sc.nodes {
 		roster = append(roster, metadata.NodeID(o.id))
@@ -438,10 +454,13 @@ func (sc *simCluster) createTopic() {
 			eligible = append(eligible, metadata.NodeID(o.id))
 		}
 	}
-	req := metadata.CreateRequest{Name: name, Partitions: 1 + sc.rng.IntN(4)}
+	if parts == 0 {
+		parts = 1 + sc.rng.IntN(4)
+	}
+	req := metadata.CreateRequest{Name: name, Partitions: parts}
 	cmd, err := nd.core.state.PlanCreateTopic(req, roster, eligible, min(3, sc.p.n), nd.clock.Now().UnixMilli())
 	if err != nil {
-		return
+		return false
 	}
 	// PlanCreateTopic draws the id from the global generator: replace it
 	// with one from the seed, so a run replays.
@@ -453,16 +472,17 @@ func (sc *simCluster) createTopic() {
 	data, err := encodeCommand(cmd, nd.clock.Now().UnixMilli())
 	if err != nil {
 		sc.fail("encoding a command: %v", err)
-		return
+		return false
 	}
 	e, err := nd.meta.rn.Propose(1, data)
 	if err != nil {
-		return
+		return false
 	}
 	sc.topicSeq++
 	nd.proposals = append(nd.proposals, simProposal{ent: e, name: name, id: id})
 	sc.tracef("node %d proposes topic %s (%d partitions) at %d", nd.id, name, req.Partitions, e.Base)
 	nd.ready(nd.meta)
+	return true
 }
 
 // settled returns "" once the healed cluster has converged, else what it
