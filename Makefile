@@ -8,7 +8,7 @@ PKGS     ?= ./...
 FUZZTIME ?= 10s
 SEEDS    ?= 20000
 
-.PHONY: all build run test test-race bench fuzz lint sim cluster chaos clean
+.PHONY: all build run test test-race bench fuzz lint sim sim-cluster cluster chaos clean
 
 all: build
 
@@ -53,6 +53,14 @@ fuzz:
 ## failure prints its seed and the one command that replays it
 sim:
 	$(GO) test ./raftlite/rafttest -run 'TestSim$$' -seeds=$(SEEDS) -long -count=1 -timeout 3h -v
+
+## sim-cluster: the control-plane simulator (cluster/node) over SEEDS
+## seeds of 3- and 5-node clusters, or of SIM_NODES nodes (32 is the
+## roster limit); a failure prints its seed and the one command that
+## replays it
+SIM_NODES ?= 0
+sim-cluster:
+	$(GO) test ./cluster/node -run 'TestSimCluster$$' -count=1 -timeout 3h -v -sim.seeds=$(SEEDS) -sim.nodes=$(SIM_NODES)
 
 ## lint: gofmt and vet
 lint:

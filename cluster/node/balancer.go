@@ -3,16 +3,18 @@ package node
 import (
 	"errors"
 	"fmt"
+	"log/slog"
 	"strconv"
 	"sync/atomic"
 	"time"
 
 	"github.com/corestream/corestream/cluster/balance"
+	"github.com/corestream/corestream/cluster/clock"
+	"github.com/corestream/corestream/cluster/config"
 	"github.com/corestream/corestream/cluster/metadata"
 	"github.com/corestream/corestream/cluster/peerwire"
 	"github.com/corestream/corestream/netio/wire"
 	"github.com/corestream/corestream/raftlite"
-	"github.com/corestream/corestream/shard"
 	"github.com/corestream/corestream/shard/partition"
 )
 
@@ -49,48 +51,118 @@ type move struct {
 	done     func(error)
 }
 
+// balancerDeps is what the balancer driver reads and does: it holds no
+// pointer to the node or the controller, so the simulator runs the same
+// driver over simulated routes, liveness, time and transfers.
+type balancerDeps struct {
+	clock clock.Clock
+	// after arms a timer on the driver's owner (shard metaShard).
+	after func(d time.Duration, fn func())
+	log   *slog.Logger
+	// roster lists every node id.
+	roster []int32
+	// alive is the liveness signal.
+	alive func(id int32) bool
+	// view is the applied metadata; route the route table.
+	view  func() *View
+	route func(key [20]byte) (route, bool)
+	// lastMovedMs is when the balancer last moved a partition (metadata).
+	lastMovedMs func(topic string, p int32) int64
+	// isPrimary says this node leads the metadata group (only the
+	// metadata primary moves primaries).
+	isPrimary func() bool
+	// transfer asks the primary of a partition (node from) to hand it to
+	// node to.
+	transfer func(topicID [16]byte, p int32, from, to int32)
+	// propose records a finished move in the metadata (OpPrimaryMoved).
+	propose func(metadata.Command)
+	// stats and rebalancing are what the metrics and ClusterStatus show.
+	stats       *BalanceStats
+	rebalancing *atomic.Bool
+	// every is cluster.leader_balance_interval_ms; auto is
+	// cluster.auto_leader_rebalance; imbalancePercent is
+	// cluster.leader_imbalance_percent; moveTimeout bounds one move.
+	every            time.Duration
+	auto             bool
+	imbalancePercent int
+	moveTimeout      time.Duration
+}
+
 // balancer is the metadata primary's mover; owned by shard metaShard.
 type balancer struct {
-	c        *controller
+	d        balancerDeps
 	inFlight *move
 	// manual keeps moving until balanced after a Rebalance request, even
 	// with auto_leader_rebalance off.
 	manual bool
-	timer  *shard.Timer
+	// stopped ends the loop (the node stops).
+	stopped func() bool
 }
 
-func (c *controller) startBalancer() {
-	b := &balancer{c: c}
-	c.bal = b
-	every := time.Duration(c.n.cfg.Cluster.LeaderBalanceIntervalMs) * time.Millisecond
+// newBalancer starts the driver's loop: a step every d.every.
+func newBalancer(d balancerDeps, stopped func() bool) *balancer {
+	b := &balancer{d: d, stopped: stopped}
 	var loop func()
 	loop = func() {
-		if c.n.stopped.Load() {
+		if b.stopped() {
 			return
 		}
-		if c.n.cfg.Cluster.AutoLeaderRebalance || b.manual {
+		if b.d.auto || b.manual {
 			b.step()
 		}
-		c.sh.Reset(b.timer, every)
+		b.d.after(b.d.every, loop)
 	}
-	b.timer = c.sh.AfterFunc(every, loop)
+	b.d.after(b.d.every, loop)
+	return b
+}
+
+// startBalancer wires the driver to the node's parts. REQUIRES: on shard
+// metaShard, with c the started controller.
+func (c *controller) startBalancer() {
+	n := c.n
+	c.bal = newBalancer(balancerDeps{
+		clock: n.clock,
+		after: func(d time.Duration, fn func()) { c.sh.AfterFunc(d, fn) },
+		log:   n.log, roster: rosterIDs(n.roster), alive: n.alive,
+		view: n.view.Load, route: n.routes.get,
+		// c.state is replaced when a snapshot is installed: read it late.
+		lastMovedMs: func(topic string, p int32) int64 { return c.state.LastMovedMs(topic, p) },
+		isPrimary:   func() bool { return c.r.IsPrimary() },
+		transfer:    n.requestTransfer,
+		propose: func(cmd metadata.Command) {
+			c.propose(cmd, adminTimeoutDefault, func(metadata.Result, error) {})
+		},
+		stats: &n.balanceStats, rebalancing: &n.rebalancing,
+		every:            time.Duration(n.cfg.Cluster.LeaderBalanceIntervalMs) * time.Millisecond,
+		auto:             n.cfg.Cluster.AutoLeaderRebalance,
+		imbalancePercent: n.cfg.Cluster.LeaderImbalancePercent,
+		moveTimeout:      n.moveTimeout(),
+	}, n.stopped.Load)
+}
+
+func rosterIDs(roster []config.RosterNode) []int32 {
+	out := make([]int32, len(roster))
+	for i, m := range roster {
+		out[i] = int32(m.ID)
+	}
+	return out
 }
 
 // view builds what balance.Next looks at.
 func (b *balancer) view() *balance.View {
-	n := b.c.n
-	v := &balance.View{MoveInFlight: b.inFlight != nil, NowMs: time.Now().UnixMilli(),
-		ImbalancePercent: n.cfg.Cluster.LeaderImbalancePercent, MuteMs: balanceMuteMs}
-	for _, m := range n.roster {
-		v.Nodes = append(v.Nodes, balance.Node{ID: int32(m.ID), Alive: n.alive(int32(m.ID))})
+	d := &b.d
+	v := &balance.View{MoveInFlight: b.inFlight != nil, NowMs: d.clock.Now().UnixMilli(),
+		ImbalancePercent: d.imbalancePercent, MuteMs: balanceMuteMs}
+	for _, id := range d.roster {
+		v.Nodes = append(v.Nodes, balance.Node{ID: id, Alive: d.alive(id)})
 	}
-	for _, t := range n.view.Load().Sorted {
+	for _, t := range d.view().Sorted {
 		for p, reps := range t.Replicas {
-			bp := balance.Partition{Key: t.Name + "/" + strconv.Itoa(p), LastMovedMs: b.c.state.LastMovedMs(t.Name, int32(p))}
+			bp := balance.Partition{Key: t.Name + "/" + strconv.Itoa(p), LastMovedMs: d.lastMovedMs(t.Name, int32(p))}
 			for _, r := range reps {
 				bp.Replicas = append(bp.Replicas, int32(r))
 			}
-			if rt, ok := n.routes.get(shardKey(t.ID, int32(p))); ok && rt.leader > 0 && n.alive(rt.leader) {
+			if rt, ok := d.route(shardKey(t.ID, int32(p))); ok && rt.leader > 0 && d.alive(rt.leader) {
 				bp.Primary = rt.leader
 				bp.InSync = rt.inSync
 			}
@@ -102,58 +174,58 @@ func (b *balancer) view() *balance.View {
 
 // step starts the next move if none runs and one is needed.
 func (b *balancer) step() {
-	if b.inFlight != nil || !b.c.r.IsPrimary() {
+	if b.inFlight != nil || !b.d.isPrimary() {
 		return
 	}
 	m, ok := balance.Next(b.view())
 	if !ok {
 		b.manual = false
-		b.c.n.rebalancing.Store(false)
+		b.d.rebalancing.Store(false)
 		return
 	}
-	b.c.n.rebalancing.Store(true)
+	b.d.rebalancing.Store(true)
 	if err := b.start(m, nil); err != nil {
-		b.c.n.log.Warn("primary move not started", "partition", m.Key, "from", m.From, "to", m.To, "err", err)
+		b.d.log.Warn("primary move not started", "partition", m.Key, "from", m.From, "to", m.To, "err", err)
 	}
 }
 
 // start begins move m (done, when set, learns the outcome).
 func (b *balancer) start(m balance.Move, done func(error)) error {
-	n := b.c.n
 	t, p, err := b.partitionOf(m.Key)
 	if err != nil {
 		return err
 	}
-	mv := &move{Move: m, topic: t, part: p, started: time.Now(), deadline: time.Now().Add(n.moveTimeout()), done: done}
+	now := b.d.clock.Now()
+	mv := &move{Move: m, topic: t, part: p, started: now, deadline: now.Add(b.d.moveTimeout), done: done}
 	b.inFlight = mv
-	n.balanceStats.Started.Add(1)
-	n.log.Info("primary move started", "partition", m.Key, "from", m.From, "to", m.To, "why", m.Why)
-	n.requestTransfer(t.ID, p, m.From, m.To)
-	b.c.sh.AfterFunc(moveCheckEvery, func() { b.check(mv) })
+	b.d.stats.Started.Add(1)
+	b.d.log.Info("primary move started", "partition", m.Key, "from", m.From, "to", m.To, "why", m.Why)
+	b.d.transfer(t.ID, p, m.From, m.To)
+	b.d.after(moveCheckEvery, func() { b.check(mv) })
 	return nil
 }
 
 // check ends mv when its target leads, or fails it at its deadline.
 func (b *balancer) check(mv *move) {
-	n := b.c.n
-	rt, _ := n.routes.get(shardKey(mv.topic.ID, mv.part))
+	d := &b.d
+	rt, _ := d.route(shardKey(mv.topic.ID, mv.part))
+	now := d.clock.Now()
 	switch {
 	case rt.leader == mv.To:
-		d := time.Since(mv.started)
-		n.balanceStats.Finished.Add(1)
-		n.log.Info("primary move finished", "partition", mv.Key, "from", mv.From, "to", mv.To, "why", mv.Why, "duration", d)
+		took := now.Sub(mv.started)
+		d.stats.Finished.Add(1)
+		d.log.Info("primary move finished", "partition", mv.Key, "from", mv.From, "to", mv.To, "why", mv.Why, "duration", took)
 		b.finish(mv, nil)
-		cmd := metadata.Command{Version: metadata.CommandVersion, Op: metadata.OpPrimaryMoved, Name: mv.topic.Name,
-			ID: mv.topic.ID, Partition: mv.part, AtMs: time.Now().UnixMilli()}
-		b.c.propose(cmd, adminTimeoutDefault, func(metadata.Result, error) {})
-	case time.Now().After(mv.deadline):
-		n.balanceStats.Failed.Add(1)
-		n.log.Warn("primary move failed", "partition", mv.Key, "from", mv.From, "to", mv.To, "why", mv.Why,
-			"duration", time.Since(mv.started), "primary_now", rt.leader)
+		d.propose(metadata.Command{Version: metadata.CommandVersion, Op: metadata.OpPrimaryMoved, Name: mv.topic.Name,
+			ID: mv.topic.ID, Partition: mv.part, AtMs: now.UnixMilli()})
+	case now.After(mv.deadline):
+		d.stats.Failed.Add(1)
+		d.log.Warn("primary move failed", "partition", mv.Key, "from", mv.From, "to", mv.To, "why", mv.Why,
+			"duration", now.Sub(mv.started), "primary_now", rt.leader)
 		b.finish(mv, wire.Errorf(wire.ErrRequestTimedOut, "moving %s's primary from node %d to node %d did not finish within %v (primary now %d)",
-			mv.Key, mv.From, mv.To, n.moveTimeout(), rt.leader))
+			mv.Key, mv.From, mv.To, d.moveTimeout, rt.leader))
 	default:
-		b.c.sh.AfterFunc(moveCheckEvery, func() { b.check(mv) })
+		d.after(moveCheckEvery, func() { b.check(mv) })
 	}
 }
 
@@ -162,10 +234,10 @@ func (b *balancer) finish(mv *move, err error) {
 	if mv.done != nil {
 		mv.done(err)
 	}
-	if b.manual || b.c.n.cfg.Cluster.AutoLeaderRebalance {
-		b.c.sh.AfterFunc(nextMoveAfter, b.step)
+	if b.manual || b.d.auto {
+		b.d.after(nextMoveAfter, b.step)
 	} else {
-		b.c.n.rebalancing.Store(false)
+		b.d.rebalancing.Store(false)
 	}
 }
 
@@ -173,7 +245,7 @@ func (b *balancer) partitionOf(key string) (*metadata.Topic, int32, error) {
 	for i := len(key) - 1; i >= 0; i-- {
 		if key[i] == '/' {
 			p, err := strconv.Atoi(key[i+1:])
-			t := b.c.n.view.Load().Topics[key[:i]]
+			t := b.d.view().Topics[key[:i]]
 			if err != nil || t == nil || p < 0 || p >= t.Partitions() {
 				break
 			}
@@ -191,23 +263,16 @@ func (n *Node) moveTimeout() time.Duration {
 }
 
 // requestTransfer asks the primary of partition p (node from) to hand
-// leadership to node to: locally, or over the peer's link 0.
+// leadership to node to: locally, or through the transport.
+// REQUIRES: on shard metaShard.
 func (n *Node) requestTransfer(topicID [16]byte, p int32, from, to int32) {
 	if from == int32(n.self) {
 		n.transferLocal(topicID, p, to)
 		return
 	}
-	if n.peers == nil {
-		return
+	if n.peers != nil {
+		n.peers.requestTransfer(from, peerwire.Transfer{TopicID: topicID, Partition: p, Target: to})
 	}
-	ps := n.peers.shards[n.peers.linkShard(0)]
-	body := peerwire.AppendTransfer(nil, peerwire.Transfer{TopicID: topicID, Partition: p, Target: to})
-	send := func() { ps.sendFrame(linkKey{peer: from, k: 0}, body) }
-	if ps.sh == n.group.Shard(metaShard) {
-		send()
-		return
-	}
-	ps.sh.Post(send)
 }
 
 // transferLocal starts a leadership transfer on the local primary.
@@ -256,23 +321,23 @@ func (c *controller) rebalance(req *wire.RebalanceRequest, done func(any)) {
 // movePrimary answers MovePrimary once the target leads (or fails).
 func (c *controller) movePrimary(req *wire.MovePrimaryRequest, done func(any)) {
 	b := c.bal
-	n := c.n
-	t := n.view.Load().Topics[req.Topic]
+	d := &b.d
+	t := d.view().Topics[req.Topic]
 	if t == nil || req.Partition < 0 || int(req.Partition) >= t.Partitions() || (req.TopicID != wire.TopicID{} && [16]byte(req.TopicID) != [16]byte(t.ID)) {
 		done(unknownPartition(req.Topic, req.Partition, t))
 		return
 	}
 	key := shardKey(t.ID, req.Partition)
-	rt, _ := n.routes.get(key)
+	rt, _ := d.route(key)
 	if !hosts(t.Replicas[req.Partition], raftlite.NodeID(req.TargetNodeID)) {
 		done(wire.Errorf(wire.ErrNotReplica, "node %d holds no replica of %s/%d (replicas %v)", req.TargetNodeID, t.Name, req.Partition, t.Replicas[req.Partition]))
 		return
 	}
-	if !n.alive(req.TargetNodeID) {
+	if !d.alive(req.TargetNodeID) {
 		done(wire.Errorf(wire.ErrNodeNotAvailable, "node %d is down", req.TargetNodeID))
 		return
 	}
-	if rt.leader <= 0 || !n.alive(rt.leader) {
+	if rt.leader <= 0 || !d.alive(rt.leader) {
 		done(wire.Errorf(wire.ErrPrimaryNotAvailable, "%s/%d has no primary to move right now", t.Name, req.Partition))
 		return
 	}
@@ -294,7 +359,7 @@ func (c *controller) movePrimary(req *wire.MovePrimaryRequest, done func(any)) {
 			done(err)
 			return
 		}
-		rt, _ := n.routes.get(key)
+		rt, _ := d.route(key)
 		done(&wire.MovePrimaryResponse{PrimaryID: rt.leader, Generation: rt.term})
 	})
 	if err != nil {

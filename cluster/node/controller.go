@@ -3,15 +3,19 @@ package node
 import (
 	"errors"
 	"fmt"
+	"log/slog"
 	"path/filepath"
 	"sort"
+	"sync/atomic"
 	"time"
 
+	"github.com/corestream/corestream/cluster/clock"
 	"github.com/corestream/corestream/cluster/metadata"
 	"github.com/corestream/corestream/netio/wire"
 	"github.com/corestream/corestream/raftlite"
 	"github.com/corestream/corestream/segment"
 	"github.com/corestream/corestream/segment/batch"
+	"github.com/corestream/corestream/segment/vfs"
 	"github.com/corestream/corestream/shard"
 	"github.com/corestream/corestream/shard/partition"
 )
@@ -36,21 +40,19 @@ type applied struct {
 }
 
 // controller runs the metadata group on shard metaShard: it proposes
-// commands, applies committed ones to the state machine, publishes Views
-// and asks every shard to reconcile its replicas with them. All of its
-// fields are owned by shard metaShard.
+// commands, reads committed ones from the metadata log into its pure core
+// (metaCore: typed commands in, applied state and Views out) and hands
+// each new View to the rest of the node through ctrlDeps.publish. All of
+// its fields are owned by shard metaShard.
 type controller struct {
-	n       *Node
-	sh      *shard.Shard
-	r       *partition.Replica
-	state   *metadata.State
-	applied int64
-	// results holds apply outcomes by log offset for proposers;
-	// resultOrder evicts the oldest past resultsMax.
-	results     map[int64]applied
-	resultOrder []int64
-	iter        batch.Records
-	bal         *balancer
+	*metaCore
+	d  ctrlDeps
+	sh *shard.Shard
+	r  *partition.Replica
+	// n is for the admin front end (api_admin.go) only, until it calls
+	// the service; the controller's own code reaches the node through d.
+	n   *Node
+	bal *balancer
 	// snapshot is the latest metadata snapshot (encodeSnapshot) and
 	// snapshotAt the offset it covers (-1: none); a leader sends it to a
 	// follower that needs entries the log no longer holds.
@@ -61,6 +63,32 @@ type controller struct {
 	// parked holds proposers whose command committed before this node
 	// had applied it, in offset order; onCommit answers them.
 	parked []parkedProposal
+}
+
+// ctrlDeps is what the controller needs from the rest of the node.
+type ctrlDeps struct {
+	log   *slog.Logger
+	clock clock.Clock
+	// fs and dir hold the snapshot file.
+	fs  vfs.FS
+	dir string
+	// publish hands a new View to its readers and asks every shard to
+	// reconcile with it.
+	publish func(*View)
+	// loaded is the readiness latch (ready.go), set here once.
+	loaded *atomic.Bool
+	// metaErr turns a metadata replica's error into the one clients see.
+	metaErr func(error) error
+}
+
+// metaCore is the controller's pure core: committed metadata log
+// entries in (RecordBatch bytes, one command per record), the applied
+// state, the proposers' results and the readiness rule out. It reads no
+// log, clock, shard or file, so the simulator applies the metadata
+// through the very same code.
+type metaCore struct {
+	state   *metadata.State
+	applied int64
 	// appliedTerm is the term of the entry at applied (0: none applied
 	// since the start); resetAt and resetTerm are the end of a snapshot
 	// the primary sent and its term (0: none). They decide when the
@@ -68,6 +96,100 @@ type controller struct {
 	appliedTerm int32
 	resetAt     int64
 	resetTerm   int32
+	// results holds apply outcomes by log offset for proposers;
+	// resultOrder evicts the oldest past resultsMax.
+	results     map[int64]applied
+	resultOrder []int64
+	iter        batch.Records
+	log         *slog.Logger
+}
+
+func newMetaCore(log *slog.Logger) *metaCore {
+	return &metaCore{state: metadata.New(), applied: -1, results: map[int64]applied{}, log: log}
+}
+
+// applyData applies data, whole batches read from the metadata log in
+// order, the last ending at offset last; entries at or below applied are
+// skipped. It reports whether the state changed. A batch it cannot
+// decode stops it with an error, applied left at the last good batch.
+func (m *metaCore) applyData(data []byte, last int64) (changed bool, err error) {
+	for len(data) > 0 {
+		h, err := batch.ReadHeader(data)
+		if err != nil || h.Size() > len(data) {
+			if err == nil {
+				err = fmt.Errorf("a batch of %d bytes where %d remain", h.Size(), len(data))
+			}
+			return changed, fmt.Errorf("node: bad batch in the metadata log at offset %d: %w", m.applied+1, err)
+		}
+		b := data[:h.Size()]
+		data = data[h.Size():]
+		m.appliedTerm = h.PartitionLeaderEpoch
+		if h.IsControl() || h.LastOffset() <= m.applied {
+			continue
+		}
+		changed = m.applyBatch(b) || changed
+	}
+	m.applied = max(m.applied, last)
+	return changed, nil
+}
+
+// applyBatch applies the commands of one batch (one record each).
+func (m *metaCore) applyBatch(b []byte) bool {
+	if err := m.iter.Reset(b); err != nil {
+		m.log.Error("metadata: corrupt batch", "err", err)
+		return false
+	}
+	changed := false
+	for m.iter.Next() {
+		rec := m.iter.Record()
+		cmd, err := metadata.DecodeCommand(rec.Value)
+		var res metadata.Result
+		if err == nil {
+			res, err = m.state.Apply(cmd)
+			changed = changed || err == nil
+		}
+		if err != nil && !errors.Is(err, metadata.ErrTopicExists) && !errors.Is(err, metadata.ErrUnknownTopic) {
+			m.log.Warn("metadata: command refused", "offset", rec.Offset, "op", cmd.Op, "err", err)
+		}
+		m.keep(rec.Offset, applied{res, err})
+	}
+	return changed
+}
+
+func (m *metaCore) keep(off int64, a applied) {
+	m.results[off] = a
+	m.resultOrder = append(m.resultOrder, off)
+	for len(m.resultOrder) > resultsMax {
+		delete(m.results, m.resultOrder[0])
+		m.resultOrder = m.resultOrder[1:]
+	}
+}
+
+// answer gives the proposer of the command at off, applied, its result.
+func (m *metaCore) answer(off int64, done func(metadata.Result, error)) {
+	a, ok := m.results[off]
+	if !ok {
+		done(metadata.Result{}, wire.Errorf(wire.ErrUnknownServerError, "metadata command at offset %d committed but its result is gone", off))
+		return
+	}
+	delete(m.results, off)
+	done(a.res, a.err)
+}
+
+// view is the applied state as a View.
+func (m *metaCore) view() *View { return newView(m.state, m.applied) }
+
+// encodeCommand is cmd as the metadata log holds it: a batch of one
+// record stamped atMs.
+func encodeCommand(cmd metadata.Command, atMs int64) ([]byte, error) {
+	b, err := batch.NewBuilder(batch.Options{})
+	if err == nil {
+		err = b.AppendKV(atMs, nil, cmd.Encode())
+	}
+	if err != nil {
+		return nil, err
+	}
+	return b.Build()
 }
 
 // parkedProposal is a proposer waiting for its committed command to be
@@ -83,7 +205,15 @@ func (n *Node) startController() error {
 	done := make(chan error, 1)
 	sh := n.group.Shard(metaShard)
 	err := sh.Do(func(sh *shard.Shard) {
-		c := &controller{n: n, sh: sh, state: metadata.New(), applied: -1, snapshotAt: -1, results: map[int64]applied{}}
+		c := &controller{metaCore: newMetaCore(n.log), n: n, sh: sh, snapshotAt: -1, d: ctrlDeps{
+			log: n.log, clock: n.clock, fs: n.fs, dir: n.dir, loaded: &n.metaLoaded, metaErr: n.metaErr,
+			publish: func(v *View) {
+				n.view.Store(v)
+				for i := range n.hosts {
+					n.requestReconcile(i)
+				}
+			},
+		}}
 		hasSnap, err := c.loadSnapshot()
 		if err != nil {
 			done <- err
@@ -117,6 +247,13 @@ func (n *Node) startController() error {
 			return
 		}
 		if hasSnap {
+			l := r.Log()
+			c.restored(func(off int64) (int32, error) {
+				if off == l.LogStartOffset()-1 {
+					return l.EpochBeforeStart(), nil
+				}
+				return l.TermAt(off)
+			})
 			c.publish()
 		}
 		n.opened(r, metaShard)
@@ -136,8 +273,8 @@ func (n *Node) startController() error {
 	// when a quorum forms; until then the node answers metadata reads with
 	// METADATA_NOT_READY (ready.go) and the rest with retriable errors.
 	if len(n.roster) == 1 {
-		deadline := time.Now().Add(30 * time.Second)
-		for time.Now().Before(deadline) {
+		deadline := n.clock.Now().Add(30 * time.Second)
+		for n.clock.Now().Before(deadline) {
 			if n.metaLoaded.Load() {
 				return nil
 			}
@@ -171,7 +308,7 @@ func (c *controller) onCommit(r *partition.Replica, commit int64) {
 	for c.applied < commit {
 		spans, err := r.Log().Read(c.applied+1, 16<<20, commit)
 		if err != nil || len(spans) == 0 {
-			c.n.log.Error("metadata: reading committed entries", "from", c.applied+1, "commit", commit, "written", r.Log().WrittenOffset(), "leo", r.Log().LogEndOffset(), "err", err)
+			c.d.log.Error("metadata: reading committed entries", "from", c.applied+1, "commit", commit, "written", r.Log().WrittenOffset(), "leo", r.Log().LogEndOffset(), "err", err)
 			segment.ReleaseSpans(spans)
 			return
 		}
@@ -184,24 +321,15 @@ func (c *controller) onCommit(r *partition.Replica, commit int64) {
 		last := spans[len(spans)-1].LastOffset
 		segment.ReleaseSpans(spans)
 		if err != nil {
-			c.n.log.Error("metadata: reading committed entries", "err", err)
+			c.d.log.Error("metadata: reading committed entries", "err", err)
 			return
 		}
-		for len(data) > 0 {
-			h, err := batch.ReadHeader(data)
-			if err != nil || h.Size() > len(data) {
-				c.n.log.Error("metadata: bad batch in the metadata log", "offset", c.applied+1, "err", err)
-				return
-			}
-			b := data[:h.Size()]
-			data = data[h.Size():]
-			c.appliedTerm = h.PartitionLeaderEpoch
-			if h.IsControl() || h.LastOffset() <= c.applied {
-				continue
-			}
-			changed = c.applyBatch(b) || changed
+		ch, err := c.applyData(data, last)
+		changed = changed || ch
+		if err != nil {
+			c.d.log.Error("metadata: applying committed entries", "err", err)
+			return
 		}
-		c.applied = last
 	}
 	if changed {
 		c.publish()
@@ -215,57 +343,13 @@ func (c *controller) onCommit(r *partition.Replica, commit int64) {
 	}
 }
 
-// applyBatch applies the commands of one batch (one record each).
-func (c *controller) applyBatch(b []byte) bool {
-	if err := c.iter.Reset(b); err != nil {
-		c.n.log.Error("metadata: corrupt batch", "err", err)
-		return false
-	}
-	changed := false
-	for c.iter.Next() {
-		rec := c.iter.Record()
-		cmd, err := metadata.DecodeCommand(rec.Value)
-		var res metadata.Result
-		if err == nil {
-			res, err = c.state.Apply(cmd)
-			changed = changed || err == nil
-		}
-		if err != nil && !errors.Is(err, metadata.ErrTopicExists) && !errors.Is(err, metadata.ErrUnknownTopic) {
-			c.n.log.Warn("metadata: command refused", "offset", rec.Offset, "op", cmd.Op, "err", err)
-		}
-		c.keep(rec.Offset, applied{res, err})
-	}
-	return changed
-}
-
-func (c *controller) keep(off int64, a applied) {
-	c.results[off] = a
-	c.resultOrder = append(c.resultOrder, off)
-	for len(c.resultOrder) > resultsMax {
-		delete(c.results, c.resultOrder[0])
-		c.resultOrder = c.resultOrder[1:]
-	}
-}
-
-// publish stores a new View and asks every shard to reconcile with it.
-func (c *controller) publish() {
-	c.n.view.Store(newView(c.state, c.applied))
-	for i := range c.n.hosts {
-		c.n.requestReconcile(i)
-	}
-}
+// publish hands a new View to the node.
+func (c *controller) publish() { c.d.publish(c.view()) }
 
 // propose appends cmd to the metadata log and calls done on shard
 // metaShard with the outcome once it is applied (or failed).
 func (c *controller) propose(cmd metadata.Command, timeout time.Duration, done func(metadata.Result, error)) {
-	b, err := batch.NewBuilder(batch.Options{})
-	if err == nil {
-		err = b.AppendKV(time.Now().UnixMilli(), nil, cmd.Encode())
-	}
-	var data []byte
-	if err == nil {
-		data, err = b.Build()
-	}
+	data, err := encodeCommand(cmd, c.d.clock.Now().UnixMilli())
 	if err != nil {
 		done(metadata.Result{}, wire.Errorf(wire.ErrInvalidRequest, "metadata command: %v", err))
 		return
@@ -273,7 +357,7 @@ func (c *controller) propose(cmd metadata.Command, timeout time.Duration, done f
 	req := &partition.ProduceArgs{Generation: partition.GenerationUnknown, Timeout: timeout, Records: data}
 	c.r.Produce(req, func(pr partition.ProduceResult) {
 		if pr.Err != nil {
-			done(metadata.Result{}, c.n.metaErr(pr.Err))
+			done(metadata.Result{}, c.d.metaErr(pr.Err))
 			return
 		}
 		if off := pr.Produced.BaseOffset; off > c.applied {
@@ -319,7 +403,7 @@ func (c *controller) requireMetaPrimary() error {
 	if c.r.IsPrimary() {
 		return nil
 	}
-	return c.n.metaErr(c.r.CheckRoute(partition.GenerationUnknown))
+	return c.d.metaErr(c.r.CheckRoute(partition.GenerationUnknown))
 }
 
 func shardKey(id [16]byte, p int32) [20]byte { return shard.PartitionKey(id, uint32(p)) }

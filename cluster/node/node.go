@@ -12,10 +12,10 @@ import (
 	"net"
 	"os"
 	"path/filepath"
-	"sync"
 	"sync/atomic"
 	"time"
 
+	"github.com/corestream/corestream/cluster/clock"
 	"github.com/corestream/corestream/cluster/config"
 	"github.com/corestream/corestream/cluster/httpapi"
 	"github.com/corestream/corestream/cluster/native"
@@ -62,7 +62,7 @@ type Node struct {
 	// http is the HTTP API (nil when node.http_addr is empty).
 	http *httpapi.API
 	// peers is the replication transport (nil on a single node).
-	peers *peers
+	peers Transport
 	// metaLoaded latches once the View holds everything committed this
 	// node could know of (ready.go); metadata reads wait for it.
 	metaLoaded atomic.Bool
@@ -72,24 +72,20 @@ type Node struct {
 	// requests go to.
 	migrations   atomic.Uint64
 	balanceStats BalanceStats
-	// reconcileQueued says a reconcile pass is queued on the shard.
-	reconcileQueued []atomic.Bool
-	// openErrs records the partitions that failed to open (openfail.go);
-	// openRetryAt[i] is when shard i's timer for their next retry fires
-	// (zero: none armed), owned by shard i.
-	openErrs    openFailures
-	openRetryAt []time.Time
-	// removeQueue holds deleted partitions' directories (renamed to
-	// .deleted) for the one background remover, running while removing.
-	removeMu    sync.Mutex
-	removeQueue []string
-	removing    bool
-	// now is the node's clock (time.Now; tests may replace it before
-	// Start).
-	now func() time.Time
+	// rec is the reconciliation part (reconcile.go), built at Start;
+	// openErrs records the partitions that failed to open (openfail.go),
+	// kept by rec and read by the front ends.
+	rec      *reconciler
+	openErrs openFailures
+	// clock is the node's time seam (clock.Real unless a test or the
+	// simulator gives another before Start); every part reads time
+	// through it. now is clock.Now, kept for the front ends.
+	clock clock.Clock
+	now   func() time.Time
 	// lags holds, per partition this node leads, when each follower last
-	// caught up (insync.go).
-	lags lagTable
+	// caught up (insync.go); router writes it and the routes.
+	lags   lagTable
+	router *router
 	// stopRec is the clean-stop record of the previous graceful stop,
 	// read at Start; every partition's log takes its entry when it opens.
 	stopRec *segment.StopRecord
@@ -104,7 +100,8 @@ func New(cfg config.Config, logger *slog.Logger) (*Node, error) {
 		logger = slog.New(slog.NewTextHandler(os.Stderr, nil))
 	}
 	n := &Node{cfg: cfg, log: logger, fs: vfs.OS(), dir: cfg.Node.DataDir,
-		self: raftlite.NodeID(cfg.Node.ID), roster: cfg.Roster(), lockFd: -1, now: time.Now}
+		self: raftlite.NodeID(cfg.Node.ID), roster: cfg.Roster(), lockFd: -1}
+	n.setClock(clock.Real())
 	lim := raftlite.DefaultLimits()
 	lim.ElectionTicks = int32(cfg.Cluster.ElectionTimeoutMs / cfg.Cluster.HeartbeatIntervalMs)
 	lim.HeartbeatTicks = 1
@@ -115,6 +112,11 @@ func New(cfg config.Config, logger *slog.Logger) (*Node, error) {
 	n.limits = lim
 	n.view.Store(&View{Applied: -1, Topics: nil})
 	return n, nil
+}
+
+// setClock makes c the node's clock. REQUIRES: before Start.
+func (n *Node) setClock(c clock.Clock) {
+	n.clock, n.now = c, c.Now
 }
 
 // Start opens the data directory, starts the shards, recovers the
@@ -132,7 +134,7 @@ func (n *Node) Start() error {
 			ls.closeUnserved()
 		}
 	}()
-	if err := os.MkdirAll(n.dir, 0o755); err != nil {
+	if err := n.fs.MkdirAll(n.dir, 0o755); err != nil {
 		return fmt.Errorf("node: data directory: %w", err)
 	}
 	if err := n.lockDir(); err != nil {
@@ -150,11 +152,8 @@ func (n *Node) Start() error {
 	if n.stopRec, err = segment.LoadStopRecord(n.fs, n.dir); err != nil {
 		return err
 	}
-	n.sweepDeleted()
 	count := n.cfg.Shards()
 	n.hosts = make([]*partition.Host, count)
-	n.reconcileQueued = make([]atomic.Bool, count)
-	n.openRetryAt = make([]time.Time, count)
 	tick := time.Duration(n.cfg.Cluster.HeartbeatIntervalMs) * time.Millisecond
 	var flushEvery time.Duration
 	if n.cfg.Storage.Fsync == "interval" {
@@ -201,12 +200,25 @@ func (n *Node) Start() error {
 		n.stopShards()
 		return *p
 	}
+	// Reconciliation opens partitions only once the controller publishes
+	// a View (below); what a crash left half-deleted goes first.
+	n.rec = newReconciler(reconcileDeps{
+		self: n.self, group: g, host: func(i int) *partition.Host { return n.hosts[i] }, view: n.view.Load,
+		clock: n.clock, fs: n.fs, dir: n.dir, log: n.log, stopped: n.stopped.Load,
+		open: n.openReplica, closed: n.closed,
+	}, &n.openErrs, count)
+	n.rec.sweepDeleted()
 	n.log.Info("shards started", "shards", count, "engine", n.engineNote)
 	if n.clustered() {
 		if err := n.startPeers(ls.replication); err != nil {
 			n.stopShards()
 			return fmt.Errorf("node: node.replication_addr %s: %w", n.cfg.Node.ReplicationAddr, err)
 		}
+	}
+	n.router = &router{self: n.self, routes: &n.routes, lags: &n.lags, clock: n.clock, alive: n.alive,
+		window: time.Duration(n.cfg.Cluster.ReplicaLagTimeMaxMs) * time.Millisecond, log: n.log, stopped: n.stopped.Load}
+	if n.peers != nil {
+		n.router.announce = n.peers.announce
 	}
 	if err := n.startController(); err != nil {
 		n.stopShards()
@@ -218,7 +230,7 @@ func (n *Node) Start() error {
 		every := time.Duration(n.cfg.Storage.RetentionCheckIntervalMs) * time.Millisecond
 		sh.Post(func() { sh.AfterFunc(every, func() { n.retentionLoop(sh, every) }) })
 		if n.clustered() {
-			sh.Post(func() { n.inSyncLoop(sh) })
+			sh.Post(func() { n.router.inSyncLoop(sh, func() *partition.Host { return n.hosts[i] }) })
 		}
 	}
 	srv, err := netio.NewServer(g, netio.Config{
@@ -280,7 +292,7 @@ func (n *Node) Stop(ctx context.Context) error {
 		}
 	}
 	if n.peers != nil {
-		if err := n.peers.server.Shutdown(ctx); err != nil && first == nil {
+		if err := n.peers.shutdown(ctx); err != nil && first == nil {
 			first = err
 		}
 	}
@@ -383,7 +395,7 @@ func (n *Node) aliveFn() func(raftlite.NodeID) bool {
 // and dropped (docs/operations.md).
 func (n *Node) opened(r *partition.Replica, shardID int) {
 	if n.peers != nil {
-		n.peers.groupShard.Store(partition.GroupID(r.Key()), shardID)
+		n.peers.opened(partition.GroupID(r.Key()), shardID)
 	}
 	rep, cfg := r.Log().Recovery(), r.Config()
 	level := slog.LevelInfo
@@ -400,69 +412,14 @@ func (n *Node) opened(r *partition.Replica, shardID int) {
 // closed forgets a replica's consensus group.
 func (n *Node) closed(key [20]byte) {
 	if n.peers != nil {
-		n.peers.groupShard.Delete(partition.GroupID(key))
+		n.peers.closed(partition.GroupID(key))
 	}
-	n.routes.drop(key)
-	n.lags.drop(key)
+	n.router.drop(key)
 }
 
 // routeChanged records a replica's primary and generation, and announces
-// it to the peers when this node is the primary.
-func (n *Node) routeChanged(r *partition.Replica) { n.setRoute(r, nil) }
-
-// setRoute is routeChanged with the in-sync set just sampled (nil: sample
-// it now when this node is the primary).
-func (n *Node) setRoute(r *partition.Replica, inSync []int32) {
-	lead, term := r.Route()
-	rt := route{leader: int32(lead), term: term}
-	if lead == raftlite.None {
-		rt.leader = -1
-	}
-	if lead == n.self {
-		if inSync == nil {
-			inSync = n.inSync(r)
-		}
-		rt.inSync = inSync
-	} else {
-		n.lags.drop(r.Key())
-	}
-	if old, ok := n.routes.get(r.Key()); !ok || old.leader != rt.leader || old.term != rt.term {
-		cfg := r.Config()
-		n.log.Debug("primary changed", "topic", cfg.Topic, "partition", cfg.Partition, "primary", rt.leader, "generation", rt.term)
-	}
-	n.routes.set(r.Key(), rt)
-	if n.peers != nil && lead == n.self {
-		n.peers.announce(announcement(r.Key(), rt))
-	}
-}
-
-// inSync samples r (a primary) and lists its in-sync replicas under the
-// rule in insync.go: caught up to the primary's log end within
-// cluster.replica_lag_time_max_ms, and on a node believed up.
-// REQUIRES: running on r's shard.
-func (n *Node) inSync(r *partition.Replica) []int32 {
-	_, term := r.Route()
-	var seed []int32
-	if old, ok := n.routes.get(r.Key()); ok && old.term < term {
-		seed = old.inSync
-	}
-	rn := r.Raft()
-	return n.lags.sample(r.Key(), n.now(), n.lagWindow(), sampleInput{
-		self: n.self, term: term, replicas: r.Config().Replicas, seed: seed, end: r.Log().LogEndOffset(),
-		follower: func(id raftlite.NodeID) (int64, bool, bool) {
-			m, active, ok := rn.Follower(id)
-			// A quiesced group exchanges no messages: every follower was
-			// caught up when it went quiet, and a member's death wakes it.
-			return m, active || rn.Quiesced(), ok
-		},
-		alive: func(id raftlite.NodeID) bool { return n.alive(int32(id)) },
-	})
-}
-
-// lagWindow is cluster.replica_lag_time_max_ms.
-func (n *Node) lagWindow() time.Duration {
-	return time.Duration(n.cfg.Cluster.ReplicaLagTimeMaxMs) * time.Millisecond
-}
+// it to the peers when this node is the primary (the router).
+func (n *Node) routeChanged(r *partition.Replica) { n.router.changed(r) }
 
 // retentionLoop deletes, on shard sh, old segments of its replicas.
 func (n *Node) retentionLoop(sh *shard.Shard, every time.Duration) {
@@ -485,43 +442,6 @@ func (n *Node) retentionLoop(sh *shard.Shard, every time.Duration) {
 		})
 	}
 	sh.AfterFunc(every, func() { n.retentionLoop(sh, every) })
-}
-
-// inSyncEvery is how often primaries refresh their in-sync replicas.
-const inSyncEvery = 250 * time.Millisecond
-
-// inSyncLoop refreshes, on shard sh, the in-sync sets of the partitions
-// this node leads there, and announces those that changed.
-func (n *Node) inSyncLoop(sh *shard.Shard) {
-	if n.stopped.Load() {
-		return
-	}
-	if h := n.hosts[sh.ID()]; h != nil {
-		h.Each(func(r *partition.Replica) {
-			if !r.IsPrimary() {
-				return
-			}
-			// Every sample counts, quiesced groups included: the time each
-			// follower last caught up moves on only when sampled.
-			old, _ := n.routes.get(r.Key())
-			if now := n.inSync(r); !sameIDs(old.inSync, now) || old.leader != int32(n.self) {
-				n.setRoute(r, now)
-			}
-		})
-	}
-	sh.AfterFunc(inSyncEvery, func() { n.inSyncLoop(sh) })
-}
-
-func sameIDs(a, b []int32) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
 }
 
 // shardOf returns the shard that owns partition p of topic id.

@@ -7,6 +7,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/corestream/corestream/cluster/clock"
 	"github.com/corestream/corestream/netio/wire"
 	"github.com/corestream/corestream/shard"
 	"golang.org/x/sys/unix"
@@ -244,22 +245,22 @@ func (n *Node) OpenFailures() []OpenFailure {
 
 // openFailed records a failed open on shard sh and logs it within the
 // limits.
-func (n *Node) openFailed(sh *shard.Shard, key [20]byte, topic string, p int32, err error, now time.Time) {
-	f, logIt := n.openErrs.failed(key, topic, p, sh.ID(), err, now)
+func (rc *reconciler) openFailed(sh *shard.Shard, key [20]byte, topic string, p int32, err error, now time.Time) {
+	f, logIt := rc.errs.failed(key, topic, p, sh.ID(), err, now)
 	if logIt {
-		n.log.Error("opening a partition", "topic", topic, "partition", p, "cause", f.kind, "err", err,
-			"retry_in", f.backoff, "offline_partitions", n.openErrs.count())
+		rc.d.log.Error("opening a partition", "topic", topic, "partition", p, "cause", f.kind, "err", err,
+			"retry_in", f.backoff, "offline_partitions", rc.errs.count())
 	} else {
-		n.log.Debug("opening a partition", "topic", topic, "partition", p, "attempt", f.attempts, "err", err, "retry_in", f.backoff)
+		rc.d.log.Debug("opening a partition", "topic", topic, "partition", p, "attempt", f.attempts, "err", err, "retry_in", f.backoff)
 	}
 }
 
 // logSuppressedOpenErrors logs the summary of failures the limit kept
 // from the log.
-func (n *Node) logSuppressedOpenErrors(now time.Time) {
-	if count, kinds := n.openErrs.takeSuppressed(now); count > 0 {
-		n.log.Error("more partitions could not be opened (not logged one by one)", "partitions", count,
-			"causes", fmt.Sprint(kinds), "offline_partitions", n.openErrs.count())
+func (rc *reconciler) logSuppressedOpenErrors(now time.Time) {
+	if count, kinds := rc.errs.takeSuppressed(now); count > 0 {
+		rc.d.log.Error("more partitions could not be opened (not logged one by one)", "partitions", count,
+			"causes", fmt.Sprint(kinds), "offline_partitions", rc.errs.count())
 	}
 }
 
@@ -267,9 +268,9 @@ func (n *Node) logSuppressedOpenErrors(now time.Time) {
 // here: STORAGE_ERROR with the cause (retriable: it is retried here).
 func (n *Node) openErr(topic string, p int32, f openFailure) error {
 	e := wire.Errorf(wire.ErrStorageError, "%s/%d could not be opened on node %d: %s; %d attempts, next in %v",
-		topic, p, n.self, f.describe(), f.attempts, time.Until(f.retryAt).Round(time.Millisecond))
+		topic, p, n.self, f.describe(), f.attempts, clock.Until(n.clock, f.retryAt).Round(time.Millisecond))
 	// Another replica may be primary (a refresh finds it): wait at most
 	// a second, not the whole back-off.
-	e.RetryAfterMs = uint32(min(max(time.Until(f.retryAt), 0), time.Second) / time.Millisecond)
+	e.RetryAfterMs = uint32(min(max(clock.Until(n.clock, f.retryAt), 0), time.Second) / time.Millisecond)
 	return e
 }

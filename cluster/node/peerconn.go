@@ -4,19 +4,17 @@ import (
 	"crypto/sha256"
 	"errors"
 	"strconv"
-	"time"
 
 	"github.com/corestream/corestream/cluster/peerauth"
 	"github.com/corestream/corestream/cluster/peerwire"
 	"github.com/corestream/corestream/netio"
 	"github.com/corestream/corestream/raftlite"
 	"github.com/corestream/corestream/shard"
-	"github.com/corestream/corestream/shard/partition"
 )
 
 // params are this node's handshake parameters for link k.
 func (p *peers) params(k int) peerauth.Params {
-	return peerauth.Params{Version: Version, Node: int32(p.n.self), K: int32(p.k), ConnIndex: int32(k)}
+	return peerauth.Params{Version: Version, Node: int32(p.d.self), K: int32(p.k), ConnIndex: int32(k)}
 }
 
 func peerFrame(body []byte) netio.Response {
@@ -28,7 +26,7 @@ func peerFrame(body []byte) netio.Response {
 // dial opens link l from its shard (ps); on failure or close it redials
 // with backoff.
 func (p *peers) dial(ps *peerShard, l *link) {
-	if p.n.stopped.Load() {
+	if p.d.stopped() {
 		return
 	}
 	l.timer, l.dialing = nil, true
@@ -49,7 +47,7 @@ func (p *peers) dial(ps *peerShard, l *link) {
 // returned. Runs on the link's shard (ps).
 func (p *peers) dialNowIfDown(ps *peerShard, key linkKey) {
 	l := ps.links[key]
-	if l == nil || l.ready || l.dialing || p.n.stopped.Load() {
+	if l == nil || l.ready || l.dialing || p.d.stopped() {
 		return
 	}
 	if l.timer != nil {
@@ -62,7 +60,7 @@ func (p *peers) dialNowIfDown(ps *peerShard, key linkKey) {
 
 func (p *peers) redial(ps *peerShard, l *link) {
 	l.ready, l.conn, l.dialing = false, nil, false
-	if p.n.stopped.Load() {
+	if p.d.stopped() {
 		return
 	}
 	d := l.backoff
@@ -92,11 +90,11 @@ func (o *outbound) OnFrame(c *netio.Conn, body []byte) {
 	kind, v, err := peerauth.Decode(body)
 	switch {
 	case err != nil:
-		o.p.n.log.Error("replication handshake refused", "peer", o.l.key.peer, "addr", o.l.addr, "err", err)
+		o.p.d.log.Error("replication handshake refused", "peer", o.l.key.peer, "addr", o.l.addr, "err", err)
 	case kind == peerauth.KindChallenge:
 		ch := v.(peerauth.Challenge)
 		if err := peerauth.VerifyChallenge(o.p.secret, o.l.hello, ch); err != nil {
-			o.p.n.log.Error("replication handshake refused", "peer", o.l.key.peer, "addr", o.l.addr, "err", err)
+			o.p.d.log.Error("replication handshake refused", "peer", o.l.key.peer, "addr", o.l.addr, "err", err)
 			c.Send(peerFrame(peerauth.EncodeRefusal(err.Error())))
 			c.Close()
 			return
@@ -105,19 +103,19 @@ func (o *outbound) OnFrame(c *netio.Conn, body []byte) {
 		return
 	case kind == peerauth.KindWelcome:
 		o.l.ready, o.l.backoff = true, redialMin
-		o.p.n.log.Info("replication link up", "peer", o.l.key.peer, "link", o.l.key.k)
+		o.p.d.log.Info("replication link up", "peer", o.l.key.peer, "link", o.l.key.k)
 		if o.l.key.k == 0 {
 			// The peer may have just restarted and know no primary:
 			// tell it ours now rather than at the next full
 			// announcement (routesFullEvery), or its clients would be
 			// told PRIMARY_NOT_AVAILABLE for seconds.
-			if routes := o.p.n.routes.ledBy(int32(o.p.n.self)); len(routes) > 0 {
+			if routes := o.p.d.ledRoutes(); len(routes) > 0 {
 				o.ps.sendFrame(o.l.key, peerwire.AppendRoutes(nil, routes))
 			}
 		}
 		return
 	default:
-		o.p.n.log.Error("replication: unexpected handshake message", "peer", o.l.key.peer, "kind", kind)
+		o.p.d.log.Error("replication: unexpected handshake message", "peer", o.l.key.peer, "kind", kind)
 	}
 	c.Close()
 }
@@ -130,7 +128,7 @@ func (o *outbound) OnClose(c *netio.Conn, err error) {
 	}
 	o.closed = true
 	if o.l.ready {
-		o.p.n.log.Warn("replication link down", "peer", o.l.key.peer, "link", o.l.key.k, "err", err)
+		o.p.d.log.Warn("replication link down", "peer", o.l.key.peer, "link", o.l.key.k, "err", err)
 	}
 	if o.l.conn == c || o.l.conn == nil {
 		o.p.redial(o.ps, o.l)
@@ -156,13 +154,13 @@ func (in *inbound) OnOpen(c *netio.Conn) error {
 }
 
 func (in *inbound) OnFrameTooLarge(c *netio.Conn, size uint32, head []byte) {
-	in.p.n.log.Error("replication: oversize frame from a peer", "remote", c.RemoteAddr(), "bytes", size)
+	in.p.d.log.Error("replication: oversize frame from a peer", "remote", c.RemoteAddr(), "bytes", size)
 }
 
 func (in *inbound) OnClose(c *netio.Conn, err error) {}
 
 func (in *inbound) refuse(c *netio.Conn, err error) {
-	in.p.n.log.Error("replication handshake refused", "remote", c.RemoteAddr(), "err", err)
+	in.p.d.log.Error("replication handshake refused", "remote", c.RemoteAddr(), "err", err)
 	c.Send(peerFrame(peerauth.EncodeRefusal(err.Error())))
 	c.Close()
 }
@@ -187,7 +185,7 @@ func (in *inbound) OnFrame(c *netio.Conn, body []byte) {
 			in.refuse(c, err)
 			return
 		}
-		if h.Node <= 0 || h.Node > int32(raftlite.NodeIDMax) || h.Node == int32(p.n.self) || p.n.addrOf(h.Node) == "" {
+		if h.Node <= 0 || h.Node > int32(raftlite.NodeIDMax) || h.Node == p.d.self || !p.inRoster(h.Node) {
 			in.refuse(c, errors.New("peerauth: node "+strconv.Itoa(int(h.Node))+" is not a peer in this node's roster"))
 			return
 		}
@@ -214,17 +212,17 @@ func (in *inbound) OnFrame(c *netio.Conn, body []byte) {
 		}
 		st.stage = 2
 		c.Send(peerFrame(peerauth.EncodeWelcome()))
-		p.lastSeen[st.peer].Store(time.Now().UnixNano())
-		to := p.n.group.Shard(p.linkShard(int(st.hello.ConnIndex)))
+		p.d.live.heard(st.peer)
+		to := p.d.group.Shard(p.linkShard(int(st.hello.ConnIndex)))
 		key := linkKey{peer: st.peer, k: int(st.hello.ConnIndex)}
 		to.Post(func() { p.dialNowIfDown(p.shards[to.ID()], key) })
 		if to != c.Shard() {
 			if err := c.Migrate(to, func(*netio.Conn, error) {}); err != nil {
-				p.n.log.Warn("replication: moving a link to its shard", "err", err)
+				p.d.log.Warn("replication: moving a link to its shard", "err", err)
 			}
 		}
 	default:
-		p.lastSeen[st.peer].Store(time.Now().UnixNano())
+		p.d.live.heard(st.peer)
 		p.receive(c.Shard(), st.peer, body)
 	}
 }
@@ -238,30 +236,30 @@ func (p *peers) receive(sh *shard.Shard, from int32, body []byte) {
 	case peerwire.KindMessages:
 		err := peerwire.DecodeMessages(body, func(m *raftlite.Message) { p.deliverMessage(sh, m) })
 		if err != nil {
-			p.n.log.Error("replication: bad frame", "peer", from, "err", err)
+			p.d.log.Error("replication: bad frame", "peer", from, "err", err)
 		}
 	case peerwire.KindPing:
 		if _, err := peerwire.DecodePing(body); err != nil {
-			p.n.log.Error("replication: bad ping", "peer", from, "err", err)
+			p.d.log.Error("replication: bad ping", "peer", from, "err", err)
 		}
 	case peerwire.KindRoutes:
 		rs, err := peerwire.DecodeRoutes(body)
 		if err != nil {
-			p.n.log.Error("replication: bad routes", "peer", from, "err", err)
+			p.d.log.Error("replication: bad routes", "peer", from, "err", err)
 			return
 		}
 		for _, r := range rs {
-			p.n.routes.learn(shardKey(r.TopicID, r.Partition), route{leader: r.Leader, term: r.Term, inSync: maskIDs(r.InSync)})
+			p.d.learnRoute(r)
 		}
 	case peerwire.KindTransfer:
 		tr, err := peerwire.DecodeTransfer(body)
 		if err != nil {
-			p.n.log.Error("replication: bad transfer", "peer", from, "err", err)
+			p.d.log.Error("replication: bad transfer", "peer", from, "err", err)
 			return
 		}
-		p.n.transferLocal(tr.TopicID, tr.Partition, tr.Target)
+		p.d.transfer(tr)
 	default:
-		p.n.log.Error("replication: unknown frame kind", "peer", from, "kind", body[0])
+		p.d.log.Error("replication: unknown frame kind", "peer", from, "kind", body[0])
 	}
 }
 
@@ -274,7 +272,7 @@ func (p *peers) deliverMessage(sh *shard.Shard, m *raftlite.Message) {
 	}
 	owner := v.(int)
 	if owner == sh.ID() {
-		p.step(owner, m)
+		p.d.step(owner, m)
 		return
 	}
 	cp := *m
@@ -284,25 +282,17 @@ func (p *peers) deliverMessage(sh *shard.Shard, m *raftlite.Message) {
 	}
 	cp.Snapshot = append([]byte(nil), m.Snapshot...)
 	p.Hops.Add(1)
-	p.n.group.Shard(owner).Post(func() { p.step(owner, &cp) })
+	p.d.group.Shard(owner).Post(func() { p.d.step(owner, &cp) })
 }
 
-func (p *peers) step(shardID int, m *raftlite.Message) {
-	h := p.n.hosts[shardID]
-	if h == nil {
-		return
+// inRoster reports whether node id is in this node's roster.
+func (p *peers) inRoster(id int32) bool {
+	for _, m := range p.d.roster {
+		if int32(m.ID) == id {
+			return true
+		}
 	}
-	r := h.Group(m.Group)
-	if r == nil {
-		return
-	}
-	if err := r.Step(*m); err != nil && !errors.Is(err, partition.ErrClosed) {
-		p.n.log.Debug("replication: message refused", "group", m.Group, "type", m.Type, "err", err)
-		return
-	}
-	if shardID == metaShard && p.n.ctrl != nil {
-		p.n.ctrl.observe(r, m)
-	}
+	return false
 }
 
 func maskIDs(mask uint32) []int32 {

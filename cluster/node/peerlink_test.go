@@ -11,9 +11,10 @@ import (
 func linkState(t *testing.T, n *Node, peer int32) (ready bool, timer *shard.Timer, backoff time.Duration) {
 	t.Helper()
 	key := linkKey{peer: peer, k: 0}
-	sh := n.group.Shard(n.peers.linkShard(0))
+	p := n.peers.(*peers)
+	sh := n.group.Shard(p.linkShard(0))
 	if err := sh.Do(func(*shard.Shard) {
-		l := n.peers.shards[sh.ID()].links[key]
+		l := p.shards[sh.ID()].links[key]
 		ready, timer, backoff = l.ready, l.timer, l.backoff
 	}); err != nil {
 		t.Fatal(err)

@@ -1,14 +1,18 @@
 package node
 
 import (
+	"context"
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"log/slog"
 	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
 
+	"github.com/corestream/corestream/cluster/clock"
+	"github.com/corestream/corestream/cluster/config"
 	"github.com/corestream/corestream/cluster/peerauth"
 	"github.com/corestream/corestream/cluster/peerwire"
 	"github.com/corestream/corestream/netio"
@@ -79,15 +83,46 @@ type peerShard struct {
 	flushQueued bool
 }
 
-// peers is the node's replication transport.
+// peerDeps is what the transport needs from the rest of the node: its
+// identity, its shards, its clock and liveness detector, and the arrows
+// out of the transport (the upcalls below). The transport holds no
+// pointer to the Node and reads no other part's fields.
+type peerDeps struct {
+	self   int32
+	roster []config.RosterNode
+	log    *slog.Logger
+	group  *shard.Group
+	clock  clock.Clock
+	live   *liveness
+	// heartbeat is cluster.heartbeat_interval_ms, the ping interval.
+	heartbeat time.Duration
+	stopped   func() bool
+	// step hands a peer's consensus message to its group on shard
+	// shardID (running there).
+	step func(shardID int, m *raftlite.Message)
+	// learnRoute records a route a peer announced.
+	learnRoute func(peerwire.Route)
+	// transfer starts the leadership transfer a peer asked for.
+	transfer func(peerwire.Transfer)
+	// peerDown is told, on shard metaShard, that a peer stopped
+	// answering.
+	peerDown func(id int32)
+	// metaApplied is the controller's applied offset, sent in pings;
+	// metaSnapshot its latest snapshot, sent with a metadata MsgReset.
+	// Both are called on shard metaShard.
+	metaApplied  func() int64
+	metaSnapshot func() []byte
+	// ledRoutes lists, as announcements, the routes this node leads.
+	ledRoutes func() []peerwire.Route
+}
+
+// peers is the node's replication transport (the Transport over TCP).
 type peers struct {
-	n      *Node
+	d      peerDeps
 	server *netio.Server
 	k      int
 	secret []byte
 	shards []*peerShard
-	// lastSeen[id] is when a frame last came from node id (unix ns).
-	lastSeen [raftlite.NodeIDMax + 1]atomic.Int64
 	// Hops counts messages that crossed shards on their way to a link
 	// or from a link to their group (K differs from the shard counts).
 	Hops atomic.Uint64
@@ -104,36 +139,35 @@ func (n *Node) ReplicationHops() uint64 {
 	if n.peers == nil {
 		return 0
 	}
-	return n.peers.Hops.Load()
+	return n.peers.hops()
 }
 
 func (n *Node) clustered() bool { return len(n.roster) > 1 }
 
-// startPeers serves the replication listener ln (bound by preflight) and
-// starts dialing every peer.
-func (n *Node) startPeers(ln *netio.Listener) error {
-	p := &peers{n: n, k: n.cfg.Cluster.Coordinator.ReplicaConnectionsPerPeer, secret: []byte(n.cfg.Cluster.Secret)}
-	srv, err := netio.NewServer(n.group, netio.Config{MaxFrameBytes: n.cfg.Network.MaxFrameBytes + 1<<20,
+// newPeers builds the transport over the replication listener ln (bound
+// by preflight) and starts dialing every peer.
+func newPeers(d peerDeps, k int, secret []byte, netCfg config.Network, ln *netio.Listener) (*peers, error) {
+	p := &peers{d: d, k: k, secret: secret}
+	srv, err := netio.NewServer(d.group, netio.Config{MaxFrameBytes: netCfg.MaxFrameBytes + 1<<20,
 		MaxInflightPerConn: 1024, OutboundBytesMax: linkOutboundBytesMax,
-		RetransmitBackoffMax: time.Duration(n.cfg.Network.TCPRetransmitMaxMs) * time.Millisecond,
-		Logf:                 func(format string, args ...any) { n.log.Info("replication: " + sprintf(format, args...)) },
+		RetransmitBackoffMax: time.Duration(netCfg.TCPRetransmitMaxMs) * time.Millisecond,
+		Logf:                 func(format string, args ...any) { d.log.Info("replication: " + sprintf(format, args...)) },
 	}, &inbound{p: p})
 	if err != nil {
-		return err
+		return nil, err
 	}
 	p.server = srv
-	p.shards = make([]*peerShard, n.group.Len())
+	p.shards = make([]*peerShard, d.group.Len())
 	for i := range p.shards {
-		p.shards[i] = &peerShard{sh: n.group.Shard(i), links: map[linkKey]*link{}, out: map[linkKey][]netio.Response{},
+		p.shards[i] = &peerShard{sh: d.group.Shard(i), links: map[linkKey]*link{}, out: map[linkKey][]netio.Response{},
 			pending: map[linkKey][]byte{}, pendingN: map[linkKey]int{}}
 	}
-	n.peers = p
 	if err := srv.Serve(ln); err != nil {
-		return err
+		return nil, err
 	}
-	n.log.Info("replication listening", "addr", srv.Addr().String(), "links_per_peer", p.k)
-	for _, m := range n.roster {
-		if raftlite.NodeID(m.ID) == n.self {
+	d.log.Info("replication listening", "addr", srv.Addr().String(), "links_per_peer", p.k)
+	for _, m := range d.roster {
+		if int32(m.ID) == d.self {
 			continue
 		}
 		for k := 0; k < p.k; k++ {
@@ -145,22 +179,22 @@ func (n *Node) startPeers(ln *netio.Listener) error {
 			})
 		}
 	}
-	sh0 := n.group.Shard(metaShard)
+	sh0 := d.group.Shard(metaShard)
 	sh0.Post(func() { p.pingLoop(sh0) })
-	return nil
+	return p, nil
 }
-
-func (p *peers) stop() {}
 
 // alive reports whether a frame came from node id within an election
-// timeout.
-func (p *peers) alive(id int32) bool {
-	if id <= 0 || id > int32(raftlite.NodeIDMax) {
-		return false
-	}
-	last := p.lastSeen[id].Load()
-	return last != 0 && time.Since(time.Unix(0, last)) < time.Duration(p.n.cfg.Cluster.ElectionTimeoutMs)*time.Millisecond
-}
+// timeout (the liveness signal).
+func (p *peers) alive(id int32) bool { return p.d.live.alive(id) }
+
+func (p *peers) hops() uint64 { return p.Hops.Load() }
+
+func (p *peers) shutdown(ctx context.Context) error { return p.server.Shutdown(ctx) }
+
+func (p *peers) opened(g raftlite.GroupID, shardID int) { p.groupShard.Store(g, shardID) }
+
+func (p *peers) closed(g raftlite.GroupID) { p.groupShard.Delete(g) }
 
 // linkIndex is the link a group's messages travel on: hash(partition)
 // mod K (the metadata group uses link 0, which shard 0 owns at both ends).
@@ -183,8 +217,8 @@ func (p *peers) send(r *partition.Replica, msgs []raftlite.Message) {
 	for i := range msgs {
 		m := &msgs[i]
 		lk := linkKey{peer: int32(m.To), k: k}
-		if m.Type == raftlite.MsgReset && meta && p.n.ctrl != nil {
-			m.Snapshot = p.n.ctrl.snapshot // the metadata state covering every offset below the log start
+		if m.Type == raftlite.MsgReset && meta {
+			m.Snapshot = p.d.metaSnapshot() // the metadata state covering every offset below the log start
 		}
 		if m.Type == raftlite.MsgApp && len(m.Entries) > 0 && !hasData(m) {
 			p.sendApp(ps, r, lk, *m, 0)
@@ -347,38 +381,25 @@ func (ps *peerShard) sendFrame(lk linkKey, body []byte) {
 // by shard 0) and announces route changes; runs on shard 0.
 func (p *peers) pingLoop(sh *shard.Shard) {
 	ps := p.shards[sh.ID()]
-	every := time.Duration(p.n.cfg.Cluster.HeartbeatIntervalMs) * time.Millisecond
+	every := p.d.heartbeat
 	var sinceFull time.Duration
-	wasAlive := map[int32]bool{}
-	lastBeat := time.Now()
+	watch := newDownWatch(every, p.d.live.timeout)
+	var ids []int32
+	for _, m := range p.d.roster {
+		if int32(m.ID) != p.d.self {
+			ids = append(ids, int32(m.ID))
+		}
+	}
 	var beat func()
 	beat = func() {
-		if p.n.stopped.Load() {
+		if p.d.stopped() {
 			return
 		}
-		// A beat that comes late means this shard was the one stalled:
-		// the peers' frames may be waiting unread in its sockets, so their
-		// silence proves nothing this time.
-		now := time.Now()
-		stalled := now.Sub(lastBeat) > every+time.Duration(p.n.cfg.Cluster.ElectionTimeoutMs)*time.Millisecond/2
-		lastBeat = now
-		for _, m := range p.n.roster {
-			id := int32(m.ID)
-			if id == int32(p.n.self) || stalled {
-				continue
-			}
-			alive := p.alive(id)
-			if wasAlive[id] && !alive {
-				p.n.log.Warn("peer down", "peer", id)
-				p.n.peerDown(raftlite.NodeID(id))
-			}
-			wasAlive[id] = alive
+		for _, id := range watch.beat(p.d.clock.Now(), ids, p.alive) {
+			p.d.log.Warn("peer down", "peer", id)
+			p.d.peerDown(id)
 		}
-		applied := int64(-1)
-		if p.n.ctrl != nil {
-			applied = p.n.ctrl.applied
-		}
-		ping := peerwire.AppendPing(nil, peerwire.Ping{Node: int32(p.n.self), MetaApplied: applied})
+		ping := peerwire.AppendPing(nil, peerwire.Ping{Node: p.d.self, MetaApplied: p.d.metaApplied()})
 		sinceFull += every
 		full := sinceFull >= routesFullEvery
 		if full {
@@ -406,8 +427,10 @@ func (p *peers) pingLoop(sh *shard.Shard) {
 // peerDown wakes every quiesced group with a replica on node id, and in
 // the groups node id led, the first live replica in replica-set order
 // (preferred first) campaigns at once instead of waiting for an election
-// timeout: failover takes the liveness timeout plus one election round.
+// timeout (campaignsAfterDown): failover takes the liveness timeout plus
+// one election round. REQUIRES: on shard metaShard.
 func (n *Node) peerDown(id raftlite.NodeID) {
+	alive := func(m raftlite.NodeID) bool { return n.alive(int32(m)) }
 	for i := 0; i < n.group.Len(); i++ {
 		sh := n.group.Shard(i)
 		h := n.hosts[i]
@@ -417,29 +440,25 @@ func (n *Node) peerDown(id raftlite.NodeID) {
 					return
 				}
 				r.Unquiesce()
-				if lead, _ := r.Route(); lead != id && lead != raftlite.None {
+				lead, _ := r.Route()
+				if lead != id && lead != raftlite.None {
 					return
 				}
 				// Every live replica stops honouring the dead primary's
 				// lease, or it would ignore the campaign below.
 				r.ForgetLeader()
-				for _, m := range r.Config().Replicas {
-					if m == id || !(m == n.self || n.alive(int32(m))) {
-						continue
-					}
-					if m == n.self {
-						r.Campaign()
-						// A peer that notices the death up to a beat after
-						// this node still honoured the lease and ignored
-						// that pre-vote: ask again once it has forgotten.
-						sh.AfterFunc(2*time.Duration(n.cfg.Cluster.HeartbeatIntervalMs)*time.Millisecond, func() {
-							if lead, _ := r.Route(); lead == raftlite.None {
-								r.Campaign()
-							}
-						})
-					}
+				if !campaignsAfterDown(r.Config().Replicas, lead, id, n.self, alive) {
 					return
 				}
+				r.Campaign()
+				// A peer that notices the death up to a beat after this
+				// node still honoured the lease and ignored that
+				// pre-vote: ask again once it has forgotten.
+				sh.AfterFunc(2*time.Duration(n.cfg.Cluster.HeartbeatIntervalMs)*time.Millisecond, func() {
+					if lead, _ := r.Route(); lead == raftlite.None {
+						r.Campaign()
+					}
+				})
 			})
 		})
 	}
@@ -469,7 +488,7 @@ func (p *peers) takeRoutes(full bool) []peerwire.Route {
 	if !full {
 		return out
 	}
-	return p.n.routes.ledBy(int32(p.n.self))
+	return p.d.ledRoutes()
 }
 
 func sprintf(format string, args ...any) string { return fmt.Sprintf(format, args...) }

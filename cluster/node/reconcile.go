@@ -1,33 +1,94 @@
 package node
 
 import (
-	"os"
+	"errors"
+	"fmt"
+	"io/fs"
+	"log/slog"
 	"path/filepath"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"time"
 
+	"github.com/corestream/corestream/cluster/clock"
 	"github.com/corestream/corestream/cluster/metadata"
 	"github.com/corestream/corestream/netio/wire"
 	"github.com/corestream/corestream/raftlite"
+	"github.com/corestream/corestream/segment/vfs"
 	"github.com/corestream/corestream/shard"
 	"github.com/corestream/corestream/shard/partition"
 )
 
-// requestReconcile asks shard i to bring its replicas in line with the
+// reconciler is the part that brings every shard's replicas in line with
+// the published View: it opens the partitions this node should host,
+// closes and deletes those whose topic is gone, retries the ones that
+// failed to open with back-off (openfail.go), and removes deleted
+// partitions' directories in the background. It reads the View and the
+// shards' hosts through reconcileDeps and holds no pointer to the Node.
+type reconciler struct {
+	d reconcileDeps
+	// errs records the partitions that failed to open; the front ends read
+	// it too (the node's openErrs).
+	errs *openFailures
+	// queued[i] says a pass is queued on shard i; retryAt[i] is when shard
+	// i's timer for the next retry of failed opens fires (zero: none
+	// armed), owned by shard i.
+	queued  []atomic.Bool
+	retryAt []time.Time
+	// removeQueue holds deleted partitions' directories (renamed to
+	// .deleted) for the one background remover, running while removing.
+	// removeMu guards both.
+	removeMu    sync.Mutex
+	removeQueue []string
+	removing    bool
+}
+
+// reconcileDeps is what reconciliation needs from the rest of the node.
+type reconcileDeps struct {
+	self  raftlite.NodeID
+	group *shard.Group
+	// host is shard i's replica host (nil before it started).
+	host func(i int) *partition.Host
+	// view is the latest published View.
+	view    func() *View
+	clock   clock.Clock
+	fs      vfs.FS
+	dir     string
+	log     *slog.Logger
+	stopped func() bool
+	// open opens the replica of partition p of t on host h and wires it
+	// to the transport and routes; closed forgets a dropped one there.
+	open   func(h *partition.Host, t *metadata.Topic, p int32, reps []metadata.NodeID) error
+	closed func(key [20]byte)
+}
+
+func newReconciler(d reconcileDeps, errs *openFailures, shards int) *reconciler {
+	return &reconciler{d: d, errs: errs, queued: make([]atomic.Bool, shards), retryAt: make([]time.Time, shards)}
+}
+
+// requestReconcile asks shard i to reconcile (reconciler.request).
+func (n *Node) requestReconcile(i int) {
+	if n.rec != nil {
+		n.rec.request(i)
+	}
+}
+
+// request asks shard i to bring its replicas in line with the
 // latest View. Reconciling reads the latest View when it runs, so
 // requests coalesce: at most one pass is queued per shard. (Every
 // metadata change publishes a View, thousands while a big topic's
 // partitions elect their primaries; each used to queue a pass on every
 // shard.) A full inbox is retried shortly from shard metaShard.
-func (n *Node) requestReconcile(i int) {
-	if n.stopped.Load() || n.reconcileQueued[i].Swap(true) {
+func (rc *reconciler) request(i int) {
+	if rc.d.stopped() || rc.queued[i].Swap(true) {
 		return
 	}
-	sh := n.group.Shard(i)
-	if err := sh.Post(func() { n.reconcile(sh) }); err != nil {
-		n.reconcileQueued[i].Store(false)
+	sh := rc.d.group.Shard(i)
+	if err := sh.Post(func() { rc.reconcile(sh) }); err != nil {
+		rc.queued[i].Store(false)
 		if err != shard.ErrStopped {
-			n.group.Shard(metaShard).AfterFunc(10*time.Millisecond, func() { n.requestReconcile(i) })
+			rc.d.group.Shard(metaShard).AfterFunc(10*time.Millisecond, func() { rc.request(i) })
 		}
 	}
 }
@@ -45,40 +106,40 @@ const reconcileBatch = 8
 // reconcile opens the replicas this shard should host and closes (and
 // deletes) those whose topic is gone, reconcileBatch at a time. Runs on
 // the shard.
-func (n *Node) reconcile(sh *shard.Shard) {
+func (rc *reconciler) reconcile(sh *shard.Shard) {
 	// A View published from here on queues the next pass.
-	n.reconcileQueued[sh.ID()].Store(false)
-	h := n.hosts[sh.ID()]
+	rc.queued[sh.ID()].Store(false)
+	h := rc.d.host(sh.ID())
 	if h == nil {
 		return
 	}
-	v := n.view.Load()
+	v := rc.d.view()
 	want := map[[20]byte]bool{shardKey(metaTopicID, 0): true}
 	budget := reconcileBatch
-	now := time.Now()
+	now := rc.d.clock.Now()
 	for _, t := range v.Sorted {
 		for p, reps := range t.Replicas {
-			if !hosts(reps, n.self) || n.shardOf(t.ID, int32(p)) != sh.ID() {
+			if !hosts(reps, rc.d.self) || shard.ShardForPartition(t.ID, uint32(p), rc.d.group.Len()) != sh.ID() {
 				continue
 			}
 			key := shardKey(t.ID, int32(p))
 			want[key] = true
 			// A partition that failed to open waits for its back-off
 			// (openfail.go), without taking a place in the batch.
-			if h.Get(key) != nil || budget == 0 || !n.openErrs.due(key, now) {
+			if h.Get(key) != nil || budget == 0 || !rc.errs.due(key, now) {
 				continue
 			}
 			budget--
-			if err := n.openReplica(h, t, int32(p), reps); err != nil {
-				n.openFailed(sh, key, t.Name, int32(p), err, now)
-			} else if failures := n.openErrs.succeeded(key); failures > 0 {
-				n.log.Info("partition opened after failing to", "topic", t.Name, "partition", p, "failed_attempts", failures)
+			if err := rc.d.open(h, t, int32(p), reps); err != nil {
+				rc.openFailed(sh, key, t.Name, int32(p), err, now)
+			} else if failures := rc.errs.succeeded(key); failures > 0 {
+				rc.d.log.Info("partition opened after failing to", "topic", t.Name, "partition", p, "failed_attempts", failures)
 			}
 		}
 	}
-	n.logSuppressedOpenErrors(now)
-	if next := n.openErrs.prune(sh.ID(), want); !next.IsZero() {
-		n.armOpenRetry(sh, next)
+	rc.logSuppressedOpenErrors(now)
+	if next := rc.errs.prune(sh.ID(), want); !next.IsZero() {
+		rc.armOpenRetry(sh, next)
 	}
 	var gone []*partition.Replica
 	h.Each(func(r *partition.Replica) {
@@ -87,54 +148,54 @@ func (n *Node) reconcile(sh *shard.Shard) {
 		}
 	})
 	if budget == 0 || len(gone) == reconcileBatch {
-		n.requestReconcile(sh.ID())
+		rc.request(sh.ID())
 	}
 	for _, r := range gone {
 		cfg := r.Config()
 		key := r.Key()
 		// Its directory goes next: nothing of it needs to be durable.
 		err := h.DropReplica(key, wire.Errorf(wire.ErrUnknownTopicOrPartition, "topic %s (id %x) was deleted", cfg.Topic, cfg.TopicID))
-		n.closed(key)
+		rc.d.closed(key)
 		if err != nil {
-			n.log.Warn("closing a deleted partition", "topic", cfg.Topic, "partition", cfg.Partition, "err", err)
+			rc.d.log.Warn("closing a deleted partition", "topic", cfg.Topic, "partition", cfg.Partition, "err", err)
 		}
-		n.removeDir(cfg.Dir)
-		n.log.Info("partition deleted", "topic", cfg.Topic, "partition", cfg.Partition)
+		rc.removeDir(cfg.Dir)
+		rc.d.log.Info("partition deleted", "topic", cfg.Topic, "partition", cfg.Partition)
 	}
 }
 
 // armOpenRetry makes sure a reconcile pass runs on sh at next, when the
 // first partition that failed to open is due again. One timer per shard:
 // an armed timer that fires no later is kept. Runs on sh.
-func (n *Node) armOpenRetry(sh *shard.Shard, next time.Time) {
+func (rc *reconciler) armOpenRetry(sh *shard.Shard, next time.Time) {
 	i := sh.ID()
-	if at := n.openRetryAt[i]; !at.IsZero() && !at.After(next) {
+	if at := rc.retryAt[i]; !at.IsZero() && !at.After(next) {
 		return
 	}
-	n.openRetryAt[i] = next
-	sh.AfterFunc(max(time.Until(next), time.Millisecond), func() {
-		if n.openRetryAt[i].Equal(next) {
-			n.openRetryAt[i] = time.Time{}
+	rc.retryAt[i] = next
+	sh.AfterFunc(max(clock.Until(rc.d.clock, next), time.Millisecond), func() {
+		if rc.retryAt[i].Equal(next) {
+			rc.retryAt[i] = time.Time{}
 		}
-		n.requestReconcile(i)
+		rc.request(i)
 	})
 }
 
 // sweepDeleted removes partition directories that a deletion renamed but
 // a crash kept from removing.
-func (n *Node) sweepDeleted() {
-	dir := filepath.Join(n.dir, "partitions")
-	entries, err := os.ReadDir(dir)
+func (rc *reconciler) sweepDeleted() {
+	dir := filepath.Join(rc.d.dir, "partitions")
+	names, err := rc.d.fs.List(dir)
 	if err != nil {
 		return
 	}
-	for _, e := range entries {
-		if strings.HasSuffix(e.Name(), ".deleted") {
-			p := filepath.Join(dir, e.Name())
-			if err := os.RemoveAll(p); err != nil {
-				n.log.Warn("removing a deleted partition directory", "dir", p, "err", err)
+	for _, name := range names {
+		if strings.HasSuffix(name, ".deleted") {
+			p := filepath.Join(dir, name)
+			if err := removeTree(rc.d.fs, p); err != nil {
+				rc.d.log.Warn("removing a deleted partition directory", "dir", p, "err", err)
 			} else {
-				n.log.Info("removed a deleted partition directory left by a crash", "dir", p)
+				rc.d.log.Info("removed a deleted partition directory left by a crash", "dir", p)
 			}
 		}
 	}
@@ -150,38 +211,76 @@ func (n *Node) sweepDeleted() {
 // synchronous discard on this file system), and the shard's next rename
 // waited behind all of them: a produce to another topic of the shard
 // stalled for the whole deletion (9.8 s).
-func (n *Node) removeDir(dir string) {
+func (rc *reconciler) removeDir(dir string) {
 	tmp := dir + ".deleted"
-	if err := os.Rename(dir, tmp); err != nil {
-		n.log.Warn("removing a partition directory", "dir", dir, "err", err)
+	if err := rc.d.fs.Rename(dir, tmp); err != nil {
+		rc.d.log.Warn("removing a partition directory", "dir", dir, "err", err)
 		return
 	}
-	n.removeMu.Lock()
-	defer n.removeMu.Unlock()
-	n.removeQueue = append(n.removeQueue, tmp)
-	if !n.removing {
-		n.removing = true
-		go n.removeQueued()
+	rc.removeMu.Lock()
+	defer rc.removeMu.Unlock()
+	rc.removeQueue = append(rc.removeQueue, tmp)
+	if !rc.removing {
+		rc.removing = true
+		go rc.removeQueued()
 	}
 }
 
 // removeQueued removes the queued directories one at a time and exits
 // when none is left.
-func (n *Node) removeQueued() {
+func (rc *reconciler) removeQueued() {
 	for {
-		n.removeMu.Lock()
-		if len(n.removeQueue) == 0 {
-			n.removing = false
-			n.removeMu.Unlock()
+		rc.removeMu.Lock()
+		if len(rc.removeQueue) == 0 {
+			rc.removing = false
+			rc.removeMu.Unlock()
 			return
 		}
-		dir := n.removeQueue[0]
-		n.removeQueue = n.removeQueue[1:]
-		n.removeMu.Unlock()
-		if err := os.RemoveAll(dir); err != nil {
-			n.log.Warn("removing a partition directory", "dir", dir, "err", err)
+		dir := rc.removeQueue[0]
+		rc.removeQueue = rc.removeQueue[1:]
+		rc.removeMu.Unlock()
+		if err := removeTree(rc.d.fs, dir); err != nil {
+			rc.d.log.Warn("removing a partition directory", "dir", dir, "err", err)
 		}
 	}
+}
+
+// removeTreeDepthMax bounds the directory depth removeTree descends (a
+// partition directory is one level deep; the bound stops a loop).
+const removeTreeDepthMax = 8
+
+// removeTree removes dir and everything under it through fsys, as
+// os.RemoveAll does; a missing dir is no error.
+func removeTree(fsys vfs.FS, dir string) error {
+	return removeTreeDepth(fsys, dir, removeTreeDepthMax)
+}
+
+func removeTreeDepth(fsys vfs.FS, dir string, depth int) error {
+	fi, err := fsys.Stat(dir)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	if fi.IsDir() {
+		if depth == 0 {
+			return fmt.Errorf("node: %s: directories nested deeper than %d", dir, removeTreeDepthMax)
+		}
+		names, err := fsys.List(dir)
+		if err != nil {
+			return err
+		}
+		for _, name := range names {
+			if err := removeTreeDepth(fsys, filepath.Join(dir, name), depth-1); err != nil {
+				return err
+			}
+		}
+	}
+	if err := fsys.Remove(dir); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return err
+	}
+	return nil
 }
 
 func (n *Node) openReplica(h *partition.Host, t *metadata.Topic, p int32, reps []metadata.NodeID) error {

@@ -14,6 +14,7 @@ import (
 	"github.com/corestream/corestream/client"
 	"github.com/corestream/corestream/cluster/config"
 	"github.com/corestream/corestream/netio/wire"
+	"github.com/corestream/corestream/shard"
 )
 
 // After a graceful stop the next start opens every log without a recovery
@@ -235,4 +236,41 @@ func TestClientDialWaitsForLoadedMetadata(t *testing.T) {
 	if err := <-dialed; err != nil {
 		t.Fatalf("dial once a quorum is back: %v", err)
 	}
+}
+
+// A follower restarted from a metadata snapshot that covers everything
+// committed loads its metadata once it follows the primary, without a
+// new metadata write. It used to wait for an entry of the current term to
+// apply, and in a quiet cluster answered METADATA_NOT_READY for ever
+// (control-plane simulator, seed 146).
+func TestRestartFromCompleteSnapshotLoads(t *testing.T) {
+	old := metaSnapshotEvery
+	metaSnapshotEvery = 1 // every apply writes a snapshot
+	t.Cleanup(func() { metaSnapshotEvery = old })
+	tc := startCluster(t, 3, func(c *config.Config) { c.Cluster.AutoLeaderRebalance = false })
+	ctx, cl := tc.dial(t, 60*time.Second)
+	createTopic(t, ctx, cl, client.TopicSpec{Name: "quiet", Partitions: 1, ReplicationFactor: 3})
+	cl.Close()
+	lead, _ := tc.nodes[0].metaRoute()
+	if lead <= 0 {
+		t.Fatal("no metadata primary after creating a topic")
+	}
+	f := 0
+	for f+1 == int(lead) {
+		f++
+	}
+	applied := func(n *Node) (a, snap int64) {
+		n.group.Shard(metaShard).Do(func(*shard.Shard) { a, snap = n.ctrl.applied, n.ctrl.snapshotAt })
+		return a, snap
+	}
+	clusterWait(t, 30*time.Second, fmt.Sprintf("node %d's snapshot to cover what the primary applied", f+1), func() bool {
+		want, _ := applied(tc.nodes[lead-1])
+		a, snap := applied(tc.nodes[f])
+		return a == want && snap == a
+	})
+	tc.stopNode(f)
+	tc.startNode(f)
+	clusterWait(t, 20*time.Second, fmt.Sprintf("the restarted node %d to load its metadata", f+1), func() bool {
+		return tc.nodes[f].metaLoaded.Load()
+	})
 }

@@ -52,7 +52,7 @@ func decodeSnapshot(b []byte) (int64, *metadata.State, error) {
 // loadSnapshot reads this node's metadata snapshot; ok is false when
 // there is none.
 func (c *controller) loadSnapshot() (ok bool, err error) {
-	v, p, err := checkpoint.Read(c.n.fs, filepath.Join(c.n.dir, metaSnapshotFile), metaSnapshotKind)
+	v, p, err := checkpoint.Read(c.d.fs, filepath.Join(c.d.dir, metaSnapshotFile), metaSnapshotKind)
 	if errors.Is(err, fs.ErrNotExist) {
 		return false, nil
 	}
@@ -77,41 +77,56 @@ func (c *controller) maybeSnapshot() {
 		return
 	}
 	snap := encodeSnapshot(c.applied, c.state.Snapshot())
-	if err := checkpoint.Write(c.n.fs, filepath.Join(c.n.dir, metaSnapshotFile), metaSnapshotKind, 1, snap); err != nil {
-		c.n.log.Error("metadata snapshot", "err", err)
+	if err := checkpoint.Write(c.d.fs, filepath.Join(c.d.dir, metaSnapshotFile), metaSnapshotKind, 1, snap); err != nil {
+		c.d.log.Error("metadata snapshot", "err", err)
 		return
 	}
 	c.snapshot, c.snapshotAt = snap, c.applied
 	res, err := c.r.ApplyRetentionUpTo(c.applied)
 	if err != nil {
-		c.n.log.Warn("metadata log compaction", "err", err)
+		c.d.log.Warn("metadata log compaction", "err", err)
 		return
 	}
-	c.n.log.Info("metadata snapshot", "applied", c.applied, "bytes", len(snap),
+	c.d.log.Info("metadata snapshot", "applied", c.applied, "bytes", len(snap),
 		"segments_deleted", res.Segments, "log_start", res.LogStartOffset)
+}
+
+// install replaces the applied state with snapshot snap (encodeSnapshot)
+// when it covers more than is applied, and reports whether it did.
+func (m *metaCore) install(snap []byte) (bool, error) {
+	applied, st, err := decodeSnapshot(snap)
+	if err != nil {
+		return false, err
+	}
+	if applied <= m.applied {
+		return false, nil
+	}
+	m.state, m.applied = st, applied
+	return true, nil
 }
 
 // onReset installs the snapshot a leader sent with a log reset: this node
 // was so far behind that the entries it needed were compacted away.
 func (c *controller) onReset(r *partition.Replica, start int64, snap []byte) {
 	if len(snap) == 0 {
-		c.n.log.Error("metadata: log reset without a snapshot", "start", start)
+		c.d.log.Error("metadata: log reset without a snapshot", "start", start)
 		return
 	}
-	applied, st, err := decodeSnapshot(snap)
+	ok, err := c.install(snap)
 	if err != nil {
-		c.n.log.Error("metadata: installing a snapshot", "err", err)
+		c.d.log.Error("metadata: installing a snapshot", "err", err)
 		return
 	}
-	if applied <= c.applied {
+	if !ok {
 		return
 	}
-	if err := checkpoint.Write(c.n.fs, filepath.Join(c.n.dir, metaSnapshotFile), metaSnapshotKind, 1, snap); err != nil {
-		c.n.log.Error("metadata: persisting an installed snapshot", "err", err)
+	applied := c.applied
+	if err := checkpoint.Write(c.d.fs, filepath.Join(c.d.dir, metaSnapshotFile), metaSnapshotKind, 1, snap); err != nil {
+		c.d.log.Error("metadata: persisting an installed snapshot", "err", err)
 	}
-	c.state, c.applied, c.snapshot, c.snapshotAt = st, applied, snap, applied
+	c.snapshot, c.snapshotAt = snap, applied
 	c.installed++
-	c.n.log.Info("metadata snapshot installed", "applied", applied, "log_start", start)
+	c.d.log.Info("metadata snapshot installed", "applied", applied, "log_start", start)
 	c.publish()
 	c.checkLoaded()
 }

@@ -68,6 +68,28 @@ func (rt *routes) get(key [20]byte) (route, bool) {
 	return r, ok
 }
 
+// setLocal records what a local replica knows of its primary, unless
+// this node already holds a newer generation, learned from that
+// generation's primary: a replica that has just opened (generation 0, no
+// primary) or that lags a term behind must not hide the primary the
+// cluster announced, nor bring back an older one. It reports whether r
+// was stored. (Found by the control-plane simulator, seeds 98 and 397: a
+// node cut off while a topic was created learned the primary's
+// announcement on the heal, then opened its replica and told its clients
+// the partition had no primary, or named a deposed one.)
+func (rt *routes) setLocal(key [20]byte, r route) bool {
+	rt.mu.Lock()
+	defer rt.mu.Unlock()
+	if rt.m == nil {
+		rt.m = map[[20]byte]route{}
+	}
+	if old, ok := rt.m[key]; ok && old.term > r.term {
+		return false
+	}
+	rt.m[key] = r
+	return true
+}
+
 // learn records a route announced by a peer unless this node already
 // knows a newer generation (or a primary for the same one: one leader per
 // term).

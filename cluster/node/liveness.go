@@ -1,0 +1,95 @@
+package node
+
+import (
+	"sync/atomic"
+	"time"
+
+	"github.com/corestream/corestream/cluster/clock"
+	"github.com/corestream/corestream/raftlite"
+)
+
+// liveness is the node's failure detector: a peer is alive while a frame
+// from it arrived within an election timeout. The transport feeds it
+// (heard, on every frame); every other part reads it through a liveness
+// signal (alive) and never sees the transport. It reads time only
+// through its clock, so the simulator runs the same detector.
+type liveness struct {
+	clock   clock.Clock
+	timeout time.Duration
+	// lastSeen[id] is when a frame last came from node id (unix ns, 0:
+	// never).
+	lastSeen [raftlite.NodeIDMax + 1]atomic.Int64
+}
+
+func newLiveness(c clock.Clock, timeout time.Duration) *liveness {
+	return &liveness{clock: c, timeout: timeout}
+}
+
+// heard notes a frame from node id. Safe on any goroutine.
+func (l *liveness) heard(id int32) {
+	if id > 0 && id <= int32(raftlite.NodeIDMax) {
+		l.lastSeen[id].Store(l.clock.Now().UnixNano())
+	}
+}
+
+// alive reports whether a frame came from node id within the timeout.
+// Safe on any goroutine.
+func (l *liveness) alive(id int32) bool {
+	if id <= 0 || id > int32(raftlite.NodeIDMax) {
+		return false
+	}
+	last := l.lastSeen[id].Load()
+	return last != 0 && l.clock.Now().Sub(time.Unix(0, last)) < l.timeout
+}
+
+// downWatch turns the liveness signal into "peer down" edges, one beat
+// at a time (pure: the caller gives the time and the signal).
+type downWatch struct {
+	every   time.Duration // the beat interval
+	timeout time.Duration // the liveness timeout
+	// lastBeat is when beat last ran (zero: never).
+	lastBeat time.Time
+	wasAlive map[int32]bool
+}
+
+func newDownWatch(every, timeout time.Duration) *downWatch {
+	return &downWatch{every: every, timeout: timeout, wasAlive: map[int32]bool{}}
+}
+
+// beat returns the peers that were alive at the previous beat and are
+// not now. A beat that comes late means this node was the one stalled:
+// the peers' frames may be waiting unread in its sockets, so their
+// silence proves nothing this time and beat reports nobody.
+func (w *downWatch) beat(now time.Time, peers []int32, alive func(int32) bool) (down []int32) {
+	stalled := !w.lastBeat.IsZero() && now.Sub(w.lastBeat) > w.every+w.timeout/2
+	w.lastBeat = now
+	if stalled {
+		return nil
+	}
+	for _, id := range peers {
+		a := alive(id)
+		if w.wasAlive[id] && !a {
+			down = append(down, id)
+		}
+		w.wasAlive[id] = a
+	}
+	return down
+}
+
+// campaignsAfterDown is the failover rule for one group when node dead
+// stops answering: in a group that dead led (or that has no leader), the
+// first replica in replica-set order (preferred first) that is alive
+// campaigns at once instead of waiting for an election timeout. It
+// reports whether that replica is self.
+func campaignsAfterDown(replicas []raftlite.NodeID, lead, dead, self raftlite.NodeID, alive func(raftlite.NodeID) bool) bool {
+	if lead != dead && lead != raftlite.None {
+		return false
+	}
+	for _, m := range replicas {
+		if m == dead || !(m == self || alive(m)) {
+			continue
+		}
+		return m == self
+	}
+	return false
+}

@@ -1,0 +1,103 @@
+package node
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/corestream/corestream/cluster/peerwire"
+	"github.com/corestream/corestream/netio"
+	"github.com/corestream/corestream/raftlite"
+	"github.com/corestream/corestream/shard/partition"
+)
+
+// Transport is the network seam between this node and its peers: the
+// replicas' consensus messages out, route announcements, leadership
+// transfer requests, and the liveness signal in. peers (peers.go,
+// peerconn.go) is the TCP one; everything it needs from the node comes in
+// through peerDeps, and what it learns goes out through those upcalls, so
+// neither side reads the other's fields. nil on a single node.
+type Transport interface {
+	// send queues a replica's messages (its Config.Send). REQUIRES: on
+	// the replica's shard.
+	send(r *partition.Replica, msgs []raftlite.Message)
+	// announce queues the route of a partition this node leads.
+	announce(r peerwire.Route)
+	// requestTransfer asks node from, a peer, to start the transfer t.
+	requestTransfer(from int32, t peerwire.Transfer)
+	// opened and closed register and forget a consensus group hosted on
+	// shard shardID, for incoming messages.
+	opened(g raftlite.GroupID, shardID int)
+	closed(g raftlite.GroupID)
+	// alive is the liveness signal: a frame came from node id lately.
+	alive(id int32) bool
+	// hops counts messages that crossed shards inside the transport.
+	hops() uint64
+	// shutdown closes every link and the listener.
+	shutdown(ctx context.Context) error
+}
+
+var _ Transport = (*peers)(nil)
+
+// startPeers builds the TCP transport over the replication listener ln
+// (bound by preflight) and wires it to the node's parts.
+func (n *Node) startPeers(ln *netio.Listener) error {
+	timeout := time.Duration(n.cfg.Cluster.ElectionTimeoutMs) * time.Millisecond
+	p, err := newPeers(peerDeps{
+		self: int32(n.self), roster: n.roster, log: n.log, group: n.group, clock: n.clock,
+		live:      newLiveness(n.clock, timeout),
+		heartbeat: time.Duration(n.cfg.Cluster.HeartbeatIntervalMs) * time.Millisecond,
+		stopped:   n.stopped.Load,
+		step:      n.stepPeerMessage,
+		learnRoute: func(r peerwire.Route) {
+			n.routes.learn(shardKey(r.TopicID, r.Partition), route{leader: r.Leader, term: r.Term, inSync: maskIDs(r.InSync)})
+		},
+		transfer: func(t peerwire.Transfer) { n.transferLocal(t.TopicID, t.Partition, t.Target) },
+		peerDown: func(id int32) { n.peerDown(raftlite.NodeID(id)) },
+		metaApplied: func() int64 {
+			if n.ctrl == nil {
+				return -1
+			}
+			return n.ctrl.applied
+		},
+		metaSnapshot: func() []byte {
+			if n.ctrl == nil {
+				return nil
+			}
+			return n.ctrl.snapshot
+		},
+		ledRoutes: func() []peerwire.Route { return n.routes.ledBy(int32(n.self)) },
+	}, n.cfg.Cluster.Coordinator.ReplicaConnectionsPerPeer, []byte(n.cfg.Cluster.Secret), n.cfg.Network, ln)
+	if err != nil {
+		return err
+	}
+	n.peers = p
+	return nil
+}
+
+// stepPeerMessage steps a peer's message into its group on shard
+// shardID. Runs on that shard.
+func (n *Node) stepPeerMessage(shardID int, m *raftlite.Message) {
+	h := n.hosts[shardID]
+	if h == nil {
+		return
+	}
+	r := h.Group(m.Group)
+	if r == nil {
+		return
+	}
+	if err := r.Step(*m); err != nil && !errors.Is(err, partition.ErrClosed) {
+		n.log.Debug("replication: message refused", "group", m.Group, "type", m.Type, "err", err)
+		return
+	}
+	if shardID == metaShard && n.ctrl != nil {
+		n.ctrl.observe(r, m)
+	}
+}
+
+// requestTransfer sends t to node from over its link 0. REQUIRES: on
+// shard metaShard, which owns link 0 (the balancer's shard).
+func (p *peers) requestTransfer(from int32, t peerwire.Transfer) {
+	ps := p.shards[p.linkShard(0)]
+	ps.sendFrame(linkKey{peer: from, k: 0}, peerwire.AppendTransfer(nil, t))
+}
