@@ -44,6 +44,7 @@ func TestStartChecksPortsAndDataDirFirst(t *testing.T) {
 			cfg.Node.DataDir = filepath.Join(t.TempDir(), "data")
 			cfg.Node.ClientAddr = ports[0]
 			cfg.Node.HTTPAddr = ports[1]
+			cfg.Node.KafkaAddr = ""
 			cfg.Shard.Count = 2
 			tc.mutate(&cfg)
 			n, err := New(cfg, nil)

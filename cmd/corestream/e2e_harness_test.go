@@ -181,7 +181,7 @@ func spawnServer(t testing.TB, opts serverOpts) *server {
 	if opts.shards == 0 {
 		opts.shards = 2
 	}
-	args := []string{"serve", "--data", opts.dir, "--client-addr", opts.addr, "--http-addr", "", "--shards", strconv.Itoa(opts.shards)}
+	args := []string{"serve", "--data", opts.dir, "--client-addr", opts.addr, "--http-addr", "", "--kafka-addr", "", "--shards", strconv.Itoa(opts.shards)}
 	if opts.config != "" {
 		path := filepath.Join(t.TempDir(), "corestream.toml")
 		if err := os.WriteFile(path, []byte(opts.config), 0o644); err != nil {
