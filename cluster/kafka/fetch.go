@@ -1,0 +1,136 @@
+package kafka
+
+import (
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/corestream/corestream/netio"
+)
+
+// Fetch bounds.
+const (
+	// fetchWaitMax bounds a fetch's max_wait_ms (Kafka clients send 500 ms
+	// to 5 s).
+	fetchWaitMax = 30 * time.Second
+	// fetchPartitionBytesMax bounds one partition's share of an answer.
+	fetchPartitionBytesMax = 16 << 20
+)
+
+// fetch reads every partition asked for. A first pass reads without
+// waiting; when it finds fewer than min_bytes and the client allows a
+// wait, a second pass parks a read on every partition and answers with
+// the first that has data (or when all of them time out). Reads parked
+// by the second pass that answer after that are dropped.
+//
+// Fetch sessions (KIP-227) are declined: the answer's session id is 0,
+// so clients send full requests, which this answers in full.
+// isolation_level needs no work: without transactions the last stable
+// offset is the high watermark.
+func (l *Listener) fetch(c *netio.Conn, req *kmsg.FetchRequest, reply func(kmsg.Response)) {
+	wait := min(time.Duration(max(req.MaxWaitMillis, 0))*time.Millisecond, fetchWaitMax)
+	l.fetchPass(c, req, 0, func(resp *kmsg.FetchResponse, bytes int, failed bool) {
+		if wait == 0 || failed || bytes >= int(max(req.MinBytes, 1)) {
+			reply(resp)
+			return
+		}
+		l.fetchPass(c, req, wait, func(resp *kmsg.FetchResponse, _ int, _ bool) { reply(resp) })
+	})
+}
+
+// fetchPass reads every partition of req, parking each for up to wait.
+// With wait 0 done runs once all have answered; else it runs at the
+// first answer with data or an error, or when all have answered, and
+// the response holds the partitions that answered by then. bytes is the
+// record bytes in resp; failed says a partition answered an error.
+func (l *Listener) fetchPass(c *netio.Conn, req *kmsg.FetchRequest, wait time.Duration, done func(resp *kmsg.FetchResponse, bytes int, failed bool)) {
+	resp := req.ResponseKind().(*kmsg.FetchResponse)
+	resp.SessionID = 0
+	pending, bytes, failed, answered, looped := 1, 0, false, false, false
+	var have []*kmsg.FetchResponseTopicPartition // partitions that answered
+	finish := func() {
+		pending--
+		if answered || pending > 0 && !(looped && wait > 0 && (bytes > 0 || failed)) {
+			return
+		}
+		answered = true
+		if pending > 0 {
+			keepAnswered(resp, have)
+		}
+		done(resp, bytes, failed)
+	}
+	resp.Topics = make([]kmsg.FetchResponseTopic, len(req.Topics))
+	for ti := range req.Topics {
+		t := &req.Topics[ti]
+		rt := &resp.Topics[ti]
+		*rt = kmsg.NewFetchResponseTopic()
+		rt.Topic, rt.TopicID = t.Topic, t.TopicID
+		rt.Partitions = make([]kmsg.FetchResponseTopicPartition, len(t.Partitions))
+		for pi := range t.Partitions {
+			p := &t.Partitions[pi]
+			rp := &rt.Partitions[pi]
+			*rp = kmsg.NewFetchResponseTopicPartition()
+			rp.Partition = p.Partition
+			if p.FetchOffset < 0 {
+				rp.ErrorCode = kerr.OffsetOutOfRange.Code
+				have = append(have, rp)
+				failed = true
+				continue
+			}
+			maxBytes := p.PartitionMaxBytes
+			if req.Version >= 3 && req.MaxBytes > 0 {
+				maxBytes = min(maxBytes, req.MaxBytes)
+			}
+			maxBytes = min(max(maxBytes, 1), fetchPartitionBytesMax)
+			fr := &FetchReq{Topic: t.Topic, Partition: p.Partition, LeaderEpoch: p.CurrentLeaderEpoch, Offset: p.FetchOffset,
+				MaxBytes: maxBytes}
+			if req.Version < 9 {
+				fr.LeaderEpoch = -1
+			}
+			if wait > 0 {
+				fr.MinBytes, fr.MaxWait = 1, wait
+			}
+			pending++
+			l.b.Fetch(c.Shard(), fr, func(res FetchRes) {
+				if answered {
+					return // a parked read after the answer left: dropped
+				}
+				if res.Err != nil {
+					rp.ErrorCode = errorCode(res.Err)
+					failed = true
+				} else {
+					rp.HighWatermark, rp.LastStableOffset, rp.LogStartOffset = res.HighWatermark, res.HighWatermark, res.LogStartOffset
+					rp.RecordBatches = res.Records
+					bytes += len(res.Records)
+				}
+				have = append(have, rp)
+				finish()
+			})
+		}
+	}
+	looped = true
+	finish()
+}
+
+// keepAnswered drops from resp the partitions not in have.
+func keepAnswered(resp *kmsg.FetchResponse, have []*kmsg.FetchResponseTopicPartition) {
+	in := map[*kmsg.FetchResponseTopicPartition]bool{}
+	for _, p := range have {
+		in[p] = true
+	}
+	topics := resp.Topics[:0]
+	for _, t := range resp.Topics {
+		var parts []kmsg.FetchResponseTopicPartition
+		for i := range t.Partitions {
+			if in[&t.Partitions[i]] {
+				parts = append(parts, t.Partitions[i])
+			}
+		}
+		if len(parts) > 0 {
+			t.Partitions = parts
+			topics = append(topics, t)
+		}
+	}
+	resp.Topics = topics
+}
