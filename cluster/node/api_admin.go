@@ -9,105 +9,151 @@ import (
 	"time"
 
 	"github.com/corestream/corestream/cluster/metadata"
+	"github.com/corestream/corestream/cluster/service"
 	"github.com/corestream/corestream/netio"
 	"github.com/corestream/corestream/netio/wire"
-	"github.com/corestream/corestream/shard"
 )
 
-// admin runs a metadata request on the controller's shard; the answer
-// comes back to the connection's shard.
+// admin decodes a native admin request and calls the service, which
+// runs it on the controller's shard; the answer comes back to the
+// connection's shard.
 func (h *handler) admin(c *netio.Conn, hdr wire.RequestHeader, body []byte) {
 	req := wire.NewRequest(hdr.APIKey)
 	if err := req.DecodeBody(body, hdr.APIVersion); err != nil {
 		replyErr(c, hdr, err)
 		return
 	}
-	n := h.n
-	err := shard.CallAsync(c.Shard(), n.group.Shard(metaShard), func(_ *shard.Shard, done func(any)) {
-		n.ctrl.serve(req, done)
-	}, func(v any) {
-		switch v := v.(type) {
-		case error:
-			replyErr(c, hdr, n.withAddress(v))
-		case wire.Response:
-			reply(c, hdr, v)
+	from := c.Shard()
+	answer := func(resp wire.Response, err error) {
+		if err != nil {
+			replyErr(c, hdr, err)
+			return
 		}
-	})
-	if err != nil {
-		replyErr(c, hdr, busy(err))
+		reply(c, hdr, resp)
+	}
+	switch req := req.(type) {
+	case *wire.CreateTopicRequest:
+		sreq := &service.CreateTopicRequest{Name: req.Name, Partitions: req.Partitions, ReplicationFactor: req.ReplicationFactor,
+			ValidateOnly: req.ValidateOnly, Timeout: msDuration(req.TimeoutMs)}
+		for _, e := range req.Configs {
+			sreq.Configs = append(sreq.Configs, service.Config{Key: e.Key, Value: e.Value})
+		}
+		h.svc.CreateTopic(from, sreq, func(res service.CreateTopicResult, err error) {
+			answer(&wire.CreateTopicResponse{TopicID: wire.TopicID(res.ID), Partitions: res.Partitions, ReplicationFactor: res.ReplicationFactor}, err)
+		})
+	case *wire.DeleteTopicRequest:
+		sreq := &service.DeleteTopicRequest{Name: req.Name, ID: metadata.TopicID(req.TopicID), Timeout: msDuration(req.TimeoutMs)}
+		h.svc.DeleteTopic(from, sreq, func(id metadata.TopicID, err error) {
+			answer(&wire.DeleteTopicResponse{TopicID: wire.TopicID(id)}, err)
+		})
+	case *wire.AddPartitionsRequest:
+		sreq := &service.AddPartitionsRequest{Name: req.Name, ID: metadata.TopicID(req.TopicID), Partitions: req.Partitions,
+			ValidateOnly: req.ValidateOnly, Timeout: msDuration(req.TimeoutMs)}
+		h.svc.AddPartitions(from, sreq, func(total int32, err error) {
+			answer(&wire.AddPartitionsResponse{Partitions: total}, err)
+		})
+	case *wire.CommitOffsetsRequest:
+		sreq := &service.CommitOffsetsRequest{Consumer: req.Consumer}
+		for _, o := range req.Offsets {
+			sreq.Offsets = append(sreq.Offsets, service.OffsetCommit{Topic: o.Topic, TopicID: metadata.TopicID(o.TopicID),
+				Partition: o.Partition, Offset: o.Offset, Metadata: o.Metadata})
+		}
+		h.svc.CommitOffsets(from, sreq, func(entries []error, err error) {
+			resp := &wire.CommitOffsetsResponse{Results: make([]wire.PartitionResult, len(req.Offsets))}
+			for i, o := range req.Offsets {
+				resp.Results[i] = wire.PartitionResult{Topic: o.Topic, Partition: o.Partition}
+				if i < len(entries) {
+					resp.Results[i].ErrorCode = routeCode(entries[i])
+				}
+			}
+			answer(resp, err)
+		})
+	case *wire.FetchOffsetsRequest:
+		sreq := &service.FetchOffsetsRequest{Consumer: req.Consumer}
+		for _, tp := range req.Partitions {
+			sreq.Partitions = append(sreq.Partitions, service.TopicPartition{Topic: tp.Topic, Partition: tp.Partition})
+		}
+		h.svc.FetchOffsets(from, sreq, func(offs []service.CommittedOffset, err error) {
+			resp := &wire.FetchOffsetsResponse{}
+			for _, o := range offs {
+				resp.Offsets = append(resp.Offsets, wire.CommittedOffset{Topic: o.Topic, TopicID: wire.TopicID(o.TopicID),
+					Partition: o.Partition, Offset: o.Offset, Metadata: o.Metadata})
+			}
+			answer(resp, err)
+		})
+	case *wire.MovePrimaryRequest:
+		sreq := &service.MovePrimaryRequest{Topic: req.Topic, TopicID: metadata.TopicID(req.TopicID), Partition: req.Partition,
+			TargetNodeID: req.TargetNodeID, Timeout: msDuration(req.TimeoutMs)}
+		h.svc.MovePrimary(from, sreq, func(res service.MovePrimaryResult, err error) {
+			answer(&wire.MovePrimaryResponse{PrimaryID: res.PrimaryID, Generation: res.Generation}, err)
+		})
+	case *wire.RebalanceRequest:
+		h.svc.Rebalance(from, &service.RebalanceRequest{DryRun: req.DryRun, MovesMax: req.MovesMax}, func(res service.RebalanceResult, err error) {
+			resp := &wire.RebalanceResponse{Started: res.Started}
+			for _, m := range res.Moves {
+				resp.Moves = append(resp.Moves, wire.PrimaryMove{Topic: m.Topic, TopicID: wire.TopicID(m.TopicID),
+					Partition: m.Partition, FromNode: m.FromNode, ToNode: m.ToNode})
+			}
+			answer(resp, err)
+		})
+	default:
+		replyErr(c, hdr, wire.Errorf(wire.ErrInvalidRequest, "%s is not an admin request", req.APIKey()))
 	}
 }
 
-// serve answers one admin request through done (a wire.Response or an
-// error), exactly once. Runs on the controller's shard.
-func (c *controller) serve(req wire.Request, done func(any)) {
+// The controller's side of the service's admin calls (svc_admin.go):
+// each runs on the controller's shard and answers through done exactly
+// once, there.
+
+// admit is nil when the controller can serve an admin call now.
+func (c *controller) admit(needPrimary bool) error {
 	if c.r == nil {
-		done(wire.Errorf(wire.ErrNodeNotAvailable, "the metadata group is not open on this node"))
-		return
+		return service.Errorf(service.ErrNodeNotAvailable, "the metadata group is not open on this node")
 	}
-	if _, isFetch := req.(*wire.FetchOffsetsRequest); !isFetch {
+	if needPrimary {
 		if err := c.requireMetaPrimary(); err != nil {
-			done(err)
-			return
+			return err
 		}
 	}
 	// A primary plans from its state: until its term's first entry is
 	// applied that state may lack committed commands (a topic it would
 	// create twice, offsets it would not return).
-	if err := c.n.metadataReady(); err != nil {
-		done(err)
-		return
-	}
-	switch req := req.(type) {
-	case *wire.CreateTopicRequest:
-		c.createTopic(req, done)
-	case *wire.DeleteTopicRequest:
-		c.deleteTopic(req, done)
-	case *wire.AddPartitionsRequest:
-		c.addPartitions(req, done)
-	case *wire.CommitOffsetsRequest:
-		c.commitOffsets(req, done)
-	case *wire.FetchOffsetsRequest:
-		c.fetchOffsets(req, done)
-	case *wire.MovePrimaryRequest:
-		c.movePrimary(req, done)
-	case *wire.RebalanceRequest:
-		c.rebalance(req, done)
-	default:
-		done(wire.Errorf(wire.ErrInvalidRequest, "%s is not an admin request", req.APIKey()))
-	}
+	return c.n.metadataReady()
 }
 
-func timeoutOf(ms uint32) time.Duration {
-	if ms == 0 {
+// timeoutOf is an admin call's timeout: adminTimeoutDefault for 0.
+func timeoutOf(d time.Duration) time.Duration {
+	if d <= 0 {
 		return adminTimeoutDefault
 	}
-	return time.Duration(ms) * time.Millisecond
+	return d
 }
 
-// wireErr maps metadata errors onto the wire table.
-func wireErr(err error) error {
-	var er *wire.ErrorResponse
-	if errors.As(err, &er) {
+// metadataKinds maps the metadata state machine's errors onto the
+// service's kinds.
+var metadataKinds = []struct{ is, kind error }{
+	{metadata.ErrTopicExists, service.ErrTopicExists},
+	{metadata.ErrUnknownTopic, service.ErrUnknownTopicOrPartition},
+	{metadata.ErrInvalidPartitions, service.ErrInvalidPartitions},
+	{metadata.ErrInvalidReplication, service.ErrInvalidReplicationFactor},
+	{metadata.ErrInvalidTopicName, service.ErrInvalidTopicName},
+	{metadata.ErrInvalidConfig, service.ErrInvalidConfig},
+}
+
+// metaKindErr gives a metadata error its service kind (INVALID_REQUEST
+// when it has none); an error that already has one passes.
+func metaKindErr(err error) error {
+	var se *service.Error
+	var we *wire.ErrorResponse
+	if errors.As(err, &se) || errors.As(err, &we) {
 		return err
 	}
-	codes := []struct {
-		is  error
-		err *wire.Error
-	}{
-		{metadata.ErrTopicExists, wire.ErrTopicAlreadyExists},
-		{metadata.ErrUnknownTopic, wire.ErrUnknownTopicOrPartition},
-		{metadata.ErrInvalidPartitions, wire.ErrInvalidPartitions},
-		{metadata.ErrInvalidReplication, wire.ErrInvalidReplicationFactor},
-		{metadata.ErrInvalidTopicName, wire.ErrInvalidTopicName},
-		{metadata.ErrInvalidConfig, wire.ErrInvalidConfig},
-	}
-	for _, m := range codes {
+	for _, m := range metadataKinds {
 		if errors.Is(err, m.is) {
-			return wire.Errorf(m.err, "%v", err)
+			return service.Errorf(m.kind, "%v", err)
 		}
 	}
-	return wire.Errorf(wire.ErrInvalidRequest, "%v", err)
+	return service.Errorf(service.ErrInvalidRequest, "%v", err)
 }
 
 // rosterIDs lists the roster's ids; eligible lists the live ones.
@@ -121,12 +167,12 @@ func (c *controller) rosterIDs() (roster, eligible []metadata.NodeID) {
 	return roster, eligible
 }
 
-func topicConfig(entries []wire.Config) (metadata.TopicConfig, error) {
+func topicConfig(entries []service.Config) (metadata.TopicConfig, error) {
 	var tc metadata.TopicConfig
 	for _, e := range entries {
 		v, err := strconv.ParseInt(e.Value, 10, 64)
 		if err != nil {
-			return tc, wire.Errorf(wire.ErrInvalidConfig, "config %s=%q is not an integer", e.Key, e.Value)
+			return tc, service.Errorf(service.ErrInvalidConfig, "config %s=%q is not an integer", e.Key, e.Value)
 		}
 		switch e.Key {
 		case "retention_ms":
@@ -134,20 +180,27 @@ func topicConfig(entries []wire.Config) (metadata.TopicConfig, error) {
 		case "retention_bytes":
 			tc.RetentionBytes = v
 		default:
-			return tc, wire.Errorf(wire.ErrInvalidConfig, "unknown topic config %q (known: retention_ms, retention_bytes)", e.Key)
+			return tc, service.Errorf(service.ErrInvalidConfig, "unknown topic config %q (known: retention_ms, retention_bytes)", e.Key)
 		}
 	}
 	return tc, nil
 }
 
-func (c *controller) createTopic(req *wire.CreateTopicRequest, done func(any)) {
-	if err := req.Validate(); err != nil {
-		done(err)
+func (c *controller) createTopic(req *service.CreateTopicRequest, done func(service.CreateTopicResult, error)) {
+	fail := func(err error) { done(service.CreateTopicResult{}, err) }
+	// The naming rule and the bounds are the protocol's (netio/wire),
+	// defined once there.
+	wr := &wire.CreateTopicRequest{Name: req.Name, Partitions: req.Partitions, ReplicationFactor: req.ReplicationFactor}
+	for _, e := range req.Configs {
+		wr.Configs = append(wr.Configs, wire.Config{Key: e.Key, Value: e.Value})
+	}
+	if err := wr.Validate(); err != nil {
+		fail(err)
 		return
 	}
 	tc, err := topicConfig(req.Configs)
 	if err != nil {
-		done(err)
+		fail(err)
 		return
 	}
 	roster, eligible := c.rosterIDs()
@@ -155,29 +208,29 @@ func (c *controller) createTopic(req *wire.CreateTopicRequest, done func(any)) {
 	cmd, err := c.state.PlanCreateTopic(metadata.CreateRequest{Name: req.Name, Partitions: int(req.Partitions),
 		ReplicationFactor: int(req.ReplicationFactor), Config: tc}, roster, eligible, defRF, time.Now().UnixMilli())
 	if err != nil {
-		done(wireErr(err))
+		fail(metaKindErr(err))
 		return
 	}
 	t := cmd.Topic
 	if req.ValidateOnly {
-		done(&wire.CreateTopicResponse{Partitions: int32(t.Partitions()), ReplicationFactor: int16(t.ReplicationFactor)})
+		done(service.CreateTopicResult{Partitions: int32(t.Partitions()), ReplicationFactor: int16(t.ReplicationFactor)}, nil)
 		return
 	}
-	timeout := timeoutOf(req.TimeoutMs)
+	timeout := timeoutOf(req.Timeout)
 	deadline := time.Now().Add(timeout)
 	c.propose(cmd, timeout, func(res metadata.Result, err error) {
 		if err != nil {
-			done(wireErr(err))
+			fail(metaKindErr(err))
 			return
 		}
 		t := res.Topic
-		resp := &wire.CreateTopicResponse{TopicID: wire.TopicID(t.ID), Partitions: int32(t.Partitions()), ReplicationFactor: int16(t.ReplicationFactor)}
+		out := service.CreateTopicResult{ID: t.ID, Partitions: int32(t.Partitions()), ReplicationFactor: int16(t.ReplicationFactor)}
 		c.whenRoutable(t, 0, deadline, func(err error) {
 			if err != nil {
-				done(wire.Errorf(wire.ErrUnknownServerError, "topic %q was created (id %s), but %v", t.Name, t.ID, err))
+				fail(service.Errorf(service.ErrInternal, "topic %q was created (id %s), but %v", t.Name, t.ID, err))
 				return
 			}
-			done(resp)
+			done(out, nil)
 		})
 	})
 }
@@ -230,24 +283,24 @@ func (c *controller) whenRoutable(t *metadata.Topic, first int, deadline time.Ti
 		failed, len(t.Replicas)-first, c.n.self, strings.Join(list, "; "), openBackoffMax))
 }
 
-func (c *controller) deleteTopic(req *wire.DeleteTopicRequest, done func(any)) {
-	cmd, err := c.state.PlanDeleteTopic(req.Name, metadata.TopicID(req.TopicID))
+func (c *controller) deleteTopic(req *service.DeleteTopicRequest, done func(metadata.TopicID, error)) {
+	cmd, err := c.state.PlanDeleteTopic(req.Name, req.ID)
 	if err != nil {
-		done(wireErr(err))
+		done(metadata.TopicID{}, metaKindErr(err))
 		return
 	}
-	c.propose(cmd, timeoutOf(req.TimeoutMs), func(res metadata.Result, err error) {
+	c.propose(cmd, timeoutOf(req.Timeout), func(res metadata.Result, err error) {
 		if err != nil {
-			done(wireErr(err))
+			done(metadata.TopicID{}, metaKindErr(err))
 			return
 		}
-		done(&wire.DeleteTopicResponse{TopicID: wire.TopicID(res.Topic.ID)})
+		done(res.Topic.ID, nil)
 	})
 }
 
-func (c *controller) addPartitions(req *wire.AddPartitionsRequest, done func(any)) {
-	if err := req.Validate(); err != nil {
-		done(err)
+func (c *controller) addPartitions(req *service.AddPartitionsRequest, done func(int32, error)) {
+	if err := (&wire.AddPartitionsRequest{Name: req.Name, Partitions: req.Partitions}).Validate(); err != nil {
+		done(0, err)
 		return
 	}
 	// The count a topic already has is refused (INVALID_PARTITIONS), as
@@ -258,90 +311,90 @@ func (c *controller) addPartitions(req *wire.AddPartitionsRequest, done func(any
 	if t := c.state.Topic(req.Name); t != nil {
 		before = t.Partitions()
 	}
-	cmd, err := c.state.PlanAddPartitions(req.Name, metadata.TopicID(req.TopicID), int(req.Partitions), eligible)
+	cmd, err := c.state.PlanAddPartitions(req.Name, req.ID, int(req.Partitions), eligible)
 	if err != nil {
-		done(wireErr(err))
+		done(0, metaKindErr(err))
 		return
 	}
 	if req.ValidateOnly {
-		done(&wire.AddPartitionsResponse{Partitions: req.Partitions})
+		done(req.Partitions, nil)
 		return
 	}
-	timeout := timeoutOf(req.TimeoutMs)
+	timeout := timeoutOf(req.Timeout)
 	deadline := time.Now().Add(timeout)
 	c.propose(cmd, timeout, func(res metadata.Result, err error) {
 		if err != nil {
-			done(wireErr(err))
+			done(0, metaKindErr(err))
 			return
 		}
 		c.whenRoutable(res.Topic, before, deadline, func(err error) {
 			if err != nil {
-				done(wire.Errorf(wire.ErrUnknownServerError, "topic %q now has %d partitions, but of the new ones %v", res.Topic.Name, res.Topic.Partitions(), err))
+				done(0, service.Errorf(service.ErrInternal, "topic %q now has %d partitions, but of the new ones %v", res.Topic.Name, res.Topic.Partitions(), err))
 				return
 			}
-			done(&wire.AddPartitionsResponse{Partitions: int32(res.Topic.Partitions())})
+			done(int32(res.Topic.Partitions()), nil)
 		})
 	})
 }
 
-func (c *controller) commitOffsets(req *wire.CommitOffsetsRequest, done func(any)) {
-	if err := req.Validate(); err != nil {
-		done(err)
+func (c *controller) commitOffsets(req *service.CommitOffsetsRequest, done func([]error, error)) {
+	if err := wire.ValidateConsumerName(req.Consumer); err != nil {
+		done(nil, err)
 		return
 	}
-	resp := &wire.CommitOffsetsResponse{Results: make([]wire.PartitionResult, len(req.Offsets))}
+	results := make([]error, len(req.Offsets))
 	cmd := metadata.Command{Version: metadata.CommandVersion, Op: metadata.OpCommitOffsets, Consumer: req.Consumer}
 	var idx []int
 	for i, o := range req.Offsets {
-		resp.Results[i] = wire.PartitionResult{Topic: o.Topic, Partition: o.Partition}
 		e := metadata.OffsetEntry{OffsetKey: metadata.OffsetKey{Topic: o.Topic, Partition: o.Partition},
-			Committed: metadata.Committed{TopicID: metadata.TopicID(o.TopicID), Offset: o.Offset, Metadata: o.Metadata}}
+			Committed: metadata.Committed{TopicID: o.TopicID, Offset: o.Offset, Metadata: o.Metadata}}
 		if err := c.state.CheckOffset(e); err != nil {
-			resp.Results[i].ErrorCode = offsetCode(err)
+			results[i] = offsetErr(err)
 			continue
 		}
 		cmd.Offsets = append(cmd.Offsets, e)
 		idx = append(idx, i)
 	}
 	if len(cmd.Offsets) == 0 {
-		done(resp)
+		done(results, nil)
 		return
 	}
 	c.propose(cmd, adminTimeoutDefault, func(res metadata.Result, err error) {
 		if err != nil {
-			done(wireErr(err))
+			done(nil, metaKindErr(err))
 			return
 		}
 		for j, e := range res.Errors {
 			if e != nil {
-				resp.Results[idx[j]].ErrorCode = offsetCode(e)
+				results[idx[j]] = offsetErr(e)
 			}
 		}
-		done(resp)
+		done(results, nil)
 	})
 }
 
-func offsetCode(err error) int16 {
+// offsetErr is one offset commit's refusal.
+func offsetErr(err error) error {
 	if errors.Is(err, metadata.ErrUnknownTopic) {
-		return wire.ErrUnknownTopicOrPartition.Code
+		return service.Errorf(service.ErrUnknownTopicOrPartition, "%v", err)
 	}
-	return wire.ErrInvalidOffset.Code
+	return service.Errorf(service.ErrInvalidOffset, "%v", err)
 }
 
 // fetchOffsets reads committed offsets from this node's copy of the
 // metadata (the controller's state, current to what it has applied).
-func (c *controller) fetchOffsets(req *wire.FetchOffsetsRequest, done func(any)) {
-	if err := req.Validate(); err != nil {
-		done(err)
+func (c *controller) fetchOffsets(req *service.FetchOffsetsRequest, done func([]service.CommittedOffset, error)) {
+	if err := wire.ValidateConsumerName(req.Consumer); err != nil {
+		done(nil, err)
 		return
 	}
-	resp := &wire.FetchOffsetsResponse{}
+	var out []service.CommittedOffset
 	add := func(topic string, p int32, cm metadata.Committed, ok bool) {
-		co := wire.CommittedOffset{Topic: topic, Partition: p, Offset: -1}
+		co := service.CommittedOffset{Topic: topic, Partition: p, Offset: -1}
 		if ok {
-			co.TopicID, co.Offset, co.Metadata = wire.TopicID(cm.TopicID), cm.Offset, cm.Metadata
+			co.TopicID, co.Offset, co.Metadata = cm.TopicID, cm.Offset, cm.Metadata
 		}
-		resp.Offsets = append(resp.Offsets, co)
+		out = append(out, co)
 	}
 	if len(req.Partitions) == 0 {
 		for _, e := range c.state.CommittedAll(req.Consumer) {
@@ -352,5 +405,5 @@ func (c *controller) fetchOffsets(req *wire.FetchOffsetsRequest, done func(any))
 		cm, ok := c.state.Committed(req.Consumer, metadata.OffsetKey{Topic: tp.Topic, Partition: tp.Partition})
 		add(tp.Topic, tp.Partition, cm, ok)
 	}
-	done(resp)
+	done(out, nil)
 }

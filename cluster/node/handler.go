@@ -2,16 +2,32 @@ package node
 
 import (
 	"errors"
-	"fmt"
+	"log/slog"
+	"sync/atomic"
 
+	"github.com/corestream/corestream/cluster/service"
 	"github.com/corestream/corestream/netio"
 	"github.com/corestream/corestream/netio/wire"
 	"github.com/corestream/corestream/shard"
 )
 
-// handler serves the client protocol. Every method runs on the shard
-// that owns the connection (its home shard).
-type handler struct{ n *Node }
+// handler serves the native client protocol: it decodes each request
+// frame, calls the typed service (cluster/service) and encodes the answer
+// or the error (wireError, one table). Every method runs on the shard
+// that owns the connection (its home shard); so do the service's
+// completions, which are given the home shard as from.
+type handler struct {
+	svc           service.Service
+	log           *slog.Logger
+	maxFrameBytes int
+	// group and ownerShard move a connection to the shard its requests
+	// go to (maybeMigrate); ownerShard is the shard owning a partition,
+	// -1 when the topic or partition is unknown.
+	group      *shard.Group
+	ownerShard func(topic string, p int32) int
+	// migrations counts connections moved.
+	migrations *atomic.Uint64
+}
 
 // connState is one client connection's protocol state.
 type connState struct {
@@ -32,7 +48,7 @@ func (h *handler) OnOpen(c *netio.Conn) error {
 
 func (h *handler) OnClose(c *netio.Conn, err error) {
 	if err != nil && !errors.Is(err, netio.ErrClosed) {
-		h.n.log.Debug("connection closed", "remote", c.RemoteAddr(), "err", err)
+		h.log.Debug("connection closed", "remote", c.RemoteAddr(), "err", err)
 	}
 }
 
@@ -45,7 +61,7 @@ func (h *handler) OnFrameTooLarge(c *netio.Conn, size uint32, head []byte) {
 		return
 	}
 	e := wire.Errorf(wire.ErrMessageTooLarge, "request frame of %d bytes exceeds network.max_frame_bytes %d; closing the connection",
-		size, h.n.cfg.Network.MaxFrameBytes)
+		size, h.maxFrameBytes)
 	c.Send(netio.Response{Header: wire.AppendErrorResponse(nil, hdr.CorrelationID, e)})
 }
 
@@ -71,8 +87,12 @@ func (h *handler) OnFrame(c *netio.Conn, body []byte) {
 	switch hdr.APIKey {
 	case wire.APIHandshake:
 		h.handshake(c, st, hdr, req)
-	case wire.APIProduce, wire.APIFetch, wire.APIListOffsets:
-		h.dataRequest(c, hdr, req)
+	case wire.APIProduce:
+		h.produce(c, hdr, req)
+	case wire.APIFetch:
+		h.fetch(c, hdr, req)
+	case wire.APIListOffsets:
+		h.listOffsets(c, hdr, req)
 	case wire.APIDescribePartition:
 		h.describePartition(c, hdr, req)
 	case wire.APIMetadata:
@@ -105,13 +125,9 @@ func (h *handler) handshake(c *netio.Conn, st *connState, hdr wire.RequestHeader
 		return
 	}
 	st.handshaken, st.protocol = true, v
-	resp := wire.ServerHandshake(v, int32(h.n.self), h.n.clusterID(), Version, uint32(h.n.cfg.Network.MaxFrameBytes))
+	id := h.svc.Identity()
+	resp := wire.ServerHandshake(v, id.NodeID, id.ClusterID, id.Version, uint32(h.maxFrameBytes))
 	reply(c, hdr, resp)
-}
-
-// clusterID names the cluster in handshakes: its roster's size and first id.
-func (n *Node) clusterID() string {
-	return fmt.Sprintf("corestream-%d", len(n.roster))
 }
 
 // reply sends a successful response.
@@ -119,28 +135,8 @@ func reply(c *netio.Conn, hdr wire.RequestHeader, resp wire.Response) {
 	c.Reply(netio.Response{Header: wire.AppendResponse(nil, hdr.CorrelationID, hdr.APIVersion, resp)})
 }
 
-// replyErr sends an error response.
+// replyErr sends an error response: a service error gets its native code
+// from the one table (wireError).
 func replyErr(c *netio.Conn, hdr wire.RequestHeader, err error) {
-	c.Reply(netio.Response{Header: wire.AppendErrorResponse(nil, hdr.CorrelationID, err)})
-}
-
-// busy is the answer when another shard cannot take the request now.
-func busy(err error) error {
-	if errors.Is(err, shard.ErrStopped) {
-		return wire.Errorf(wire.ErrNodeNotAvailable, "the node is shutting down")
-	}
-	e := wire.Errorf(wire.ErrBusy, "the node is overloaded (%v); retry shortly", err)
-	e.RetryAfterMs = 5
-	return e
-}
-
-// withAddress turns a replica's error into the protocol's (wireError) and
-// fills a routing hint's address from the roster.
-func (n *Node) withAddress(err error) error {
-	err = wireError(err)
-	var er *wire.ErrorResponse
-	if errors.As(err, &er) && er.Hint != nil && er.Hint.Address == "" && er.Hint.NodeID > 0 {
-		er.Hint.Address = n.addrOf(er.Hint.NodeID)
-	}
-	return err
+	c.Reply(netio.Response{Header: wire.AppendErrorResponse(nil, hdr.CorrelationID, wireError(err))})
 }

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/corestream/corestream/cluster/forward"
+	"github.com/corestream/corestream/cluster/service"
 	"github.com/corestream/corestream/netio/wire"
 )
 
@@ -21,8 +22,9 @@ import (
 // metadata on the metadata primary: a node that is not the right one
 // forwards the request there in one hop, signed with a proof
 // (cluster/forward) that expires after 10 s; a forwarded request is never
-// forwarded again. Requests run on the owning shard through the same code
-// as the binary protocol.
+// forwarded again. The handlers call the typed service (cluster/service),
+// the same calls the binary protocol makes, and turn its results into
+// JSON; they hold no *Node.
 
 // Bounds of the HTTP API (httpBodyBytesMax and httpRecordsMax are with
 // the parsing and the records).
@@ -41,11 +43,18 @@ const (
 )
 
 type httpAPI struct {
-	n      *Node
-	srv    *http.Server
-	ln     net.Listener
-	mux    *http.ServeMux
-	client *http.Client
+	svc service.Service
+	// self is this node's id; jwtSecret signs and verifies forwarded
+	// requests ("" : this node forwards nothing).
+	self      int32
+	jwtSecret string
+	// httpAddrs is node id's advertised HTTP address ("" when the roster
+	// has none).
+	httpAddrs func(id int32) string
+	srv       *http.Server
+	ln        net.Listener
+	mux       *http.ServeMux
+	client    *http.Client
 	// bodyTimeout is httpBodyTimeout; tests shorten it.
 	bodyTimeout time.Duration
 }
@@ -62,10 +71,11 @@ func (n *Node) startHTTP(ln net.Listener) {
 	n.log.Info("http listening", "http_addr", ln.Addr().String())
 }
 
-// newHTTPAPI builds the router and the server on ln.
+// newHTTPAPI builds the router and the server on ln, wired to n's
+// service.
 func newHTTPAPI(n *Node, ln net.Listener, bodyTimeout time.Duration) *httpAPI {
-	h := &httpAPI{n: n, ln: ln, mux: http.NewServeMux(), client: &http.Client{Timeout: httpForwardTimeout},
-		bodyTimeout: bodyTimeout}
+	h := &httpAPI{svc: n.svc, self: int32(n.self), jwtSecret: n.cfg.HTTP.JWTSecret, httpAddrs: n.httpAddrOf,
+		ln: ln, mux: http.NewServeMux(), client: &http.Client{Timeout: httpForwardTimeout}, bodyTimeout: bodyTimeout}
 	h.mux.HandleFunc("GET /v1/health", h.health)
 	h.mux.HandleFunc("GET /v1/cluster", h.cluster)
 	h.mux.HandleFunc("GET /v1/topics", h.listTopics)
@@ -118,14 +128,13 @@ func (h *httpAPI) notRouted(w http.ResponseWriter, r *http.Request) {
 // (-1 when none is known); notHere is the error when this node is not it
 // (NOT_PRIMARY or NOT_METADATA_PRIMARY).
 func (h *httpAPI) route(w http.ResponseWriter, r *http.Request, body []byte, target int32, notHere *wire.Error) bool {
-	n := h.n
-	self := int32(n.self)
+	self := h.self
 	role := "the partition's primary"
 	if notHere == wire.ErrNotMetadataPrimary {
 		role = "the metadata primary"
 	}
 	if proof := r.Header.Get(forward.Header); proof != "" {
-		from, err := forward.Verify([]byte(n.cfg.HTTP.JWTSecret), proof,
+		from, err := forward.Verify([]byte(h.jwtSecret), proof,
 			forward.Request{Method: r.Method, PathQuery: r.URL.RequestURI(), Body: body, To: self}, time.Now())
 		if err != nil {
 			h.fail(w, &httpStatusError{status: http.StatusUnauthorized,
@@ -142,7 +151,7 @@ func (h *httpAPI) route(w http.ResponseWriter, r *http.Request, body []byte, tar
 	if target == self {
 		return true
 	}
-	addr := n.httpAddrOf(target)
+	addr := h.httpAddrs(target)
 	switch {
 	case target <= 0:
 		h.fail(w, wire.Errorf(wire.ErrPrimaryNotAvailable, "no node is %s right now (an election, or too few nodes reachable); retry shortly", role))
@@ -150,7 +159,7 @@ func (h *httpAPI) route(w http.ResponseWriter, r *http.Request, body []byte, tar
 	case addr == "":
 		h.fail(w, notThere(notHere, target, fmt.Sprintf("node %d is not %s; node %d is, and has no http_addr in the roster", self, role, target)))
 		return false
-	case n.cfg.HTTP.JWTSecret == "":
+	case h.jwtSecret == "":
 		h.fail(w, notThere(notHere, target, fmt.Sprintf("node %d is not %s; node %d is (forwarding needs http.jwt_secret): send to %s", self, role, target, addr)))
 		return false
 	}
@@ -177,9 +186,8 @@ func knownPrimary(target int32) string {
 // the answer back, whatever it is: the target answers errors in the same
 // JSON shape.
 func (h *httpAPI) forward(w http.ResponseWriter, r *http.Request, body []byte, target int32, addr string) {
-	n := h.n
-	proof, err := forward.Sign([]byte(n.cfg.HTTP.JWTSecret),
-		forward.Request{Method: r.Method, PathQuery: r.URL.RequestURI(), Body: body, From: int32(n.self), To: target}, time.Now())
+	proof, err := forward.Sign([]byte(h.jwtSecret),
+		forward.Request{Method: r.Method, PathQuery: r.URL.RequestURI(), Body: body, From: h.self, To: target}, time.Now())
 	if err != nil {
 		h.fail(w, err)
 		return
@@ -222,16 +230,16 @@ func (n *Node) httpAddrOf(id int32) string {
 	return ""
 }
 
-// adminCall runs an admin request on the controller and waits.
-func (n *Node) adminCall(req wire.Request) (any, error) {
-	out := make(chan any, 1)
-	err := n.group.Shard(metaShard).Post(func() { n.ctrl.serve(req, func(v any) { out <- v }) })
-	if err != nil {
-		return nil, busy(err)
+// await calls a service call that answers through a completion, from
+// this goroutine (no shard: the completion runs on the serving shard and
+// must not block), and waits for the answer.
+func await[R any](call func(done func(R, error))) (R, error) {
+	type answer struct {
+		v   R
+		err error
 	}
-	v := <-out
-	if err, ok := v.(error); ok {
-		return nil, n.withAddress(err)
-	}
-	return v, nil
+	out := make(chan answer, 1)
+	call(func(v R, err error) { out <- answer{v, err} })
+	a := <-out
+	return a.v, a.err
 }

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/corestream/corestream/cluster/config"
+	"github.com/corestream/corestream/cluster/service"
 	"github.com/corestream/corestream/netio/wire"
 	"github.com/corestream/corestream/segment/batch"
 )
@@ -301,12 +302,12 @@ func TestHTTPParseQuery(t *testing.T) {
 	}
 	produces := []struct {
 		query string
-		acks  wire.Acks
+		acks  service.Acks
 		bad   bool
 	}{
-		{"", wire.AcksQuorum, false},
-		{"acks=quorum", wire.AcksQuorum, false},
-		{"acks=primary", wire.AcksPrimary, false},
+		{"", service.AcksQuorum, false},
+		{"acks=quorum", service.AcksQuorum, false},
+		{"acks=primary", service.AcksPrimary, false},
 		{"acks=bogus", 0, true},
 		{"acks=", 0, true},
 		{"acks=Primary", 0, true},
@@ -363,7 +364,7 @@ func TestHTTPHalfSentBodyTimesOut(t *testing.T) {
 func TestHTTPRouteRefusals(t *testing.T) {
 	dead := freePorts(t, 1)[0] // closed: nothing listens there
 	n := &Node{self: 1, roster: []config.RosterNode{{ID: 1, HTTPAddr: "127.0.0.1:1"}, {ID: 2, HTTPAddr: dead}, {ID: 3}}}
-	h := &httpAPI{n: n, client: &http.Client{Timeout: 10 * time.Second}}
+	h := &httpAPI{self: 1, httpAddrs: n.httpAddrOf, client: &http.Client{Timeout: 10 * time.Second}}
 	cases := []struct {
 		name    string
 		secret  string
@@ -382,7 +383,7 @@ func TestHTTPRouteRefusals(t *testing.T) {
 		{"primary down", "jwt", 2, wire.ErrNotPrimary, 502, "NODE_NOT_AVAILABLE", dead, dead},
 	}
 	for _, c := range cases {
-		n.cfg.HTTP.JWTSecret = c.secret
+		h.jwtSecret = c.secret
 		w := httptest.NewRecorder()
 		r := httptest.NewRequest("GET", "/v1/topics/t/partitions/0/records", nil)
 		if h.route(w, r, nil, c.target, c.notHere) {

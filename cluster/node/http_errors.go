@@ -119,6 +119,9 @@ func errorAnswerOf(err error, httpAddrOf func(int32) string) (status int, allow 
 	if errors.As(err, &se) {
 		status, allow, err = se.status, se.allow, se.err
 	}
+	// The service's errors get their code from the one table (wireError),
+	// as on the native port.
+	err = wireError(err)
 	er := &wire.ErrorResponse{Err: wire.ErrUnknownServerError, Message: err.Error()}
 	var wer *wire.ErrorResponse
 	var we *wire.Error
@@ -155,7 +158,7 @@ func writeJSON(w http.ResponseWriter, status int, v httpAnswerer) {
 
 // fail answers err in the error shape with its status.
 func (h *httpAPI) fail(w http.ResponseWriter, err error) {
-	status, allow, body := errorAnswerOf(err, h.n.httpAddrOf)
+	status, allow, body := errorAnswerOf(err, h.httpAddrs)
 	if allow != "" {
 		w.Header().Set("Allow", allow)
 	}

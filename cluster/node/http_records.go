@@ -1,17 +1,14 @@
 package node
 
 import (
-	"errors"
 	"net/http"
 	"net/url"
 	"strconv"
 	"time"
 
-	"github.com/corestream/corestream/cluster/metadata"
-	"github.com/corestream/corestream/netio"
+	"github.com/corestream/corestream/cluster/service"
 	"github.com/corestream/corestream/netio/wire"
 	"github.com/corestream/corestream/segment/batch"
-	"golang.org/x/sys/unix"
 )
 
 // Records over HTTP. Keys, values and header keys and values are bytes,
@@ -96,7 +93,7 @@ func (produceAnswer) httpAnswer() {}
 func (fetchAnswer) httpAnswer()   {}
 
 // produceParams are a produce's query parameters.
-type produceParams struct{ acks wire.Acks }
+type produceParams struct{ acks service.Acks }
 
 // parseProduceQuery reads ?acks=quorum|primary (default quorum).
 func parseProduceQuery(q url.Values) (produceParams, error) {
@@ -108,9 +105,9 @@ func parseProduceQuery(q url.Values) (produceParams, error) {
 		return produceParams{}, err
 	}
 	if a == "primary" {
-		return produceParams{acks: wire.AcksPrimary}, nil
+		return produceParams{acks: service.AcksPrimary}, nil
 	}
-	return produceParams{acks: wire.AcksQuorum}, nil
+	return produceParams{acks: service.AcksQuorum}, nil
 }
 
 // buildBatch checks a produce body and encodes its records into one
@@ -180,7 +177,7 @@ func (rec *produceRecord) toBatch(i int, nowMs int64) (batch.Record, error) {
 }
 
 func (h *httpAPI) produce(w http.ResponseWriter, r *http.Request) {
-	t, p, lead, err := h.partitionTarget(r)
+	ref, lead, err := h.partitionTarget(r)
 	if err != nil {
 		h.fail(w, err)
 		return
@@ -205,19 +202,14 @@ func (h *httpAPI) produce(w http.ResponseWriter, r *http.Request) {
 	if !h.route(w, r, body, lead, wire.ErrNotPrimary) {
 		return
 	}
-	req := &wire.ProduceRequest{PartitionRef: partitionRef(t, p), Acks: params.acks, Records: data}
-	resp, err := h.n.serveLocal(t, p, wire.APIProduce, req)
+	req := &service.ProduceRequest{PartitionRef: ref, Acks: params.acks, Records: data}
+	pr, err := await(func(done func(service.ProduceResult, error)) { h.svc.Produce(nil, req, done) })
 	if err != nil {
 		h.fail(w, err)
 		return
 	}
-	var pr wire.ProduceResponse
-	if err := decodeFrame(resp.Header, &pr); err != nil {
-		h.fail(w, h.n.withAddress(err))
-		return
-	}
-	writeJSON(w, http.StatusOK, produceAnswer{Topic: t.Name, Partition: p, BaseOffset: pr.BaseOffset,
-		LastOffset: pr.BaseOffset + int64(count) - 1, RecordCount: count, ServedBy: int32(h.n.self)})
+	writeJSON(w, http.StatusOK, produceAnswer{Topic: ref.Topic, Partition: ref.Partition, BaseOffset: pr.BaseOffset,
+		LastOffset: pr.BaseOffset + int64(count) - 1, RecordCount: count, ServedBy: h.self})
 }
 
 // fetchParams are a fetch's query parameters.
@@ -249,7 +241,7 @@ func parseFetchQuery(q url.Values) (fetchParams, error) {
 }
 
 func (h *httpAPI) fetch(w http.ResponseWriter, r *http.Request) {
-	t, p, lead, err := h.partitionTarget(r)
+	ref, lead, err := h.partitionTarget(r)
 	if err != nil {
 		h.fail(w, err)
 		return
@@ -262,50 +254,29 @@ func (h *httpAPI) fetch(w http.ResponseWriter, r *http.Request) {
 	if !h.route(w, r, nil, lead, wire.ErrNotPrimary) {
 		return
 	}
-	req := &wire.FetchRequest{PartitionRef: partitionRef(t, p), FetchOffset: params.offset,
-		MaxBytes: params.maxBytes, MinBytes: 1, MaxWaitMs: params.maxWaitMs}
-	resp, err := h.n.serveLocal(t, p, wire.APIFetch, req)
+	req := &service.FetchRequest{PartitionRef: ref, Offset: params.offset, MaxBytes: params.maxBytes, MinBytes: 1,
+		MaxWait: msDuration(params.maxWaitMs)}
+	res, err := await(func(done func(service.FetchResult, error)) { h.svc.Fetch(nil, req, done) })
 	if err != nil {
 		h.fail(w, err)
 		return
 	}
-	frame, err := readFetchFrame(resp)
+	// The batches are copied through the log's file system and the files
+	// let go at once: JSON cannot be sent with sendfile.
+	data, err := res.Records.AppendTo(make([]byte, 0, res.Records.Bytes))
+	res.Records.Release()
 	if err != nil {
 		h.fail(w, err)
 		return
 	}
-	var fr wire.FetchResponse
-	if err := decodeFrame(frame, &fr); err != nil {
-		h.fail(w, h.n.withAddress(err))
-		return
-	}
-	out := fetchAnswer{Topic: t.Name, Partition: p, HighWatermark: fr.HighWatermark, LogStartOffset: fr.LogStartOffset,
-		ServedBy: int32(h.n.self)}
-	out.Records, out.NextOffset, err = decodeRecords(fr.Records, params.offset)
+	out := fetchAnswer{Topic: ref.Topic, Partition: ref.Partition, HighWatermark: res.HighWatermark, LogStartOffset: res.LogStartOffset,
+		ServedBy: h.self}
+	out.Records, out.NextOffset, err = decodeRecords(data, params.offset)
 	if err != nil {
 		h.fail(w, err)
 		return
 	}
 	writeJSON(w, http.StatusOK, out)
-}
-
-// readFetchFrame is the fetch response frame with the file ranges the
-// shard answered with read in, released after.
-func readFetchFrame(resp netio.Response) ([]byte, error) {
-	frame := resp.Header
-	var err error
-	for _, f := range resp.Files {
-		buf := make([]byte, f.Len)
-		if _, err = unix.Pread(f.Fd, buf, f.Off); err != nil {
-			err = wire.Errorf(wire.ErrStorageError, "reading a segment: %v", err)
-			break
-		}
-		frame = append(frame, buf...)
-	}
-	if resp.Release != nil {
-		resp.Release(err)
-	}
-	return frame, err
 }
 
 // decodeRecords turns the fetched batches into records at or after from,
@@ -347,61 +318,13 @@ func decodeRecords(data []byte, from int64) ([]fetchedRecord, int64, error) {
 	return out, next, nil
 }
 
-// partitionRef is the reference of a request the HTTP API builds: by
-// topic id, at whatever generation the primary has.
-func partitionRef(t *metadata.Topic, p int32) wire.PartitionRef {
-	return wire.PartitionRef{Topic: t.Name, TopicID: wire.TopicID(t.ID), Partition: p, Generation: wire.GenerationUnknown}
-}
-
-// partitionTarget resolves the topic and partition of the path and the
-// partition's primary (-1 when none is known).
-func (h *httpAPI) partitionTarget(r *http.Request) (*metadata.Topic, int32, int32, error) {
-	name := r.PathValue("topic")
+// partitionTarget resolves the topic and partition of the path to the
+// service's reference (by topic id, at whatever generation the primary
+// has) and the partition's primary (-1 when none is known).
+func (h *httpAPI) partitionTarget(r *http.Request) (service.PartitionRef, int32, error) {
 	p, err := pathPartition(r.PathValue("partition"))
 	if err != nil {
-		return nil, 0, 0, err
+		return service.PartitionRef{}, 0, err
 	}
-	t := h.n.view.Load().Topics[name]
-	if t == nil || int(p) >= t.Partitions() {
-		return nil, 0, 0, h.n.missingPartition(name, p, t)
-	}
-	lead := int32(-1)
-	if rt, ok := h.n.routes.get(shardKey(t.ID, p)); ok && rt.leader > 0 {
-		lead = rt.leader
-	}
-	return t, p, lead, nil
-}
-
-// serveLocal runs a data request on the owning shard and returns the
-// response frame (and its file ranges, to read before release).
-func (n *Node) serveLocal(t *metadata.Topic, p int32, key wire.APIKey, req wire.Request) (netio.Response, error) {
-	v, _, _ := key.Versions()
-	hdr := wire.RequestHeader{APIKey: key, APIVersion: v}
-	body := req.AppendBody(nil, v)
-	out := make(chan netio.Response, 1)
-	sh := n.group.Shard(n.shardOf(t.ID, p))
-	if err := sh.Post(func() { n.serveData(sh, t, p, hdr, body, func(r netio.Response) { out <- r }) }); err != nil {
-		return netio.Response{}, busy(err)
-	}
-	return <-out, nil
-}
-
-// decodeFrame decodes a response frame into resp; an error response
-// comes back as its *wire.ErrorResponse.
-func decodeFrame(frame []byte, resp wire.Response) error {
-	f, _, err := wire.NextResponseFrame(frame, len(frame))
-	if err != nil {
-		return err
-	}
-	rh, body, err := wire.ParseResponseHeader(f)
-	if err != nil {
-		return err
-	}
-	v, _, _ := resp.APIKey().Versions()
-	err = wire.DecodeResponseBody(rh, body, v, resp)
-	var er *wire.ErrorResponse
-	if err != nil && !errors.As(err, &er) {
-		return wire.Errorf(wire.ErrUnknownServerError, "decoding the shard's answer: %v", err)
-	}
-	return err
+	return h.svc.Locate(r.PathValue("topic"), p)
 }

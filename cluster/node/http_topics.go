@@ -9,6 +9,7 @@ import (
 	"strconv"
 
 	"github.com/corestream/corestream/cluster/metadata"
+	"github.com/corestream/corestream/cluster/service"
 	"github.com/corestream/corestream/netio/wire"
 )
 
@@ -107,9 +108,9 @@ type createTopicBody struct {
 	Config map[string]json.RawMessage `json:"config"`
 }
 
-// createTopicRequest checks a create body and turns it into the wire
+// createTopicRequest checks a create body and turns it into the service's
 // request, with the codes the controller would answer.
-func createTopicRequest(body []byte) (*wire.CreateTopicRequest, error) {
+func createTopicRequest(body []byte) (*service.CreateTopicRequest, error) {
 	var in createTopicBody
 	if err := decodeBody(body, &in); err != nil {
 		return nil, err
@@ -137,7 +138,11 @@ func createTopicRequest(body []byte) (*wire.CreateTopicRequest, error) {
 	if err := req.Validate(); err != nil {
 		return nil, err
 	}
-	return req, nil
+	out := &service.CreateTopicRequest{Name: req.Name, Partitions: req.Partitions, ReplicationFactor: req.ReplicationFactor}
+	for _, c := range req.Configs {
+		out.Configs = append(out.Configs, service.Config{Key: c.Key, Value: c.Value})
+	}
+	return out, nil
 }
 
 // configValue is a config value given as a JSON string or integer, as
@@ -158,8 +163,9 @@ func (h *httpAPI) health(w http.ResponseWriter, r *http.Request) {
 		h.fail(w, err)
 		return
 	}
-	lead, gen := h.n.metaRoute()
-	writeJSON(w, http.StatusOK, healthAnswer{NodeID: int32(h.n.self), Status: "ok", Version: Version,
+	id := h.svc.Identity()
+	lead, gen := h.svc.MetadataRoute()
+	writeJSON(w, http.StatusOK, healthAnswer{NodeID: id.NodeID, Status: "ok", Version: id.Version,
 		MetadataPrimaryID: lead, MetadataGeneration: gen})
 }
 
@@ -168,7 +174,11 @@ func (h *httpAPI) cluster(w http.ResponseWriter, r *http.Request) {
 		h.fail(w, err)
 		return
 	}
-	st := h.n.clusterStatus()
+	st, err := h.svc.ClusterStatus()
+	if err != nil {
+		h.fail(w, err)
+		return
+	}
 	out := clusterAnswer{MetadataPrimaryID: st.MetadataPrimaryID, MetadataGeneration: st.MetadataGeneration,
 		RebalanceInProgress: st.RebalanceInProgress, Partitions: st.Partitions, UnderReplicated: st.UnderReplicated,
 		Offline: st.Offline, Nodes: make([]nodeSummary, 0, len(st.Nodes))}
@@ -186,14 +196,15 @@ func (h *httpAPI) listTopics(w http.ResponseWriter, r *http.Request) {
 	}
 	// Before the committed metadata is loaded the list could leave topics
 	// out: 503 METADATA_NOT_READY, as on the native port.
-	if err := h.n.metadataReady(); err != nil {
+	topics, err := h.svc.ListTopics()
+	if err != nil {
 		h.fail(w, err)
 		return
 	}
 	out := topicList{Topics: []topicSummary{}}
-	for _, t := range h.n.view.Load().Sorted {
-		out.Topics = append(out.Topics, topicSummary{Name: t.Name, ID: t.ID.String(), Partitions: int32(t.Partitions()),
-			ReplicationFactor: int16(t.ReplicationFactor)})
+	for _, t := range topics {
+		out.Topics = append(out.Topics, topicSummary{Name: t.Name, ID: t.ID.String(), Partitions: t.Partitions,
+			ReplicationFactor: t.ReplicationFactor})
 	}
 	writeJSON(w, http.StatusOK, out)
 }
@@ -217,23 +228,22 @@ func (h *httpAPI) describeTopic(w http.ResponseWriter, r *http.Request) {
 		h.fail(w, err)
 		return
 	}
-	t := h.n.view.Load().Topics[name]
-	if t == nil {
-		h.fail(w, h.n.missingPartition(name, 0, nil))
+	d, err := h.svc.DescribeTopic(name)
+	if err != nil {
+		h.fail(w, err)
 		return
 	}
-	tm := h.n.topicMetadata(t)
-	out := topicDetail{Name: t.Name, ID: t.ID.String(), ReplicationFactor: tm.ReplicationFactor,
+	tm := d.Topic
+	out := topicDetail{Name: tm.Name, ID: tm.ID.String(), ReplicationFactor: tm.ReplicationFactor,
 		Partitions: make([]partitionRoute, 0, len(tm.Partitions))}
 	for _, p := range tm.Partitions {
 		pr := partitionRoute{Partition: p.Partition, PrimaryID: p.PrimaryID, Generation: p.Generation,
 			PreferredPrimaryID: p.PreferredPrimaryID, Replicas: nonNil(p.Replicas), InSync: nonNil(p.InSync),
 			Offline: nonNil(p.Offline)}
-		if p.ErrorCode != wire.CodeNone {
-			if e, ok := wire.ErrorForCode(p.ErrorCode).(*wire.Error); ok {
-				name := e.Name
-				pr.Error = &name
-			}
+		if p.Err != nil {
+			// The error's name is the wire table's, as on every answer.
+			name := codeOf(p.Err).Name
+			pr.Error = &name
 		}
 		out.Partitions = append(out.Partitions, pr)
 	}
@@ -265,18 +275,17 @@ func (h *httpAPI) createTopic(w http.ResponseWriter, r *http.Request) {
 		h.fail(w, err)
 		return
 	}
-	lead, _ := h.n.metaRoute()
+	lead, _ := h.svc.MetadataRoute()
 	if !h.route(w, r, body, lead, wire.ErrNotMetadataPrimary) {
 		return
 	}
-	v, err := h.n.adminCall(req)
+	res, err := await(func(done func(service.CreateTopicResult, error)) { h.svc.CreateTopic(nil, req, done) })
 	if err != nil {
 		h.fail(w, err)
 		return
 	}
-	resp := v.(*wire.CreateTopicResponse)
-	writeJSON(w, http.StatusCreated, topicSummary{Name: req.Name, ID: metadata.TopicID(resp.TopicID).String(),
-		Partitions: resp.Partitions, ReplicationFactor: resp.ReplicationFactor})
+	writeJSON(w, http.StatusCreated, topicSummary{Name: req.Name, ID: res.ID.String(),
+		Partitions: res.Partitions, ReplicationFactor: res.ReplicationFactor})
 }
 
 func (h *httpAPI) deleteTopic(w http.ResponseWriter, r *http.Request) {
@@ -288,14 +297,16 @@ func (h *httpAPI) deleteTopic(w http.ResponseWriter, r *http.Request) {
 		h.fail(w, err)
 		return
 	}
-	lead, _ := h.n.metaRoute()
+	lead, _ := h.svc.MetadataRoute()
 	if !h.route(w, r, nil, lead, wire.ErrNotMetadataPrimary) {
 		return
 	}
-	v, err := h.n.adminCall(&wire.DeleteTopicRequest{Name: name})
+	id, err := await(func(done func(metadata.TopicID, error)) {
+		h.svc.DeleteTopic(nil, &service.DeleteTopicRequest{Name: name}, done)
+	})
 	if err != nil {
 		h.fail(w, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, deletedTopic{Name: name, ID: metadata.TopicID(v.(*wire.DeleteTopicResponse).TopicID).String()})
+	writeJSON(w, http.StatusOK, deletedTopic{Name: name, ID: id.String()})
 }

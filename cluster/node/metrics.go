@@ -67,7 +67,7 @@ func (n *Node) leadership() leadershipCounts {
 	metaPrimary, _ := n.metaRoute()
 	for _, t := range n.view.Load().Sorted {
 		for p := range t.Replicas {
-			pr := n.partitionRoute(t, int32(p))
+			pr := n.svc.partitionRoute(t, int32(p))
 			switch {
 			case pr.PrimaryID < 0:
 				if metaPrimary == self {

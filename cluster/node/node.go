@@ -54,6 +54,9 @@ type Node struct {
 	// engineNote says which write engine the shards use and why.
 	engineNote string
 	stopped    atomic.Bool
+	// svc is the typed service every front end calls (svc.go); built
+	// once the shards run.
+	svc *nodeService
 	// http is the HTTP API (nil when node.http_addr is empty).
 	http *httpAPI
 	// kafka is the Kafka protocol's server (nil when node.kafka_addr is
@@ -211,6 +214,7 @@ func (n *Node) Start() error {
 		n.stopShards()
 		return err
 	}
+	n.svc = newService(n)
 	for i := 0; i < g.Len(); i++ {
 		sh := g.Shard(i)
 		every := time.Duration(n.cfg.Storage.RetentionCheckIntervalMs) * time.Millisecond
@@ -224,7 +228,8 @@ func (n *Node) Start() error {
 		MaxConnections: n.cfg.Network.MaxConnections, OutboundBytesMax: int64(n.cfg.Network.OutboundBytesMax),
 		RetransmitBackoffMax: time.Duration(n.cfg.Network.TCPRetransmitMaxMs) * time.Millisecond,
 		Logf:                 func(format string, args ...any) { n.log.Info(fmt.Sprintf(format, args...)) },
-	}, &handler{n: n})
+	}, &handler{svc: n.svc, log: n.log, maxFrameBytes: n.cfg.Network.MaxFrameBytes, group: g,
+		ownerShard: n.ownerShard, migrations: &n.migrations})
 	if err != nil {
 		n.stopShards()
 		return err
@@ -270,7 +275,7 @@ func (n *Node) Stop(ctx context.Context) error {
 	}
 	var first error
 	// A parked long poll is a request in flight: answer them now (and
-	// later ones at once, serveData) rather than hold the stop until the
+	// later ones at once, the service's Fetch) rather than hold the stop until the
 	// connections are cut.
 	n.answerFetches()
 	if n.http != nil {

@@ -3,18 +3,41 @@ package node
 import (
 	"errors"
 
+	"github.com/corestream/corestream/cluster/service"
 	"github.com/corestream/corestream/netio/wire"
 	"github.com/corestream/corestream/shard/partition"
 )
 
-// replicaCodes maps each kind of error a replica answers with onto the
-// native protocol's code. The replica speaks no protocol; this table (and,
-// for the Kafka listener, its own table) is where its answers get their
-// codes. A test checks that it covers partition.ErrorKinds.
+// replicaCodes maps each kind of error the service answers with (its
+// own and the replica's, service.ErrorKinds) onto the native protocol's
+// code. The service and the replica speak no protocol; this table (and,
+// for the Kafka listener, its own table) is where their answers get
+// their codes, for the native port and the HTTP API alike (HTTP names
+// its errors by these codes). A test checks that it covers
+// service.ErrorKinds.
 var replicaCodes = []struct {
 	kind error
 	code *wire.Error
 }{
+	// The service's own kinds come first: where a code has two kinds,
+	// kindOfCode reads the first.
+	{service.ErrUnknownTopicOrPartition, wire.ErrUnknownTopicOrPartition},
+	{service.ErrMetadataNotReady, wire.ErrMetadataNotReady},
+	{service.ErrNotMetadataPrimary, wire.ErrNotMetadataPrimary},
+	{service.ErrNodeNotAvailable, wire.ErrNodeNotAvailable},
+	{service.ErrTopicExists, wire.ErrTopicAlreadyExists},
+	{service.ErrInvalidTopicName, wire.ErrInvalidTopicName},
+	{service.ErrInvalidPartitions, wire.ErrInvalidPartitions},
+	{service.ErrInvalidReplicationFactor, wire.ErrInvalidReplicationFactor},
+	{service.ErrInvalidConfig, wire.ErrInvalidConfig},
+	{service.ErrInvalidRequest, wire.ErrInvalidRequest},
+	{service.ErrInvalidOffset, wire.ErrInvalidOffset},
+	{service.ErrInvalidTimestamp, wire.ErrInvalidTimestamp},
+	{service.ErrRebalanceInProgress, wire.ErrRebalanceInProgress},
+	{service.ErrNotReplica, wire.ErrNotReplica},
+	{service.ErrNotInSyncReplica, wire.ErrNotInSyncReplica},
+	{service.ErrInvalidConsumerName, wire.ErrInvalidConsumerName},
+	{service.ErrInternal, wire.ErrUnknownServerError},
 	{partition.ErrNotPrimary, wire.ErrNotPrimary},
 	{partition.ErrStaleGeneration, wire.ErrStaleGeneration},
 	{partition.ErrPrimaryNotAvailable, wire.ErrPrimaryNotAvailable},
@@ -32,32 +55,74 @@ var replicaCodes = []struct {
 	{partition.ErrDuplicateSequence, wire.ErrDuplicateSequence},
 }
 
-// The replica and the protocol share these values, so requests pass them
-// through unconverted; each line fails to compile if the two ever differ.
+// The replica, the service and the protocol share these values, so
+// requests pass them through unconverted; each line fails to compile if
+// two ever differ.
 const (
 	_ = uint(partition.GenerationUnknown-wire.GenerationUnknown) + uint(wire.GenerationUnknown-partition.GenerationUnknown)
 	_ = uint(partition.TimestampLatest-wire.TimestampLatest) + uint(wire.TimestampLatest-partition.TimestampLatest)
 	_ = uint(partition.TimestampEarliest-wire.TimestampEarliest) + uint(wire.TimestampEarliest-partition.TimestampEarliest)
 	_ = uint(partition.ProducerWindow-wire.IdempotentWindow) + uint(wire.IdempotentWindow-partition.ProducerWindow)
+	_ = uint(service.RecordsBytesMax-wire.RecordsBytesMax) + uint(wire.RecordsBytesMax-service.RecordsBytesMax)
+	_ = uint(service.FetchWaitMax/1e6-wire.FetchWaitMsMax) + uint(wire.FetchWaitMsMax-service.FetchWaitMax/1e6)
+	_ = uint(int8(service.AcksPrimary)-int8(wire.AcksPrimary)) + uint(int8(wire.AcksPrimary)-int8(service.AcksPrimary))
+	_ = uint(int8(service.AcksQuorum)-int8(wire.AcksQuorum)) + uint(int8(wire.AcksQuorum)-int8(service.AcksQuorum))
 )
 
-// wireError turns a replica's *partition.Error into the native protocol's
-// error response, hint included; any other error is returned as it is.
-func wireError(err error) error {
-	var pe *partition.Error
-	if !errors.As(err, &pe) {
-		return err
-	}
-	code := wire.ErrUnknownServerError
+// codeOf is kind's native code (UNKNOWN_SERVER_ERROR for a kind the
+// table lacks, which its test forbids).
+func codeOf(kind error) *wire.Error {
 	for _, c := range replicaCodes {
-		if pe.Kind == c.kind {
-			code = c.code
-			break
+		if kind == c.kind {
+			return c.code
 		}
 	}
-	e := &wire.ErrorResponse{Err: code, Message: pe.Message, RetryAfterMs: pe.RetryAfterMs}
-	if pe.Leader > 0 {
-		e.Hint = &wire.Hint{NodeID: pe.Leader, Generation: pe.Generation}
+	return wire.ErrUnknownServerError
+}
+
+// kindOfCode is the kind of a native code, the table read backwards: for
+// the parts that still answer in native codes (svcErr). A code with no
+// kind is ErrInternal.
+func kindOfCode(code *wire.Error) error {
+	for _, c := range replicaCodes {
+		if c.code == code {
+			return c.kind
+		}
 	}
-	return e
+	return service.ErrInternal
+}
+
+// wireError turns the service's *service.Error, or a replica's
+// *partition.Error, into the native protocol's error response, hint
+// included; any other error is returned as it is.
+func wireError(err error) error {
+	var se *service.Error
+	var pe *partition.Error
+	switch {
+	case errors.As(err, &se):
+		e := &wire.ErrorResponse{Err: codeOf(se.Kind), Message: se.Message, RetryAfterMs: se.RetryAfterMs}
+		if h := se.Hint; h != nil {
+			e.Hint = &wire.Hint{NodeID: h.NodeID, Address: h.ClientAddr, Generation: h.Generation}
+		}
+		return e
+	case errors.As(err, &pe):
+		e := &wire.ErrorResponse{Err: codeOf(pe.Kind), Message: pe.Message, RetryAfterMs: pe.RetryAfterMs}
+		if pe.Leader > 0 {
+			e.Hint = &wire.Hint{NodeID: pe.Leader, Generation: pe.Generation}
+		}
+		return e
+	}
+	return err
+}
+
+// routeCode is a route's error as the native code (CodeNone for none).
+func routeCode(err error) int16 {
+	if err == nil {
+		return wire.CodeNone
+	}
+	var se *service.Error
+	if errors.As(err, &se) {
+		return codeOf(se.Kind).Code
+	}
+	return codeOf(err).Code
 }

@@ -1,0 +1,93 @@
+package node
+
+import (
+	"github.com/corestream/corestream/cluster/metadata"
+	"github.com/corestream/corestream/cluster/service"
+	"github.com/corestream/corestream/netio/wire"
+	"github.com/corestream/corestream/shard"
+)
+
+// The service's admin calls: each runs on the controller's shard
+// (adminCall) once the controller admits it.
+
+// CreateTopic implements service.Admin.
+func (s *nodeService) CreateTopic(from *shard.Shard, req *service.CreateTopicRequest, done func(service.CreateTopicResult, error)) {
+	r := *req
+	adminCall(s, from, true, func(c metadataAdmin, reply func(service.CreateTopicResult, error)) { c.createTopic(&r, reply) }, done)
+}
+
+// DeleteTopic implements service.Admin.
+func (s *nodeService) DeleteTopic(from *shard.Shard, req *service.DeleteTopicRequest, done func(metadata.TopicID, error)) {
+	r := *req
+	adminCall(s, from, true, func(c metadataAdmin, reply func(metadata.TopicID, error)) { c.deleteTopic(&r, reply) }, done)
+}
+
+// AddPartitions implements service.Admin.
+func (s *nodeService) AddPartitions(from *shard.Shard, req *service.AddPartitionsRequest, done func(int32, error)) {
+	r := *req
+	adminCall(s, from, true, func(c metadataAdmin, reply func(int32, error)) { c.addPartitions(&r, reply) }, done)
+}
+
+// CommitOffsets implements service.Admin.
+func (s *nodeService) CommitOffsets(from *shard.Shard, req *service.CommitOffsetsRequest, done func([]error, error)) {
+	r := *req
+	adminCall(s, from, true, func(c metadataAdmin, reply func([]error, error)) { c.commitOffsets(&r, reply) }, done)
+}
+
+// FetchOffsets implements service.Admin: any node answers it.
+func (s *nodeService) FetchOffsets(from *shard.Shard, req *service.FetchOffsetsRequest, done func([]service.CommittedOffset, error)) {
+	r := *req
+	adminCall(s, from, false, func(c metadataAdmin, reply func([]service.CommittedOffset, error)) { c.fetchOffsets(&r, reply) }, done)
+}
+
+// MovePrimary implements service.Admin.
+func (s *nodeService) MovePrimary(from *shard.Shard, req *service.MovePrimaryRequest, done func(service.MovePrimaryResult, error)) {
+	r := *req
+	adminCall(s, from, true, func(c metadataAdmin, reply func(service.MovePrimaryResult, error)) { c.svcMovePrimary(&r, reply) }, done)
+}
+
+// Rebalance implements service.Admin.
+func (s *nodeService) Rebalance(from *shard.Shard, req *service.RebalanceRequest, done func(service.RebalanceResult, error)) {
+	r := *req
+	adminCall(s, from, true, func(c metadataAdmin, reply func(service.RebalanceResult, error)) { c.svcRebalance(&r, reply) }, done)
+}
+
+// svcMovePrimary runs the balancer's MovePrimary (balancer.go, which
+// still speaks the native request and response types) for the service.
+func (c *controller) svcMovePrimary(req *service.MovePrimaryRequest, done func(service.MovePrimaryResult, error)) {
+	wr := &wire.MovePrimaryRequest{Topic: req.Topic, TopicID: wire.TopicID(req.TopicID), Partition: req.Partition,
+		TargetNodeID: req.TargetNodeID, TimeoutMs: uint32(req.Timeout.Milliseconds())}
+	c.movePrimary(wr, func(v any) {
+		if resp, ok := v.(*wire.MovePrimaryResponse); ok {
+			done(service.MovePrimaryResult{PrimaryID: resp.PrimaryID, Generation: resp.Generation}, nil)
+			return
+		}
+		done(service.MovePrimaryResult{}, anyErr(v))
+	})
+}
+
+// svcRebalance runs the balancer's Rebalance (balancer.go) for the
+// service.
+func (c *controller) svcRebalance(req *service.RebalanceRequest, done func(service.RebalanceResult, error)) {
+	c.rebalance(&wire.RebalanceRequest{DryRun: req.DryRun, MovesMax: req.MovesMax}, func(v any) {
+		resp, ok := v.(*wire.RebalanceResponse)
+		if !ok {
+			done(service.RebalanceResult{}, anyErr(v))
+			return
+		}
+		res := service.RebalanceResult{Started: resp.Started}
+		for _, m := range resp.Moves {
+			res.Moves = append(res.Moves, service.PrimaryMove{Topic: m.Topic, TopicID: metadata.TopicID(m.TopicID),
+				Partition: m.Partition, FromNode: m.FromNode, ToNode: m.ToNode})
+		}
+		done(res, nil)
+	})
+}
+
+// anyErr is the error of an answer that is not the response expected.
+func anyErr(v any) error {
+	if err, ok := v.(error); ok {
+		return err
+	}
+	return service.Errorf(service.ErrInternal, "the balancer answered %T", v)
+}

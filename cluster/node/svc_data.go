@@ -1,0 +1,175 @@
+package node
+
+import (
+	"time"
+
+	"github.com/corestream/corestream/cluster/metadata"
+	"github.com/corestream/corestream/cluster/service"
+	"github.com/corestream/corestream/shard"
+	"github.com/corestream/corestream/shard/partition"
+)
+
+// The service's data calls: each finds the partition in the View on the
+// caller's goroutine, then runs on the shard that owns it (runOn).
+
+// Produce implements service.Data.
+func (s *nodeService) Produce(from *shard.Shard, req *service.ProduceRequest, done func(service.ProduceResult, error)) {
+	args := partition.ProduceArgs{Generation: req.Generation, AcksPrimary: req.Acks == service.AcksPrimary,
+		Timeout: req.Timeout, Records: req.Records}
+	if len(args.Records) > service.RecordsBytesMax {
+		done(service.ProduceResult{}, service.Errorf(partition.ErrBatchTooLarge, "record batch of %d bytes exceeds the maximum %d",
+			len(args.Records), service.RecordsBytesMax))
+		return
+	}
+	detach := func() { args.Records = append([]byte(nil), args.Records...) }
+	onReplica(s, from, req.PartitionRef, detach, func(r *partition.Replica, t *metadata.Topic, reply func(service.ProduceResult, error)) {
+		r.Produce(&args, func(res partition.ProduceResult) {
+			p := res.Produced
+			reply(service.ProduceResult{BaseOffset: p.BaseOffset, LogAppendTimeMs: p.LogAppendTimeMs, LogStartOffset: p.LogStartOffset}, res.Err)
+		})
+	}, done)
+}
+
+// Fetch implements service.Data.
+func (s *nodeService) Fetch(from *shard.Shard, req *service.FetchRequest, done func(service.FetchResult, error)) {
+	args := partition.FetchArgs{Generation: req.Generation, Offset: req.Offset,
+		MaxBytes: min(req.MaxBytes, service.RecordsBytesMax), MinBytes: req.MinBytes, MaxWait: min(req.MaxWait, service.FetchWaitMax)}
+	onReplica(s, from, req.PartitionRef, nil, func(r *partition.Replica, t *metadata.Topic, reply func(service.FetchResult, error)) {
+		if s.stopping() {
+			args.MaxWait = 0 // stopping: no new long polls (Stop answered the parked ones)
+		}
+		r.Fetch(&args, func(res partition.FetchResult) {
+			reply(service.FetchResult{HighWatermark: res.HighWatermark, LogStartOffset: res.LogStartOffset,
+				Records: service.Records{Spans: res.Spans, Bytes: res.Bytes}}, res.Err)
+		})
+	}, done)
+}
+
+// ListOffsets implements service.Data.
+func (s *nodeService) ListOffsets(from *shard.Shard, req *service.ListOffsetsRequest, done func(service.ListOffsetsResult, error)) {
+	gen, ts := req.Generation, req.Timestamp
+	onReplica(s, from, req.PartitionRef, nil, func(r *partition.Replica, t *metadata.Topic, reply func(service.ListOffsetsResult, error)) {
+		o, err := r.ListOffsets(gen, ts)
+		reply(service.ListOffsetsResult{Offset: o.Offset, Timestamp: o.Timestamp, LogStartOffset: o.LogStartOffset,
+			HighWatermark: o.HighWatermark}, err)
+	}, done)
+}
+
+// DescribePartition implements service.Data.
+func (s *nodeService) DescribePartition(from *shard.Shard, ref service.PartitionRef, done func(service.PartitionDetail, error)) {
+	onReplica(s, from, ref, nil, func(r *partition.Replica, t *metadata.Topic, reply func(service.PartitionDetail, error)) {
+		if err := r.CheckRoute(ref.Generation); err != nil {
+			reply(service.PartitionDetail{}, err)
+			return
+		}
+		reply(s.describeReplica(t, r), nil)
+	}, done)
+}
+
+// describeReplica is the primary r (of topic t)'s log and followers.
+// REQUIRES: running on r's shard.
+func (s *nodeService) describeReplica(t *metadata.Topic, r *partition.Replica) service.PartitionDetail {
+	l := r.Log()
+	d := service.PartitionDetail{Route: s.partitionRoute(t, r.Config().Partition), LogStartOffset: l.LogStartOffset(),
+		HighWatermark: r.HighWatermark(), LogEndOffset: l.LogEndOffset(), SizeBytes: l.Size(), Segments: int32(l.SegmentCount())}
+	// In sync is the route's answer (partitionRoute), the one every other
+	// answer gives; when each follower last caught up is the primary's
+	// sample behind it (insync.go).
+	now := s.now().UnixMilli()
+	for _, pg := range r.Raft().Status().Progress {
+		rp := service.ReplicaProgress{NodeID: int32(pg.ID), LogEndOffset: pg.Match + 1,
+			InSync: containsID(d.Route.InSync, int32(pg.ID)), LastCaughtUpMs: s.caughtUp(r.Key(), pg.ID)}
+		if pg.ID == s.self {
+			rp.LastCaughtUpMs = now
+		}
+		d.Replicas = append(d.Replicas, rp)
+	}
+	return d
+}
+
+// onReplica finds ref's partition, then runs fn with its local replica
+// on the owning shard, and answers through done (on from; see runOn).
+// Routing errors come back through done: the partition's absence here,
+// no local replica (NOT_PRIMARY with a hint), a replica still opening or
+// failed to open, a topic id of another history.
+func onReplica[R any](s *nodeService, from *shard.Shard, ref service.PartitionRef, detach func(),
+	fn func(r *partition.Replica, t *metadata.Topic, reply func(R, error)), done func(R, error)) {
+	t, err := s.topicFor(ref.Topic, ref.Partition)
+	if err != nil {
+		var zero R
+		done(zero, err)
+		return
+	}
+	owner := s.group.Shard(s.shardOf(t.ID, ref.Partition))
+	runOn(from, owner, detach, func(sh *shard.Shard, reply func(R, error)) {
+		var zero R
+		r, err := s.replicaFor(sh, t, ref.Partition)
+		if err == nil {
+			err = checkTopicID(ref.TopicID, t)
+		}
+		if err != nil {
+			reply(zero, s.svcErr(err))
+			return
+		}
+		fn(r, t, func(v R, err error) { reply(v, s.svcErr(err)) })
+	}, done)
+}
+
+// topicFor is the topic of partition p of name in the View, or the
+// error to answer: ErrUnknownTopicOrPartition, or ErrMetadataNotReady
+// when the topic is unknown because the metadata is not loaded yet.
+func (s *nodeService) topicFor(name string, p int32) (*metadata.Topic, error) {
+	t := s.view().Topics[name]
+	if t != nil && p >= 0 && int(p) < t.Partitions() {
+		return t, nil
+	}
+	if t == nil {
+		if err := s.ready(); err != nil {
+			return nil, s.svcErr(err)
+		}
+	}
+	return nil, unknownPartition(name, p, t)
+}
+
+// unknownPartition says which of name and p does not exist.
+func unknownPartition(name string, p int32, t *metadata.Topic) error {
+	if t == nil {
+		return service.Errorf(service.ErrUnknownTopicOrPartition, "topic %q does not exist", name)
+	}
+	return service.Errorf(service.ErrUnknownTopicOrPartition, "topic %q has partitions 0..%d, not %d", name, t.Partitions()-1, p)
+}
+
+// replicaFor finds the local replica of partition p of t on shard sh, or
+// the routing error a client should see.
+func (s *nodeService) replicaFor(sh *shard.Shard, t *metadata.Topic, p int32) (*partition.Replica, error) {
+	key := shardKey(t.ID, p)
+	if r := s.hosts[sh.ID()].Get(key); r != nil {
+		return r, nil
+	}
+	if !hosts(t.Replicas[p], s.self) {
+		e := service.Errorf(partition.ErrNotPrimary, "node %d holds no replica of %s/%d", s.self, t.Name, p)
+		if rt, ok := s.routes.get(key); ok && rt.leader > 0 {
+			e.Hint = &service.Hint{NodeID: rt.leader, ClientAddr: s.addrOf(rt.leader), Generation: rt.term}
+		}
+		return nil, e
+	}
+	if err := s.openFailed(key, t.Name, p); err != nil {
+		return nil, err
+	}
+	e := service.Errorf(partition.ErrPrimaryNotAvailable, "%s/%d is still opening on node %d", t.Name, p, s.self)
+	e.RetryAfterMs = 10
+	return nil, e
+}
+
+// checkTopicID applies routing check 1's id half: a request routed with
+// another history of the name is refused.
+func checkTopicID(id metadata.TopicID, t *metadata.Topic) error {
+	if id != (metadata.TopicID{}) && id != t.ID {
+		return service.Errorf(service.ErrUnknownTopicOrPartition, "topic %q now has id %s, not %s: the topic was deleted and created again",
+			t.Name, t.ID, id)
+	}
+	return nil
+}
+
+// msDuration is a protocol's timeout in ms as a duration.
+func msDuration(ms uint32) time.Duration { return time.Duration(ms) * time.Millisecond }

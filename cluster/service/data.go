@@ -1,0 +1,188 @@
+package service
+
+import (
+	"time"
+
+	"github.com/corestream/corestream/cluster/metadata"
+	"github.com/corestream/corestream/segment"
+	"github.com/corestream/corestream/shard/partition"
+)
+
+// Bounds the service applies to data calls, whatever the front end.
+const (
+	// RecordsBytesMax bounds a produced batch and a fetch's MaxBytes
+	// (16 MiB, the native protocol's records bound).
+	RecordsBytesMax = 16 << 20
+	// FetchWaitMax bounds a fetch's long poll.
+	FetchWaitMax = 60 * time.Second
+)
+
+// GenerationUnknown is the generation of a request that does not name
+// one: the routing check skips the generation comparison.
+const GenerationUnknown = partition.GenerationUnknown
+
+// Special ListOffsets timestamps (Kafka's values).
+const (
+	TimestampLatest   = partition.TimestampLatest
+	TimestampEarliest = partition.TimestampEarliest
+)
+
+// PartitionRef names the partition a data call is for, with the fences a
+// client routed it by.
+type PartitionRef struct {
+	Topic     string
+	Partition int32
+	// TopicID fences the topic's history: a request routed to another
+	// incarnation of the name is ErrUnknownTopicOrPartition. Zero skips
+	// the check.
+	TopicID metadata.TopicID
+	// Generation fences the primary's term: an older one is
+	// partition.ErrStaleGeneration (hint: the current one), a newer one
+	// partition.ErrNotPrimary. GenerationUnknown skips the check.
+	Generation int32
+}
+
+// Acks says when a produce is acknowledged.
+type Acks int8
+
+const (
+	// AcksQuorum acknowledges once a majority of the replicas have the
+	// batch: it is committed (below the high watermark).
+	AcksQuorum Acks = 0
+	// AcksPrimary acknowledges once the primary has written it; a
+	// failover may lose it.
+	AcksPrimary Acks = 1
+)
+
+// ProduceRequest appends one record batch to a partition's primary.
+type ProduceRequest struct {
+	PartitionRef
+	Acks Acks
+	// Timeout bounds the wait for the acknowledgement; 0 is the
+	// replica's default. On ErrTimedOut the batch may still commit.
+	Timeout time.Duration
+	// Records is one RecordBatch v2 (magic 2), byte-identical to what is
+	// stored; at most RecordsBytesMax. The idempotent producer's id,
+	// epoch and base sequence are its header fields: the replica reads
+	// them there (partition.ErrOutOfOrderSequence, …), so they are not
+	// repeated here.
+	// The service reads Records before Produce returns when the partition
+	// is owned by the caller's shard, and copies it otherwise: the caller
+	// may reuse the buffer once Produce returns.
+	Records []byte
+}
+
+// ProduceResult is where an acknowledged batch landed.
+type ProduceResult struct {
+	BaseOffset      int64
+	LogAppendTimeMs int64
+	LogStartOffset  int64
+}
+
+// Isolation says how far a fetch may read.
+type Isolation int8
+
+const (
+	// IsolationHighWatermark reads committed batches, up to the high
+	// watermark (Kafka's READ_UNCOMMITTED).
+	IsolationHighWatermark Isolation = 0
+	// IsolationReadCommitted reads up to the last stable offset (Kafka's
+	// READ_COMMITTED). With no transactions yet, that is the high
+	// watermark: both levels answer the same.
+	IsolationReadCommitted Isolation = 1
+)
+
+// FetchRequest reads committed batches of a partition from its primary.
+type FetchRequest struct {
+	PartitionRef
+	// Offset is the first offset wanted; the answer may start with the
+	// batch that holds it (offsets below it included).
+	Offset int64
+	// MaxBytes bounds the answer, at most RecordsBytesMax (clamped); at
+	// least one whole batch is returned when one is available.
+	MaxBytes uint32
+	// MinBytes: with fewer committed bytes available the fetch waits, up
+	// to MaxWait (at most FetchWaitMax, clamped; 0 answers at once).
+	MinBytes  uint32
+	MaxWait   time.Duration
+	Isolation Isolation
+}
+
+// FetchResult answers a fetch. The caller owns Records and must call
+// Records.Release exactly once, on any goroutine, after it has sent or
+// copied them.
+type FetchResult struct {
+	HighWatermark  int64
+	LogStartOffset int64
+	Records        Records
+}
+
+// Records are fetched batches as ranges of segment files, so that a
+// front end can send them with sendfile (Spans: each span's Fd, Pos and
+// Len; a span whose Fd is vfs.InvalidFd lies on a file system without
+// descriptors and must be copied) or copy them (AppendTo). The spans
+// hold their files open until Release.
+type Records struct {
+	// Spans lie back to back in offset order; their lengths sum to Bytes.
+	Spans []segment.Span
+	Bytes int64
+}
+
+// AppendTo appends the batches' bytes to dst, read through the log's
+// file system.
+func (r *Records) AppendTo(dst []byte) ([]byte, error) {
+	for _, sp := range r.Spans {
+		var err error
+		if dst, err = sp.AppendTo(dst); err != nil {
+			return dst, Errorf(partition.ErrStorage, "reading a segment: %v", err)
+		}
+	}
+	return dst, nil
+}
+
+// Release lets the spans' files go.
+func (r *Records) Release() {
+	segment.ReleaseSpans(r.Spans)
+	r.Spans = nil
+}
+
+// ListOffsetsRequest finds an offset of a partition on its primary.
+type ListOffsetsRequest struct {
+	PartitionRef
+	// Timestamp is TimestampEarliest (the log start), TimestampLatest
+	// (the high watermark), or ms since the Unix epoch: the first
+	// committed batch whose max timestamp is at or after it.
+	Timestamp int64
+}
+
+// ListOffsetsResult answers ListOffsets.
+type ListOffsetsResult struct {
+	// Offset is the offset found, -1 when no committed batch matches.
+	Offset int64
+	// Timestamp is the max timestamp of the batch found by time, else -1.
+	Timestamp      int64
+	LogStartOffset int64
+	HighWatermark  int64
+}
+
+// PartitionDetail answers DescribePartition, from the partition's
+// primary.
+type PartitionDetail struct {
+	Route          PartitionRoute
+	LogStartOffset int64
+	HighWatermark  int64
+	LogEndOffset   int64
+	SizeBytes      int64
+	Segments       int32
+	Replicas       []ReplicaProgress
+}
+
+// ReplicaProgress is one replica as its primary sees it.
+type ReplicaProgress struct {
+	NodeID       int32
+	LogEndOffset int64
+	InSync       bool
+	// LastCaughtUpMs is when it last caught up with the primary's log
+	// end, in ms since the Unix epoch on the primary's clock (0: never).
+	LastCaughtUpMs int64
+}

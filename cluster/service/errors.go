@@ -1,0 +1,108 @@
+package service
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/corestream/corestream/shard/partition"
+)
+
+// The kinds of error the service answers with besides the replica's own
+// (partition.ErrNotPrimary, ErrStaleGeneration, …, which it passes
+// through). Each reaches the caller in an *Error; test with errors.Is.
+var (
+	// ErrUnknownTopicOrPartition: the topic does not exist (or has
+	// another id than the request's: it was deleted and created again),
+	// or has no such partition.
+	ErrUnknownTopicOrPartition = errors.New("service: unknown topic or partition")
+	// ErrMetadataNotReady: this node has not loaded the committed cluster
+	// metadata yet (after a start); retry shortly or ask another node.
+	ErrMetadataNotReady = errors.New("service: metadata not ready")
+	// ErrNotMetadataPrimary: an admin call reached a node that does not
+	// lead the metadata group; the hint names the one that does.
+	ErrNotMetadataPrimary = errors.New("service: not the metadata primary")
+	// ErrNodeNotAvailable: this node (or the node a request names) is
+	// shutting down or down.
+	ErrNodeNotAvailable = errors.New("service: node not available")
+	// ErrTopicExists: a create named a topic that exists.
+	ErrTopicExists = errors.New("service: topic already exists")
+	// ErrInvalidTopicName: a topic name breaks the naming rule.
+	ErrInvalidTopicName = errors.New("service: invalid topic name")
+	// ErrInvalidPartitions: a partition count out of range, or not above
+	// the current one for AddPartitions.
+	ErrInvalidPartitions = errors.New("service: invalid partitions")
+	// ErrInvalidReplicationFactor: a replication factor out of range or
+	// above the roster size.
+	ErrInvalidReplicationFactor = errors.New("service: invalid replication factor")
+	// ErrInvalidConfig: an unknown topic config key or a bad value.
+	ErrInvalidConfig = errors.New("service: invalid config")
+	// ErrInvalidRequest: a request the service refuses for a reason no
+	// retry fixes and no other kind names.
+	ErrInvalidRequest = errors.New("service: invalid request")
+	// ErrInvalidOffset: an offset commit for an offset the partition
+	// cannot have.
+	ErrInvalidOffset = errors.New("service: invalid offset")
+	// ErrInvalidTimestamp: a timestamp the service cannot use.
+	ErrInvalidTimestamp = errors.New("service: invalid timestamp")
+	// ErrRebalanceInProgress: a primary move is running; retry after it.
+	ErrRebalanceInProgress = errors.New("service: rebalance in progress")
+	// ErrNotReplica: a primary move named a node that holds no replica.
+	ErrNotReplica = errors.New("service: not a replica")
+	// ErrNotInSyncReplica: a primary move named a replica that is not in
+	// sync.
+	ErrNotInSyncReplica = errors.New("service: not an in-sync replica")
+	// ErrInvalidConsumerName: an offset commit or fetch named a consumer
+	// that breaks the naming rule.
+	ErrInvalidConsumerName = errors.New("service: invalid consumer name")
+	// ErrInternal: a fault of this node (a bug, or a state it cannot
+	// explain); the message says what.
+	ErrInternal = errors.New("service: internal error")
+)
+
+// serviceKinds lists the kinds above.
+var serviceKinds = []error{ErrUnknownTopicOrPartition, ErrMetadataNotReady, ErrNotMetadataPrimary, ErrNodeNotAvailable,
+	ErrTopicExists, ErrInvalidTopicName, ErrInvalidPartitions, ErrInvalidReplicationFactor, ErrInvalidConfig,
+	ErrInvalidRequest, ErrInvalidOffset, ErrInvalidTimestamp, ErrRebalanceInProgress, ErrNotReplica,
+	ErrNotInSyncReplica, ErrInvalidConsumerName, ErrInternal}
+
+// ErrorKinds lists every kind an *Error of the service can carry: this
+// package's and the replica's (partition.ErrorKinds). A front end's
+// table of codes has a test that it covers them all.
+func ErrorKinds() []error {
+	return append(append([]error(nil), serviceKinds...), partition.ErrorKinds()...)
+}
+
+// Error is the service's answer to a call it refuses.
+type Error struct {
+	// Kind is one of ErrorKinds.
+	Kind error
+	// Message says what failed and why, for the client.
+	Message string
+	// Hint names where to send the request instead (after ErrNotPrimary,
+	// ErrStaleGeneration, ErrNotMetadataPrimary, ErrMetadataNotReady);
+	// nil when there is none.
+	Hint *Hint
+	// RetryAfterMs is the advice to wait before retrying; 0 when none.
+	RetryAfterMs uint32
+}
+
+// Hint names the node a request should go to.
+type Hint struct {
+	// NodeID is the node; Generation its term for the partition (or the
+	// metadata group), -1 when unknown.
+	NodeID, Generation int32
+	// ClientAddr is the node's advertised client address ("" when the
+	// roster has none); front ends that need another address look the
+	// node up in Brokers.
+	ClientAddr string
+}
+
+func (e *Error) Error() string { return e.Message }
+
+// Unwrap returns the kind, so that errors.Is(err, ErrTopicExists) works.
+func (e *Error) Unwrap() error { return e.Kind }
+
+// Errorf builds an *Error of kind with a formatted message.
+func Errorf(kind error, format string, args ...any) *Error {
+	return &Error{Kind: kind, Message: fmt.Sprintf(format, args...)}
+}
