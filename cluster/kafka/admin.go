@@ -1,11 +1,14 @@
 package kafka
 
 import (
+	"strings"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/corestream/corestream/cluster/metadata"
+	"github.com/corestream/corestream/cluster/service"
 	"github.com/corestream/corestream/netio"
 )
 
@@ -44,23 +47,18 @@ func (l *Listener) createTopics(c *netio.Conn, req *kmsg.CreateTopicsRequest, re
 			rt.ErrorMessage = kmsg.StringPtr("manual replica assignment is not supported: corestream places replicas itself")
 			continue
 		}
-		parts := t.NumPartitions
-		if parts == -1 {
-			parts = 1
+		ct, err := createRequest(t)
+		if err != nil {
+			rt.ErrorCode, rt.ErrorMessage = errorCode(err), errorMessage(err)
+			continue
 		}
-		ct := &CreateTopicReq{Name: t.Topic, Partitions: parts, ReplicationFactor: t.ReplicationFactor,
-			Timeout: adminTimeout(req.TimeoutMillis), ValidateOnly: req.ValidateOnly, Configs: map[string]string{}}
-		for _, cfg := range t.Configs {
-			if cfg.Value != nil {
-				ct.Configs[cfg.Name] = *cfg.Value
-			}
-		}
+		ct.Timeout, ct.ValidateOnly = adminTimeout(req.TimeoutMillis), req.ValidateOnly
 		pending++
-		l.b.CreateTopic(c.Shard(), ct, func(info TopicInfo, err error) {
+		l.svc.CreateTopic(c.Shard(), ct, func(res service.CreateTopicResult, err error) {
 			if err != nil {
 				rt.ErrorCode, rt.ErrorMessage = errorCode(err), errorMessage(err)
 			} else {
-				rt.TopicID, rt.NumPartitions, rt.ReplicationFactor = info.ID, int32(len(info.Partitions)), info.ReplicationFactor
+				rt.TopicID, rt.NumPartitions, rt.ReplicationFactor = res.ID, res.Partitions, res.ReplicationFactor
 			}
 			finish()
 		})
@@ -84,10 +82,11 @@ func (l *Listener) deleteTopics(c *netio.Conn, req *kmsg.DeleteTopicsRequest, re
 		*rt = kmsg.NewDeleteTopicsResponseTopic()
 		rt.Topic = kmsg.StringPtr(name)
 		pending++
-		l.b.DeleteTopic(c.Shard(), name, adminTimeout(req.TimeoutMillis), func(err error) {
-			rt.ErrorCode, rt.ErrorMessage = errorCode(err), errorMessage(err)
-			finish()
-		})
+		l.svc.DeleteTopic(c.Shard(), &service.DeleteTopicRequest{Name: name, Timeout: adminTimeout(req.TimeoutMillis)},
+			func(_ metadata.TopicID, err error) {
+				rt.ErrorCode, rt.ErrorMessage = errorCode(err), errorMessage(err)
+				finish()
+			})
 	}
 	finish()
 }
@@ -115,10 +114,51 @@ func (l *Listener) createPartitions(c *netio.Conn, req *kmsg.CreatePartitionsReq
 			continue
 		}
 		pending++
-		l.b.AddPartitions(c.Shard(), t.Topic, t.Count, adminTimeout(req.TimeoutMillis), req.ValidateOnly, func(err error) {
+		ask := &service.AddPartitionsRequest{Name: t.Topic, Partitions: t.Count, ValidateOnly: req.ValidateOnly,
+			Timeout: adminTimeout(req.TimeoutMillis)}
+		l.svc.AddPartitions(c.Shard(), ask, func(_ int32, err error) {
 			rt.ErrorCode, rt.ErrorMessage = errorCode(err), errorMessage(err)
 			finish()
 		})
 	}
 	finish()
+}
+
+// replicationFactorMax is Kafka's bound here: 1..32, as our topics.
+const replicationFactorMax = 32
+
+// configKeys maps Kafka's topic config names onto ours; ours are accepted
+// as they are.
+var configKeys = map[string]string{"retention.ms": "retention_ms", "retention.bytes": "retention_bytes"}
+
+// createRequest is t as the service's request: the replication factor -1
+// is the cluster's default (0 to the service), any other outside 1..32
+// INVALID_REPLICATION_FACTOR (the service checks it against the
+// roster); the partition count -1 is 1, Kafka's num.partitions default.
+func createRequest(t *kmsg.CreateTopicsRequestTopic) (*service.CreateTopicRequest, error) {
+	ct := &service.CreateTopicRequest{Name: t.Topic, Partitions: t.NumPartitions, ReplicationFactor: t.ReplicationFactor}
+	if ct.Partitions == -1 {
+		ct.Partitions = 1
+	}
+	switch rf := t.ReplicationFactor; {
+	case rf == -1:
+		ct.ReplicationFactor = 0
+	case rf < 1 || rf > replicationFactorMax:
+		return nil, service.Errorf(service.ErrInvalidReplicationFactor,
+			"topic %s: replication factor %d is outside -1 (the cluster's default) or 1..%d", t.Topic, rf, replicationFactorMax)
+	}
+	for _, cfg := range t.Configs {
+		if cfg.Value == nil {
+			continue // null: the default
+		}
+		key := cfg.Name
+		if ours, ok := configKeys[key]; ok {
+			key = ours
+		} else if strings.Contains(key, ".") {
+			return nil, service.Errorf(service.ErrInvalidConfig, "topic %s: config %q is not supported (supported: retention.ms, retention.bytes)",
+				t.Topic, key)
+		}
+		ct.Configs = append(ct.Configs, service.Config{Key: key, Value: *cfg.Value})
+	}
+	return ct, nil
 }

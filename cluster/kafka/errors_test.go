@@ -6,80 +6,69 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 
-	"github.com/corestream/corestream/netio/wire"
+	"github.com/corestream/corestream/cluster/service"
 	"github.com/corestream/corestream/shard/partition"
 )
 
-// frozen is the table as released: a native code's Kafka code is part of
-// the protocol clients see, so changing one is a deliberate act that
+// frozen is the table as released, by kind: a kind's Kafka code is part
+// of the protocol clients see, so changing one is a deliberate act that
 // edits this list too.
-var frozen = map[string]int16{
-	"UNKNOWN_SERVER_ERROR": -1, "INVALID_REQUEST": 42, "UNSUPPORTED_VERSION": 35, "CORRUPT_MESSAGE": 2,
-	"MESSAGE_TOO_LARGE": 10, "UNKNOWN_TOPIC_OR_PARTITION": 3, "NOT_PRIMARY": 6, "STALE_GENERATION": 74,
-	"PRIMARY_NOT_AVAILABLE": 5, "NOT_METADATA_PRIMARY": 41, "REQUEST_TIMED_OUT": 7, "NOT_ENOUGH_REPLICAS": 19,
-	"STORAGE_ERROR": 56, "OFFSET_OUT_OF_RANGE": 1, "TOPIC_ALREADY_EXISTS": 36, "INVALID_TOPIC_NAME": 17,
-	"INVALID_PARTITIONS": 37, "INVALID_REPLICATION_FACTOR": 38, "INVALID_CONFIG": 40, "DUPLICATE_SEQUENCE": 46,
-	"OUT_OF_ORDER_SEQUENCE": 45, "INVALID_PRODUCER_EPOCH": 47, "UNKNOWN_PRODUCER_ID": 59, "BUSY": 7,
-	"NOT_IN_SYNC_REPLICA": 83, "REBALANCE_IN_PROGRESS": 27, "UNKNOWN_CONSUMER": 69, "INVALID_CONSUMER_NAME": 24,
-	"NOT_COORDINATOR": 16, "NOT_REPLICA": 9, "NODE_NOT_AVAILABLE": 8, "INVALID_TIMESTAMP": 32,
-	"INVALID_OFFSET": 1, "INVALID_PRODUCER_ID_MAPPING": 49, "METADATA_NOT_READY": 5,
+var frozen = map[error]int16{
+	service.ErrUnknownTopicOrPartition: 3, service.ErrMetadataNotReady: 5, service.ErrNotMetadataPrimary: 41,
+	service.ErrNodeNotAvailable: 8, service.ErrTopicExists: 36, service.ErrInvalidTopicName: 17,
+	service.ErrInvalidPartitions: 37, service.ErrInvalidReplicationFactor: 38, service.ErrInvalidConfig: 40,
+	service.ErrInvalidRequest: 42, service.ErrInvalidOffset: 1, service.ErrInvalidTimestamp: 32,
+	service.ErrRebalanceInProgress: 27, service.ErrNotReplica: 9, service.ErrNotInSyncReplica: 83,
+	service.ErrInvalidConsumerName: 24, service.ErrInternal: -1,
+	partition.ErrNotPrimary: 6, partition.ErrStaleGeneration: 74, partition.ErrPrimaryNotAvailable: 5,
+	partition.ErrNotEnoughReplicas: 19, partition.ErrOffsetOutOfRange: 1, partition.ErrStorage: 56,
+	partition.ErrBatchTooLarge: 10, partition.ErrCorruptBatch: 2, partition.ErrInvalidBatch: 87,
+	partition.ErrTimedOut: 7, partition.ErrBusy: 7, partition.ErrUnknownProducer: 59,
+	partition.ErrFencedProducerEpoch: 47, partition.ErrOutOfOrderSequence: 45, partition.ErrDuplicateSequence: 46,
 }
 
-// Every native code has exactly one row, with the frozen Kafka code, and
-// every replica kind is answered through exactly one row.
-func TestCodesCoverEveryNativeCodeAndKind(t *testing.T) {
-	rows := map[int16]bool{}
-	kinds := map[error]bool{}
+// Every kind of the service has exactly one row, with its frozen Kafka
+// code.
+func TestCodesCoverEveryKind(t *testing.T) {
+	rows := map[error]bool{}
 	for _, c := range codes {
-		if rows[c.native.Code] {
-			t.Errorf("%s has two rows", c.native.Name)
+		if rows[c.kind] {
+			t.Errorf("%v has two rows", c.kind)
 		}
-		rows[c.native.Code] = true
-		if want, ok := frozen[c.native.Name]; !ok || want != c.kafka.Code {
-			t.Errorf("%s maps to %s (%d); frozen: %d", c.native.Name, c.kafka.Message, c.kafka.Code, want)
-		}
-		if c.kind != nil {
-			if kinds[c.kind] {
-				t.Errorf("%v has two rows", c.kind)
-			}
-			kinds[c.kind] = true
+		rows[c.kind] = true
+		if want, ok := frozen[c.kind]; !ok || want != c.kafka.Code {
+			t.Errorf("%v maps to %s (%d); frozen: %d", c.kind, c.kafka.Message, c.kafka.Code, want)
 		}
 	}
-	for _, e := range wire.Errors() {
-		if !rows[e.Code] {
-			t.Errorf("native %s (%d) has no Kafka code", e.Name, e.Code)
-		}
-	}
-	for _, k := range partition.ErrorKinds() {
-		if !kinds[k] {
-			t.Errorf("replica kind %v has no Kafka code", k)
+	for _, k := range service.ErrorKinds() {
+		if !rows[k] {
+			t.Errorf("%v has no Kafka code", k)
 		}
 	}
 	if len(frozen) != len(codes) {
-		t.Errorf("frozen lists %d codes, the table %d", len(frozen), len(codes))
+		t.Errorf("frozen lists %d kinds, the table %d", len(frozen), len(codes))
 	}
 }
 
 // The table is one to one but for the Kafka codes listed as shared, each
 // with its reason in the table.
 func TestCodesOneToOne(t *testing.T) {
-	by := map[int16][]string{}
+	by := map[int16][]error{}
 	for _, c := range codes {
-		by[c.kafka.Code] = append(by[c.kafka.Code], c.native.Name)
+		by[c.kafka.Code] = append(by[c.kafka.Code], c.kind)
 	}
-	for code, names := range by {
-		if len(names) > 1 && !sharedKafkaCodes[code] {
-			t.Errorf("Kafka code %d serves %v but is not listed as shared", code, names)
+	for code, kinds := range by {
+		if len(kinds) > 1 && !sharedKafkaCodes[code] {
+			t.Errorf("Kafka code %d serves %v but is not listed as shared", code, kinds)
 		}
-		if len(names) == 1 && sharedKafkaCodes[code] {
-			t.Errorf("Kafka code %d is listed as shared but serves only %v", code, names)
+		if len(kinds) == 1 && sharedKafkaCodes[code] {
+			t.Errorf("Kafka code %d is listed as shared but serves only %v", code, kinds)
 		}
 	}
 }
 
-// The conversions: a replica's error by kind (its own code, even where a
-// native code shares the Kafka one), a native response by code, anything
-// else unknown.
+// The conversion reads the kind of the service's and the replica's
+// errors; anything else is unknown.
 func TestErrorCode(t *testing.T) {
 	for _, tc := range []struct {
 		err  error
@@ -87,10 +76,10 @@ func TestErrorCode(t *testing.T) {
 	}{
 		{nil, 0},
 		{&partition.Error{Kind: partition.ErrNotPrimary, Message: "x", Leader: 2}, kerr.NotLeaderForPartition.Code},
-		{&partition.Error{Kind: partition.ErrStaleGeneration}, kerr.FencedLeaderEpoch.Code},
-		{&partition.Error{Kind: partition.ErrDuplicateSequence}, kerr.DuplicateSequenceNumber.Code},
-		{wire.Errorf(wire.ErrInvalidReplicationFactor, "3 > 1"), kerr.InvalidReplicationFactor.Code},
-		{wire.ErrTopicAlreadyExists, kerr.TopicAlreadyExists.Code},
+		{service.Errorf(partition.ErrStaleGeneration, "old"), kerr.FencedLeaderEpoch.Code},
+		{service.Errorf(partition.ErrDuplicateSequence, "dup"), kerr.DuplicateSequenceNumber.Code},
+		{service.Errorf(service.ErrInvalidReplicationFactor, "3 > 1"), kerr.InvalidReplicationFactor.Code},
+		{service.Errorf(service.ErrTopicExists, "t"), kerr.TopicAlreadyExists.Code},
 		{errors.New("something else"), kerr.UnknownServerError.Code},
 	} {
 		if got := errorCode(tc.err); got != tc.want {

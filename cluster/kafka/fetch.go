@@ -6,6 +6,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/corestream/corestream/cluster/service"
 	"github.com/corestream/corestream/netio"
 )
 
@@ -83,26 +84,36 @@ func (l *Listener) fetchPass(c *netio.Conn, req *kmsg.FetchRequest, wait time.Du
 				maxBytes = min(maxBytes, req.MaxBytes)
 			}
 			maxBytes = min(max(maxBytes, 1), fetchPartitionBytesMax)
-			fr := &FetchReq{Topic: t.Topic, Partition: p.Partition, LeaderEpoch: p.CurrentLeaderEpoch, Offset: p.FetchOffset,
-				MaxBytes: maxBytes}
+			fr := &service.FetchRequest{PartitionRef: service.PartitionRef{Topic: t.Topic, Partition: p.Partition,
+				Generation: p.CurrentLeaderEpoch}, Offset: p.FetchOffset, MaxBytes: uint32(maxBytes),
+				Isolation: service.Isolation(req.IsolationLevel)}
 			if req.Version < 9 {
-				fr.LeaderEpoch = -1
+				fr.Generation = service.GenerationUnknown
 			}
 			if wait > 0 {
 				fr.MinBytes, fr.MaxWait = 1, wait
 			}
 			pending++
-			l.b.Fetch(c.Shard(), fr, func(res FetchRes) {
+			l.svc.Fetch(c.Shard(), fr, func(res service.FetchResult, err error) {
 				if answered {
+					if err == nil {
+						res.Records.Release()
+					}
 					return // a parked read after the answer left: dropped
 				}
-				if res.Err != nil {
-					rp.ErrorCode = errorCode(res.Err)
+				if err == nil {
+					// Copied: a Kafka response interleaves each
+					// partition's records with headers, which netio's
+					// one header and list of file ranges cannot carry.
+					rp.RecordBatches, err = res.Records.AppendTo(make([]byte, 0, res.Records.Bytes))
+					res.Records.Release()
+				}
+				if err != nil {
+					rp.ErrorCode, rp.RecordBatches = errorCode(err), nil
 					failed = true
 				} else {
 					rp.HighWatermark, rp.LastStableOffset, rp.LogStartOffset = res.HighWatermark, res.HighWatermark, res.LogStartOffset
-					rp.RecordBatches = res.Records
-					bytes += len(res.Records)
+					bytes += len(rp.RecordBatches)
 				}
 				have = append(have, rp)
 				finish()

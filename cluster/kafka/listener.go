@@ -9,6 +9,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/corestream/corestream/cluster/service"
 	"github.com/corestream/corestream/netio"
 )
 
@@ -27,20 +28,31 @@ var ErrUnsupportedAPI = errors.New("kafka: API not served")
 
 // Listener serves Kafka's protocol on netio connections: it is the
 // netio.Handler of the node's Kafka port. Every method runs on the shard
-// that owns the connection.
+// that owns the connection. It calls the node's typed service and
+// nothing else.
 type Listener struct {
-	b             Backend
-	log           *slog.Logger
-	maxFrameBytes int
+	svc service.Service
+	cfg Config
 }
 
-// New returns a listener that answers through b. maxFrameBytes is the
-// server's frame limit, named in the answer to a larger request.
-func New(b Backend, log *slog.Logger, maxFrameBytes int) *Listener {
-	if log == nil {
-		log = slog.Default()
+// Config is what the listener needs besides the service.
+type Config struct {
+	// KafkaAddrOf is node id's advertised Kafka address, HOST:PORT ("":
+	// the node serves no Kafka clients and is not listed as a broker).
+	KafkaAddrOf func(id int32) string
+	// MaxFrameBytes is the server's frame limit, logged with a larger
+	// request.
+	MaxFrameBytes int
+	// Log receives connection-level events at debug level.
+	Log *slog.Logger
+}
+
+// New returns a listener that answers through svc.
+func New(svc service.Service, cfg Config) *Listener {
+	if cfg.Log == nil {
+		cfg.Log = slog.Default()
 	}
-	return &Listener{b: b, log: log, maxFrameBytes: maxFrameBytes}
+	return &Listener{svc: svc, cfg: cfg}
 }
 
 // conn is one connection's state. Kafka clients match responses to
@@ -72,7 +84,7 @@ func (l *Listener) OnOpen(c *netio.Conn) error {
 // OnClose implements netio.Handler.
 func (l *Listener) OnClose(c *netio.Conn, err error) {
 	if err != nil && !errors.Is(err, netio.ErrClosed) {
-		l.log.Debug("kafka connection closed", "remote", c.RemoteAddr(), "err", err)
+		l.cfg.Log.Debug("kafka connection closed", "remote", c.RemoteAddr(), "err", err)
 	}
 }
 
@@ -80,7 +92,7 @@ func (l *Listener) OnClose(c *netio.Conn, err error) {
 // request it did not read: a broker closes the connection, and so do we
 // (netio closes it and logs why).
 func (l *Listener) OnFrameTooLarge(c *netio.Conn, size uint32, head []byte) {
-	l.log.Debug("kafka request too large; closing", "remote", c.RemoteAddr(), "bytes", size, "max", l.maxFrameBytes)
+	l.cfg.Log.Debug("kafka request too large; closing", "remote", c.RemoteAddr(), "bytes", size, "max", l.cfg.MaxFrameBytes)
 }
 
 // deliver sends the answer to request seq once every earlier answer was
@@ -152,7 +164,7 @@ func (l *Listener) OnFrame(c *netio.Conn, frame []byte) {
 // refuse closes the connection for a request it cannot answer, after the
 // answers to earlier requests (a Kafka broker closes such connections).
 func (l *Listener) refuse(c *netio.Conn, st *conn, seq uint64, why error) {
-	l.log.Debug("kafka request refused; closing the connection", "remote", c.RemoteAddr(), "err", why)
+	l.cfg.Log.Debug("kafka request refused; closing the connection", "remote", c.RemoteAddr(), "err", why)
 	st.deliver(c, seq, answer{noReply: true})
 	c.Close()
 }
@@ -190,7 +202,7 @@ func (l *Listener) serve(c *netio.Conn, h RequestHeader, req kmsg.Request, reply
 	case *kmsg.ListOffsetsRequest:
 		l.listOffsets(c, r, reply)
 	case *kmsg.InitProducerIDRequest:
-		l.initProducerID(c, r, reply)
+		l.initProducerID(r, reply)
 	case *kmsg.CreateTopicsRequest:
 		l.createTopics(c, r, reply)
 	case *kmsg.DeleteTopicsRequest:

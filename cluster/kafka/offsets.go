@@ -4,6 +4,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/corestream/corestream/cluster/service"
 	"github.com/corestream/corestream/netio"
 )
 
@@ -35,17 +36,19 @@ func (l *Listener) listOffsets(c *netio.Conn, req *kmsg.ListOffsetsRequest, repl
 				rp.ErrorCode = kerr.InvalidRequest.Code
 				continue
 			}
-			epoch := p.CurrentLeaderEpoch
+			ref := service.PartitionRef{Topic: t.Topic, Partition: p.Partition, Generation: p.CurrentLeaderEpoch}
 			if req.Version < 4 {
-				epoch = -1
+				ref.Generation = service.GenerationUnknown
 			}
 			pending++
-			l.b.ListOffsets(c.Shard(), &ListOffsetsReq{Topic: t.Topic, Partition: p.Partition, LeaderEpoch: epoch, Timestamp: p.Timestamp},
-				func(res ListOffsetsRes) {
-					if res.Err != nil {
-						rp.ErrorCode = errorCode(res.Err)
+			l.svc.ListOffsets(c.Shard(), &service.ListOffsetsRequest{PartitionRef: ref, Timestamp: p.Timestamp},
+				func(res service.ListOffsetsResult, err error) {
+					if err != nil {
+						rp.ErrorCode = errorCode(err)
 					} else {
-						rp.Offset, rp.Timestamp, rp.LeaderEpoch = res.Offset, res.Timestamp, res.LeaderEpoch
+						// The answer carries no generation: leader
+						// epoch -1 is "unknown" to Kafka clients.
+						rp.Offset, rp.Timestamp, rp.LeaderEpoch = res.Offset, res.Timestamp, -1
 					}
 					finish()
 				})
@@ -58,7 +61,7 @@ func (l *Listener) listOffsets(c *netio.Conn, req *kmsg.ListOffsetsRequest, repl
 // producer ids, the same ones the native protocol hands out, so the
 // partitions' duplicate and sequence checks apply to Kafka producers
 // unchanged. Transactional ids are refused: there are no transactions.
-func (l *Listener) initProducerID(c *netio.Conn, req *kmsg.InitProducerIDRequest, reply func(kmsg.Response)) {
+func (l *Listener) initProducerID(req *kmsg.InitProducerIDRequest, reply func(kmsg.Response)) {
 	resp := req.ResponseKind().(*kmsg.InitProducerIDResponse)
 	if req.TransactionalID != nil {
 		resp.ErrorCode = kerr.TransactionalIDAuthorizationFailed.Code
@@ -66,16 +69,15 @@ func (l *Listener) initProducerID(c *netio.Conn, req *kmsg.InitProducerIDRequest
 		reply(resp)
 		return
 	}
-	id, epoch := int64(-1), int16(-1)
+	ask := service.InitProducerRequest{ProducerID: -1, ProducerEpoch: -1}
 	if req.Version >= 3 {
-		id, epoch = req.ProducerID, req.ProducerEpoch
+		ask.ProducerID, ask.ProducerEpoch = req.ProducerID, req.ProducerEpoch
 	}
-	l.b.InitProducerID(c.Shard(), id, epoch, func(id int64, epoch int16, err error) {
-		if err != nil {
-			resp.ErrorCode, resp.ProducerID, resp.ProducerEpoch = errorCode(err), -1, -1
-		} else {
-			resp.ProducerID, resp.ProducerEpoch = id, epoch
-		}
-		reply(resp)
-	})
+	res, err := l.svc.InitProducer(ask)
+	if err != nil {
+		resp.ErrorCode, resp.ProducerID, resp.ProducerEpoch = errorCode(err), -1, -1
+	} else {
+		resp.ProducerID, resp.ProducerEpoch = res.ProducerID, res.ProducerEpoch
+	}
+	reply(resp)
 }

@@ -6,7 +6,15 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/corestream/corestream/cluster/service"
 	"github.com/corestream/corestream/netio"
+)
+
+// Kafka's acks levels.
+const (
+	acksNone   int16 = 0  // no answer at all
+	acksLeader int16 = 1  // durable on the primary
+	acksAll    int16 = -1 // committed by a quorum of the replicas
 )
 
 // produce sends each partition's batch to its primary's shard and
@@ -17,7 +25,7 @@ import (
 func (l *Listener) produce(c *netio.Conn, req *kmsg.ProduceRequest, reply func(kmsg.Response), noReply func()) {
 	resp := req.ResponseKind().(*kmsg.ProduceResponse)
 	acks := req.Acks
-	if acks != AcksNone && acks != AcksPrimary && acks != AcksAll {
+	if acks != acksNone && acks != acksLeader && acks != acksAll {
 		// Kafka answers every partition with INVALID_REQUIRED_ACKS.
 		for _, t := range req.Topics {
 			rt := kmsg.NewProduceResponseTopic()
@@ -32,16 +40,20 @@ func (l *Listener) produce(c *netio.Conn, req *kmsg.ProduceRequest, reply func(k
 		reply(resp)
 		return
 	}
-	if acks == AcksNone {
+	if acks == acksNone {
 		// No answer is ever sent: free the request's place now so later
 		// answers need not wait for it.
 		noReply()
+	}
+	ours := service.AcksPrimary
+	if acks == acksAll {
+		ours = service.AcksQuorum
 	}
 	timeout := time.Duration(max(req.TimeoutMillis, 0)) * time.Millisecond
 	pending := 1 // one for this loop, released after it
 	finish := func() {
 		pending--
-		if pending == 0 && acks != AcksNone {
+		if pending == 0 && acks != acksNone {
 			reply(resp)
 		}
 	}
@@ -63,15 +75,16 @@ func (l *Listener) produce(c *netio.Conn, req *kmsg.ProduceRequest, reply func(k
 				continue
 			}
 			pending++
-			l.b.Produce(c.Shard(), &ProduceReq{Topic: t.Topic, Partition: p.Partition, Acks: acks, Timeout: timeout, Records: p.Records},
-				func(res ProduceRes) {
-					if res.Err != nil {
-						rp.ErrorCode, rp.ErrorMessage = errorCode(res.Err), errorMessage(res.Err)
-					} else {
-						rp.BaseOffset, rp.LogStartOffset = res.BaseOffset, res.LogStartOffset
-					}
-					finish()
-				})
+			req := &service.ProduceRequest{PartitionRef: service.PartitionRef{Topic: t.Topic, Partition: p.Partition,
+				Generation: service.GenerationUnknown}, Acks: ours, Timeout: timeout, Records: p.Records}
+			l.svc.Produce(c.Shard(), req, func(res service.ProduceResult, err error) {
+				if err != nil {
+					rp.ErrorCode, rp.ErrorMessage = errorCode(err), errorMessage(err)
+				} else {
+					rp.BaseOffset, rp.LogStartOffset = res.BaseOffset, res.LogStartOffset
+				}
+				finish()
+			})
 		}
 	}
 	finish()
