@@ -1,0 +1,192 @@
+package node
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/corestream/corestream/client"
+)
+
+// Topic admin through the Kafka port keeps our rules with Kafka's codes:
+// replication factor -1 is the cluster's default, 0, 33 and more than
+// the roster are INVALID_REPLICATION_FACTOR; partitions must be 1 or
+// more and can only grow; names are unique until deleted.
+func TestKafkaTopicAdmin(t *testing.T) {
+	t.Parallel()
+	n := runNode(t, t.TempDir(), withKafka)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	adm := kadm.NewClient(kafkaClient(t, []string{n.KafkaAddr()}))
+
+	create := func(name string, parts int32, rf int16) error {
+		res, err := adm.CreateTopic(ctx, parts, rf, nil, name)
+		if err != nil {
+			return err
+		}
+		return res.Err
+	}
+	for _, tc := range []struct {
+		name  string
+		parts int32
+		rf    int16
+		want  error
+	}{
+		{"default-rf", 2, -1, nil},
+		{"rf-0", 1, 0, kerr.InvalidReplicationFactor},
+		{"rf-33", 1, 33, kerr.InvalidReplicationFactor},
+		{"rf-over-roster", 1, 2, kerr.InvalidReplicationFactor},
+		{"no-partitions", 0, 1, kerr.InvalidPartitions},
+		{"default-rf", 2, 1, kerr.TopicAlreadyExists},
+		{"bad/name", 1, 1, kerr.InvalidTopicException},
+	} {
+		if err := create(tc.name, tc.parts, tc.rf); !errors.Is(err, tc.want) {
+			t.Errorf("create %s (partitions %d, rf %d): %v, want %v", tc.name, tc.parts, tc.rf, err, tc.want)
+		}
+	}
+	td, err := adm.ListTopics(ctx, "default-rf")
+	if err != nil || len(td["default-rf"].Partitions) != 2 || td["default-rf"].Partitions.NumReplicas() != 1 {
+		t.Fatalf("default-rf: %+v, %v", td, err)
+	}
+
+	// Partitions grow, never shrink.
+	if res, err := adm.UpdatePartitions(ctx, 5, "default-rf"); err != nil || res["default-rf"].Err != nil {
+		t.Fatalf("grow to 5: %v %+v", err, res)
+	}
+	if res, err := adm.UpdatePartitions(ctx, 3, "default-rf"); err != nil || !errors.Is(res["default-rf"].Err, kerr.InvalidPartitions) {
+		t.Fatalf("shrink to 3: %v %+v", err, res)
+	}
+	if n := len(n.view.Load().Topics["default-rf"].Replicas); n != 5 {
+		t.Fatalf("partitions after growing: %d", n)
+	}
+
+	// Delete, then the name is free and unknown.
+	if res, err := adm.DeleteTopics(ctx, "default-rf"); err != nil || res["default-rf"].Err != nil {
+		t.Fatalf("delete: %v %+v", err, res)
+	}
+	if res, err := adm.DeleteTopics(ctx, "default-rf"); err != nil || !errors.Is(res["default-rf"].Err, kerr.UnknownTopicOrPartition) {
+		t.Fatalf("delete again: %v %+v", err, res)
+	}
+	if err := create("default-rf", 1, 1); err != nil {
+		t.Fatalf("create after delete: %v", err)
+	}
+}
+
+// Both protocols serve the same data: records produced through Kafka are
+// consumed through the native SDK with the same offsets, keys and values,
+// and the reverse; the control batch a new primary writes at the start
+// of each generation reaches neither consumer as a record.
+func TestKafkaBothProtocols(t *testing.T) {
+	t.Parallel()
+	n := runNode(t, t.TempDir(), withKafka)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	kaddr := n.KafkaAddr()
+	kafkaCreate(t, ctx, kadm.NewClient(kafkaClient(t, []string{kaddr})), "both", 2, 1)
+	native, err := client.Dial(ctx, n.ClientAddr())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer native.Close()
+
+	type rec struct {
+		off      int64
+		key, val string
+	}
+	// Through Kafka: every record's offset as acknowledged.
+	kp := kafkaClient(t, []string{kaddr}, kgo.DefaultProduceTopic("both"))
+	want := map[int32][]rec{}
+	for i := 0; i < 40; i++ {
+		r := &kgo.Record{Key: []byte(fmt.Sprint("k", i%7)), Value: []byte(fmt.Sprint("via-kafka-", i))}
+		if err := kp.ProduceSync(ctx, r).FirstErr(); err != nil {
+			t.Fatal(err)
+		}
+		want[r.Partition] = append(want[r.Partition], rec{r.Offset, string(r.Key), string(r.Value)})
+	}
+	// Through the native SDK.
+	np, err := native.NewProducer(ctx, client.ProducerConfig{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < 40; i++ {
+		key, val := fmt.Sprint("k", i%7), fmt.Sprint("via-native-", i)
+		pr, err := np.Produce(ctx, client.Record{Topic: "both", Key: []byte(key), Value: []byte(val)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		want[pr.Partition] = append(want[pr.Partition], rec{pr.Offset, key, val})
+	}
+	np.Close(ctx)
+	total := 80
+
+	check := func(who string, got map[int32][]rec) {
+		t.Helper()
+		for p, w := range want {
+			if fmt.Sprint(got[p]) != fmt.Sprint(w) {
+				t.Fatalf("%s, partition %d:\n got %v\nwant %v", who, p, got[p], w)
+			}
+		}
+	}
+	// Consumed through the native SDK.
+	cs, err := native.NewConsumer(client.ConsumerConfig{FetchMaxWait: 50 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cs.Close()
+	if err := cs.Assign(ctx, "both", []int32{0, 1}, client.StartEarliest); err != nil {
+		t.Fatal(err)
+	}
+	got := map[int32][]rec{}
+	for count := 0; count < total; {
+		recs, err := cs.Poll(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, r := range recs {
+			got[r.Partition] = append(got[r.Partition], rec{r.Offset, string(r.Key), string(r.Value)})
+			count++
+		}
+	}
+	check("native consumer", got)
+	// Consumed through Kafka.
+	kc := kafkaClient(t, []string{kaddr}, kgo.ConsumeTopics("both"), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
+	got = map[int32][]rec{}
+	for _, r := range consumeN(t, ctx, kc, total) {
+		got[r.Partition] = append(got[r.Partition], rec{r.Offset, string(r.Key), string(r.Value)})
+	}
+	check("kafka consumer", got)
+	// Each partition starts with the generation's control batch at
+	// offset 0, which neither consumer returned.
+	for p, w := range want {
+		if len(w) == 0 || w[0].off == 0 {
+			t.Fatalf("partition %d: the first record is at offset 0, where the control batch should be: %v", p, w)
+		}
+	}
+	lo, err := kadm.NewClient(kc).ListStartOffsets(ctx, "both")
+	if err != nil {
+		t.Fatal(err)
+	}
+	lo.Each(func(o kadm.ListedOffset) {
+		if o.Err != nil || o.Offset != 0 {
+			t.Errorf("start offset of partition %d: %d, %v", o.Partition, o.Offset, o.Err)
+		}
+	})
+	// The topic id is the same through both protocols.
+	md, err := kadm.NewClient(kc).Metadata(ctx, "both")
+	if err != nil {
+		t.Fatal(err)
+	}
+	nt, err := native.DescribeTopic(ctx, "both")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if [16]byte(md.Topics["both"].ID) != [16]byte(nt.Topic.ID) {
+		t.Fatalf("topic id: kafka %s, native %x", md.Topics["both"].ID, nt.Topic.ID)
+	}
+}
