@@ -170,8 +170,10 @@ func (l *Listener) refuse(c *netio.Conn, st *conn, seq uint64, why error) {
 }
 
 // errorResponse is req's response with its top-level error code set to
-// code, or nil when the response has none (or kmsg cannot encode the
-// version).
+// code, or nil when the response has none at req's version (or kmsg
+// cannot encode the version). A field kmsg has but the version does not
+// carry would leave the client an empty answer: the response is encoded
+// with and without the code, and must differ.
 func errorResponse(req kmsg.Request, code int16) kmsg.Response {
 	if req.GetVersion() > req.MaxVersion() || req.GetVersion() < 0 {
 		return nil
@@ -181,7 +183,11 @@ func errorResponse(req kmsg.Request, code int16) kmsg.Response {
 	if !f.IsValid() || f.Kind() != reflect.Int16 {
 		return nil
 	}
+	without := resp.AppendTo(nil)
 	f.SetInt(int64(code))
+	if string(resp.AppendTo(nil)) == string(without) {
+		return nil
+	}
 	return resp
 }
 
