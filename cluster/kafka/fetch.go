@@ -8,6 +8,7 @@ import (
 
 	"github.com/corestream/corestream/cluster/service"
 	"github.com/corestream/corestream/netio"
+	"github.com/corestream/corestream/segment/batch"
 )
 
 // Fetch bounds.
@@ -94,26 +95,17 @@ func (l *Listener) fetchPass(c *netio.Conn, req *kmsg.FetchRequest, wait time.Du
 				fr.MinBytes, fr.MaxWait = 1, wait
 			}
 			pending++
-			l.svc.Fetch(c.Shard(), fr, func(res service.FetchResult, err error) {
+			l.fetchRecords(c, fr, 0, func(records []byte, res service.FetchResult, err error) {
 				if answered {
-					if err == nil {
-						res.Records.Release()
-					}
 					return // a parked read after the answer left: dropped
 				}
-				if err == nil {
-					// Copied: a Kafka response interleaves each
-					// partition's records with headers, which netio's
-					// one header and list of file ranges cannot carry.
-					rp.RecordBatches, err = res.Records.AppendTo(make([]byte, 0, res.Records.Bytes))
-					res.Records.Release()
-				}
 				if err != nil {
-					rp.ErrorCode, rp.RecordBatches = errorCode(err), nil
+					rp.ErrorCode = errorCode(err)
 					failed = true
 				} else {
 					rp.HighWatermark, rp.LastStableOffset, rp.LogStartOffset = res.HighWatermark, res.HighWatermark, res.LogStartOffset
-					bytes += len(rp.RecordBatches)
+					rp.RecordBatches = records
+					bytes += len(records)
 				}
 				have = append(have, rp)
 				finish()
@@ -144,4 +136,68 @@ func keepAnswered(resp *kmsg.FetchResponse, have []*kmsg.FetchResponseTopicParti
 		}
 	}
 	resp.Topics = topics
+}
+
+// controlSkipsMax bounds the reads one partition's fetch makes past
+// answers that hold only control batches (a new primary's no-op, one
+// per generation); past it the control batches are answered as they are.
+const controlSkipsMax = 64
+
+// fetchRecords reads one partition for a fetch and answers its record
+// bytes without the log's control batches: the no-op a new primary
+// appends is a control batch, which current clients skip but older ones
+// (kafka-python 2.0) hand to the application as a record. When a read
+// finds only control batches, it reads again from the offset after
+// them, so a consumer is never answered nothing while data follows them.
+// done runs on the connection's shard.
+func (l *Listener) fetchRecords(c *netio.Conn, fr *service.FetchRequest, skips int, done func([]byte, service.FetchResult, error)) {
+	l.svc.Fetch(c.Shard(), fr, func(res service.FetchResult, err error) {
+		if err != nil {
+			done(nil, res, err)
+			return
+		}
+		// Copied: a Kafka response interleaves each partition's records
+		// with headers, which netio's one header and list of file ranges
+		// cannot carry.
+		buf, err := res.Records.AppendTo(make([]byte, 0, res.Records.Bytes))
+		res.Records.Release()
+		if err != nil {
+			done(nil, res, err)
+			return
+		}
+		kept, next, dropped := stripControl(buf)
+		if len(kept) == 0 && dropped {
+			if skips < controlSkipsMax {
+				again := *fr
+				again.Offset = next
+				l.fetchRecords(c, &again, skips+1, done)
+				return
+			}
+			kept = buf
+		}
+		done(kept, res, nil)
+	})
+}
+
+// stripControl returns b's record batches without its control batches
+// (compacted in place), the offset after the last batch, and whether it
+// dropped any. A batch it cannot read ends the scan: it and what follows
+// are kept, for the client to judge.
+func stripControl(b []byte) (kept []byte, next int64, dropped bool) {
+	kept = b[:0]
+	for len(b) > 0 {
+		h, err := batch.ReadHeader(b)
+		if err != nil || h.Size() > len(b) {
+			return append(kept, b...), next, dropped
+		}
+		size := h.Size()
+		if h.Attributes&batch.ControlBit != 0 {
+			dropped = true
+		} else {
+			kept = append(kept, b[:size]...)
+		}
+		next = h.LastOffset() + 1
+		b = b[size:]
+	}
+	return kept, next, dropped
 }

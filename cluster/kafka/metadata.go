@@ -70,11 +70,13 @@ func (l *Listener) metadata(req *kmsg.MetadataRequest) *kmsg.MetadataResponse {
 			byID[t.TopicID] = true
 		}
 	}
-	if req.Topics != nil && len(names) == 0 && len(byID) == 0 {
+	// Version 0 has no null list: there an empty one asks for all.
+	all := req.Topics == nil || req.Version == 0 && len(req.Topics) == 0
+	if !all && len(names) == 0 && len(byID) == 0 {
 		return resp
 	}
 	var ask service.MetadataRequest
-	if req.Topics != nil && len(byID) == 0 {
+	if !all && len(byID) == 0 {
 		ask.Topics = names
 	}
 	res, err := l.svc.Metadata(ask)

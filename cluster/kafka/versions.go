@@ -17,8 +17,11 @@ const (
 )
 
 // supported is exactly what ApiVersions lists: each API this listener
-// answers, with the versions it implements. Versions below a minimum are
-// the ones before RecordBatch v2 (magic 2), which the log stores; the
+// answers, with the versions it implements. Produce and Fetch start at
+// the first versions of RecordBatch v2 (magic 2), which the log stores;
+// Metadata at 0, which older clients (kafka-python) send right after
+// ApiVersions to probe the broker: a closed connection there made them
+// take us for Kafka 0.9. The
 // maximums stop before topic ids replaced names in requests (Produce 13,
 // Fetch 13) and before features we lack (ListOffsets 8: tiered storage).
 // docs/kafka.md prints this table; TestDocumentedVersions keeps the two
@@ -30,7 +33,7 @@ var supported = []struct {
 	{produceKey, 3, 12},
 	{fetchKey, 4, 12},
 	{listOffsetsKey, 1, 7},
-	{metadataKey, 1, 12},
+	{metadataKey, 0, 12},
 	{apiVersionsKey, 0, 4},
 	{createTopicsKey, 2, 7},
 	{deleteTopicsKey, 1, 5},

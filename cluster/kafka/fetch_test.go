@@ -1,0 +1,71 @@
+package kafka
+
+import (
+	"encoding/binary"
+	"testing"
+
+	"github.com/corestream/corestream/segment/batch"
+)
+
+// testBatch is a batch of count records at base, a control batch when
+// control is set (the header fields are what stripControl reads).
+func testBatch(t *testing.T, base int64, count int, control bool) []byte {
+	t.Helper()
+	b, err := batch.NewBuilder(batch.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < count; i++ {
+		if err := b.AppendKV(1, nil, []byte("v")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	out, err := b.Build()
+	if err != nil {
+		t.Fatal(err)
+	}
+	batch.SetBaseOffset(out, base)
+	if control {
+		const offAttributes = 21
+		a := binary.BigEndian.Uint16(out[offAttributes:])
+		binary.BigEndian.PutUint16(out[offAttributes:], a|batch.ControlBit)
+	}
+	return out
+}
+
+func TestStripControl(t *testing.T) {
+	noop0 := testBatch(t, 0, 1, true)
+	data1 := testBatch(t, 1, 3, false)
+	noop4 := testBatch(t, 4, 1, true)
+	data5 := testBatch(t, 5, 2, false)
+	cat := func(bs ...[]byte) []byte {
+		var out []byte
+		for _, b := range bs {
+			out = append(out, b...)
+		}
+		return out
+	}
+	for _, tc := range []struct {
+		name    string
+		in      []byte
+		want    []byte
+		next    int64
+		dropped bool
+	}{
+		{"empty", nil, nil, 0, false},
+		{"data only", cat(data1), cat(data1), 4, false},
+		{"control only", cat(noop0), nil, 1, true},
+		{"control between data", cat(noop0, data1, noop4, data5), cat(data1, data5), 7, true},
+		{"control at the end", cat(data1, noop4), cat(data1), 5, true},
+		{"a torn batch is kept", cat(noop0, data1[:20]), data1[:20], 1, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			in := append([]byte(nil), tc.in...)
+			got, next, dropped := stripControl(in)
+			if string(got) != string(tc.want) || next != tc.next || dropped != tc.dropped {
+				t.Fatalf("got %d bytes, next %d, dropped %v; want %d bytes, next %d, dropped %v",
+					len(got), next, dropped, len(tc.want), tc.next, tc.dropped)
+			}
+		})
+	}
+}
