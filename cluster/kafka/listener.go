@@ -37,9 +37,6 @@ type Listener struct {
 
 // Config is what the listener needs besides the service.
 type Config struct {
-	// KafkaAddrOf is node id's advertised Kafka address, HOST:PORT ("":
-	// the node serves no Kafka clients and is not listed as a broker).
-	KafkaAddrOf func(id int32) string
 	// MaxFrameBytes is the server's frame limit, logged with a larger
 	// request.
 	MaxFrameBytes int

@@ -21,7 +21,7 @@ type broker struct {
 func (l *Listener) brokers() []broker {
 	var out []broker
 	for _, b := range l.svc.Brokers() {
-		host, port, err := net.SplitHostPort(l.cfg.KafkaAddrOf(b.ID))
+		host, port, err := net.SplitHostPort(b.KafkaAddr)
 		if err != nil {
 			continue // no Kafka address: not a broker to Kafka clients
 		}

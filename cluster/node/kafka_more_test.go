@@ -189,4 +189,9 @@ func TestKafkaBothProtocols(t *testing.T) {
 	if [16]byte(md.Topics["both"].ID) != [16]byte(nt.Topic.ID) {
 		t.Fatalf("topic id: kafka %s, native %x", md.Topics["both"].ID, nt.Topic.ID)
 	}
+	// Cluster status names the node's Kafka address.
+	st, err := native.ClusterStatus(ctx)
+	if err != nil || len(st.Nodes) != 1 || st.Nodes[0].KafkaAddr != kaddr {
+		t.Fatalf("cluster status: %+v, %v; want kafka_addr %s", st, err, kaddr)
+	}
 }
