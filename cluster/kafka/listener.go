@@ -196,6 +196,8 @@ func (l *Listener) serve(c *netio.Conn, h RequestHeader, req kmsg.Request, reply
 		reply(apiVersionsResponse(0))
 	case *kmsg.MetadataRequest:
 		reply(l.metadata(r))
+	case *kmsg.DescribeConfigsRequest:
+		reply(l.describeConfigs(r))
 	case *kmsg.DescribeClusterRequest:
 		reply(l.describeCluster(r))
 	case *kmsg.ProduceRequest:

@@ -12,6 +12,7 @@ const (
 	createTopicsKey     int16 = 19
 	deleteTopicsKey     int16 = 20
 	initProducerIDKey   int16 = 22
+	describeConfigsKey  int16 = 32
 	createPartitionsKey int16 = 37
 	describeClusterKey  int16 = 60
 )
@@ -38,6 +39,7 @@ var supported = []struct {
 	{createTopicsKey, 2, 7},
 	{deleteTopicsKey, 1, 5},
 	{initProducerIDKey, 0, 4},
+	{describeConfigsKey, 0, 4},
 	{createPartitionsKey, 0, 3},
 	{describeClusterKey, 0, 1},
 }

@@ -25,6 +25,13 @@ func TestKafkaTopicAdmin(t *testing.T) {
 	defer cancel()
 	adm := kadm.NewClient(kafkaClient(t, []string{n.KafkaAddr()}))
 
+	create1 := func(name string, configs map[string]*string) error {
+		res, err := adm.CreateTopic(ctx, 1, 1, configs, name)
+		if err != nil {
+			return err
+		}
+		return res.Err
+	}
 	create := func(name string, parts int32, rf int16) error {
 		res, err := adm.CreateTopic(ctx, parts, rf, nil, name)
 		if err != nil {
@@ -55,6 +62,31 @@ func TestKafkaTopicAdmin(t *testing.T) {
 		t.Fatalf("default-rf: %+v, %v", td, err)
 	}
 
+	// Configs by Kafka's names: set at creation, read back with
+	// DescribeConfigs; one we do not have is INVALID_CONFIG.
+	ret := "60000"
+	if res, err := adm.CreateTopic(ctx, 1, 1, map[string]*string{"retention.ms": &ret}, "with-config"); err != nil || res.Err != nil {
+		t.Fatalf("create with retention.ms: %v %v", err, res.Err)
+	}
+	if err := create1("compacted", map[string]*string{"cleanup.policy": kmsgString("compact")}); !errors.Is(err, kerr.InvalidConfig) {
+		t.Fatalf("create with cleanup.policy: %v", err)
+	}
+	rcs, err := adm.DescribeTopicConfigs(ctx, "with-config")
+	if err != nil {
+		t.Fatal(err)
+	}
+	rc, err := rcs.On("with-config", nil)
+	if err != nil || rc.Err != nil {
+		t.Fatalf("describe configs: %v %+v", err, rc)
+	}
+	got := map[string]string{}
+	for _, c := range rc.Configs {
+		got[c.Key] = c.MaybeValue() + " " + c.Source.String()
+	}
+	if got["retention.ms"] != "60000 DYNAMIC_TOPIC_CONFIG" || got["segment.bytes"] == "" {
+		t.Fatalf("configs: %v", got)
+	}
+
 	// Partitions grow, never shrink.
 	if res, err := adm.UpdatePartitions(ctx, 5, "default-rf"); err != nil || res["default-rf"].Err != nil {
 		t.Fatalf("grow to 5: %v %+v", err, res)
@@ -77,6 +109,8 @@ func TestKafkaTopicAdmin(t *testing.T) {
 		t.Fatalf("create after delete: %v", err)
 	}
 }
+
+func kmsgString(s string) *string { return &s }
 
 // Both protocols serve the same data: records produced through Kafka are
 // consumed through the native SDK with the same offsets, keys and values,
