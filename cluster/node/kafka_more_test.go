@@ -10,8 +10,10 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/corestream/corestream/client"
+	"github.com/corestream/corestream/segment/batch"
 )
 
 // Topic admin through the Kafka port keeps our rules with Kafka's codes:
@@ -227,5 +229,95 @@ func TestKafkaBothProtocols(t *testing.T) {
 	st, err := native.ClusterStatus(ctx)
 	if err != nil || len(st.Nodes) != 1 || st.Nodes[0].KafkaAddr != kaddr {
 		t.Fatalf("cluster status: %+v, %v; want kafka_addr %s", st, err, kaddr)
+	}
+}
+
+// Idempotent produce through Kafka maps onto our producer ids: a retried
+// batch is answered with its first offset and not appended again, a gap
+// is OUT_OF_ORDER_SEQUENCE_NUMBER, a bumped epoch fences the old one,
+// and transactional ids are refused.
+func TestKafkaIdempotentProduce(t *testing.T) {
+	t.Parallel()
+	n := runNode(t, t.TempDir(), withKafka)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	cl := kafkaClient(t, []string{n.KafkaAddr()})
+	kafkaCreate(t, ctx, kadm.NewClient(cl), "idem", 1, 1)
+
+	initPID := func(id int64, epoch int16) *kmsg.InitProducerIDResponse {
+		t.Helper()
+		req := kmsg.NewPtrInitProducerIDRequest()
+		req.ProducerID, req.ProducerEpoch = id, epoch
+		resp, err := req.RequestWith(ctx, cl)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return resp
+	}
+	pid := initPID(-1, -1)
+	if pid.ErrorCode != 0 || pid.ProducerID <= 0 || pid.ProducerEpoch != 0 {
+		t.Fatalf("InitProducerId: %+v", pid)
+	}
+	produce := func(epoch int16, seq int32, value string) (int64, error) {
+		t.Helper()
+		b, err := batch.NewBuilder(batch.Options{Idempotent: true, ProducerID: pid.ProducerID, ProducerEpoch: epoch, BaseSequence: seq})
+		if err == nil {
+			err = b.AppendKV(time.Now().UnixMilli(), nil, []byte(value))
+		}
+		records, err2 := b.Build()
+		if err != nil || err2 != nil {
+			t.Fatal(err, err2)
+		}
+		req := kmsg.NewPtrProduceRequest()
+		req.Acks, req.TimeoutMillis = -1, 10000
+		rt := kmsg.NewProduceRequestTopic()
+		rt.Topic = "idem"
+		rp := kmsg.NewProduceRequestTopicPartition()
+		rp.Records = records
+		rt.Partitions = append(rt.Partitions, rp)
+		req.Topics = append(req.Topics, rt)
+		resp, err := req.RequestWith(ctx, cl)
+		if err != nil {
+			t.Fatal(err)
+		}
+		p := resp.Topics[0].Partitions[0]
+		return p.BaseOffset, kerr.ErrorForCode(p.ErrorCode)
+	}
+	first, err := produce(0, 0, "a")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if again, err := produce(0, 0, "a"); err != nil || again != first {
+		t.Fatalf("retried batch: offset %d, %v; want %d", again, err, first)
+	}
+	if _, err := produce(0, 5, "gap"); !errors.Is(err, kerr.OutOfOrderSequenceNumber) {
+		t.Fatalf("a sequence gap: %v", err)
+	}
+	bumped := initPID(pid.ProducerID, pid.ProducerEpoch)
+	if bumped.ErrorCode != 0 || bumped.ProducerID != pid.ProducerID || bumped.ProducerEpoch != 1 {
+		t.Fatalf("bump: %+v", bumped)
+	}
+	if _, err := produce(1, 0, "b"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := produce(0, 1, "old epoch"); !errors.Is(err, kerr.InvalidProducerEpoch) {
+		t.Fatalf("the old epoch: %v", err)
+	}
+	// A transactional InitProducerId, sent to the node itself (a client
+	// would first look for a transaction coordinator, which FindCoordinator
+	// not being served tells it there is none).
+	txn := kmsg.NewPtrInitProducerIDRequest()
+	txn.TransactionalID = kmsgString("txn")
+	if r, err := cl.Broker(1).Request(ctx, txn); err != nil ||
+		r.(*kmsg.InitProducerIDResponse).ErrorCode != kerr.TransactionalIDAuthorizationFailed.Code {
+		t.Fatalf("transactional id: %+v, %v", r, err)
+	}
+	// One copy of "a", one of "b".
+	hw, err := kadm.NewClient(cl).ListEndOffsets(ctx, "idem")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if o, _ := hw.Lookup("idem", 0); o.Offset != first+2 {
+		t.Fatalf("end offset %d, want %d (a, b)", o.Offset, first+2)
 	}
 }
