@@ -60,6 +60,9 @@ func (l *Listener) fetchPass(c *netio.Conn, req *kmsg.FetchRequest, wait time.Du
 		if pending > 0 {
 			keepAnswered(resp, have)
 		}
+		if req.Version >= 3 && req.MaxBytes > 0 {
+			bytes = trimToMaxBytes(resp, int(req.MaxBytes))
+		}
 		done(resp, bytes, failed)
 	}
 	resp.Topics = make([]kmsg.FetchResponseTopic, len(req.Topics))
@@ -114,6 +117,29 @@ func (l *Listener) fetchPass(c *netio.Conn, req *kmsg.FetchRequest, wait time.Du
 	}
 	looped = true
 	finish()
+}
+
+// trimToMaxBytes keeps resp's records within the request's max_bytes, as
+// Kafka does: partitions are filled in order, the first with records is
+// answered whole even when it alone is larger, and a partition whose
+// records would pass the bound is answered without them (the client
+// asks again). Each partition read up to its own bound in parallel, so
+// without this an answer could hold the partition bound times the
+// partitions. It returns the record bytes kept.
+func trimToMaxBytes(resp *kmsg.FetchResponse, maxBytes int) int {
+	total := 0
+	for ti := range resp.Topics {
+		parts := resp.Topics[ti].Partitions
+		for pi := range parts {
+			n := len(parts[pi].RecordBatches)
+			if total > 0 && total+n > maxBytes {
+				parts[pi].RecordBatches = nil
+				continue
+			}
+			total += n
+		}
+	}
+	return total
 }
 
 // keepAnswered drops from resp the partitions not in have.

@@ -2,7 +2,10 @@ package kafka
 
 import (
 	"encoding/binary"
+	"fmt"
 	"testing"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/corestream/corestream/segment/batch"
 )
@@ -67,5 +70,38 @@ func TestStripControl(t *testing.T) {
 					len(got), next, dropped, len(tc.want), tc.next, tc.dropped)
 			}
 		})
+	}
+}
+
+func TestTrimToMaxBytes(t *testing.T) {
+	resp := kmsg.NewPtrFetchResponse()
+	for _, sizes := range [][]int{{0, 70}, {50, 20}} {
+		rt := kmsg.NewFetchResponseTopic()
+		for i, n := range sizes {
+			rp := kmsg.NewFetchResponseTopicPartition()
+			rp.Partition, rp.RecordBatches = int32(i), make([]byte, n)
+			rt.Partitions = append(rt.Partitions, rp)
+		}
+		resp.Topics = append(resp.Topics, rt)
+	}
+	// The first partition with records is kept whole though above the
+	// bound; the next ones only while they fit.
+	if got := trimToMaxBytes(resp, 60); got != 70 {
+		t.Fatalf("kept %d bytes, want 70", got)
+	}
+	var lens []int
+	for _, rt := range resp.Topics {
+		for _, rp := range rt.Partitions {
+			lens = append(lens, len(rp.RecordBatches))
+		}
+	}
+	if fmt.Sprint(lens) != "[0 70 0 0]" {
+		t.Fatalf("records per partition %v", lens)
+	}
+	resp.Topics[1].Partitions[0].RecordBatches = make([]byte, 50)
+	resp.Topics[1].Partitions[1].RecordBatches = make([]byte, 20)
+	resp.Topics[0].Partitions[1].RecordBatches = make([]byte, 10)
+	if got := trimToMaxBytes(resp, 60); got != 60 {
+		t.Fatalf("kept %d bytes, want 60 (10 + 50, then 20 would pass the bound)", got)
 	}
 }
