@@ -1,94 +1,24 @@
 package node
 
 import (
-	"bytes"
-	"context"
-	"fmt"
-	"io"
 	"net"
-	"net/http"
-	"slices"
-	"strconv"
-	"strings"
-	"time"
 
-	"github.com/corestream/corestream/cluster/forward"
-	"github.com/corestream/corestream/cluster/service"
-	"github.com/corestream/corestream/netio/wire"
+	"github.com/corestream/corestream/cluster/httpapi"
 )
 
-// The HTTP API (docs/http.md). Every node serves it. A request about a
-// partition runs on the partition's primary and a request that changes
-// metadata on the metadata primary: a node that is not the right one
-// forwards the request there in one hop, signed with a proof
-// (cluster/forward) that expires after 10 s; a forwarded request is never
-// forwarded again. The handlers call the typed service (cluster/service),
-// the same calls the binary protocol makes, and turn its results into
-// JSON; they hold no *Node.
-
-// Bounds of the HTTP API (httpBodyBytesMax and httpRecordsMax are with
-// the parsing and the records).
-const (
-	// httpForwardTimeout bounds one forwarded request, including a
-	// fetch's long poll (at most wire.FetchWaitMsMax).
-	httpForwardTimeout = 30*time.Second + wire.FetchWaitMsMax*time.Millisecond
-	// httpReadHeaderTimeout bounds the wait for a request's headers, so a
-	// client that stops mid-request does not hold a connection forever.
-	httpReadHeaderTimeout = 10 * time.Second
-	// httpIdleTimeout closes keep-alive connections idle this long.
-	httpIdleTimeout = 2 * time.Minute
-	// httpBodyTimeout bounds the read of a request body once its headers
-	// are in: 16 MiB at about 0.5 MiB/s.
-	httpBodyTimeout = 30 * time.Second
-)
-
-type httpAPI struct {
-	svc service.Service
-	// self is this node's id; jwtSecret signs and verifies forwarded
-	// requests ("" : this node forwards nothing).
-	self      int32
-	jwtSecret string
-	// httpAddrs is node id's advertised HTTP address ("" when the roster
-	// has none).
-	httpAddrs func(id int32) string
-	srv       *http.Server
-	ln        net.Listener
-	mux       *http.ServeMux
-	client    *http.Client
-	// bodyTimeout is httpBodyTimeout; tests shorten it.
-	bodyTimeout time.Duration
-}
-
-// httpMethods are the methods any route serves; an unknown path or
-// method is answered from them (notRouted).
-var httpMethods = []string{http.MethodGet, http.MethodPost, http.MethodDelete}
-
-// startHTTP serves the HTTP API on ln, bound by preflight.
+// startHTTP serves the HTTP API (cluster/httpapi) on ln, bound by
+// preflight, in front of the node's service.
 func (n *Node) startHTTP(ln net.Listener) {
-	h := newHTTPAPI(n, ln, httpBodyTimeout)
+	h := httpapi.New(n.httpConfig(), ln)
 	n.http = h
-	go h.srv.Serve(ln)
-	n.log.Info("http listening", "http_addr", ln.Addr().String())
+	h.Serve()
+	n.log.Info("http listening", "http_addr", h.Addr())
 }
 
-// newHTTPAPI builds the router and the server on ln, wired to n's
-// service.
-func newHTTPAPI(n *Node, ln net.Listener, bodyTimeout time.Duration) *httpAPI {
-	h := &httpAPI{svc: n.svc, self: int32(n.self), jwtSecret: n.cfg.HTTP.JWTSecret, httpAddrs: n.httpAddrOf,
-		ln: ln, mux: http.NewServeMux(), client: &http.Client{Timeout: httpForwardTimeout}, bodyTimeout: bodyTimeout}
-	h.mux.HandleFunc("GET /v1/health", h.health)
-	h.mux.HandleFunc("GET /v1/cluster", h.cluster)
-	h.mux.HandleFunc("GET /v1/topics", h.listTopics)
-	h.mux.HandleFunc("POST /v1/topics", h.createTopic)
-	h.mux.HandleFunc("GET /v1/topics/{topic}", h.describeTopic)
-	h.mux.HandleFunc("DELETE /v1/topics/{topic}", h.deleteTopic)
-	h.mux.HandleFunc("POST /v1/topics/{topic}/partitions/{partition}/records", h.produce)
-	h.mux.HandleFunc("GET /v1/topics/{topic}/partitions/{partition}/records", h.fetch)
-	h.mux.Handle("GET /metrics", n.metricsHandler())
-	// Everything else: ServeMux would answer 404 and 405 in plain text.
-	h.mux.HandleFunc("/", h.notRouted)
-	h.srv = &http.Server{Handler: h.mux, ReadHeaderTimeout: httpReadHeaderTimeout, IdleTimeout: httpIdleTimeout}
-	return h
+// httpConfig wires the HTTP API to this node.
+func (n *Node) httpConfig() httpapi.Config {
+	return httpapi.Config{Service: n.svc, Self: int32(n.self), JWTSecret: n.cfg.HTTP.JWTSecret,
+		HTTPAddrOf: n.httpAddrOf, Metrics: n.metricsHandler()}
 }
 
 // HTTPAddr is the address the HTTP API bound ("" when disabled).
@@ -96,127 +26,7 @@ func (n *Node) HTTPAddr() string {
 	if n.http == nil {
 		return ""
 	}
-	return n.http.ln.Addr().String()
-}
-
-func (h *httpAPI) stop(ctx context.Context) error { return h.srv.Shutdown(ctx) }
-
-// notRouted answers a request no route took: 405 with Allow when the
-// path has routes for other methods, else 404. Both are JSON errors.
-func (h *httpAPI) notRouted(w http.ResponseWriter, r *http.Request) {
-	var allow []string
-	for _, m := range httpMethods {
-		probe := &http.Request{Method: m, URL: r.URL, Host: r.Host}
-		if _, pattern := h.mux.Handler(probe); pattern != "/" && pattern != "" {
-			allow = append(allow, m)
-		}
-	}
-	if len(allow) == 0 {
-		h.fail(w, &httpStatusError{status: http.StatusNotFound,
-			err: wire.Errorf(wire.ErrInvalidRequest, "no route %s; the routes are listed in docs/http.md", r.URL.Path)})
-		return
-	}
-	if slices.Contains(allow, http.MethodGet) {
-		allow = append(allow, http.MethodHead)
-	}
-	h.fail(w, &httpStatusError{status: http.StatusMethodNotAllowed, allow: strings.Join(allow, ", "),
-		err: wire.Errorf(wire.ErrInvalidRequest, "%s does not serve %s (it serves %s)", r.URL.Path, r.Method, strings.Join(allow, ", "))})
-}
-
-// route decides where r runs: here (true), or it has been forwarded (or
-// refused) and answered (false). target is the node that must serve it
-// (-1 when none is known); notHere is the error when this node is not it
-// (NOT_PRIMARY or NOT_METADATA_PRIMARY).
-func (h *httpAPI) route(w http.ResponseWriter, r *http.Request, body []byte, target int32, notHere *wire.Error) bool {
-	self := h.self
-	role := "the partition's primary"
-	if notHere == wire.ErrNotMetadataPrimary {
-		role = "the metadata primary"
-	}
-	if proof := r.Header.Get(forward.Header); proof != "" {
-		from, err := forward.Verify([]byte(h.jwtSecret), proof,
-			forward.Request{Method: r.Method, PathQuery: r.URL.RequestURI(), Body: body, To: self}, time.Now())
-		if err != nil {
-			h.fail(w, &httpStatusError{status: http.StatusUnauthorized,
-				err: wire.Errorf(wire.ErrInvalidRequest, "the %s header does not verify: %v", forward.Header, err)})
-			return false
-		}
-		if target != self {
-			h.fail(w, notThere(notHere, target, fmt.Sprintf("forwarded by node %d, but node %d is not %s (%s); a forwarded request is not forwarded again",
-				from, self, role, knownPrimary(target))))
-			return false
-		}
-		return true
-	}
-	if target == self {
-		return true
-	}
-	addr := h.httpAddrs(target)
-	switch {
-	case target <= 0:
-		h.fail(w, wire.Errorf(wire.ErrPrimaryNotAvailable, "no node is %s right now (an election, or too few nodes reachable); retry shortly", role))
-		return false
-	case addr == "":
-		h.fail(w, notThere(notHere, target, fmt.Sprintf("node %d is not %s; node %d is, and has no http_addr in the roster", self, role, target)))
-		return false
-	case h.jwtSecret == "":
-		h.fail(w, notThere(notHere, target, fmt.Sprintf("node %d is not %s; node %d is (forwarding needs http.jwt_secret): send to %s", self, role, target, addr)))
-		return false
-	}
-	h.forward(w, r, body, target, addr)
-	return false
-}
-
-// notThere is the error for a request that must run on target.
-func notThere(code *wire.Error, target int32, msg string) error {
-	e := wire.Errorf(code, "%s", msg)
-	e.Hint = &wire.Hint{NodeID: target, Generation: -1}
-	return e
-}
-
-// knownPrimary says which node is the right one, for a message.
-func knownPrimary(target int32) string {
-	if target <= 0 {
-		return "no primary is known"
-	}
-	return fmt.Sprintf("node %d is", target)
-}
-
-// forward sends r to node target once, with a signed proof, and copies
-// the answer back, whatever it is: the target answers errors in the same
-// JSON shape.
-func (h *httpAPI) forward(w http.ResponseWriter, r *http.Request, body []byte, target int32, addr string) {
-	proof, err := forward.Sign([]byte(h.jwtSecret),
-		forward.Request{Method: r.Method, PathQuery: r.URL.RequestURI(), Body: body, From: h.self, To: target}, time.Now())
-	if err != nil {
-		h.fail(w, err)
-		return
-	}
-	req, err := http.NewRequestWithContext(r.Context(), r.Method, "http://"+addr+r.URL.RequestURI(), bytes.NewReader(body))
-	if err != nil {
-		h.fail(w, err)
-		return
-	}
-	req.Header.Set(forward.Header, proof)
-	if ct := r.Header.Get("Content-Type"); ct != "" {
-		req.Header.Set("Content-Type", ct)
-	}
-	resp, err := h.client.Do(req)
-	if err != nil {
-		e := wire.Errorf(wire.ErrNodeNotAvailable, "forwarding to node %d at %s: %v", target, addr, err)
-		e.Hint = &wire.Hint{NodeID: target, Generation: -1}
-		h.fail(w, &httpStatusError{status: http.StatusBadGateway, err: e})
-		return
-	}
-	defer resp.Body.Close()
-	for k, vs := range resp.Header {
-		for _, v := range vs {
-			w.Header().Add(k, v)
-		}
-	}
-	w.Header().Set("X-Corestream-Served-By", strconv.Itoa(int(target)))
-	w.WriteHeader(resp.StatusCode)
-	io.Copy(w, resp.Body)
+	return n.http.Addr()
 }
 
 // httpAddrOf is node id's advertised HTTP address ("" when the roster
@@ -228,18 +38,4 @@ func (n *Node) httpAddrOf(id int32) string {
 		}
 	}
 	return ""
-}
-
-// await calls a service call that answers through a completion, from
-// this goroutine (no shard: the completion runs on the serving shard and
-// must not block), and waits for the answer.
-func await[R any](call func(done func(R, error))) (R, error) {
-	type answer struct {
-		v   R
-		err error
-	}
-	out := make(chan answer, 1)
-	call(func(v R, err error) { out <- answer{v, err} })
-	a := <-out
-	return a.v, a.err
 }

@@ -152,7 +152,7 @@ func TestKafkaBadInput(t *testing.T) {
 			rt := kmsg.NewProduceRequestTopic()
 			rt.Topic = "pipe"
 			rp := kmsg.NewProduceRequestTopicPartition()
-			rp.Partition, rp.Records = corr/2%4, oneBatch(t, fmt.Sprint("pipelined-", corr))
+			rp.Partition, rp.Records = corr/2%4, kafkaOneBatch(t, fmt.Sprint("pipelined-", corr))
 			rt.Partitions = append(rt.Partitions, rp)
 			pr.Topics = append(pr.Topics, rt)
 			req = pr
@@ -180,8 +180,8 @@ func TestKafkaBadInput(t *testing.T) {
 	}
 }
 
-// oneBatch is a RecordBatch v2 of one record.
-func oneBatch(t *testing.T, value string) []byte {
+// kafkaOneBatch is a RecordBatch v2 of one record.
+func kafkaOneBatch(t *testing.T, value string) []byte {
 	b, err := batch.NewBuilder(batch.Options{})
 	if err == nil {
 		err = b.AppendKV(time.Now().UnixMilli(), nil, []byte(value))

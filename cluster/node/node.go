@@ -17,6 +17,8 @@ import (
 	"time"
 
 	"github.com/corestream/corestream/cluster/config"
+	"github.com/corestream/corestream/cluster/httpapi"
+	"github.com/corestream/corestream/cluster/native"
 	"github.com/corestream/corestream/netio"
 	"github.com/corestream/corestream/netio/uring"
 	"github.com/corestream/corestream/raftlite"
@@ -58,7 +60,7 @@ type Node struct {
 	// once the shards run.
 	svc *nodeService
 	// http is the HTTP API (nil when node.http_addr is empty).
-	http *httpAPI
+	http *httpapi.API
 	// kafka is the Kafka protocol's server (nil when node.kafka_addr is
 	// empty); kafkaBound its bound address when it asked for port 0.
 	kafka      *netio.Server
@@ -228,8 +230,8 @@ func (n *Node) Start() error {
 		MaxConnections: n.cfg.Network.MaxConnections, OutboundBytesMax: int64(n.cfg.Network.OutboundBytesMax),
 		RetransmitBackoffMax: time.Duration(n.cfg.Network.TCPRetransmitMaxMs) * time.Millisecond,
 		Logf:                 func(format string, args ...any) { n.log.Info(fmt.Sprintf(format, args...)) },
-	}, &handler{svc: n.svc, log: n.log, maxFrameBytes: n.cfg.Network.MaxFrameBytes, group: g,
-		ownerShard: n.ownerShard, migrations: &n.migrations})
+	}, native.New(native.Config{Service: n.svc, Log: n.log, MaxFrameBytes: n.cfg.Network.MaxFrameBytes, Group: g,
+		OwnerShard: n.ownerShard, Migrations: &n.migrations}))
 	if err != nil {
 		n.stopShards()
 		return err
@@ -275,11 +277,11 @@ func (n *Node) Stop(ctx context.Context) error {
 	}
 	var first error
 	// A parked long poll is a request in flight: answer them now (and
-	// later ones at once, the service's Fetch) rather than hold the stop until the
-	// connections are cut.
+	// later ones at once, in the service's Fetch) rather than hold the
+	// stop until the connections are cut.
 	n.answerFetches()
 	if n.http != nil {
-		if err := n.http.stop(ctx); err != nil {
+		if err := n.http.Stop(ctx); err != nil {
 			first = err
 		}
 	}

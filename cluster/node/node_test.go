@@ -11,6 +11,7 @@ import (
 
 	"github.com/corestream/corestream/client"
 	"github.com/corestream/corestream/cluster/config"
+	"github.com/corestream/corestream/cluster/native"
 	"github.com/corestream/corestream/netio/wire"
 	"github.com/corestream/corestream/shard"
 )
@@ -182,7 +183,7 @@ func TestConnectionMovesToItsPartitionsShard(t *testing.T) {
 	}
 	for _, sh := range []int{0, 1} {
 		ref := wire.PartitionRef{Topic: "moving", TopicID: id, Partition: parts[sh], Generation: wire.GenerationUnknown}
-		for i := 0; i < 2*migrateAfter; i++ {
+		for i := 0; i < 2*native.MigrateAfter; i++ {
 			resp, err := rc.produce(ref, fmt.Sprintf("s%d-%d", sh, i))
 			if err != nil {
 				t.Fatal(err)

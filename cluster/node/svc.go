@@ -7,6 +7,7 @@ import (
 
 	"github.com/corestream/corestream/cluster/config"
 	"github.com/corestream/corestream/cluster/metadata"
+	"github.com/corestream/corestream/cluster/native"
 	"github.com/corestream/corestream/cluster/service"
 	"github.com/corestream/corestream/netio/wire"
 	"github.com/corestream/corestream/raftlite"
@@ -126,7 +127,7 @@ func (n *Node) clusterID() string {
 // address); an answer some part still gives in native codes
 // (*wire.ErrorResponse: ready.go, controller.go, balancer.go,
 // openfail.go) gets its kind from the one table read backwards
-// (kindOfCode); anything else is ErrInternal with its text.
+// (native.KindOfCode); anything else is ErrInternal with its text.
 func (s *nodeService) svcErr(err error) error {
 	if err == nil {
 		return nil
@@ -148,7 +149,7 @@ func (s *nodeService) svcErr(err error) error {
 		if msg == "" {
 			msg = we.Err.Description
 		}
-		e := &service.Error{Kind: kindOfCode(we.Err), Message: msg, RetryAfterMs: we.RetryAfterMs}
+		e := &service.Error{Kind: native.KindOfCode(we.Err), Message: msg, RetryAfterMs: we.RetryAfterMs}
 		if h := we.Hint; h != nil {
 			e.Hint = &service.Hint{NodeID: h.NodeID, Generation: h.Generation, ClientAddr: h.Address}
 			if e.Hint.ClientAddr == "" && h.NodeID > 0 {
@@ -238,3 +239,8 @@ func (n *Node) alive(id int32) bool { return id == int32(n.self) || n.peerAlive(
 
 // peerAlive reports whether peer id was heard from recently.
 func (n *Node) peerAlive(id int32) bool { return n.peers != nil && n.peers.alive(id) }
+
+// wireError is the native table's conversion (native.Error), for the
+// parts that answer in native codes (controller.go) and for HTTP, which
+// names its errors by those codes.
+var wireError = native.Error

@@ -1,8 +1,6 @@
 package node
 
 import (
-	"time"
-
 	"github.com/corestream/corestream/cluster/metadata"
 	"github.com/corestream/corestream/cluster/service"
 	"github.com/corestream/corestream/shard"
@@ -170,6 +168,3 @@ func checkTopicID(id metadata.TopicID, t *metadata.Topic) error {
 	}
 	return nil
 }
-
-// msDuration is a protocol's timeout in ms as a duration.
-func msDuration(ms uint32) time.Duration { return time.Duration(ms) * time.Millisecond }

@@ -24,7 +24,9 @@
 //     own shard (from) and a completion (done) that the service calls
 //     exactly once, on from. When the caller is not a shard goroutine
 //     (an HTTP handler), from is nil and done runs on the serving shard:
-//     it must not block (send to a buffered channel).
+//     it must not block (send to a buffered channel). An error found
+//     before the call leaves the caller is answered at once, on the
+//     caller's goroutine, before the call returns.
 //   - Read-only metadata calls (Metadata, ListTopics, DescribeTopic,
 //     ClusterStatus, Brokers, Identity) and InitProducer are synchronous
 //     and safe on any goroutine: they read the node's published view and

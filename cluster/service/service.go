@@ -17,7 +17,10 @@ type Service interface {
 // Data are the partition calls. Each runs on the shard that owns the
 // partition (inline when that is from, else through the owner's inbox)
 // and calls done exactly once, on from; with from nil, on the owner
-// shard (done must not block then). Routing errors come back through
+// shard (done must not block then). An error found before the call
+// leaves the caller (no such topic or partition in this node's
+// metadata) is answered through done before the call returns, on the
+// caller's goroutine. Routing errors come back through
 // done too: ErrUnknownTopicOrPartition (no such topic, partition or
 // topic id), ErrMetadataNotReady, partition.ErrNotPrimary (hint: the
 // primary), partition.ErrStaleGeneration, partition.ErrPrimaryNotAvailable

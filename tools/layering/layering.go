@@ -7,7 +7,7 @@
 // something from above (the log an I/O engine, a replica the wire's error
 // codes), it declares the interface or the type itself and a higher floor
 // provides it: segment.Engine is implemented in netio/uring, and
-// partition.Error kinds are mapped onto wire codes in cluster/node.
+// partition.Error kinds are mapped onto wire codes in cluster/native.
 //
 //	5  cmd
 //	4  bench  tools

@@ -1,4 +1,4 @@
-package node
+package httpapi
 
 import (
 	"bytes"
@@ -9,6 +9,7 @@ import (
 	"strconv"
 
 	"github.com/corestream/corestream/cluster/metadata"
+	"github.com/corestream/corestream/cluster/native"
 	"github.com/corestream/corestream/cluster/service"
 	"github.com/corestream/corestream/netio/wire"
 )
@@ -158,7 +159,7 @@ func configValue(key string, raw json.RawMessage) (string, error) {
 	return "", wire.Errorf(wire.ErrInvalidConfig, "body field \"config.%s\" is %s; give an integer or a string", key, raw)
 }
 
-func (h *httpAPI) health(w http.ResponseWriter, r *http.Request) {
+func (h *API) health(w http.ResponseWriter, r *http.Request) {
 	if err := checkQuery(r.URL.Query()); err != nil {
 		h.fail(w, err)
 		return
@@ -169,7 +170,7 @@ func (h *httpAPI) health(w http.ResponseWriter, r *http.Request) {
 		MetadataPrimaryID: lead, MetadataGeneration: gen})
 }
 
-func (h *httpAPI) cluster(w http.ResponseWriter, r *http.Request) {
+func (h *API) cluster(w http.ResponseWriter, r *http.Request) {
 	if err := checkQuery(r.URL.Query()); err != nil {
 		h.fail(w, err)
 		return
@@ -189,7 +190,7 @@ func (h *httpAPI) cluster(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, out)
 }
 
-func (h *httpAPI) listTopics(w http.ResponseWriter, r *http.Request) {
+func (h *API) listTopics(w http.ResponseWriter, r *http.Request) {
 	if err := checkQuery(r.URL.Query()); err != nil {
 		h.fail(w, err)
 		return
@@ -219,7 +220,7 @@ func pathTopic(r *http.Request) (string, error) {
 	return name, nil
 }
 
-func (h *httpAPI) describeTopic(w http.ResponseWriter, r *http.Request) {
+func (h *API) describeTopic(w http.ResponseWriter, r *http.Request) {
 	name, err := pathTopic(r)
 	if err == nil {
 		err = checkQuery(r.URL.Query())
@@ -242,7 +243,7 @@ func (h *httpAPI) describeTopic(w http.ResponseWriter, r *http.Request) {
 			Offline: nonNil(p.Offline)}
 		if p.Err != nil {
 			// The error's name is the wire table's, as on every answer.
-			name := codeOf(p.Err).Name
+			name := native.CodeOf(p.Err).Name
 			pr.Error = &name
 		}
 		out.Partitions = append(out.Partitions, pr)
@@ -258,7 +259,7 @@ func nonNil(s []int32) []int32 {
 	return s
 }
 
-func (h *httpAPI) createTopic(w http.ResponseWriter, r *http.Request) {
+func (h *API) createTopic(w http.ResponseWriter, r *http.Request) {
 	if err := checkQuery(r.URL.Query()); err != nil {
 		h.fail(w, err)
 		return
@@ -288,7 +289,7 @@ func (h *httpAPI) createTopic(w http.ResponseWriter, r *http.Request) {
 		Partitions: res.Partitions, ReplicationFactor: res.ReplicationFactor})
 }
 
-func (h *httpAPI) deleteTopic(w http.ResponseWriter, r *http.Request) {
+func (h *API) deleteTopic(w http.ResponseWriter, r *http.Request) {
 	name, err := pathTopic(r)
 	if err == nil {
 		err = checkQuery(r.URL.Query())

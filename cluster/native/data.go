@@ -1,4 +1,4 @@
-package node
+package native
 
 import (
 	"github.com/corestream/corestream/cluster/metadata"
@@ -12,7 +12,7 @@ import (
 // the service on the shard that owns the partition (inline when that is
 // the connection's), answered back on the connection's shard.
 
-func (h *handler) produce(c *netio.Conn, hdr wire.RequestHeader, body []byte) {
+func (h *Handler) produce(c *netio.Conn, hdr wire.RequestHeader, body []byte) {
 	var req wire.ProduceRequest
 	if err := req.DecodeBody(body, hdr.APIVersion); err != nil {
 		replyErr(c, hdr, err)
@@ -34,7 +34,7 @@ func (h *handler) produce(c *netio.Conn, hdr wire.RequestHeader, body []byte) {
 	})
 }
 
-func (h *handler) fetch(c *netio.Conn, hdr wire.RequestHeader, body []byte) {
+func (h *Handler) fetch(c *netio.Conn, hdr wire.RequestHeader, body []byte) {
 	var req wire.FetchRequest
 	if err := req.DecodeBody(body, hdr.APIVersion); err != nil {
 		replyErr(c, hdr, err)
@@ -53,7 +53,7 @@ func (h *handler) fetch(c *netio.Conn, hdr wire.RequestHeader, body []byte) {
 	})
 }
 
-func (h *handler) listOffsets(c *netio.Conn, hdr wire.RequestHeader, body []byte) {
+func (h *Handler) listOffsets(c *netio.Conn, hdr wire.RequestHeader, body []byte) {
 	var req wire.ListOffsetsRequest
 	if err := req.DecodeBody(body, hdr.APIVersion); err != nil {
 		replyErr(c, hdr, err)
@@ -80,7 +80,7 @@ func serviceRef(ref *wire.PartitionRef) service.PartitionRef {
 // track counts a data request for partition p of topic toward moving
 // the connection to the shard that owns it, and returns what to run once
 // the request is answered.
-func (h *handler) track(c *netio.Conn, topic string, p int32) func() {
+func (h *Handler) track(c *netio.Conn, topic string, p int32) func() {
 	owner := h.ownerShard(topic, p)
 	st := c.Context().(*connState)
 	switch {
@@ -97,17 +97,17 @@ func (h *handler) track(c *netio.Conn, topic string, p int32) func() {
 	return func() { h.maybeMigrate(c, st) }
 }
 
-// migrateAfter is how many consecutive data requests for partitions of one
-// other shard move a connection to that shard.
-const migrateAfter = 8
+// MigrateAfter is how many consecutive data requests for partitions of
+// one other shard move a connection to that shard.
+const MigrateAfter = 8
 
 // maybeMigrate moves a connection whose requests all go to one other
 // shard (a producer or consumer of partitions owned there) onto that
 // shard, once it has nothing in flight: its requests then run inline,
 // without two cross-thread hand-offs each. A connection that spreads its
 // requests over shards stays where the kernel put it.
-func (h *handler) maybeMigrate(c *netio.Conn, st *connState) {
-	if st.streak < migrateAfter || st.migrating || c.InFlight() > 0 || c.Closed() {
+func (h *Handler) maybeMigrate(c *netio.Conn, st *connState) {
+	if st.streak < MigrateAfter || st.migrating || c.InFlight() > 0 || c.Closed() {
 		return
 	}
 	st.migrating = true

@@ -1,4 +1,4 @@
-package node
+package httpapi
 
 import (
 	"bytes"
@@ -29,19 +29,19 @@ import (
 // what it accepts. Apart from readBody these functions are pure: they
 // take the parsed URL or the body bytes and return values or an error.
 
-// httpBodyBytesMax bounds a request body (16 MiB: a produce's batch is at
+// BodyBytesMax bounds a request body (16 MiB: a produce's batch is at
 // most wire.RecordsBytesMax, and base64 makes JSON larger than its bytes,
 // so a body at this bound still builds a batch within the wire's).
-const httpBodyBytesMax = 16 << 20
+const BodyBytesMax = 16 << 20
 
-// readBody reads r's body, at most httpBodyBytesMax bytes within timeout
+// readBody reads r's body, at most BodyBytesMax bytes within timeout
 // (a client that stops mid-body would otherwise hold its connection and
 // a goroutine for ever). A longer body is MESSAGE_TOO_LARGE (413), a slower
 // one REQUEST_TIMED_OUT (408).
 func readBody(w http.ResponseWriter, r *http.Request, timeout time.Duration) ([]byte, error) {
 	rc := http.NewResponseController(w)
 	deadline := rc.SetReadDeadline(time.Now().Add(timeout)) == nil
-	b, err := io.ReadAll(io.LimitReader(r.Body, httpBodyBytesMax+1))
+	b, err := io.ReadAll(io.LimitReader(r.Body, BodyBytesMax+1))
 	if errors.Is(err, os.ErrDeadlineExceeded) {
 		// The deadline stays: the server reads what is left of the body
 		// before it answers, and must give up on that too.
@@ -56,8 +56,8 @@ func readBody(w http.ResponseWriter, r *http.Request, timeout time.Duration) ([]
 	if err != nil {
 		return nil, wire.Errorf(wire.ErrInvalidRequest, "reading the request body: %v", err)
 	}
-	if len(b) > httpBodyBytesMax {
-		return nil, wire.Errorf(wire.ErrMessageTooLarge, "the request body is over %d bytes (the HTTP API's limit); send fewer records per request", httpBodyBytesMax)
+	if len(b) > BodyBytesMax {
+		return nil, wire.Errorf(wire.ErrMessageTooLarge, "the request body is over %d bytes (the HTTP API's limit); send fewer records per request", BodyBytesMax)
 	}
 	return b, nil
 }

@@ -1,4 +1,4 @@
-package node
+package native
 
 import (
 	"errors"
@@ -8,19 +8,19 @@ import (
 	"github.com/corestream/corestream/shard/partition"
 )
 
-// replicaCodes maps each kind of error the service answers with (its
-// own and the replica's, service.ErrorKinds) onto the native protocol's
-// code. The service and the replica speak no protocol; this table (and,
-// for the Kafka listener, its own table) is where their answers get
-// their codes, for the native port and the HTTP API alike (HTTP names
-// its errors by these codes). A test checks that it covers
+// codes maps each kind of error the service answers with (its own and
+// the replica's, service.ErrorKinds) onto the native protocol's code.
+// The service and the replica speak no protocol; this table (and, for
+// the Kafka listener, its own table) is where their answers get their
+// codes, for the native port and the HTTP API alike (HTTP names its
+// errors by these codes). A test checks that it covers
 // service.ErrorKinds.
-var replicaCodes = []struct {
+var codes = []struct {
 	kind error
 	code *wire.Error
 }{
 	// The service's own kinds come first: where a code has two kinds,
-	// kindOfCode reads the first.
+	// KindOfCode reads the first.
 	{service.ErrUnknownTopicOrPartition, wire.ErrUnknownTopicOrPartition},
 	{service.ErrMetadataNotReady, wire.ErrMetadataNotReady},
 	{service.ErrNotMetadataPrimary, wire.ErrNotMetadataPrimary},
@@ -69,10 +69,10 @@ const (
 	_ = uint(int8(service.AcksQuorum)-int8(wire.AcksQuorum)) + uint(int8(wire.AcksQuorum)-int8(service.AcksQuorum))
 )
 
-// codeOf is kind's native code (UNKNOWN_SERVER_ERROR for a kind the
+// CodeOf is kind's native code (UNKNOWN_SERVER_ERROR for a kind the
 // table lacks, which its test forbids).
-func codeOf(kind error) *wire.Error {
-	for _, c := range replicaCodes {
+func CodeOf(kind error) *wire.Error {
+	for _, c := range codes {
 		if kind == c.kind {
 			return c.code
 		}
@@ -80,11 +80,11 @@ func codeOf(kind error) *wire.Error {
 	return wire.ErrUnknownServerError
 }
 
-// kindOfCode is the kind of a native code, the table read backwards: for
-// the parts that still answer in native codes (svcErr). A code with no
-// kind is ErrInternal.
-func kindOfCode(code *wire.Error) error {
-	for _, c := range replicaCodes {
+// KindOfCode is the kind of a native code, the table read backwards: for
+// the parts of the node that still answer in native codes. A code with no
+// kind is service.ErrInternal.
+func KindOfCode(code *wire.Error) error {
+	for _, c := range codes {
 		if c.code == code {
 			return c.kind
 		}
@@ -92,21 +92,21 @@ func kindOfCode(code *wire.Error) error {
 	return service.ErrInternal
 }
 
-// wireError turns the service's *service.Error, or a replica's
+// Error turns the service's *service.Error, or a replica's
 // *partition.Error, into the native protocol's error response, hint
 // included; any other error is returned as it is.
-func wireError(err error) error {
+func Error(err error) error {
 	var se *service.Error
 	var pe *partition.Error
 	switch {
 	case errors.As(err, &se):
-		e := &wire.ErrorResponse{Err: codeOf(se.Kind), Message: se.Message, RetryAfterMs: se.RetryAfterMs}
+		e := &wire.ErrorResponse{Err: CodeOf(se.Kind), Message: se.Message, RetryAfterMs: se.RetryAfterMs}
 		if h := se.Hint; h != nil {
 			e.Hint = &wire.Hint{NodeID: h.NodeID, Address: h.ClientAddr, Generation: h.Generation}
 		}
 		return e
 	case errors.As(err, &pe):
-		e := &wire.ErrorResponse{Err: codeOf(pe.Kind), Message: pe.Message, RetryAfterMs: pe.RetryAfterMs}
+		e := &wire.ErrorResponse{Err: CodeOf(pe.Kind), Message: pe.Message, RetryAfterMs: pe.RetryAfterMs}
 		if pe.Leader > 0 {
 			e.Hint = &wire.Hint{NodeID: pe.Leader, Generation: pe.Generation}
 		}
@@ -115,14 +115,15 @@ func wireError(err error) error {
 	return err
 }
 
-// routeCode is a route's error as the native code (CodeNone for none).
-func routeCode(err error) int16 {
+// RouteCode is a route's or an entry's error as the native code
+// (CodeNone for none).
+func RouteCode(err error) int16 {
 	if err == nil {
 		return wire.CodeNone
 	}
 	var se *service.Error
 	if errors.As(err, &se) {
-		return codeOf(se.Kind).Code
+		return CodeOf(se.Kind).Code
 	}
-	return codeOf(err).Code
+	return CodeOf(err).Code
 }

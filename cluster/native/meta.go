@@ -1,4 +1,4 @@
-package node
+package native
 
 import (
 	"github.com/corestream/corestream/cluster/service"
@@ -10,7 +10,7 @@ import (
 // connection's own shard, from the service's synchronous calls;
 // DescribePartition by the partition's primary, on its shard.
 
-func (h *handler) metadata(c *netio.Conn, hdr wire.RequestHeader, body []byte) {
+func (h *Handler) metadata(c *netio.Conn, hdr wire.RequestHeader, body []byte) {
 	var req wire.MetadataRequest
 	if err := req.DecodeBody(body, hdr.APIVersion); err != nil {
 		replyErr(c, hdr, err)
@@ -35,7 +35,7 @@ func (h *handler) metadata(c *netio.Conn, hdr wire.RequestHeader, body []byte) {
 // wireTopic is a topic's routes in native form.
 func wireTopic(t *service.TopicMetadata) wire.TopicMetadata {
 	if t.Err != nil {
-		return wire.TopicMetadata{Name: t.Name, ErrorCode: routeCode(t.Err)}
+		return wire.TopicMetadata{Name: t.Name, ErrorCode: RouteCode(t.Err)}
 	}
 	tm := wire.TopicMetadata{Name: t.Name, ID: wire.TopicID(t.ID), ReplicationFactor: t.ReplicationFactor,
 		Partitions: make([]wire.PartitionRoute, len(t.Partitions))}
@@ -47,11 +47,11 @@ func wireTopic(t *service.TopicMetadata) wire.TopicMetadata {
 
 // wireRoute is a partition's route in native form.
 func wireRoute(p *service.PartitionRoute) wire.PartitionRoute {
-	return wire.PartitionRoute{Partition: p.Partition, ErrorCode: routeCode(p.Err), PrimaryID: p.PrimaryID, Generation: p.Generation,
+	return wire.PartitionRoute{Partition: p.Partition, ErrorCode: RouteCode(p.Err), PrimaryID: p.PrimaryID, Generation: p.Generation,
 		PreferredPrimaryID: p.PreferredPrimaryID, Replicas: p.Replicas, InSync: p.InSync, Offline: p.Offline}
 }
 
-func (h *handler) listTopics(c *netio.Conn, hdr wire.RequestHeader, body []byte) {
+func (h *Handler) listTopics(c *netio.Conn, hdr wire.RequestHeader, body []byte) {
 	var req wire.ListTopicsRequest
 	if err := req.DecodeBody(body, hdr.APIVersion); err != nil {
 		replyErr(c, hdr, err)
@@ -70,7 +70,7 @@ func (h *handler) listTopics(c *netio.Conn, hdr wire.RequestHeader, body []byte)
 	reply(c, hdr, resp)
 }
 
-func (h *handler) describeTopic(c *netio.Conn, hdr wire.RequestHeader, body []byte) {
+func (h *Handler) describeTopic(c *netio.Conn, hdr wire.RequestHeader, body []byte) {
 	var req wire.DescribeTopicRequest
 	if err := req.DecodeBody(body, hdr.APIVersion); err != nil {
 		replyErr(c, hdr, err)
@@ -88,7 +88,7 @@ func (h *handler) describeTopic(c *netio.Conn, hdr wire.RequestHeader, body []by
 	reply(c, hdr, resp)
 }
 
-func (h *handler) clusterStatus(c *netio.Conn, hdr wire.RequestHeader, body []byte) {
+func (h *Handler) clusterStatus(c *netio.Conn, hdr wire.RequestHeader, body []byte) {
 	var req wire.ClusterStatusRequest
 	if err := req.DecodeBody(body, hdr.APIVersion); err != nil {
 		replyErr(c, hdr, err)
@@ -109,7 +109,7 @@ func (h *handler) clusterStatus(c *netio.Conn, hdr wire.RequestHeader, body []by
 }
 
 // describePartition is answered by the partition's primary, on its shard.
-func (h *handler) describePartition(c *netio.Conn, hdr wire.RequestHeader, body []byte) {
+func (h *Handler) describePartition(c *netio.Conn, hdr wire.RequestHeader, body []byte) {
 	var req wire.DescribePartitionRequest
 	if err := req.DecodeBody(body, hdr.APIVersion); err != nil {
 		replyErr(c, hdr, err)
@@ -129,7 +129,7 @@ func (h *handler) describePartition(c *netio.Conn, hdr wire.RequestHeader, body 
 	})
 }
 
-func (h *handler) initProducer(c *netio.Conn, hdr wire.RequestHeader, body []byte) {
+func (h *Handler) initProducer(c *netio.Conn, hdr wire.RequestHeader, body []byte) {
 	var req wire.InitProducerRequest
 	if err := req.DecodeBody(body, hdr.APIVersion); err != nil {
 		replyErr(c, hdr, err)

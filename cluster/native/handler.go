@@ -1,9 +1,19 @@
-package node
+// Package native is the native binary protocol's front end: it decodes
+// each request frame (netio/wire), calls the typed service
+// (cluster/service) and encodes the answer, or the error with the code
+// the one table (errors.go) gives its kind. It holds no rule of the
+// broker's: what a request does is the service's.
+//
+// Every method runs on the shard goroutine that owns the connection (its
+// home shard), and so do the service's completions: the handler passes
+// the home shard as the service's from.
+package native
 
 import (
 	"errors"
 	"log/slog"
 	"sync/atomic"
+	"time"
 
 	"github.com/corestream/corestream/cluster/service"
 	"github.com/corestream/corestream/netio"
@@ -11,22 +21,36 @@ import (
 	"github.com/corestream/corestream/shard"
 )
 
-// handler serves the native client protocol: it decodes each request
-// frame, calls the typed service (cluster/service) and encodes the answer
-// or the error (wireError, one table). Every method runs on the shard
-// that owns the connection (its home shard); so do the service's
-// completions, which are given the home shard as from.
-type handler struct {
+// Config is what a Handler is built from.
+type Config struct {
+	Service service.Service
+	Log     *slog.Logger
+	// MaxFrameBytes is network.max_frame_bytes, named in the answer to a
+	// frame over it.
+	MaxFrameBytes int
+	// Group and OwnerShard move a connection to the shard its requests
+	// go to (maybeMigrate); OwnerShard is the shard owning a partition,
+	// -1 when the topic or partition is unknown.
+	Group      *shard.Group
+	OwnerShard func(topic string, p int32) int
+	// Migrations counts the connections moved.
+	Migrations *atomic.Uint64
+}
+
+// Handler serves the native client protocol on a netio.Server.
+type Handler struct {
 	svc           service.Service
 	log           *slog.Logger
 	maxFrameBytes int
-	// group and ownerShard move a connection to the shard its requests
-	// go to (maybeMigrate); ownerShard is the shard owning a partition,
-	// -1 when the topic or partition is unknown.
-	group      *shard.Group
-	ownerShard func(topic string, p int32) int
-	// migrations counts connections moved.
-	migrations *atomic.Uint64
+	group         *shard.Group
+	ownerShard    func(topic string, p int32) int
+	migrations    *atomic.Uint64
+}
+
+// New builds a handler. REQUIRES: every field of cfg set.
+func New(cfg Config) *Handler {
+	return &Handler{svc: cfg.Service, log: cfg.Log, maxFrameBytes: cfg.MaxFrameBytes, group: cfg.Group,
+		ownerShard: cfg.OwnerShard, migrations: cfg.Migrations}
 }
 
 // connState is one client connection's protocol state.
@@ -41,12 +65,14 @@ type connState struct {
 	migrating bool
 }
 
-func (h *handler) OnOpen(c *netio.Conn) error {
+// OnOpen gives a new connection its protocol state.
+func (h *Handler) OnOpen(c *netio.Conn) error {
 	c.SetContext(&connState{})
 	return nil
 }
 
-func (h *handler) OnClose(c *netio.Conn, err error) {
+// OnClose logs a connection that ended with an error.
+func (h *Handler) OnClose(c *netio.Conn, err error) {
 	if err != nil && !errors.Is(err, netio.ErrClosed) {
 		h.log.Debug("connection closed", "remote", c.RemoteAddr(), "err", err)
 	}
@@ -55,7 +81,7 @@ func (h *handler) OnClose(c *netio.Conn, err error) {
 // OnFrameTooLarge answers with MESSAGE_TOO_LARGE when the request header
 // arrived with the length; the server then closes the connection.
 // (netio logs the connection's close, once.)
-func (h *handler) OnFrameTooLarge(c *netio.Conn, size uint32, head []byte) {
+func (h *Handler) OnFrameTooLarge(c *netio.Conn, size uint32, head []byte) {
 	hdr, _, err := wire.ParseRequestHeader(head)
 	if err != nil {
 		return
@@ -66,7 +92,7 @@ func (h *handler) OnFrameTooLarge(c *netio.Conn, size uint32, head []byte) {
 }
 
 // OnFrame decodes the request header and dispatches by API.
-func (h *handler) OnFrame(c *netio.Conn, body []byte) {
+func (h *Handler) OnFrame(c *netio.Conn, body []byte) {
 	hdr, req, err := wire.ParseRequestHeader(body)
 	if err != nil {
 		// Not even a header: the stream is unusable. netio logs the
@@ -113,7 +139,7 @@ func (h *handler) OnFrame(c *netio.Conn, body []byte) {
 	}
 }
 
-func (h *handler) handshake(c *netio.Conn, st *connState, hdr wire.RequestHeader, body []byte) {
+func (h *Handler) handshake(c *netio.Conn, st *connState, hdr wire.RequestHeader, body []byte) {
 	var req wire.HandshakeRequest
 	if err := req.DecodeBody(body, hdr.APIVersion); err != nil {
 		replyErr(c, hdr, err)
@@ -136,7 +162,10 @@ func reply(c *netio.Conn, hdr wire.RequestHeader, resp wire.Response) {
 }
 
 // replyErr sends an error response: a service error gets its native code
-// from the one table (wireError).
+// from the one table (Error).
 func replyErr(c *netio.Conn, hdr wire.RequestHeader, err error) {
-	c.Reply(netio.Response{Header: wire.AppendErrorResponse(nil, hdr.CorrelationID, wireError(err))})
+	c.Reply(netio.Response{Header: wire.AppendErrorResponse(nil, hdr.CorrelationID, Error(err))})
 }
+
+// msDuration is a timeout of the protocol, in ms, as a duration.
+func msDuration(ms uint32) time.Duration { return time.Duration(ms) * time.Millisecond }

@@ -1,4 +1,4 @@
-package node
+package httpapi
 
 import (
 	"encoding/json"
@@ -155,7 +155,7 @@ func TestHTTPAnswersAreSnakeCase(t *testing.T) {
 		walk(typ.Name(), typ)
 	}
 	// Every type with the httpAnswer marker in the HTTP files is listed.
-	files, err := filepath.Glob("http*.go")
+	files, err := filepath.Glob("*.go")
 	if err != nil || len(files) == 0 {
 		t.Fatalf("no HTTP sources: %v", err)
 	}

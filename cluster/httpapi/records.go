@@ -1,4 +1,4 @@
-package node
+package httpapi
 
 import (
 	"net/http"
@@ -176,7 +176,7 @@ func (rec *produceRecord) toBatch(i int, nowMs int64) (batch.Record, error) {
 	return br, nil
 }
 
-func (h *httpAPI) produce(w http.ResponseWriter, r *http.Request) {
+func (h *API) produce(w http.ResponseWriter, r *http.Request) {
 	ref, lead, err := h.partitionTarget(r)
 	if err != nil {
 		h.fail(w, err)
@@ -240,7 +240,7 @@ func parseFetchQuery(q url.Values) (fetchParams, error) {
 	return fetchParams{offset: off, maxBytes: uint32(mb), maxWaitMs: uint32(mw)}, nil
 }
 
-func (h *httpAPI) fetch(w http.ResponseWriter, r *http.Request) {
+func (h *API) fetch(w http.ResponseWriter, r *http.Request) {
 	ref, lead, err := h.partitionTarget(r)
 	if err != nil {
 		h.fail(w, err)
@@ -321,10 +321,13 @@ func decodeRecords(data []byte, from int64) ([]fetchedRecord, int64, error) {
 // partitionTarget resolves the topic and partition of the path to the
 // service's reference (by topic id, at whatever generation the primary
 // has) and the partition's primary (-1 when none is known).
-func (h *httpAPI) partitionTarget(r *http.Request) (service.PartitionRef, int32, error) {
+func (h *API) partitionTarget(r *http.Request) (service.PartitionRef, int32, error) {
 	p, err := pathPartition(r.PathValue("partition"))
 	if err != nil {
 		return service.PartitionRef{}, 0, err
 	}
 	return h.svc.Locate(r.PathValue("topic"), p)
 }
+
+// msDuration is a timeout given in ms as a duration.
+func msDuration(ms uint32) time.Duration { return time.Duration(ms) * time.Millisecond }

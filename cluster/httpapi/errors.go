@@ -1,10 +1,11 @@
-package node
+package httpapi
 
 import (
 	"encoding/json"
 	"errors"
 	"net/http"
 
+	"github.com/corestream/corestream/cluster/native"
 	"github.com/corestream/corestream/netio/wire"
 )
 
@@ -119,9 +120,9 @@ func errorAnswerOf(err error, httpAddrOf func(int32) string) (status int, allow 
 	if errors.As(err, &se) {
 		status, allow, err = se.status, se.allow, se.err
 	}
-	// The service's errors get their code from the one table (wireError),
+	// The service's errors get their code from the one table (native.Error),
 	// as on the native port.
-	err = wireError(err)
+	err = native.Error(err)
 	er := &wire.ErrorResponse{Err: wire.ErrUnknownServerError, Message: err.Error()}
 	var wer *wire.ErrorResponse
 	var we *wire.Error
@@ -157,7 +158,7 @@ func writeJSON(w http.ResponseWriter, status int, v httpAnswerer) {
 }
 
 // fail answers err in the error shape with its status.
-func (h *httpAPI) fail(w http.ResponseWriter, err error) {
+func (h *API) fail(w http.ResponseWriter, err error) {
 	status, allow, body := errorAnswerOf(err, h.httpAddrs)
 	if allow != "" {
 		w.Header().Set("Allow", allow)

@@ -1,0 +1,95 @@
+package native
+
+import (
+	"github.com/corestream/corestream/cluster/metadata"
+	"github.com/corestream/corestream/cluster/service"
+	"github.com/corestream/corestream/netio"
+	"github.com/corestream/corestream/netio/wire"
+)
+
+// admin decodes a native admin request and calls the service, which
+// runs it on the controller's shard; the answer comes back to the
+// connection's shard.
+func (h *Handler) admin(c *netio.Conn, hdr wire.RequestHeader, body []byte) {
+	req := wire.NewRequest(hdr.APIKey)
+	if err := req.DecodeBody(body, hdr.APIVersion); err != nil {
+		replyErr(c, hdr, err)
+		return
+	}
+	from := c.Shard()
+	answer := func(resp wire.Response, err error) {
+		if err != nil {
+			replyErr(c, hdr, err)
+			return
+		}
+		reply(c, hdr, resp)
+	}
+	switch req := req.(type) {
+	case *wire.CreateTopicRequest:
+		sreq := &service.CreateTopicRequest{Name: req.Name, Partitions: req.Partitions, ReplicationFactor: req.ReplicationFactor,
+			ValidateOnly: req.ValidateOnly, Timeout: msDuration(req.TimeoutMs)}
+		for _, e := range req.Configs {
+			sreq.Configs = append(sreq.Configs, service.Config{Key: e.Key, Value: e.Value})
+		}
+		h.svc.CreateTopic(from, sreq, func(res service.CreateTopicResult, err error) {
+			answer(&wire.CreateTopicResponse{TopicID: wire.TopicID(res.ID), Partitions: res.Partitions, ReplicationFactor: res.ReplicationFactor}, err)
+		})
+	case *wire.DeleteTopicRequest:
+		sreq := &service.DeleteTopicRequest{Name: req.Name, ID: metadata.TopicID(req.TopicID), Timeout: msDuration(req.TimeoutMs)}
+		h.svc.DeleteTopic(from, sreq, func(id metadata.TopicID, err error) {
+			answer(&wire.DeleteTopicResponse{TopicID: wire.TopicID(id)}, err)
+		})
+	case *wire.AddPartitionsRequest:
+		sreq := &service.AddPartitionsRequest{Name: req.Name, ID: metadata.TopicID(req.TopicID), Partitions: req.Partitions,
+			ValidateOnly: req.ValidateOnly, Timeout: msDuration(req.TimeoutMs)}
+		h.svc.AddPartitions(from, sreq, func(total int32, err error) {
+			answer(&wire.AddPartitionsResponse{Partitions: total}, err)
+		})
+	case *wire.CommitOffsetsRequest:
+		sreq := &service.CommitOffsetsRequest{Consumer: req.Consumer}
+		for _, o := range req.Offsets {
+			sreq.Offsets = append(sreq.Offsets, service.OffsetCommit{Topic: o.Topic, TopicID: metadata.TopicID(o.TopicID),
+				Partition: o.Partition, Offset: o.Offset, Metadata: o.Metadata})
+		}
+		h.svc.CommitOffsets(from, sreq, func(entries []error, err error) {
+			resp := &wire.CommitOffsetsResponse{Results: make([]wire.PartitionResult, len(req.Offsets))}
+			for i, o := range req.Offsets {
+				resp.Results[i] = wire.PartitionResult{Topic: o.Topic, Partition: o.Partition}
+				if i < len(entries) {
+					resp.Results[i].ErrorCode = RouteCode(entries[i])
+				}
+			}
+			answer(resp, err)
+		})
+	case *wire.FetchOffsetsRequest:
+		sreq := &service.FetchOffsetsRequest{Consumer: req.Consumer}
+		for _, tp := range req.Partitions {
+			sreq.Partitions = append(sreq.Partitions, service.TopicPartition{Topic: tp.Topic, Partition: tp.Partition})
+		}
+		h.svc.FetchOffsets(from, sreq, func(offs []service.CommittedOffset, err error) {
+			resp := &wire.FetchOffsetsResponse{}
+			for _, o := range offs {
+				resp.Offsets = append(resp.Offsets, wire.CommittedOffset{Topic: o.Topic, TopicID: wire.TopicID(o.TopicID),
+					Partition: o.Partition, Offset: o.Offset, Metadata: o.Metadata})
+			}
+			answer(resp, err)
+		})
+	case *wire.MovePrimaryRequest:
+		sreq := &service.MovePrimaryRequest{Topic: req.Topic, TopicID: metadata.TopicID(req.TopicID), Partition: req.Partition,
+			TargetNodeID: req.TargetNodeID, Timeout: msDuration(req.TimeoutMs)}
+		h.svc.MovePrimary(from, sreq, func(res service.MovePrimaryResult, err error) {
+			answer(&wire.MovePrimaryResponse{PrimaryID: res.PrimaryID, Generation: res.Generation}, err)
+		})
+	case *wire.RebalanceRequest:
+		h.svc.Rebalance(from, &service.RebalanceRequest{DryRun: req.DryRun, MovesMax: req.MovesMax}, func(res service.RebalanceResult, err error) {
+			resp := &wire.RebalanceResponse{Started: res.Started}
+			for _, m := range res.Moves {
+				resp.Moves = append(resp.Moves, wire.PrimaryMove{Topic: m.Topic, TopicID: wire.TopicID(m.TopicID),
+					Partition: m.Partition, FromNode: m.FromNode, ToNode: m.ToNode})
+			}
+			answer(resp, err)
+		})
+	default:
+		replyErr(c, hdr, wire.Errorf(wire.ErrInvalidRequest, "%s is not an admin request", req.APIKey()))
+	}
+}
