@@ -2,12 +2,15 @@ package kafka
 
 import (
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"testing"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/corestream/corestream/cluster/service"
 	"github.com/corestream/corestream/segment/batch"
+	"github.com/corestream/corestream/shard/partition"
 )
 
 // testBatch is a batch of count records at base, a control batch when
@@ -103,5 +106,39 @@ func TestTrimToMaxBytes(t *testing.T) {
 	resp.Topics[0].Partitions[1].RecordBatches = make([]byte, 10)
 	if got := trimToMaxBytes(resp, 60); got != 60 {
 		t.Fatalf("kept %d bytes, want 60 (10 + 50, then 20 would pass the bound)", got)
+	}
+}
+
+// fakeService answers the calls a test needs; any other panics.
+type fakeService struct {
+	service.Service
+	brokers []service.Broker
+}
+
+func (f fakeService) Brokers() []service.Broker { return f.brokers }
+
+// A produce refused by a follower names the leader (KIP-951), and the
+// answer lists that leader's Kafka address.
+func TestLeaderHint(t *testing.T) {
+	notPrimary := &service.Error{Kind: partition.ErrNotPrimary, Message: "x", Hint: &service.Hint{NodeID: 2, Generation: 7}}
+	if id, epoch, ok := leaderHint(notPrimary); !ok || id != 2 || epoch != 7 {
+		t.Fatalf("NOT_PRIMARY with a hint: %d %d %v", id, epoch, ok)
+	}
+	for _, err := range []error{
+		&service.Error{Kind: partition.ErrNotPrimary, Message: "no hint"},
+		&service.Error{Kind: service.ErrNotMetadataPrimary, Hint: &service.Hint{NodeID: 2}},
+		errors.New("other"),
+	} {
+		if _, _, ok := leaderHint(err); ok {
+			t.Errorf("%v gave a leader hint", err)
+		}
+	}
+	l := New(fakeService{brokers: []service.Broker{{ID: 1, KafkaAddr: "10.0.0.1:9092"}, {ID: 2, KafkaAddr: "10.0.0.2:9093"},
+		{ID: 3}}}, Config{})
+	resp := kmsg.NewPtrProduceResponse()
+	resp.Version = 10
+	l.addLeaderEndpoints(resp, map[int32]bool{2: true, 3: true})
+	if len(resp.Brokers) != 1 || resp.Brokers[0].NodeID != 2 || resp.Brokers[0].Host != "10.0.0.2" || resp.Brokers[0].Port != 9093 {
+		t.Fatalf("endpoints %+v (node 3 has no Kafka address)", resp.Brokers)
 	}
 }

@@ -1,6 +1,7 @@
 package kafka
 
 import (
+	"errors"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -51,9 +52,11 @@ func (l *Listener) produce(c *netio.Conn, req *kmsg.ProduceRequest, reply func(k
 	}
 	timeout := time.Duration(max(req.TimeoutMillis, 0)) * time.Millisecond
 	pending := 1 // one for this loop, released after it
+	leaders := map[int32]bool{} // nodes named in CurrentLeader hints
 	finish := func() {
 		pending--
 		if pending == 0 && acks != acksNone {
+			l.addLeaderEndpoints(resp, leaders)
 			reply(resp)
 		}
 	}
@@ -80,6 +83,10 @@ func (l *Listener) produce(c *netio.Conn, req *kmsg.ProduceRequest, reply func(k
 			l.svc.Produce(c.Shard(), req, func(res service.ProduceResult, err error) {
 				if err != nil {
 					rp.ErrorCode, rp.ErrorMessage = errorCode(err), errorMessage(err)
+					if id, epoch, ok := leaderHint(err); ok {
+						rp.CurrentLeader.LeaderID, rp.CurrentLeader.LeaderEpoch = id, epoch
+						leaders[id] = true
+					}
 				} else {
 					rp.BaseOffset, rp.LogStartOffset = res.BaseOffset, res.LogStartOffset
 				}
@@ -88,4 +95,35 @@ func (l *Listener) produce(c *netio.Conn, req *kmsg.ProduceRequest, reply func(k
 		}
 	}
 	finish()
+}
+
+// leaderHint is the primary a refused produce names (KIP-951: the
+// partition's CurrentLeader), when the refusal is one a client answers
+// by moving there: NOT_LEADER_OR_FOLLOWER or FENCED_LEADER_EPOCH.
+func leaderHint(err error) (id, epoch int32, ok bool) {
+	var se *service.Error
+	if !errors.As(err, &se) || se.Hint == nil || se.Hint.NodeID <= 0 {
+		return 0, 0, false
+	}
+	switch errorCode(err) {
+	case kerr.NotLeaderForPartition.Code, kerr.FencedLeaderEpoch.Code:
+		return se.Hint.NodeID, se.Hint.Generation, true
+	}
+	return 0, 0, false
+}
+
+// addLeaderEndpoints lists in resp the Kafka addresses of the leaders its
+// partitions' hints name, so that a client moves to them without first
+// refreshing its metadata (KIP-951; versions 10 and later carry them).
+func (l *Listener) addLeaderEndpoints(resp *kmsg.ProduceResponse, leaders map[int32]bool) {
+	if len(leaders) == 0 || resp.Version < 10 {
+		return
+	}
+	for _, b := range l.brokers() {
+		if leaders[b.id] {
+			rb := kmsg.NewProduceResponseBroker()
+			rb.NodeID, rb.Host, rb.Port = b.id, b.host, b.port
+			resp.Brokers = append(resp.Brokers, rb)
+		}
+	}
 }

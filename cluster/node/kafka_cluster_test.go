@@ -8,7 +8,9 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/corestream/corestream/cluster/config"
 )
@@ -61,6 +63,28 @@ func TestKafkaClusterFailover(t *testing.T) {
 		}
 		return true
 	})
+
+	// A follower refuses a produce naming the leader and its address
+	// (KIP-951), so a client moves without refreshing its metadata.
+	follower := leader0%3 + 1
+	req := kmsg.NewPtrProduceRequest()
+	req.Version, req.Acks, req.TimeoutMillis = 10, -1, 5000
+	rt := kmsg.NewProduceRequestTopic()
+	rt.Topic = "fo"
+	rp := kmsg.NewProduceRequestTopicPartition()
+	rp.Records = kafkaOneBatch(t, "to a follower")
+	rt.Partitions = append(rt.Partitions, rp)
+	req.Topics = append(req.Topics, rt)
+	raw, err := kafkaClient(t, kports).Broker(int(follower)).Request(ctx, req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp := raw.(*kmsg.ProduceResponse)
+	got := resp.Topics[0].Partitions[0]
+	if got.ErrorCode != kerr.NotLeaderForPartition.Code || got.CurrentLeader.LeaderID != leader0 ||
+		len(resp.Brokers) != 1 || fmt.Sprintf("%s:%d", resp.Brokers[0].Host, resp.Brokers[0].Port) != kports[leader0-1] {
+		t.Fatalf("a produce to follower %d: %+v, brokers %+v", follower, got, resp.Brokers)
+	}
 
 	pr := kafkaClient(t, kports, kgo.DefaultProduceTopic("fo"), kgo.RecordPartitioner(kgo.RoundRobinPartitioner()))
 	var mu sync.Mutex
