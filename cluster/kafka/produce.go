@@ -51,7 +51,7 @@ func (l *Listener) produce(c *netio.Conn, req *kmsg.ProduceRequest, reply func(k
 		ours = service.AcksQuorum
 	}
 	timeout := time.Duration(max(req.TimeoutMillis, 0)) * time.Millisecond
-	pending := 1 // one for this loop, released after it
+	pending := 1                // one for this loop, released after it
 	leaders := map[int32]bool{} // nodes named in CurrentLeader hints
 	finish := func() {
 		pending--
