@@ -26,18 +26,28 @@ const (
 // the first that has data (or when all of them time out). Reads parked
 // by the second pass that answer after that are dropped.
 //
-// Fetch sessions (KIP-227) are declined: the answer's session id is 0,
-// so clients send full requests, which this answers in full.
+// Incremental fetch sessions (KIP-227) are session.go's.
 // isolation_level needs no work: without transactions the last stable
 // offset is the high watermark.
 func (l *Listener) fetch(c *netio.Conn, req *kmsg.FetchRequest, reply func(kmsg.Response)) {
+	full, s, incremental, code := l.openSession(c.Context().(*conn), req)
+	if code != 0 {
+		resp := req.ResponseKind().(*kmsg.FetchResponse)
+		resp.ErrorCode = code
+		reply(resp)
+		return
+	}
+	answer := func(resp *kmsg.FetchResponse) {
+		sessionAnswer(s, resp, incremental)
+		reply(resp)
+	}
 	wait := min(time.Duration(max(req.MaxWaitMillis, 0))*time.Millisecond, fetchWaitMax)
-	l.fetchPass(c, req, 0, func(resp *kmsg.FetchResponse, bytes int, failed bool) {
+	l.fetchPass(c, full, 0, func(resp *kmsg.FetchResponse, bytes int, failed bool) {
 		if wait == 0 || failed || bytes >= int(max(req.MinBytes, 1)) {
-			reply(resp)
+			answer(resp)
 			return
 		}
-		l.fetchPass(c, req, wait, func(resp *kmsg.FetchResponse, _ int, _ bool) { reply(resp) })
+		l.fetchPass(c, full, wait, func(resp *kmsg.FetchResponse, _ int, _ bool) { answer(resp) })
 	})
 }
 

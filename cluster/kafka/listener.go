@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"reflect"
+	"sync/atomic"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -33,6 +34,8 @@ var ErrUnsupportedAPI = errors.New("kafka: API not served")
 type Listener struct {
 	svc service.Service
 	cfg Config
+	// sessionIDs numbers fetch sessions (session.go).
+	sessionIDs atomic.Uint32
 }
 
 // Config is what the listener needs besides the service.
@@ -64,6 +67,9 @@ type conn struct {
 	// ready holds answers to requests after sent, by sequence number;
 	// at most netio's in-flight bound per connection.
 	ready map[uint64]answer
+	// session is the connection's incremental fetch session, nil when
+	// none (session.go).
+	session *fetchSession
 }
 
 // answer is a response frame, or none (a produce with acks 0).
