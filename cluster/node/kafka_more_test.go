@@ -225,6 +225,13 @@ func TestKafkaBothProtocols(t *testing.T) {
 	if [16]byte(md.Topics["both"].ID) != [16]byte(nt.Topic.ID) {
 		t.Fatalf("topic id: kafka %s, native %x", md.Topics["both"].ID, nt.Topic.ID)
 	}
+	// Metadata by topic id alone (v10+) finds the same topic.
+	byID := kmsg.NewPtrMetadataRequest()
+	byID.Topics = []kmsg.MetadataRequestTopic{{TopicID: [16]byte(nt.Topic.ID)}}
+	mresp, err := byID.RequestWith(ctx, kc)
+	if err != nil || len(mresp.Topics) != 1 || mresp.Topics[0].Topic == nil || *mresp.Topics[0].Topic != "both" {
+		t.Fatalf("metadata by id: %+v, %v", mresp, err)
+	}
 	// Cluster status names the node's Kafka address.
 	st, err := native.ClusterStatus(ctx)
 	if err != nil || len(st.Nodes) != 1 || st.Nodes[0].KafkaAddr != kaddr {
