@@ -155,9 +155,12 @@ func (l *Listener) OnFrame(c *netio.Conn, frame []byte) {
 		l.refuse(c, st, seq, fmt.Errorf("%w: %s", ErrUnsupportedAPI, why))
 		return
 	}
-	// The body is decoded into a copy: the frame aliases the read
-	// buffer, and the request lives until every partition answered.
-	if err := req.ReadFrom(append([]byte(nil), body...)); err != nil {
+	// The body is decoded in place: the frame aliases the read buffer,
+	// valid until OnFrame returns. kmsg copies strings; the byte fields
+	// it aliases (a produce's record batches) are used only before
+	// OnFrame returns (the service copies a batch it serves on another
+	// shard before Produce returns).
+	if err := req.ReadFrom(body); err != nil {
 		l.refuse(c, st, seq, fmt.Errorf("%w: %s v%d: %v", ErrMalformedRequest, kmsg.NameForKey(h.Key), h.Version, err))
 		return
 	}
