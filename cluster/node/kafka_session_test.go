@@ -82,6 +82,34 @@ func TestKafkaFetchSession(t *testing.T) {
 		t.Fatalf("closing: session %d, error %d, partitions %v", got.SessionID, got.ErrorCode, partitions(got))
 	}
 
+	// current_leader_epoch fences: an epoch older than the primary's
+	// generation is FENCED_LEADER_EPOCH (a newer one NOT_LEADER_OR_FOLLOWER).
+	md, err := kadm.NewClient(cl).Metadata(ctx, "sess")
+	if err != nil {
+		t.Fatal(err)
+	}
+	gen := md.Topics["sess"].Partitions[0].LeaderEpoch
+	for _, tc := range []struct {
+		epoch int32
+		want  int16
+	}{{gen - 1, kerr.FencedLeaderEpoch.Code}, {gen, 0}, {gen + 1, kerr.NotLeaderForPartition.Code}, {-1, 0}} {
+		req := kmsg.NewPtrFetchRequest()
+		req.Version, req.SessionEpoch = 12, -1
+		rt := kmsg.NewFetchRequestTopic()
+		rt.Topic = "sess"
+		rp := kmsg.NewFetchRequestTopicPartition()
+		rp.CurrentLeaderEpoch, rp.PartitionMaxBytes = tc.epoch, 1<<20
+		rt.Partitions = append(rt.Partitions, rp)
+		req.Topics = append(req.Topics, rt)
+		resp, err := req.RequestWith(ctx, broker)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := resp.Topics[0].Partitions[0].ErrorCode; got != tc.want {
+			t.Errorf("fetch with leader epoch %d (generation %d): error %d, want %d", tc.epoch, gen, got, tc.want)
+		}
+	}
+
 	// A franz-go consumer, which uses sessions against brokers that list
 	// Fetch v7+, reads everything through one.
 	for i := 0; i < 30; i++ {
