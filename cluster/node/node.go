@@ -61,6 +61,10 @@ type Node struct {
 	svc *nodeService
 	// http is the HTTP API (nil when node.http_addr is empty).
 	http *httpapi.API
+	// kafka is the Kafka protocol's server (nil when node.kafka_addr is
+	// empty); kafkaBound its bound address when it asked for port 0.
+	kafka      *netio.Server
+	kafkaBound atomic.Pointer[string]
 	// peers is the replication transport (nil on a single node).
 	peers Transport
 	// metaLoaded latches once the View holds everything committed this
@@ -254,6 +258,13 @@ func (n *Node) Start() error {
 		n.boundAddr.Store(&bound)
 	}
 	n.log.Info("listening", "client_addr", srv.Addr().String(), "node", n.self, "data_dir", n.dir)
+	if ls.kafka != nil {
+		if err := n.startKafka(ls.kafka); err != nil {
+			n.server.Shutdown(context.Background())
+			n.stopShards()
+			return fmt.Errorf("node: node.kafka_addr %s: %w", n.cfg.Node.KafkaAddr, err)
+		}
+	}
 	if ls.http != nil {
 		n.startHTTP(ls.http)
 		ls.http = nil
@@ -288,6 +299,11 @@ func (n *Node) Stop(ctx context.Context) error {
 	}
 	if n.server != nil {
 		if err := n.server.Shutdown(ctx); err != nil {
+			first = err
+		}
+	}
+	if n.kafka != nil {
+		if err := n.kafka.Shutdown(ctx); err != nil && first == nil {
 			first = err
 		}
 	}

@@ -36,6 +36,8 @@ type svcDeps struct {
 	// addresses ("" when the roster has none).
 	addrOf     func(id int32) string
 	httpAddrOf func(id int32) string
+	// kafkaAddrOf is a node's advertised Kafka address ("" when none).
+	kafkaAddrOf func(id int32) string
 	// group and hosts are the shards and their replica hosts; hosts[i]
 	// is read only on shard i.
 	group *shard.Group
@@ -95,7 +97,7 @@ type metadataAdmin interface {
 func newService(n *Node) *nodeService {
 	return &nodeService{svcDeps{
 		self: n.self, clusterID: n.clusterID(), storage: n.cfg.Storage, roster: n.roster,
-		addrOf: n.addrOf, httpAddrOf: n.httpAddrOf,
+		addrOf: n.addrOf, httpAddrOf: n.httpAddrOf, kafkaAddrOf: n.kafkaAddrOf,
 		group: n.group, hosts: n.hosts, shardOf: n.shardOf,
 		view: n.view.Load, routes: &n.routes, alive: n.alive, ready: n.metadataReady, metaRoute: n.metaRoute,
 		rebalancing: n.rebalancing.Load, stopping: n.stopped.Load,

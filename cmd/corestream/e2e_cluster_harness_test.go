@@ -97,7 +97,7 @@ func startCluster(t *testing.T, o clusterOpts) *e2eCluster {
 // with its planned configuration.
 func (c *e2eCluster) serverOpts(i int) serverOpts {
 	n := c.plan.Nodes[i]
-	return serverOpts{dir: n.DataDir, config: c.plan.TOML(i), addr: n.ClientAddr, shards: c.plan.Options.Shards}
+	return serverOpts{dir: n.DataDir, config: c.plan.TOML(i), addr: n.ClientAddr, shards: c.plan.Options.Shards, kafkaAddr: n.KafkaAddr}
 }
 
 // node returns the server of node id.
