@@ -229,6 +229,9 @@ func (c *controller) applyBatch(b []byte) bool {
 		if err == nil {
 			res, err = c.state.Apply(cmd)
 			changed = changed || err == nil
+			if err == nil {
+				c.n.logMetadataChange(cmd, res, rec.Offset, c.appliedTerm)
+			}
 		}
 		if err != nil && !errors.Is(err, metadata.ErrTopicExists) && !errors.Is(err, metadata.ErrUnknownTopic) {
 			c.n.log.Warn("metadata: command refused", "offset", rec.Offset, "op", cmd.Op, "err", err)

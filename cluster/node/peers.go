@@ -369,8 +369,11 @@ func (p *peers) pingLoop(sh *shard.Shard) {
 			}
 			alive := p.alive(id)
 			if wasAlive[id] && !alive {
-				p.n.log.Warn("peer down", "peer", id)
+				p.n.logNodeLiveness(id, false)
 				p.n.peerDown(raftlite.NodeID(id))
+			}
+			if !wasAlive[id] && alive {
+				p.n.logNodeLiveness(id, true)
 			}
 			wasAlive[id] = alive
 		}
