@@ -169,9 +169,39 @@ func TestConsoleInBrowser(t *testing.T) {
 	if len(last) != 2 || last[0] != (consolePartition{"topic-9", 9999 & 1023, 1 + 9999%3}) || last[1].Partition > 200 {
 		t.Errorf("scrolled to the end of 10,000 partitions, the view draws %+v", last)
 	}
+	// A shorter page after the long one is drawn from its top, wherever
+	// the long one was scrolled to.
+	eventually(t, 15*time.Second, "the topic's partitions drawn again", func() bool {
+		return len(evalIn[[]consolePartition](t, bctx, consolePartitionsJS)) == parts
+	})
+	// Live rates: with records flowing, the page shows produce and
+	// fetch rates.
+	stop, stopped := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(stopped)
+		for {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			c.cli(lines.String(), "produce", "orders", "--key-separator", ":")
+			c.cli("", "consume", "orders", "--count", "300")
+		}
+	}()
+	eventually(t, 20*time.Second, "produce and fetch rates on the page", func() bool {
+		rates := evalIn[[]string](t, bctx, `Array.from(document.querySelectorAll('#nodes tbody tr')).map(r => r.cells[7].textContent + '|' + r.cells[9].textContent)`)
+		produced, fetched := false, false
+		for _, r := range rates {
+			p, f, _ := strings.Cut(r, "|")
+			produced = produced || (p != "0 B" && p != "–")
+			fetched = fetched || (f != "0 B" && f != "–")
+		}
+		return produced && fetched
+	})
+	close(stop)
+	<-stopped
 	if path := os.Getenv("CORESTREAM_CONSOLE_SCREENSHOT"); path != "" {
-		// Back to the cluster's own page first.
-		time.Sleep(2500 * time.Millisecond) // two refreshes, for a picture; not a synchronisation
 		png, err := chromedp.Run(bctx, chromedp.FullScreenshot(100))
 		if err != nil {
 			t.Fatal(err)

@@ -152,8 +152,11 @@ let partitionRows = [];
 // drawPartitionRows puts the rows in view into the table.
 function drawPartitionRows() {
   const box = $("partitions-scroll");
-  const first = Math.max(0, Math.floor(box.scrollTop / rowHeightPx) - overscanRows);
-  const last = Math.min(partitionRows.length, first + Math.ceil(box.clientHeight / rowHeightPx) + 2 * overscanRows);
+  const count = Math.ceil(box.clientHeight / rowHeightPx) + 2 * overscanRows;
+  // scrollTop may still be that of a longer page: the last rows then.
+  const first = Math.min(Math.max(0, Math.floor(box.scrollTop / rowHeightPx) - overscanRows),
+    Math.max(0, partitionRows.length - count));
+  const last = Math.min(partitionRows.length, first + count);
   const body = $("partitions").tBodies[0];
   body.innerHTML = `<tr class="spacer"><td colspan="12"></td></tr>` + partitionRows.slice(first, last).join("") +
     `<tr class="spacer"><td colspan="12"></td></tr>`;
@@ -266,10 +269,11 @@ function wire() {
     });
   });
   for (const id of ["filter-topic", "filter-state", "filter-primary", "page-size"]) {
-    $(id).addEventListener("change", () => { pageOffset = 0; pollPartitions(); });
+    $(id).addEventListener("change", () => { pageOffset = 0; $("partitions-scroll").scrollTop = 0; pollPartitions(); });
   }
   $("page-prev").addEventListener("click", () => {
     pageOffset = Math.max(0, pageOffset - Number($("page-size").value));
+    $("partitions-scroll").scrollTop = 0;
     pollPartitions();
   });
   let drawQueued = false;
@@ -280,6 +284,7 @@ function wire() {
   });
   $("page-next").addEventListener("click", () => {
     pageOffset += Number($("page-size").value);
+    $("partitions-scroll").scrollTop = 0;
     pollPartitions();
   });
 }
