@@ -1,7 +1,9 @@
 package node
 
 import (
+	"encoding/json"
 	"net/http/httptest"
+	"os"
 	"regexp"
 	"strings"
 	"testing"
@@ -134,5 +136,60 @@ func TestMetricNames(t *testing.T) {
 	}
 	if st := n.svc.meter.stats(); st.ProduceRequests != 1 || st.FetchRequests != 2 || st.FetchedBytes < st.ProducedBytes {
 		t.Errorf("stats %+v: want 1 produce, 2 fetches, at least the produced bytes fetched (a control batch adds some)", st)
+	}
+}
+
+// The docs stay true to /metrics: operations.md's table names every
+// corestream series a node serves, and every series the Grafana
+// dashboard queries exists.
+func TestMetricDocs(t *testing.T) {
+	n := runNode(t, t.TempDir(), nil)
+	// One error, so that the error counter has a series.
+	await(func(done func(service.FetchResult, error)) {
+		n.svc.Fetch(nil, &service.FetchRequest{PartitionRef: service.PartitionRef{Topic: "missing", Generation: service.GenerationUnknown}}, done)
+	})
+	fams := scrape(t, n.Node)
+	table, err := os.ReadFile("../../docs/operations.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name := range fams {
+		if strings.HasPrefix(name, "corestream_") && !strings.Contains(string(table), "`"+name+"`") {
+			t.Errorf("%s is served but not in docs/operations.md's metrics table", name)
+		}
+	}
+	dash, err := os.ReadFile("../../docs/grafana-dashboard.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var d struct {
+		Panels []struct {
+			Targets []struct {
+				Expr string `json:"expr"`
+			} `json:"targets"`
+		} `json:"panels"`
+	}
+	if err := json.Unmarshal(dash, &d); err != nil {
+		t.Fatalf("docs/grafana-dashboard.json: %v", err)
+	}
+	queried := 0
+	for _, p := range d.Panels {
+		for _, tg := range p.Targets {
+			for _, name := range regexp.MustCompile(`\b(corestream|process|go)_[a-z0-9_]+`).FindAllString(tg.Expr, -1) {
+				queried++
+				base := name
+				for _, suffix := range []string{"_bucket", "_count", "_sum"} {
+					if b, ok := strings.CutSuffix(name, suffix); ok && fams[b] != nil {
+						base = b
+					}
+				}
+				if fams[base] == nil {
+					t.Errorf("the dashboard queries %s, which /metrics does not serve", name)
+				}
+			}
+		}
+	}
+	if queried < 20 {
+		t.Fatalf("found %d series in the dashboard; the scan is broken", queried)
 	}
 }
