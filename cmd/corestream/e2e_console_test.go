@@ -141,6 +141,29 @@ func TestConsoleInBrowser(t *testing.T) {
 		return len(rows) == parts
 	})
 
+	// A primary moved from the page: the answer names the new primary.
+	var from int32
+	for _, r := range rows {
+		if r.Topic == "orders" && r.Partition == 0 {
+			from = r.Primary
+		}
+	}
+	to := from%3 + 1
+	if err := chromedp.Do(bctx, chromedp.SetValue(chromedp.CSS("#move-topic"), "orders"),
+		chromedp.SetValue(chromedp.CSS("#move-partition"), "0"),
+		chromedp.SetValue(chromedp.CSS("#move-node"), strconv.Itoa(int(to))),
+		chromedp.Click(chromedp.CSS("#move-form button"))); err != nil {
+		t.Fatal(err)
+	}
+	want := fmt.Sprintf("orders/0: primary node %d,", to)
+	eventually(t, 20*time.Second, "the move's answer on the page", func() bool {
+		result := evalIn[string](t, bctx, `document.getElementById('move-result').textContent`)
+		if strings.Contains(result, "_") { // an error code: the move failed
+			t.Fatalf("moving orders/0 from node %d to %d: %s", from, to, result)
+		}
+		return strings.HasPrefix(result, want)
+	})
+
 	// A rebalance started from the page answers its plan.
 	var result string
 	if err := chromedp.Do(bctx, chromedp.Click(chromedp.CSS("#rebalance"))); err != nil {
@@ -222,6 +245,14 @@ func TestConsoleInBrowser(t *testing.T) {
 		return len(shown) == 3 && !shown[2].Alive && shown[0].Alive
 	})
 	t.Logf("node 3 shown down %v after its kill", time.Since(killed).Round(10*time.Millisecond))
+	// And node 1 said so in its log, once, with the metadata generation;
+	// it had logged the topic's creation the same way.
+	eventually(t, 10*time.Second, "node 1's node down line", func() bool {
+		return len(c.node(1).stderr.lines(`msg="node down"`, "node=3", "metadata_generation=")) == 1
+	})
+	if got := c.node(1).stderr.lines("level=INFO", `msg="topic created"`, "topic=orders", "metadata_generation="); len(got) != 1 {
+		t.Errorf("node 1 logged the topic's creation %d times: %q", len(got), got)
+	}
 }
 
 // evalIn evaluates js in the page of ctx and decodes its value.
