@@ -37,17 +37,35 @@ const (
 		({node: +r.dataset.node, alive: r.dataset.alive === 'true', primaries: +r.dataset.primaries}))`
 	consolePartitionsJS = `Array.from(document.querySelectorAll('#partitions tbody tr[data-topic]')).map(r =>
 		({topic: r.dataset.topic, partition: +r.dataset.partition, primary: +r.dataset.primary}))`
-	// consoleRenderJS renders a synthetic page of n partitions with the
-	// console's own function and answers the ms it took, layout included.
-	consoleRenderJS = `(() => {
-		const n = %d, ps = new Array(n);
+	// consoleSynthJS is a synthetic page of n partitions, as GET
+	// /v1/partitions answers one.
+	consoleSynthJS = `((n) => {
+		const ps = new Array(n);
 		for (let i = 0; i < n; i++) ps[i] = {topic: 'topic-' + (i >> 10), partition: i & 1023, primary_id: 1 + i %% 3, generation: 7,
 			preferred_primary_id: 1 + i %% 3, replicas: [1, 2, 3], in_sync: [1, 2, 3], offline: [], state: 'online', error: null,
 			log: {log_start_offset: 0, high_watermark: 123456, log_end_offset: 123456, size_bytes: 98765432}};
+		return {total: n, offset: 0, limit: n, partitions: ps};
+	})(%d)`
+	// consoleRenderJS renders a synthetic page with the console's own
+	// function and answers the ms it took, layout included.
+	consoleRenderJS = `(() => {
+		const page = ` + consoleSynthJS + `;
 		const t0 = performance.now();
-		corestreamConsole.renderPartitions({total: n, offset: 0, limit: n, partitions: ps});
+		corestreamConsole.renderPartitions(page);
 		void document.body.offsetHeight;
 		return performance.now() - t0;
+	})()`
+	// consoleScrollJS renders a synthetic page, scrolls to its end and
+	// answers the last row drawn and the rows in the DOM, in one
+	// evaluation, so that the page's own refresh cannot come between.
+	consoleScrollJS = `(() => {
+		corestreamConsole.renderPartitions(` + consoleSynthJS + `);
+		const box = document.getElementById('partitions-scroll');
+		box.scrollTop = box.scrollHeight;
+		drawPartitionRows();
+		const rows = document.querySelectorAll('#partitions tbody tr[data-topic]');
+		const r = rows[rows.length - 1];
+		return [{topic: r.dataset.topic, partition: +r.dataset.partition, primary: +r.dataset.primary}, {partition: rows.length}];
 	})()`
 )
 
@@ -181,14 +199,7 @@ func TestConsoleInBrowser(t *testing.T) {
 		t.Logf("rendering %d partitions: %.1f ms", n, ms)
 	}
 	// Scrolled to the end, the view draws the last rows of the 10,000.
-	last := evalIn[[]consolePartition](t, bctx, `(() => {
-		const box = document.getElementById('partitions-scroll');
-		box.scrollTop = box.scrollHeight;
-		drawPartitionRows();
-		const rows = document.querySelectorAll('#partitions tbody tr[data-topic]');
-		const r = rows[rows.length - 1];
-		return [{topic: r.dataset.topic, partition: +r.dataset.partition, primary: +r.dataset.primary}, {partition: rows.length}];
-	})()`)
+	last := evalIn[[]consolePartition](t, bctx, fmt.Sprintf(consoleScrollJS, 10000))
 	if len(last) != 2 || last[0] != (consolePartition{"topic-9", 9999 & 1023, 1 + 9999%3}) || last[1].Partition > 200 {
 		t.Errorf("scrolled to the end of 10,000 partitions, the view draws %+v", last)
 	}
