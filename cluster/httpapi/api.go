@@ -118,7 +118,7 @@ func New(cfg Config, ln net.Listener) *API {
 	h.mux.HandleFunc("GET /v1/cluster/stats", h.clusterStats)
 	// The console (console.go): a page and its assets, embedded.
 	h.mux.HandleFunc("GET /{$}", h.consolePage)
-	h.mux.Handle("GET /console/", consoleAssets())
+	h.mux.Handle("GET /console/", h.consoleAssets())
 	if cfg.Metrics != nil {
 		h.mux.Handle("GET /metrics", cfg.Metrics)
 	}

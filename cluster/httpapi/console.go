@@ -4,6 +4,9 @@ import (
 	"embed"
 	"io/fs"
 	"net/http"
+	"strings"
+
+	"github.com/corestream/corestream/netio/wire"
 )
 
 // The web console (docs/console.md): one page and its script and style,
@@ -43,10 +46,16 @@ func (h *API) consolePage(w http.ResponseWriter, r *http.Request) {
 	w.Write(page)
 }
 
-// consoleAssets serves the console's script and style under /console/.
-func consoleAssets() http.Handler {
+// consoleAssets serves the console's script and style under /console/;
+// a folder is not listed (404 in the API's error shape).
+func (h *API) consoleAssets() http.Handler {
 	files := http.StripPrefix("/console/", http.FileServerFS(consoleFS))
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if strings.HasSuffix(r.URL.Path, "/") {
+			h.fail(w, &httpStatusError{status: http.StatusNotFound,
+				err: wire.Errorf(wire.ErrInvalidRequest, "no console asset %s; the console is at /", r.URL.Path)})
+			return
+		}
 		w.Header().Set("Content-Security-Policy", consoleCSP)
 		w.Header().Set("Cache-Control", "no-cache")
 		files.ServeHTTP(w, r)

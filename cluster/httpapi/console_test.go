@@ -139,8 +139,10 @@ func TestConsoleServed(t *testing.T) {
 			t.Errorf("console.js does not call %s", route)
 		}
 	}
-	if status, _, _ := get(t, base+"/console/missing.js"); status != 404 {
-		t.Errorf("a missing asset: %d", status)
+	for _, path := range []string{"/console/missing.js", "/console/"} {
+		if status, _, _ := get(t, base+path); status != 404 {
+			t.Errorf("GET %s: %d, want 404", path, status)
+		}
 	}
 }
 
