@@ -30,13 +30,16 @@ type consolePartition struct {
 	Topic     string `json:"topic"`
 	Partition int32  `json:"partition"`
 	Primary   int32  `json:"primary"`
+	// HighWatermark is the cell's text ("–" when the primary gave no
+	// log figures).
+	HighWatermark string `json:"hw,omitempty"`
 }
 
 const (
 	consoleNodesJS = `Array.from(document.querySelectorAll('#nodes tbody tr')).map(r =>
 		({node: +r.dataset.node, alive: r.dataset.alive === 'true', primaries: +r.dataset.primaries}))`
 	consolePartitionsJS = `Array.from(document.querySelectorAll('#partitions tbody tr[data-topic]')).map(r =>
-		({topic: r.dataset.topic, partition: +r.dataset.partition, primary: +r.dataset.primary}))`
+		({topic: r.dataset.topic, partition: +r.dataset.partition, primary: +r.dataset.primary, hw: r.cells[9].textContent}))`
 	// consoleSynthJS is a synthetic page of n partitions, as GET
 	// /v1/partitions answers one.
 	consoleSynthJS = `((n) => {
@@ -149,6 +152,9 @@ func TestConsoleInBrowser(t *testing.T) {
 			if r.Topic == "orders" {
 				per[r.Primary]++
 			}
+			if hw, err := strconv.Atoi(r.HighWatermark); err != nil || hw <= 0 {
+				return false // every partition has records: each primary's log figures, through node 1
+			}
 		}
 		shown = evalIn[[]consoleNode](t, bctx, consoleNodesJS)
 		for _, n := range shown {
@@ -200,7 +206,7 @@ func TestConsoleInBrowser(t *testing.T) {
 	}
 	// Scrolled to the end, the view draws the last rows of the 10,000.
 	last := evalIn[[]consolePartition](t, bctx, fmt.Sprintf(consoleScrollJS, 10000))
-	if len(last) != 2 || last[0] != (consolePartition{"topic-9", 9999 & 1023, 1 + 9999%3}) || last[1].Partition > 200 {
+	if len(last) != 2 || last[0] != (consolePartition{"topic-9", 9999 & 1023, 1 + 9999%3, ""}) || last[1].Partition > 200 {
 		t.Errorf("scrolled to the end of 10,000 partitions, the view draws %+v", last)
 	}
 	// A shorter page after the long one is drawn from its top, wherever
