@@ -45,8 +45,10 @@ function rate(n) {
   return n >= 100 ? Math.round(n).toString() : n.toFixed(1);
 }
 
-// imbalance counts primaries on a node that is not their preferred one:
-// the most moves a rebalance toward preferred primaries would make.
+// imbalance counts the primaries nodes lead beyond their count of
+// preferred primaries: the moves that would even the counts, which is
+// what the balancer evens (a partition led by another node than its
+// preferred one, swapped with another, leaves the counts even).
 function imbalance(nodes) {
   let extra = 0;
   for (const n of nodes) extra += Math.max(0, n.primaries - n.preferred_primaries);
@@ -290,6 +292,11 @@ function wire() {
 }
 
 window.corestreamConsole = { renderPartitions };
+
+// The node serving the page, once: its answers are what the page shows.
+api("GET", "/v1/health").then((h) => {
+  $("served-by").textContent = `node ${h.node_id} · ${h.version}`;
+}).catch(() => {});
 
 wire();
 pollCluster();
