@@ -70,6 +70,8 @@ type Node struct {
 	// metaLoaded latches once the View holds everything committed this
 	// node could know of (ready.go); metadata reads wait for it.
 	metaLoaded atomic.Bool
+	// openSum sums up opened partitions for the log (logsummary.go).
+	openSum openSummary
 	// rebalancing says a primary move planned by the balancer is running.
 	rebalancing atomic.Bool
 	// migrations counts client connections moved to the shard their
@@ -287,7 +289,9 @@ func (n *Node) Stop(ctx context.Context) error {
 	if n.stopped.Swap(true) {
 		return nil
 	}
+	start, partitions := time.Now(), n.partitionsHosted()
 	var first error
+	defer func() { n.logStopped(partitions, time.Since(start), first) }()
 	// A parked long poll is a request in flight: answer them now (and
 	// later ones at once, in the service's Fetch) rather than hold the
 	// stop until the connections are cut.
@@ -413,16 +417,8 @@ func (n *Node) opened(r *partition.Replica, shardID int) {
 	if n.peers != nil {
 		n.peers.opened(partition.GroupID(r.Key()), shardID)
 	}
-	rep, cfg := r.Log().Recovery(), r.Config()
-	level := slog.LevelInfo
-	switch {
-	case rep.DataDropped():
-		level = slog.LevelWarn
-	case rep.LogEndOffset == 0:
-		level = slog.LevelDebug // a new partition: nothing to recover
-	}
-	n.log.Log(context.Background(), level, "partition opened", "topic", cfg.Topic, "partition", cfg.Partition,
-		"shard", shardID, "clean", rep.Clean, "recovery", rep.String())
+	cfg := r.Config()
+	n.logPartitionOpened(cfg.Topic, cfg.Partition, shardID, r.Log().Recovery())
 }
 
 // closed forgets a replica's consensus group.

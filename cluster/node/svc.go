@@ -69,6 +69,9 @@ type svcDeps struct {
 	// admin is the metadata controller (nil until it starts); its calls
 	// run on shard metaShard.
 	admin func() metadataAdmin
+	// meter counts and times the calls (svc_metrics.go; nil: not
+	// metered).
+	meter *svcMeter
 }
 
 // routeReader reads the route table (view.go).
@@ -107,7 +110,7 @@ func newService(n *Node) *nodeService {
 			}
 			return nil
 		},
-		caughtUp: n.lags.caughtUp, now: n.now, pids: n.pids,
+		caughtUp: n.lags.caughtUp, now: n.now, pids: n.pids, meter: newSvcMeter(),
 		admin: func() metadataAdmin {
 			if n.ctrl == nil {
 				return nil

@@ -3,6 +3,7 @@ package node
 import (
 	"sort"
 	"strconv"
+	"time"
 
 	"github.com/corestream/corestream/cluster/metadata"
 	"github.com/corestream/corestream/cluster/service"
@@ -46,12 +47,13 @@ func (s *nodeService) Locate(topic string, p int32) (service.PartitionRef, int32
 }
 
 // Metadata implements service.Meta.
-func (s *nodeService) Metadata(req service.MetadataRequest) (service.MetadataResult, error) {
+func (s *nodeService) Metadata(req service.MetadataRequest) (res service.MetadataResult, err error) {
+	defer func(start time.Time) { s.meter.observe(apiMetadata, start, err) }(time.Now())
 	if err := s.ready(); err != nil {
 		return service.MetadataResult{}, s.svcErr(err)
 	}
 	v := s.view()
-	res := service.MetadataResult{Brokers: s.Brokers()}
+	res = service.MetadataResult{Brokers: s.Brokers()}
 	res.MetadataPrimaryID, res.MetadataGeneration = s.metaRoute()
 	if len(req.Topics) == 0 {
 		for _, t := range v.Sorted {
@@ -225,7 +227,8 @@ func (s *nodeService) clusterStatus() service.ClusterStatus {
 }
 
 // InitProducer implements service.Meta.
-func (s *nodeService) InitProducer(req service.InitProducerRequest) (service.InitProducerResult, error) {
+func (s *nodeService) InitProducer(req service.InitProducerRequest) (res service.InitProducerResult, err error) {
+	defer func(start time.Time) { s.meter.observe(apiInitProducer, start, err) }(time.Now())
 	if req.ProducerID >= 0 && req.ProducerEpoch < 32767 {
 		return service.InitProducerResult{ProducerID: req.ProducerID, ProducerEpoch: req.ProducerEpoch + 1}, nil
 	}
