@@ -25,7 +25,7 @@ func (s *nodeService) Brokers() []service.Broker {
 	out := make([]service.Broker, 0, len(s.roster))
 	for _, m := range s.roster {
 		id := int32(m.ID)
-		out = append(out, service.Broker{ID: id, ClientAddr: s.addrOf(id), HTTPAddr: m.HTTPAddr, Alive: s.alive(id)})
+		out = append(out, service.Broker{ID: id, ClientAddr: s.addrOf(id), HTTPAddr: m.HTTPAddr, Alive: s.alive(id), Rack: m.Rack})
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].ID < out[j].ID })
 	return out
