@@ -41,7 +41,7 @@ type APIVersion struct {
 var apiTable = []APIVersion{
 	{APIHandshake, "Handshake", 0, 0, "first frame on a connection: protocol version, identities, supported APIs"},
 	{APIProduce, "Produce", 0, 0, "append one record batch to one partition"},
-	{APIFetch, "Fetch", 0, 0, "read committed records of one partition from an offset (long poll)"},
+	{APIFetch, "Fetch", 0, 1, "read committed records of one partition from an offset (long poll)"},
 	{APIListOffsets, "ListOffsets", 0, 0, "earliest, latest or by-timestamp offset of one partition"},
 	{APIMetadata, "Metadata", 0, 0, "nodes, metadata primary and partition routes"},
 	{APICreateTopic, "CreateTopic", 0, 0, "create a topic (metadata primary)"},
