@@ -359,7 +359,8 @@ func (f *fetcher) run(pos int64) {
 					return
 				}
 				// Back to the primary at once, whatever the follower
-				// said (consumer_follow.go).
+				// said (consumer_follow.go), by its hint when it gave one.
+				f.replicaFailed(err)
 				f.setReadReplica(0)
 				f.replicaFailedAt = time.Now()
 				f.release()

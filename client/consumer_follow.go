@@ -1,6 +1,7 @@
 package client
 
 import (
+	"errors"
 	"fmt"
 	"time"
 
@@ -45,6 +46,20 @@ func (f *fetcher) rack() string {
 		return ""
 	}
 	return f.cs.cfg.Rack
+}
+
+// replicaFailed takes what a failed read replica said of the primary: a
+// NOT_PRIMARY or STALE_GENERATION hint (the replica may have become the
+// primary itself, or heard of a newer one) updates the cached route, so
+// that the fetch falls back to the primary as it is now, not to the one
+// cached (paused or cut off, perhaps, which is why the group moved on).
+func (f *fetcher) replicaFailed(err error) {
+	var er *wire.ErrorResponse
+	if errors.As(err, &er) && (errors.Is(er, wire.ErrNotPrimary) || errors.Is(er, wire.ErrStaleGeneration)) {
+		if f.cs.c.meta.applyHint(f.topic, f.partition, er.Hint) {
+			f.cs.c.kickRefresh()
+		}
+	}
 }
 
 // fetchFromReplica sends req to node id, the partition's read replica,

@@ -93,13 +93,16 @@ func (s *nodeService) preferredReadReplica(t *metadata.Topic, p int32, rack stri
 }
 
 // followerMayServe is nil when this node's replica of partition p of t,
-// not the primary, may serve a follower read: the primary's last report
-// of the in-sync set names it. A follower that fell out of the set stops
-// serving at once (NOT_PRIMARY, hint: the primary), as does one while no
-// report of the set has arrived.
+// not the primary, may serve a follower read: it is in the in-sync set
+// as every answer gives it (partitionRoute: the primary's last report;
+// none yet, as just after a new primary's election, counts every live
+// replica in sync). A follower that fell out of the set stops serving at
+// once (NOT_PRIMARY, hint: the primary). Serving while the report is
+// missing is safe: a follower serves only what it knows to be committed,
+// and never an offset above its own high watermark.
 func (s *nodeService) followerMayServe(t *metadata.Topic, p int32) error {
 	rt, ok := s.routes.get(shardKey(t.ID, p))
-	if ok && containsID(rt.inSync, int32(s.self)) {
+	if ok && (rt.inSync == nil || containsID(rt.inSync, int32(s.self))) {
 		return nil
 	}
 	e := service.Errorf(partition.ErrNotPrimary, "node %d is not in the in-sync set of %s/%d (in sync: %v); fetch from the primary",

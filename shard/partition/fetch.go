@@ -132,23 +132,23 @@ func (r *Replica) checkRead(generation int32) error {
 }
 
 // checkFollowerRead is checkRead for a follower read: this replica must
-// be healthy, know its primary (a replica between primaries, or cut off
-// long enough to campaign, has no commit index it can vouch for), and a
-// known generation must be its current term (an older route is stale, a
-// newer one means this follower has not heard of the new primary yet).
-// Anything else answers ErrNotPrimary with the primary as the hint, the
-// answer that sends the consumer back to the primary.
+// be healthy, and a known generation must not be newer than its term (a
+// follower that has not heard of the route's primary yet sends the
+// consumer back to it with ErrNotPrimary). An older generation, or no
+// known primary (an election under way, the primary paused or cut off),
+// does not stop it: everything up to its high watermark is committed in
+// every term, so reads keep working while the group elects a primary.
+// Whether it is still in the in-sync set is the caller's check.
 func (r *Replica) checkFollowerRead(generation int32) error {
 	if r.failure != nil || r.raft == nil {
 		return errorf(ErrStorage, "partition %s/%d is offline on node %d: %v", r.cfg.Topic, r.cfg.Partition, r.cfg.Self, r.failure)
 	}
-	if r.leader == raftlite.None {
-		return errorf(ErrNotPrimary, "follower %d of %s/%d knows no primary now; fetch from the primary", r.cfg.Self, r.cfg.Topic, r.cfg.Partition)
-	}
-	if generation != GenerationUnknown && generation != r.term {
+	if generation != GenerationUnknown && generation > r.term {
 		e := errorf(ErrNotPrimary, "follower %d of %s/%d is at generation %d, the fetch at %d; fetch from the primary",
 			r.cfg.Self, r.cfg.Topic, r.cfg.Partition, r.term, generation)
-		e.Leader, e.Generation = int32(r.leader), r.term
+		if r.leader != raftlite.None {
+			e.Leader, e.Generation = int32(r.leader), r.term
+		}
 		return e
 	}
 	return nil
