@@ -56,13 +56,16 @@ type balancer struct {
 	// manual keeps moving until balanced after a Rebalance request, even
 	// with auto_leader_rebalance off.
 	manual bool
-	timer  *shard.Timer
+	// preferredOnly: the manual rebalance asked only for preferred
+	// primaries back (rebalance --preferred).
+	preferredOnly bool
+	timer         *shard.Timer
 }
 
 func (c *controller) startBalancer() {
 	b := &balancer{c: c}
 	c.bal = b
-	every := time.Duration(c.n.cfg.Cluster.LeaderBalanceIntervalMs) * time.Millisecond
+	every := time.Duration(min(c.n.cfg.Cluster.LeaderBalanceIntervalMs, c.n.cfg.Cluster.LeaderImbalanceCheckIntervalMs)) * time.Millisecond
 	var loop func()
 	loop = func() {
 		if c.n.stopped.Load() {
@@ -80,7 +83,11 @@ func (c *controller) startBalancer() {
 func (b *balancer) view() *balance.View {
 	n := b.c.n
 	v := &balance.View{MoveInFlight: b.inFlight != nil, NowMs: time.Now().UnixMilli(),
-		ImbalancePercent: n.cfg.Cluster.LeaderImbalancePercent, MuteMs: balanceMuteMs}
+		ImbalancePercent: n.cfg.Cluster.LeaderImbalancePercent, MuteMs: balanceMuteMs,
+		PreferredCheck: true, PreferredImbalancePercent: n.cfg.Cluster.LeaderImbalancePercentage, PreferredOnly: b.preferredOnly}
+	if b.preferredOnly {
+		v.PreferredImbalancePercent = 0 // on demand: every partition led away goes back
+	}
 	for _, m := range n.roster {
 		v.Nodes = append(v.Nodes, balance.Node{ID: int32(m.ID), Alive: n.alive(int32(m.ID))})
 	}
@@ -107,7 +114,7 @@ func (b *balancer) step() {
 	}
 	m, ok := balance.Next(b.view())
 	if !ok {
-		b.manual = false
+		b.manual, b.preferredOnly = false, false
 		b.c.n.rebalancing.Store(false)
 		return
 	}
@@ -237,7 +244,12 @@ func (c *controller) rebalance(req *wire.RebalanceRequest, done func(any)) {
 	if movesMax == 0 {
 		movesMax = wire.PartitionsPerTopicMax
 	}
-	plan := balance.Plan(*b.view(), movesMax)
+	v := b.view()
+	v.PreferredOnly, v.PreferredImbalancePercent = req.Preferred, c.n.cfg.Cluster.LeaderImbalancePercentage
+	if req.Preferred {
+		v.PreferredImbalancePercent = 0 // on demand: every partition led away goes back
+	}
+	plan := balance.Plan(*v, movesMax)
 	resp := &wire.RebalanceResponse{}
 	for _, m := range plan {
 		t, p, err := b.partitionOf(m.Key)
@@ -247,7 +259,7 @@ func (c *controller) rebalance(req *wire.RebalanceRequest, done func(any)) {
 		resp.Moves = append(resp.Moves, wire.PrimaryMove{Topic: t.Name, TopicID: wire.TopicID(t.ID), Partition: p, FromNode: m.From, ToNode: m.To})
 	}
 	if !req.DryRun && len(plan) > 0 {
-		b.manual, resp.Started = true, true
+		b.manual, b.preferredOnly, resp.Started = true, req.Preferred, true
 		b.step()
 	}
 	done(resp)

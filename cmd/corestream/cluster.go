@@ -96,15 +96,15 @@ type moveJSON struct {
 }
 
 func newClusterRebalanceCmd() *cobra.Command {
-	var dryRun bool
+	var dryRun, preferred bool
 	var movesMax uint32
 	cmd := &cobra.Command{
-		Use:   "rebalance [--dry-run]",
-		Short: "move primaries toward an even count per node (one at a time)",
+		Use:   "rebalance [--dry-run] [--preferred]",
+		Short: "move primaries toward an even count per node, or back to their preferred replicas (one at a time)",
 		Args:  argsRange(0, 0, "no arguments"),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return withClient(cmd, func(ctx context.Context, a *app, c *client.Client) error {
-				plan, err := c.Rebalance(ctx, dryRun, movesMax)
+				plan, err := c.RebalanceRequest(ctx, &wire.RebalanceRequest{DryRun: dryRun, MovesMax: movesMax, Preferred: preferred})
 				if err != nil {
 					return err
 				}
@@ -136,6 +136,7 @@ func newClusterRebalanceCmd() *cobra.Command {
 		},
 	}
 	cmd.Flags().BoolVar(&dryRun, "dry-run", false, "only show the moves")
+	cmd.Flags().BoolVar(&preferred, "preferred", false, "only move primaries back to their preferred replica (the first of the replica list), every one led away")
 	cmd.Flags().Uint32Var(&movesMax, "max-moves", 0, "plan at most N moves (0: no limit)")
 	return cmd
 }

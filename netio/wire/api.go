@@ -54,7 +54,7 @@ var apiTable = []APIVersion{
 	{APIInitProducer, "InitProducer", 0, 0, "obtain an idempotent producer id and epoch"},
 	{APIClusterStatus, "ClusterStatus", 0, 0, "nodes with their primary and replica counts"},
 	{APIMovePrimary, "MovePrimary", 0, 0, "move one partition's primary to another replica (metadata primary)"},
-	{APIRebalance, "Rebalance", 0, 0, "plan, or plan and start, primary moves toward balance (metadata primary)"},
+	{APIRebalance, "Rebalance", 0, 1, "plan, or plan and start, primary moves toward balance (metadata primary)"},
 	{APIDescribePartition, "DescribePartition", 0, 0, "one partition's route, offsets and replica progress"},
 }
 
