@@ -668,6 +668,10 @@ func TestClusterPreferredPrimariesRestored(t *testing.T) {
 	clusterWait(t, 60*time.Second, "node 3's partition back on node 3", home)
 	_, desc := away()
 	t.Logf("preferred primaries restored %v after node 3 returned:%s", time.Since(returned).Round(time.Millisecond), desc)
+	if m := tc.metricsSum(t); m["leader_imbalance_ratio"] != 0 || m["preferred_primaries_led"] != 3 {
+		t.Fatalf("leadership metrics after the restore: imbalance %v, preferred primaries led %v; want 0 and 3",
+			m["leader_imbalance_ratio"], m["preferred_primaries_led"])
+	}
 }
 
 // Rebalance with Preferred (cluster rebalance --preferred) plans and makes
