@@ -172,4 +172,3 @@ func quantile(d []time.Duration, q float64) time.Duration {
 	sort.Slice(s, func(i, j int) bool { return s[i] < s[j] })
 	return s[int(q*float64(len(s)-1))].Round(10 * time.Microsecond)
 }
-
