@@ -112,7 +112,7 @@ type FetchRequest struct {
 	// fetch up to its own high watermark instead of answering
 	// partition.ErrNotPrimary (follower reads; Kafka's rack_id, KIP-392).
 	// A follower that cannot serve answers ErrNotPrimary (it is not in
-	// sync, knows no primary, or the generation is not its own) or
+	// sync, or the generation is newer than its own) or
 	// ErrOffsetOutOfRange (Offset is above its high watermark); the
 	// consumer then fetches from the primary again.
 	Rack string
