@@ -86,7 +86,9 @@ type View struct {
 	PreferredCheck            bool
 	PreferredImbalancePercent int
 	// PreferredOnly makes Next return only moves back to preferred
-	// primaries (`cluster rebalance --preferred`).
+	// primaries, muted partitions included (`cluster rebalance
+	// --preferred`: an operator's explicit request, as Kafka's preferred
+	// leader election on demand).
 	PreferredOnly bool
 }
 
@@ -213,8 +215,8 @@ func nextPreferred(v *View) (Move, bool) {
 		if sh.Percent() <= float64(v.PreferredImbalancePercent) {
 			continue
 		}
-		if p.LastMovedMs != 0 && v.NowMs-p.LastMovedMs < v.MuteMs {
-			continue
+		if !v.PreferredOnly && p.LastMovedMs != 0 && v.NowMs-p.LastMovedMs < v.MuteMs {
+			continue // on demand, the operator's word overrides the mute
 		}
 		if best == nil || sh.Percent() > bestShare.Percent() ||
 			sh.Percent() == bestShare.Percent() && (pref < best.Replicas[0] || pref == best.Replicas[0] && p.Key < best.Key) {

@@ -23,6 +23,7 @@ func TestPreferredRule(t *testing.T) {
 		{name: "preferred replica down", edit: func(v *View) { v.Nodes[0].Alive = false }},
 		{name: "no primary now (an election's work, not a transfer's)", edit: func(v *View) { v.Partitions[0].Primary = 0 }},
 		{name: "muted", edit: func(v *View) { v.Partitions[0].LastMovedMs = 9_000 }},
+		{name: "muted, but on demand", edit: func(v *View) { v.Partitions[0].LastMovedMs, v.PreferredOnly = 9_000, true }, want: "t/0 2->1"},
 		{name: "a move in flight", edit: func(v *View) { v.MoveInFlight = true }},
 		{name: "1 of 10 away (10%) is not over 10%", extra: nine(home)},
 		{name: "1 of 9 away (11%) is over 10%", extra: nine(home)[:8], want: "t/0 2->1"},

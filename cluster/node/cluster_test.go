@@ -699,13 +699,19 @@ func TestClusterRebalancePreferredOnDemand(t *testing.T) {
 	if _, err := cl.MovePrimary(ctx, "orders", pref1, 2); err != nil {
 		t.Fatal(err)
 	}
-	plan, err := cl.RebalanceRequest(ctx, &wire.RebalanceRequest{DryRun: true, Preferred: true})
-	if err != nil {
-		t.Fatal(err)
-	}
+	// The move is muted (it was just made) and counts are within
+	// bounds; the metadata primary plans it once the new primary's
+	// in-sync report has reached it.
+	var plan *wire.RebalanceResponse
+	clusterWait(t, 10*time.Second, "the preferred plan to move the partition back", func() bool {
+		var err error
+		plan, err = cl.RebalanceRequest(ctx, &wire.RebalanceRequest{DryRun: true, Preferred: true})
+		return err == nil && len(plan.Moves) > 0
+	})
 	if len(plan.Moves) != 1 || plan.Moves[0].Partition != pref1 || plan.Moves[0].FromNode != 2 || plan.Moves[0].ToNode != 1 {
 		t.Fatalf("preferred plan %+v, want orders/%d 2 -> 1", plan.Moves, pref1)
 	}
+	var err error
 	if plan, err = cl.RebalanceRequest(ctx, &wire.RebalanceRequest{Preferred: true}); err != nil || !plan.Started {
 		t.Fatalf("preferred rebalance: %+v, %v", plan, err)
 	}
