@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"regexp"
 	"strings"
 	"syscall"
 	"testing"
@@ -40,6 +41,12 @@ func TestE2EFollowerReadsFromTheConsumersRack(t *testing.T) {
 	c.cliOK(lines.String(), "produce", topic)
 	c.waitInSync(1)
 
+	status := c.cliOK("", "cluster", "status")
+	for i, r := range racks {
+		if !regexp.MustCompile(fmt.Sprintf(`(?m)^%d\s+\S+\s+%s\s+yes\b`, i+1, r)).MatchString(status) {
+			t.Fatalf("cluster status does not show node %d in rack %s:\n%s", i+1, r, status)
+		}
+	}
 	routes := topicRoutes(t, cl, topic)
 	primary := routes[0].PrimaryID
 	var near int32
