@@ -268,6 +268,12 @@ func Next(v *View) (m Move, ok bool) {
 		if v.PreferredCheck && len(p.Replicas) > 0 && from == p.Replicas[0] {
 			continue // the preferred-primary rule would move it back
 		}
+		if v.PreferredCheck && len(p.Replicas) > 0 && isLive(counts, p.Replicas[0]) && !contains(p.InSync, p.Replicas[0]) {
+			// Its preferred replica is back but still catching up: the
+			// preferred rule takes it there once it is in sync, and a move
+			// elsewhere now would be muted and hold that up for MuteMs.
+			continue
+		}
 		for _, to := range p.Replicas {
 			tc, toLive := counts[to]
 			if to == from || !toLive || !contains(p.InSync, to) {
@@ -337,6 +343,11 @@ func Plan(v View, movesMax int) []Move {
 		out = append(out, m)
 	}
 	return out
+}
+
+func isLive(counts map[NodeID]int, n NodeID) bool {
+	_, ok := counts[n]
+	return ok
 }
 
 func contains(s []NodeID, n NodeID) bool {

@@ -60,3 +60,33 @@ func nine(home func(string) Partition) []Partition {
 }
 
 func itoa(n NodeID) string { return string(rune('0' + n)) }
+
+// A node that has just returned is not yet in sync for the partitions it
+// prefers. Evening the counts meanwhile must not hand one of those to a
+// third node: the move would be muted for MuteMs, and the preferred rule,
+// which wants it back as soon as the node catches up, would wait that
+// long (the 60 s stall seen in TestClusterBalancerRestoresBalance).
+func TestCountsWaitForAReturningPreferredReplica(t *testing.T) {
+	v := &View{Nodes: []Node{{1, true}, {2, true}, {3, true}}, NowMs: 10_000, MuteMs: 5_000,
+		ImbalancePercent: 10, PreferredCheck: true, PreferredImbalancePercent: 10}
+	for i, pref := range []NodeID{1, 2, 3, 1, 2, 3, 1, 2, 3} {
+		p := Partition{Key: "t/" + itoa(int32(i)), Replicas: []NodeID{pref, pref%3 + 1, (pref+1)%3 + 1}, InSync: []NodeID{1, 2}}
+		p.Primary = pref
+		if pref == 3 {
+			p.Primary = 1 // led away while node 3 was down
+		}
+		v.Partitions = append(v.Partitions, p)
+	}
+	// Counts 6/3/0: uneven, but every move the counts could make would
+	// give one of node 3's partitions to node 2.
+	if m, ok := Next(v); ok {
+		t.Fatalf("Next = %s %d->%d (%s), want no move until node 3 is in sync", m.Key, m.From, m.To, m.Why)
+	}
+	for i := range v.Partitions {
+		v.Partitions[i].InSync = []NodeID{1, 2, 3}
+	}
+	m, ok := Next(v)
+	if !ok || m.To != 3 {
+		t.Fatalf("Next = %v %+v once node 3 is in sync, want a move back to node 3", ok, m)
+	}
+}
