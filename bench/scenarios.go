@@ -114,9 +114,12 @@ func latencyFigure(label, kind string, q float64) Figure {
 	}}
 }
 
+// cpuFigureName names the server CPU per message rows.
+const cpuFigureName = "server CPU/msg"
+
 // cpuFigure is the servers' CPU time per message of kind.
 func cpuFigure(kind string) Figure {
-	return Figure{Name: "server CPU/msg", Unit: "ns", Kind: kind, Get: func(r *RunResult) (float64, bool) { return r.cpuPerMessage(kind) }}
+	return Figure{Name: cpuFigureName, Unit: "ns", Kind: kind, Get: func(r *RunResult) (float64, bool) { return r.cpuPerMessage(kind) }}
 }
 
 func with(f Figure, t Target) Figure { f.Target = &t; return f }
