@@ -204,9 +204,18 @@ func verdict(t *Target, row Row) string {
 	case "tcp>=":
 		got = row.OfLimit
 		met = got != nil && *got >= t.Value
+	case "rtt<=":
+		got = row.OfLimit
+		met = got != nil && *got <= t.Value
+	case "ideal>=":
+		got = row.OfIdeal
+		met = got != nil && *got >= t.Value
 	case "<":
 		got = row.Corestream
 		met = got != nil && *got < t.Value
+	case "<=":
+		got = row.Corestream
+		met = got != nil && *got <= t.Value
 	}
 	switch {
 	case got == nil:

@@ -74,8 +74,12 @@ func TestBuildRows(t *testing.T) {
 		t.Errorf("async msg/s row %+v", r)
 	}
 	r = rowOf(t, rows, "1n-never-async", "produce MB/s")
-	if of := *r.OfLimit; of < 0.61 || of > 0.62 || r.Verdict != "met" || *r.PeerOfLimit > 0.11 || *r.OfDisk < 1.2 || *r.OfDisk > 1.3 {
+	if of := *r.OfLimit; of < 0.61 || of > 0.62 || r.Verdict != "MISSED" || r.Target != "≥ 90% ideal" || *r.PeerOfLimit > 0.11 || *r.OfDisk < 1.2 || *r.OfDisk > 1.3 {
 		t.Errorf("async MB/s row %+v", r)
+	}
+	r = rowOf(t, rows, "1n-never-sync", "ack p50")
+	if *r.OfLimit != 3 || r.Verdict != "met" || r.Target != "≤ 3× RTT" {
+		t.Errorf("sync p50 row %+v (3× the round trip meets ≤ 3×)", r)
 	}
 	r = rowOf(t, rows, "1n-never-sync", "ack p99")
 	if *r.Ratio != 0.75 || r.Verdict != "MISSED" {
@@ -120,7 +124,7 @@ func TestBuildRows(t *testing.T) {
 	(&Comparison{Machine: ThisMachine(), Limits: lim, Rows: rows}).WriteTable(&buf)
 	out := buf.String()
 	for _, want := range []string{"== corestream vs NATS JetStream ==", "== partition scaling (corestream) ==",
-		"6.00×", "600,000", "pending: cluster", "61% TCP", "3.0× RTT", "75% ideal", "targets: 3 met, 2 missed, 1 pending"} {
+		"6.00×", "600,000", "pending: cluster", "61% TCP", "3.0× RTT", "75% ideal", "targets: 3 met, 3 missed, 1 pending"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("table lacks %q:\n%s", want, out)
 		}
