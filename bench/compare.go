@@ -158,6 +158,9 @@ func Compare(ctx context.Context, opt CompareOptions) (*Comparison, error) {
 	logf("probing the machine's limits (%s)", opt.Dir)
 	probe := opt.Probe
 	probe.Dir = opt.Dir
+	if probe.IdealTime <= 0 { // as long as each run, warm-up included
+		probe.IdealTime = opt.Warmup + opt.Duration
+	}
 	lim, err := Probe(ctx, probe)
 	if err != nil {
 		return nil, err

@@ -30,7 +30,12 @@ type Row struct {
 	// OfDisk is corestream's bytes/s as a fraction of the disk's
 	// sequential write bandwidth.
 	OfDisk *float64 `json:"of_disk,omitempty"`
-	Target string   `json:"target,omitempty"`
+	// OfIdeal is corestream's figure against the ideal broker measured
+	// in the same run (Limits.Ideal): a fraction of its bytes/s, of its
+	// msg/s where the scenario's messages are the ideal's size, and a
+	// multiple of its server CPU per message.
+	OfIdeal *float64 `json:"of_ideal,omitempty"`
+	Target  string   `json:"target,omitempty"`
 	// Verdict is "met", "MISSED", "pending" or "" (no target, or nothing
 	// to judge).
 	Verdict string `json:"verdict,omitempty"`
@@ -83,6 +88,7 @@ func buildRows(scenarios []Scenario, runs []*RunResult, lim *Limits) []Row {
 			if f.Unit == "B/s" && row.Corestream != nil && lim != nil && lim.DiskWriteBytesPerSec > 0 {
 				row.OfDisk = ptr(*row.Corestream / lim.DiskWriteBytesPerSec)
 			}
+			row.OfIdeal = ofIdeal(sc, f, row.Corestream, lim)
 			row.Verdict = verdict(f.Target, row)
 			rows = append(rows, row)
 		}
@@ -105,6 +111,25 @@ func ofLimit(f Figure, v *float64, lim *Limits) *float64 {
 		if rtt > 0 {
 			return ptr(*v / float64(rtt))
 		}
+	}
+	return nil
+}
+
+// ofIdeal returns v against the ideal broker of lim: a fraction of its
+// throughput (msg/s only for messages of its size), a multiple of its
+// server CPU per message; nil when neither applies.
+func ofIdeal(sc Scenario, f Figure, v *float64, lim *Limits) *float64 {
+	if v == nil || lim == nil || lim.Ideal == nil || lim.Ideal.Messages == 0 {
+		return nil
+	}
+	id := lim.Ideal
+	switch {
+	case f.Unit == "B/s":
+		return ptr(*v / id.BytesPerSec())
+	case f.Unit == "msg/s" && sc.Spec.MessageBytes == DefaultIdealOptions().MessageBytes:
+		return ptr(*v / id.MessagesPerSec())
+	case f.Unit == "ns" && f.Name == cpuFigureName && id.CPUPerMessageNs() > 0:
+		return ptr(*v / id.CPUPerMessageNs())
 	}
 	return nil
 }
@@ -179,9 +204,18 @@ func verdict(t *Target, row Row) string {
 	case "tcp>=":
 		got = row.OfLimit
 		met = got != nil && *got >= t.Value
+	case "rtt<=":
+		got = row.OfLimit
+		met = got != nil && *got <= t.Value
+	case "ideal>=":
+		got = row.OfIdeal
+		met = got != nil && *got >= t.Value
 	case "<":
 		got = row.Corestream
 		met = got != nil && *got < t.Value
+	case "<=":
+		got = row.Corestream
+		met = got != nil && *got <= t.Value
 	}
 	switch {
 	case got == nil:
@@ -237,10 +271,22 @@ func formatLimit(v *float64, unit string) string {
 	return fmt.Sprintf("%.0f%% TCP", *v*100)
 }
 
+// formatIdeal renders a figure against the ideal broker: "72% ideal"
+// for throughput, "1.8× ideal" for CPU per message.
+func formatIdeal(v *float64, unit string) string {
+	switch {
+	case v == nil:
+		return "-"
+	case unit == "ns":
+		return fmt.Sprintf("%.1f× ideal", *v)
+	}
+	return fmt.Sprintf("%.0f%% ideal", *v*100)
+}
+
 // The column headers of the two kinds of group.
 const (
-	peerHeader    = "scenario\tfigure\tcorestream\tNATS\tcs/NATS\tcs vs limit\tNATS vs limit\tcs %disk\ttarget\tverdict\tnote\n"
-	scalingHeader = "scenario\tfigure\tcorestream\tvs first\tvs limit\tnote\n"
+	peerHeader    = "scenario\tfigure\tcorestream\tNATS\tcs/NATS\tcs vs ideal\tcs vs limit\tNATS vs limit\tcs %disk\ttarget\tverdict\tnote\n"
+	scalingHeader = "scenario\tfigure\tcorestream\tvs first\tvs ideal\tvs limit\tnote\n"
 )
 
 // WriteTable prints the machine, its limits and the rows, group by group.
@@ -270,12 +316,12 @@ func (c *Comparison) WriteTable(w io.Writer) {
 			}
 		}
 		if group == groupPeer {
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", r.Title, r.Figure,
-				formatValue(r.Corestream, r.Unit), formatValue(r.Peer, r.Unit), formatRatio(r.Ratio),
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", r.Title, r.Figure,
+				formatValue(r.Corestream, r.Unit), formatValue(r.Peer, r.Unit), formatRatio(r.Ratio), formatIdeal(r.OfIdeal, r.Unit),
 				formatLimit(r.OfLimit, r.Unit), formatLimit(r.PeerOfLimit, r.Unit), formatPercent(r.OfDisk), r.Target, r.Verdict, r.Note)
 		} else {
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", r.Title, r.Figure,
-				formatValue(r.Corestream, r.Unit), formatRatio(r.Ratio), formatLimit(r.OfLimit, r.Unit), r.Note)
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", r.Title, r.Figure,
+				formatValue(r.Corestream, r.Unit), formatRatio(r.Ratio), formatIdeal(r.OfIdeal, r.Unit), formatLimit(r.OfLimit, r.Unit), r.Note)
 		}
 	}
 	if tw != nil {

@@ -44,16 +44,42 @@ func TestBuildRows(t *testing.T) {
 		producedRun("partitions-1", "corestream", 100_000, 1e6),
 		producedRun("partitions-16", "corestream", 150_000, 1e6),
 	}
-	lim := &Limits{TCPBytesPerSec: 1e9, DiskWriteBytesPerSec: 5e8, TCPRoundTrip: &Summary{P50Ns: 50e3, P99Ns: 100e3}}
+	lim := &Limits{TCPBytesPerSec: 1e9, DiskWriteBytesPerSec: 5e8, TCPRoundTrip: &Summary{P50Ns: 50e3, P99Ns: 100e3},
+		Ideal: &IdealResult{Messages: 800_000, Bytes: 800_000 << 10, Elapsed: time.Second, ServerCPUNs: 800_000 * 500}}
 	rows := buildRows(Scenarios(time.Second, 0), runs, lim)
+	for _, c := range []struct {
+		scenario, figure string
+		want             float64 // 0: no ideal figure
+	}{
+		{"1n-never-async", "produce msg/s", 0.75},
+		{"1n-never-async", "produce MB/s", 0.75},
+		{"1n-never-async", "ack p99", 0},
+		{"partitions-16", "produce msg/s", 150_000.0 / 800_000},
+	} {
+		r := rowOf(t, rows, c.scenario, c.figure)
+		switch {
+		case c.want == 0 && r.OfIdeal != nil:
+			t.Errorf("%s / %s: %v of the ideal, want none", c.scenario, c.figure, *r.OfIdeal)
+		case c.want != 0 && (r.OfIdeal == nil || *r.OfIdeal != c.want):
+			t.Errorf("%s / %s: %v of the ideal, want %v", c.scenario, c.figure, r.OfIdeal, c.want)
+		}
+	}
+	cpu := Figure{Name: cpuFigureName, Unit: "ns"}
+	if of := ofIdeal(Scenario{}, cpu, ptr(1000), lim); of == nil || *of != 2 {
+		t.Errorf("1 µs of server CPU per message against the ideal's 0.5 µs: %v, want 2", of)
+	}
 
 	r := rowOf(t, rows, "1n-never-async", "produce msg/s")
 	if *r.Ratio != 6 || r.Verdict != "met" || r.Target != "≥ 5× NATS" {
 		t.Errorf("async msg/s row %+v", r)
 	}
 	r = rowOf(t, rows, "1n-never-async", "produce MB/s")
-	if of := *r.OfLimit; of < 0.61 || of > 0.62 || r.Verdict != "met" || *r.PeerOfLimit > 0.11 || *r.OfDisk < 1.2 || *r.OfDisk > 1.3 {
+	if of := *r.OfLimit; of < 0.61 || of > 0.62 || r.Verdict != "MISSED" || r.Target != "≥ 90% ideal" || *r.PeerOfLimit > 0.11 || *r.OfDisk < 1.2 || *r.OfDisk > 1.3 {
 		t.Errorf("async MB/s row %+v", r)
+	}
+	r = rowOf(t, rows, "1n-never-sync", "ack p50")
+	if *r.OfLimit != 3 || r.Verdict != "met" || r.Target != "≤ 3× RTT" {
+		t.Errorf("sync p50 row %+v (3× the round trip meets ≤ 3×)", r)
 	}
 	r = rowOf(t, rows, "1n-never-sync", "ack p99")
 	if *r.Ratio != 0.75 || r.Verdict != "MISSED" {
@@ -98,7 +124,7 @@ func TestBuildRows(t *testing.T) {
 	(&Comparison{Machine: ThisMachine(), Limits: lim, Rows: rows}).WriteTable(&buf)
 	out := buf.String()
 	for _, want := range []string{"== corestream vs NATS JetStream ==", "== partition scaling (corestream) ==",
-		"6.00×", "600,000", "pending: cluster", "61% TCP", "3.0× RTT", "targets: 3 met, 2 missed, 1 pending"} {
+		"6.00×", "600,000", "pending: cluster", "61% TCP", "3.0× RTT", "75% ideal", "targets: 3 met, 3 missed, 1 pending"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("table lacks %q:\n%s", want, out)
 		}

@@ -10,6 +10,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/dustin/go-humanize"
 	"golang.org/x/sys/unix"
 )
 
@@ -25,6 +26,9 @@ type ProbeOptions struct {
 	ChunkBytes int
 	// DiskBytesMax bounds the bytes each disk probe writes. Default 1 GiB.
 	DiskBytesMax int64
+	// IdealTime is how long the ideal broker runs (see RunIdeal); 0:
+	// Time. A comparison runs it as long as each of its runs.
+	IdealTime time.Duration
 }
 
 // DefaultProbeOptions returns the defaults (Dir empty: the temporary
@@ -57,10 +61,13 @@ type Limits struct {
 	// sequential write bandwidth, the disk limit figures are shown
 	// against.
 	DiskWriteBytesPerSec float64 `json:"disk_write_bytes_per_sec"`
+	// Ideal is the ideal broker (RunIdeal) on the same directory: the
+	// ceiling corestream's throughput rows are read against.
+	Ideal *IdealResult `json:"ideal,omitempty"`
 }
 
-// Probe measures the machine's limits: TCP over loopback, then the disk
-// with and without a sync per write.
+// Probe measures the machine's limits: TCP over loopback, the disk
+// with and without a sync per write, then the ideal broker.
 func Probe(ctx context.Context, opt ProbeOptions) (*Limits, error) {
 	def := DefaultProbeOptions()
 	if opt.Time <= 0 {
@@ -88,6 +95,14 @@ func Probe(ctx context.Context, opt ProbeOptions) (*Limits, error) {
 	}
 	if l.DiskWriteBytesPerSec, _, err = probeDisk(ctx, opt, false); err != nil {
 		return nil, fmt.Errorf("bench: disk probe: %w", err)
+	}
+	iopt := DefaultIdealOptions()
+	iopt.Dir, iopt.Time = opt.Dir, opt.IdealTime
+	if iopt.Time <= 0 {
+		iopt.Time = opt.Time
+	}
+	if l.Ideal, err = RunIdeal(ctx, iopt); err != nil {
+		return nil, err
 	}
 	return l, nil
 }
@@ -260,6 +275,10 @@ func (l *Limits) WriteTable(w io.Writer) {
 	}
 	fmt.Fprintf(tw, "disk write+fdatasync\t%s\t%s\n", fmtMBps(l.DiskSyncBytesPerSec), note)
 	fmt.Fprintf(tw, "disk write, one fdatasync\t%s\t%d KiB writes, one fdatasync at the end (the disk limit below)\n", fmtMBps(l.DiskWriteBytesPerSec), l.ChunkBytes>>10)
+	if r := l.Ideal; r != nil {
+		fmt.Fprintf(tw, "ideal broker\t%s\t%s msg/s of 1 KiB over %v, server CPU %s/msg: one connection, 64 × 1 KiB frames with CRC-32C, one write per read, fallocate ahead, fdatasync + fadvise(DONTNEED) every 64 MiB (the \"vs ideal\" column)\n",
+			fmtMBps(r.BytesPerSec()), humanize.CommafWithDigits(r.MessagesPerSec(), 0), r.Elapsed.Round(time.Millisecond), FormatNs(int64(r.CPUPerMessageNs())))
+	}
 	tw.Flush()
 	if l.FS == "tmpfs" {
 		fmt.Fprintln(w, "WARNING: the directory is on tmpfs: fdatasync costs nothing there; fsync figures mean little")

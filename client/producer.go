@@ -33,6 +33,8 @@ type Producer struct {
 	senders sync.WaitGroup
 	// deliveries feeds the delivery goroutine; closed by Close after every
 	// sender has exited.
+	// now reads the clock that stamps records (a seam for tests).
+	now          func() time.Time
 	deliveries   chan *prodBatch
 	deliveryDone chan struct{}
 
@@ -92,7 +94,7 @@ func (c *Client) NewProducer(ctx context.Context, cfg ProducerConfig) (*Producer
 		return nil, err
 	}
 	p := &Producer{c: c, cfg: cfg, deliveries: make(chan *prodBatch, 256), deliveryDone: make(chan struct{}),
-		producerID: batch.NoProducerID, epoch: batch.NoProducerEpoch, bufWake: make(chan struct{}), idle: make(chan struct{})}
+		producerID: batch.NoProducerID, epoch: batch.NoProducerEpoch, bufWake: make(chan struct{}), idle: make(chan struct{}), now: time.Now}
 	close(p.idle)
 	p.ctx, p.cancel = context.WithCancel(context.Background())
 	p.topics.Store(&map[string]*topicProducer{})
@@ -173,10 +175,9 @@ func (p *Producer) ProduceAsync(ctx context.Context, rec Record, cb func(Produce
 	if size > wire.RecordsBytesMax {
 		return fmt.Errorf("%w: %d bytes, at most %d", ErrRecordTooLarge, size, wire.RecordsBytesMax)
 	}
-	ts := rec.Timestamp.UnixMilli()
-	if rec.Timestamp.IsZero() {
-		ts = time.Now().UnixMilli()
-	}
+	// A record without a timestamp is stamped by add, with a clock read
+	// shared by the records of its batch (stampNow).
+	ts, stampNow := rec.Timestamp.UnixMilli(), rec.Timestamp.IsZero()
 	if err := p.reserve(ctx, size); err != nil {
 		return err
 	}
@@ -186,7 +187,7 @@ func (p *Producer) ProduceAsync(ctx context.Context, rec Record, cb func(Produce
 		p.release(size)
 		return ErrClosed
 	}
-	if err := parts[part].add(tp, &rec, ts, size, cb); err != nil {
+	if err := parts[part].add(tp, &rec, ts, stampNow, size, cb); err != nil {
 		p.release(size)
 		return err
 	}

@@ -22,7 +22,9 @@ type Record struct {
 	// Offset is the record's offset in its partition (consumer only).
 	Offset int64
 	// Timestamp is the record's time. Zero when producing means the time of
-	// the Produce call.
+	// the Produce call, read once for up to 64 records of one batch: at
+	// most the producer's Linger earlier (or the time 64 Produce calls
+	// took).
 	Timestamp time.Time
 	// Key is the record key; nil is a null key (the sticky round robin of
 	// the default partitioner), an empty non-nil slice an empty key.

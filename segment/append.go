@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/corestream/corestream/segment/batch"
 	"github.com/corestream/corestream/segment/vfs"
 )
@@ -29,12 +31,36 @@ func (l *Log) AppendLeader(b []byte, epoch int32) (base, last int64, err error) 
 	return l.appendLeader(b, epoch)
 }
 
+// AppendLeaderChecked is AppendLeader for a batch the caller has just
+// validated with batch.Validate or batch.ValidateRecords and not changed
+// since: it checks everything AppendLeader does but the CRC-32C, which the
+// produce path would otherwise compute twice per batch. A batch from
+// anywhere else (a replica's network, a file) goes through AppendLeader.
+func (l *Log) AppendLeaderChecked(b []byte, epoch int32) (base, last int64, err error) {
+	if err := l.appendable(); err != nil {
+		return 0, 0, err
+	}
+	if err := l.dropMarkersFrom(l.leo); err != nil {
+		return 0, 0, err
+	}
+	h, err := l.validateChecked(b)
+	if err != nil {
+		return 0, 0, err
+	}
+	return l.appendValidated(b, h, epoch)
+}
+
 // appendLeader is AppendLeader after the marker check.
 func (l *Log) appendLeader(b []byte, epoch int32) (base, last int64, err error) {
 	h, err := l.validate(b)
 	if err != nil {
 		return 0, 0, err
 	}
+	return l.appendValidated(b, h, epoch)
+}
+
+// appendValidated is appendLeader after the batch's validation.
+func (l *Log) appendValidated(b []byte, h batch.Header, epoch int32) (base, last int64, err error) {
 	if epoch < 0 || epoch < l.epochs.last() {
 		return 0, 0, fmt.Errorf("%w: epoch %d after %d", ErrStaleEpoch, epoch, l.epochs.last())
 	}
@@ -117,11 +143,18 @@ func (l *Log) appendable() error {
 	return nil
 }
 
-func (l *Log) validate(b []byte) (batch.Header, error) {
+func (l *Log) validate(b []byte) (batch.Header, error) { return l.validateWith(b, batch.Validate) }
+
+// validateChecked is validate without the CRC (AppendLeaderChecked).
+func (l *Log) validateChecked(b []byte) (batch.Header, error) {
+	return l.validateWith(b, batch.ValidateChecked)
+}
+
+func (l *Log) validateWith(b []byte, check func([]byte) (batch.Header, error)) (batch.Header, error) {
 	if len(b) > l.cfg.BatchBytesMax {
 		return batch.Header{}, fmt.Errorf("%w: %d bytes, at most %d", ErrBatchTooLarge, len(b), l.cfg.BatchBytesMax)
 	}
-	h, err := batch.Validate(b)
+	h, err := check(b)
 	if err != nil {
 		return h, fmt.Errorf("%w: %w", ErrInvalidBatch, err)
 	}
@@ -417,7 +450,39 @@ func (l *Log) writeback(n int64) {
 	*o = op{log: l, file: s.file, seg: s, standalone: true, covers: l.written}
 	s.file.acquire()
 	l.syncsInFlight++
-	l.io.start(o)
+	// [0, writtenSize) is written, so this sync covers it: what lies more
+	// than CacheTailBytes behind can leave the page cache once synced.
+	// (On an IO without a worker the engine's sync completes inside
+	// Submit, and complete drops the range.)
+	// The end is page-aligned: the kernel keeps a page the range only
+	// partly covers, and the next range starts at this end.
+	from, to := s.droppedEnd, (s.writtenSize-l.cfg.CacheTailBytes)&^int64(pageBytes-1)
+	switch {
+	case l.cfg.CacheTailBytes < 0 || to <= from || s.file.f.Fd() == vfs.InvalidFd:
+		l.io.start(o)
+	case l.io.bg == nil:
+		s.droppedEnd, o.dropFrom, o.dropTo = to, from, to
+		l.io.start(o)
+	default:
+		s.droppedEnd = to
+		l.io.startBackground(o, func() error {
+			if err := o.file.f.Sync(); err != nil {
+				return err
+			}
+			dropCached(o.file.f, from, to)
+			return nil
+		})
+	}
+}
+
+// pageBytes is the page-cache page size.
+var pageBytes = unix.Getpagesize()
+
+// dropCached drops f's [from, to) from the page cache. It is advice: the
+// kernel may keep a page (one being read, say), which costs memory, never
+// data, so its error is not the log's.
+func dropCached(f vfs.File, from, to int64) {
+	_ = unix.Fadvise(int(f.Fd()), from, to-from, unix.FADV_DONTNEED)
 }
 
 // submitSync queues a standalone fdatasync of the active segment covering
@@ -522,6 +587,9 @@ func (l *Log) complete(o *op, err error) {
 		case l.failed == nil && l.stall == nil && o.covers > l.durable:
 			l.durable = o.covers
 			l.io.queueNotify(l)
+		}
+		if err == nil && o.dropTo > o.dropFrom {
+			dropCached(o.file.f, o.dropFrom, o.dropTo)
 		}
 		if indexErr != nil {
 			// Only the mark is missing: recovery scans the segment.

@@ -121,6 +121,10 @@ const (
 	// ChainsInFlightDefault bounds the writes (each with its sync, under
 	// FsyncAlways) one log has in flight (measured: 8 beat 4 on io_uring).
 	ChainsInFlightDefault = 8
+	// CacheTailBytesDefault is how much of the active segment behind its
+	// written end stays in the page cache after a writeback sync: a
+	// consumer less than this behind the producer reads from memory.
+	CacheTailBytesDefault = 128 << 20
 )
 
 // Config configures a Log. The zero value is valid: every zero field takes
@@ -162,6 +166,16 @@ type Config struct {
 	// that many bytes written without a sync (policies other than
 	// always), bounding the log's dirty page cache. Default 0: off.
 	WritebackBytes int64
+	// CacheTailBytes: after each writeback sync (WritebackBytes), the
+	// synced pages of the active segment more than this many bytes behind
+	// its written end are dropped from the page cache (fadvise DONTNEED,
+	// on the IO's background worker, on files with a descriptor). On a VM
+	// whose fresh page-cache pages are faulted in from the host, a log
+	// that keeps its pages cached writes at a third of the speed once a
+	// few GB are written (measured); recycled pages cost nothing. A
+	// consumer further behind than this reads from the disk. Default
+	// CacheTailBytesDefault; -1: never drop.
+	CacheTailBytes int64
 	// ChainsInFlight bounds the log's writes in flight (default 8). When
 	// the bound is reached, submitting blocks until one completes.
 	ChainsInFlight int
@@ -188,6 +202,7 @@ func (c Config) withDefaults() (Config, error) {
 	def(&c.RetentionBytes, -1)
 	def(&c.RetentionMs, RetentionMsDefault)
 	def(&c.PreallocateBytes, PreallocateBytesDefault)
+	def(&c.CacheTailBytes, CacheTailBytesDefault)
 	if c.BatchBytesMax == 0 {
 		c.BatchBytesMax = BatchBytesMaxDefault
 	}
@@ -222,6 +237,8 @@ func (c Config) withDefaults() (Config, error) {
 		return c, fmt.Errorf("%w: preallocation mode %d", ErrConfig, c.Preallocate)
 	case c.PreallocateBytes < -1:
 		return c, fmt.Errorf("%w: PreallocateBytes %d", ErrConfig, c.PreallocateBytes)
+	case c.CacheTailBytes < -1:
+		return c, fmt.Errorf("%w: CacheTailBytes %d", ErrConfig, c.CacheTailBytes)
 	case c.WriteBufferBytes < 4096 || c.WriteBufferBytes > bufBytesMax:
 		return c, fmt.Errorf("%w: WriteBufferBytes %d not in [4096, %d]", ErrConfig, c.WriteBufferBytes, bufBytesMax)
 	case c.ChainsInFlight < 1 || c.ChainsInFlight > chainsInFlightMax:

@@ -116,6 +116,9 @@ type op struct {
 	// reaped, so this op's sync covers them all.
 	coversAll  bool
 	standalone bool
+	// dropFrom..dropTo: once this standalone sync succeeds, drop the
+	// range from the page cache (writeback on an IO without a worker).
+	dropFrom, dropTo int64
 	// zero marks a zero-fill write of data (preallocation), not in chains.
 	zero bool
 	data []byte

@@ -87,6 +87,9 @@ type segment struct {
 	// with zeros; no data write may overlap it until that completes.
 	preallocEnd           int64
 	zeroedEnd, zeroingEnd int64
+	// droppedEnd: [0, droppedEnd) was synced and dropped from the page
+	// cache (Config.CacheTailBytes).
+	droppedEnd int64
 	// rollAtMs is the clock when the first batch was appended (or the
 	// segment was opened): rolling by age counts from it.
 	rollAtMs int64

@@ -59,7 +59,7 @@ func TestBenchProbe(t *testing.T) {
 	c := newCLI(t, 1)
 	dir := t.TempDir()
 	out := c.ok("", "bench", "probe", "--dir", dir, "--time", "50ms")
-	for _, want := range []string{"loopback TCP blast", "loopback TCP round trip", "disk write+fdatasync"} {
+	for _, want := range []string{"loopback TCP blast", "loopback TCP round trip", "disk write+fdatasync", "ideal broker"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("probe output lacks %q:\n%s", want, out)
 		}

@@ -229,3 +229,44 @@ func TestDecompressionBombs(t *testing.T) {
 func appendVarintU(b []byte, x uint64) []byte {
 	return binary.AppendUvarint(b, x)
 }
+
+// TestValidateCheckedSkipsOnlyTheCRC: ValidateChecked accepts a batch
+// whose CRC is wrong, which Validate refuses, and refuses every other
+// fault Validate finds.
+func TestValidateCheckedSkipsOnlyTheCRC(t *testing.T) {
+	k, val := []byte("key"), []byte("0123456789")
+	two := cat(rawRecord(-1, 0, 0, k, val), rawRecord(-1, 10, 1, k, val))
+	good := func(mod func(*Header)) []byte {
+		h := rawHeader(2)
+		h.MaxTimestamp = 10
+		if mod != nil {
+			mod(&h)
+		}
+		return rawBatch(h, two)
+	}
+	flip := good(nil)
+	flip[len(flip)-1] ^= 1
+	for _, c := range []struct {
+		name            string
+		b               []byte
+		validate, check error // nil: accepted
+	}{
+		{"valid", good(nil), nil, nil},
+		{"checksum", flip, ErrChecksum, nil},
+		{"short", good(nil)[:HeaderSize+3], ErrShort, ErrShort},
+		{"unknown codec", good(func(h *Header) { h.Attributes = 5 }), ErrCorrupt, ErrCorrupt},
+		{"last offset delta", good(func(h *Header) { h.LastOffsetDelta = 5 }), ErrCorrupt, ErrCorrupt},
+		{"negative base offset", good(func(h *Header) { h.BaseOffset = -3 }), ErrCorrupt, ErrCorrupt},
+	} {
+		for _, f := range []struct {
+			name string
+			fn   func([]byte) (Header, error)
+			want error
+		}{{"Validate", Validate, c.validate}, {"ValidateChecked", ValidateChecked, c.check}} {
+			_, err := f.fn(c.b)
+			if (f.want == nil) != (err == nil) || (f.want != nil && !errors.Is(err, f.want)) {
+				t.Errorf("%s: %s = %v, want %v", c.name, f.name, err, f.want)
+			}
+		}
+	}
+}

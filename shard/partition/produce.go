@@ -120,6 +120,10 @@ func (r *Replica) Produce(req *ProduceArgs, reply func(ProduceResult)) {
 		r.answerDuplicate(req, dup, reply)
 		return
 	}
+	// The log appends data during this call (process): it need not
+	// compute the CRC ValidateRecords has just checked (appendEntries).
+	r.checked = data
+	defer func() { r.checked = nil }()
 	e, err := r.raft.Propose(h.RecordCount, data)
 	if err != nil {
 		fail(r.proposeErr(err))
@@ -128,6 +132,13 @@ func (r *Replica) Produce(req *ProduceArgs, reply func(ProduceResult)) {
 	p := &pendingProduce{base: e.Base, last: e.Last, term: e.Term, reply: reply}
 	r.wait(p, req)
 	r.process()
+}
+
+// isChecked says whether data is the batch Produce validated in the call
+// now running (the same bytes, not a copy): the log may skip its CRC.
+func (r *Replica) isChecked(data []byte) bool {
+	c := r.checked
+	return len(c) > 0 && len(data) == len(c) && &data[0] == &c[0]
 }
 
 // quorumErr is ErrNotEnoughReplicas when fewer than a majority of the

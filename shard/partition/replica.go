@@ -132,6 +132,13 @@ type Replica struct {
 	// learner to catch up; never both.
 	confQ    *pendingConf
 	promoteQ *pendingPromote
+	// checked is the batch the running Produce validated, CRC included,
+	// while that call lasts: appendEntries appends it without computing
+	// the CRC again.
+	checked []byte
+	// checkedAppends counts the batches appended without a second CRC
+	// (tests: the produce path must compute it once).
+	checkedAppends int64
 	// confData is the batch of this primary's newest configuration entry,
 	// ending at confDataAt, for the appends that carry it first
 	// (fillConfData).
@@ -530,9 +537,13 @@ func (r *Replica) appendEntries(entries []raftlite.Entry) error {
 		}
 		var base, last int64
 		var err error
-		if payload != nil {
+		switch {
+		case payload != nil:
 			base, last, err = r.log.AppendLeaderMarked(data, e.Term, payload)
-		} else {
+		case r.isChecked(data):
+			base, last, err = r.log.AppendLeaderChecked(data, e.Term)
+			r.checkedAppends++
+		default:
 			base, last, err = r.log.AppendLeader(data, e.Term)
 		}
 		if err != nil {

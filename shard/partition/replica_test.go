@@ -210,6 +210,30 @@ func TestProduceFetchSingleNode(t *testing.T) {
 	}
 }
 
+// TestProduceComputesTheCRCOnce: a produced batch's CRC-32C is checked
+// by Produce, and the log appends the same bytes without computing it
+// again (the no-op of a new primary is not a produced batch).
+func TestProduceComputesTheCRCOnce(t *testing.T) {
+	e := newEnv(t, vfs.OS(), t.TempDir())
+	r := e.open(segment.FsyncNever)
+	for i := 0; i < 5; i++ {
+		if res := e.produce(r, mkBatch(t, 3, -1, 0, int32(i)), acksQuorum); res.Err != nil {
+			t.Fatal(res.Err)
+		}
+	}
+	var n int64
+	var stale bool
+	e.do(func() { n, stale = r.checkedAppends, r.checked != nil })
+	if n != 5 || stale {
+		t.Fatalf("%d of 5 produced batches appended without a second CRC (a batch still marked checked: %v)", n, stale)
+	}
+	bad := mkBatch(t, 3, -1, 0, 9)
+	bad[len(bad)-1] ^= 1
+	if res := e.produce(r, bad, acksQuorum); !errors.Is(res.Err, ErrCorruptBatch) {
+		t.Fatalf("a batch with a wrong CRC: %v, want ErrCorruptBatch", res.Err)
+	}
+}
+
 func TestIdempotentRetryIsNotWrittenTwice(t *testing.T) {
 	e := newEnv(t, vfs.OS(), t.TempDir())
 	r := e.open(segment.FsyncAlways)
