@@ -1,0 +1,318 @@
+package security
+
+import (
+	"crypto/hmac"
+	"crypto/pbkdf2"
+	"crypto/sha256"
+	"crypto/subtle"
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+)
+
+// SCRAM-SHA-256 (RFC 5802, RFC 7677) without channel binding.
+
+// Bounds and defaults of stored credentials.
+const (
+	// IterationsDefault is the PBKDF2 iteration count new credentials
+	// get (RFC 7677 asks for at least 4096).
+	IterationsDefault = 4096
+	// IterationsMin and IterationsMax bound a credential's iterations:
+	// fewer makes guessing cheap, more makes every login a denial of
+	// service on the node.
+	IterationsMin = 4096
+	IterationsMax = 1 << 20
+	// SaltBytes is the length of a new credential's random salt.
+	SaltBytes = 16
+	// NonceBytes is the length of each side's random nonce.
+	NonceBytes = 18
+	// PasswordBytesMax and UsernameBytesMax bound what a client may send.
+	PasswordBytesMax = 1024
+	UsernameBytesMax = 128
+	// scramMessageBytesMax bounds one SCRAM message.
+	scramMessageBytesMax = 4096
+)
+
+// Errors of the SCRAM exchange and of credentials.
+var (
+	// ErrAuthFailed: the username or password is wrong (the two are not
+	// told apart, so a client cannot probe for names).
+	ErrAuthFailed = errors.New("security: authentication failed: unknown user or wrong password")
+	// ErrBadMessage: a SCRAM message breaks the protocol.
+	ErrBadMessage = errors.New("security: malformed SCRAM message")
+	// ErrInvalidUsername: a username breaks the naming rule.
+	ErrInvalidUsername = errors.New("security: invalid username")
+	// ErrInvalidPassword: a password is empty or too long.
+	ErrInvalidPassword = errors.New("security: invalid password")
+)
+
+// Credential is what the cluster stores of a password: the SCRAM stored
+// and server keys (RFC 5802 §3), from which the password cannot be
+// recovered except by guessing, each guess costing Iterations rounds.
+type Credential struct {
+	Salt       []byte `json:"salt"`
+	Iterations int    `json:"iterations"`
+	StoredKey  []byte `json:"stored_key"`
+	ServerKey  []byte `json:"server_key"`
+}
+
+// Valid reports whether c could have come from NewCredential.
+func (c Credential) Valid() error {
+	if len(c.Salt) == 0 || c.Iterations < IterationsMin || c.Iterations > IterationsMax ||
+		len(c.StoredKey) != sha256.Size || len(c.ServerKey) != sha256.Size {
+		return fmt.Errorf("%w: a credential needs a salt, %d..%d iterations and 32-byte keys", ErrInvalidPassword, IterationsMin, IterationsMax)
+	}
+	return nil
+}
+
+// ValidateUsername applies the naming rule: 1..UsernameBytesMax bytes of
+// [a-zA-Z0-9._@-]. SCRAM's ',' and '=' never need escaping then.
+func ValidateUsername(name string) error {
+	if name == "" || len(name) > UsernameBytesMax {
+		return fmt.Errorf("%w: %q must have 1..%d bytes", ErrInvalidUsername, name, UsernameBytesMax)
+	}
+	for _, r := range name {
+		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '.' || r == '_' || r == '-' || r == '@') {
+			return fmt.Errorf("%w: %q may hold only letters, digits and . _ - @", ErrInvalidUsername, name)
+		}
+	}
+	return nil
+}
+
+// ValidatePassword refuses an empty or too long password.
+func ValidatePassword(pw string) error {
+	if pw == "" || len(pw) > PasswordBytesMax {
+		return fmt.Errorf("%w: a password must have 1..%d bytes", ErrInvalidPassword, PasswordBytesMax)
+	}
+	return nil
+}
+
+// NewCredential derives the stored credential of password with a salt
+// read from rnd.
+func NewCredential(password string, iterations int, rnd io.Reader) (Credential, error) {
+	if err := ValidatePassword(password); err != nil {
+		return Credential{}, err
+	}
+	salt := make([]byte, SaltBytes)
+	if _, err := io.ReadFull(rnd, salt); err != nil {
+		return Credential{}, fmt.Errorf("security: drawing a salt: %w", err)
+	}
+	return DeriveCredential(password, salt, iterations)
+}
+
+// DeriveCredential is the credential of password with salt.
+func DeriveCredential(password string, salt []byte, iterations int) (Credential, error) {
+	if iterations < IterationsMin || iterations > IterationsMax {
+		return Credential{}, fmt.Errorf("%w: %d iterations is outside %d..%d", ErrInvalidPassword, iterations, IterationsMin, IterationsMax)
+	}
+	salted, err := pbkdf2.Key(sha256.New, password, salt, iterations, sha256.Size)
+	if err != nil {
+		return Credential{}, fmt.Errorf("security: pbkdf2: %w", err)
+	}
+	ck := mac(salted, "Client Key")
+	sk := sha256.Sum256(ck)
+	return Credential{Salt: append([]byte(nil), salt...), Iterations: iterations, StoredKey: sk[:], ServerKey: mac(salted, "Server Key")}, nil
+}
+
+// Verify checks password against c in constant time; PLAIN logins (HTTP
+// and Kafka's SASL PLAIN) use it.
+func (c Credential) Verify(password string) bool {
+	d, err := DeriveCredential(password, c.Salt, c.Iterations)
+	return err == nil && subtle.ConstantTimeCompare(d.StoredKey, c.StoredKey) == 1
+}
+
+func mac(key []byte, msg string) []byte {
+	h := hmac.New(sha256.New, key)
+	h.Write([]byte(msg))
+	return h.Sum(nil)
+}
+
+// Lookup finds a user's credential; ok is false for an unknown user.
+type Lookup func(user string) (c Credential, ok bool)
+
+// ServerConversation is the server's side of one SCRAM exchange:
+// First answers the client's first message, Final its final one. It is
+// used once.
+type ServerConversation struct {
+	lookup Lookup
+	rnd    io.Reader
+	// step: 0 before First, 1 after, 2 done.
+	step        int
+	user        string
+	cred        Credential
+	known       bool
+	nonce       string
+	clientBare  string
+	serverFirst string
+}
+
+// NewServerConversation starts an exchange; nonces come from rnd.
+func NewServerConversation(lookup Lookup, rnd io.Reader) *ServerConversation {
+	return &ServerConversation{lookup: lookup, rnd: rnd}
+}
+
+// First takes "n,,n=user,r=nonce" and returns the server-first message.
+// An unknown user gets a plausible answer (a salt derived from the name)
+// and fails at Final, so the answer does not tell names apart.
+func (s *ServerConversation) First(clientFirst string) (string, error) {
+	if s.step != 0 || len(clientFirst) > scramMessageBytesMax {
+		return "", fmt.Errorf("%w: unexpected client-first", ErrBadMessage)
+	}
+	s.step = 1
+	rest, ok := strings.CutPrefix(clientFirst, "n,,")
+	if !ok {
+		return "", fmt.Errorf("%w: the GS2 header must be \"n,,\" (no channel binding, no authzid)", ErrBadMessage)
+	}
+	attrs, err := parseAttrs(rest, "n", "r")
+	if err != nil {
+		return "", err
+	}
+	s.user, s.clientBare = attrs["n"], rest
+	if ValidateUsername(s.user) != nil {
+		return "", ErrAuthFailed
+	}
+	s.cred, s.known = s.lookup(s.user)
+	if !s.known {
+		salt := sha256.Sum256([]byte("unknown user " + s.user))
+		s.cred = Credential{Salt: salt[:SaltBytes], Iterations: IterationsDefault}
+	}
+	nb := make([]byte, NonceBytes)
+	if _, err := io.ReadFull(s.rnd, nb); err != nil {
+		return "", fmt.Errorf("security: drawing a nonce: %w", err)
+	}
+	s.nonce = attrs["r"] + base64.RawStdEncoding.EncodeToString(nb)
+	s.serverFirst = "r=" + s.nonce + ",s=" + base64.StdEncoding.EncodeToString(s.cred.Salt) + ",i=" + strconv.Itoa(s.cred.Iterations)
+	return s.serverFirst, nil
+}
+
+// Final takes "c=biws,r=nonce,p=proof" and returns the server-final
+// message and the authenticated user, or ErrAuthFailed.
+func (s *ServerConversation) Final(clientFinal string) (serverFinal, user string, err error) {
+	if s.step != 1 || len(clientFinal) > scramMessageBytesMax {
+		return "", "", fmt.Errorf("%w: unexpected client-final", ErrBadMessage)
+	}
+	s.step = 2
+	i := strings.LastIndex(clientFinal, ",p=")
+	if i < 0 {
+		return "", "", fmt.Errorf("%w: client-final without a proof", ErrBadMessage)
+	}
+	withoutProof := clientFinal[:i]
+	attrs, err := parseAttrs(withoutProof, "c", "r")
+	if err != nil {
+		return "", "", err
+	}
+	if attrs["c"] != "biws" || attrs["r"] != s.nonce {
+		return "", "", fmt.Errorf("%w: channel binding or nonce does not match", ErrBadMessage)
+	}
+	proof, err := base64.StdEncoding.DecodeString(clientFinal[i+3:])
+	if err != nil || len(proof) != sha256.Size {
+		return "", "", fmt.Errorf("%w: proof is not 32 bytes of base64", ErrBadMessage)
+	}
+	if !s.known {
+		return "", "", ErrAuthFailed
+	}
+	auth := s.clientBare + "," + s.serverFirst + "," + withoutProof
+	sig := mac(s.cred.StoredKey, auth)
+	ck := make([]byte, len(proof))
+	for j := range proof {
+		ck[j] = proof[j] ^ sig[j]
+	}
+	stored := sha256.Sum256(ck)
+	if subtle.ConstantTimeCompare(stored[:], s.cred.StoredKey) != 1 {
+		return "", "", ErrAuthFailed
+	}
+	return "v=" + base64.StdEncoding.EncodeToString(mac(s.cred.ServerKey, auth)), s.user, nil
+}
+
+// ClientConversation is the client's side of one SCRAM exchange.
+type ClientConversation struct {
+	user, password string
+	nonce          string
+	bare           string
+	serverSig      []byte
+}
+
+// NewClientConversation starts an exchange as user; the nonce comes from
+// rnd.
+func NewClientConversation(user, password string, rnd io.Reader) (*ClientConversation, error) {
+	if err := ValidateUsername(user); err != nil {
+		return nil, err
+	}
+	nb := make([]byte, NonceBytes)
+	if _, err := io.ReadFull(rnd, nb); err != nil {
+		return nil, fmt.Errorf("security: drawing a nonce: %w", err)
+	}
+	c := &ClientConversation{user: user, password: password, nonce: base64.RawStdEncoding.EncodeToString(nb)}
+	c.bare = "n=" + user + ",r=" + c.nonce
+	return c, nil
+}
+
+// First is the client-first message.
+func (c *ClientConversation) First() string { return "n,," + c.bare }
+
+// Final answers the server-first message with the client-final one.
+func (c *ClientConversation) Final(serverFirst string) (string, error) {
+	attrs, err := parseAttrs(serverFirst, "r", "s", "i")
+	if err != nil {
+		return "", err
+	}
+	if !strings.HasPrefix(attrs["r"], c.nonce) || len(attrs["r"]) == len(c.nonce) {
+		return "", fmt.Errorf("%w: the server's nonce does not extend ours", ErrBadMessage)
+	}
+	salt, err := base64.StdEncoding.DecodeString(attrs["s"])
+	if err != nil {
+		return "", fmt.Errorf("%w: salt: %v", ErrBadMessage, err)
+	}
+	iter, err := strconv.Atoi(attrs["i"])
+	if err != nil {
+		return "", fmt.Errorf("%w: iterations: %v", ErrBadMessage, err)
+	}
+	// A downgrade (a server asking for few iterations) is refused by
+	// DeriveCredential's lower bound.
+	salted, err := pbkdf2.Key(sha256.New, c.password, salt, iter, sha256.Size)
+	if err != nil || iter < IterationsMin || iter > IterationsMax {
+		return "", fmt.Errorf("%w: %d iterations is outside %d..%d", ErrBadMessage, iter, IterationsMin, IterationsMax)
+	}
+	ck := mac(salted, "Client Key")
+	stored := sha256.Sum256(ck)
+	withoutProof := "c=biws,r=" + attrs["r"]
+	auth := c.bare + "," + serverFirst + "," + withoutProof
+	sig := mac(stored[:], auth)
+	for j := range ck {
+		ck[j] ^= sig[j]
+	}
+	c.serverSig = mac(mac(salted, "Server Key"), auth)
+	return withoutProof + ",p=" + base64.StdEncoding.EncodeToString(ck), nil
+}
+
+// Verify checks the server-final message: the server proved it holds
+// the credential too.
+func (c *ClientConversation) Verify(serverFinal string) error {
+	v, ok := strings.CutPrefix(serverFinal, "v=")
+	got, err := base64.StdEncoding.DecodeString(v)
+	if !ok || err != nil || c.serverSig == nil || !hmac.Equal(got, c.serverSig) {
+		return fmt.Errorf("%w: the server's signature does not verify", ErrBadMessage)
+	}
+	return nil
+}
+
+// parseAttrs splits "k=v,k=v" and checks that the keys come in order
+// (extensions after them are refused: none is defined).
+func parseAttrs(msg string, keys ...string) (map[string]string, error) {
+	parts := strings.Split(msg, ",")
+	if len(parts) != len(keys) {
+		return nil, fmt.Errorf("%w: %q should hold %s", ErrBadMessage, msg, strings.Join(keys, ","))
+	}
+	out := make(map[string]string, len(keys))
+	for i, p := range parts {
+		v, ok := strings.CutPrefix(p, keys[i]+"=")
+		if !ok || v == "" {
+			return nil, fmt.Errorf("%w: attribute %d of %q should be %s=", ErrBadMessage, i, msg, keys[i])
+		}
+		out[keys[i]] = v
+	}
+	return out, nil
+}
