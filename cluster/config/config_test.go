@@ -64,6 +64,10 @@ replication_addr = "127.0.0.1:6"
 		{"retransmit cap under the kernel's least", "[network]\ntcp_retransmit_max_ms = 500\n", "network.tcp_retransmit_max_ms: 500 is outside 1000..120000"},
 		{"lag window too short", "[cluster]\nreplica_lag_time_max_ms = 10\n", "cluster.replica_lag_time_max_ms: 10 is outside 100..3600000"},
 		{"election vs heartbeat", "[cluster]\nheartbeat_interval_ms = 500\nelection_timeout_ms = 1000\n", "cluster.election_timeout_ms"},
+		{"unknown auth", "[security]\nauth = \"ldap\"\n", "security.auth: \"ldap\" is not one of none, scram"},
+		{"scram without an admin", "[security]\nauth = \"scram\"\n", "security.admin_user: auth = scram needs"},
+		{"scram without a token secret", "[security]\nauth = \"scram\"\nadmin_user = \"a\"\nadmin_password = \"p\"\n", "http.jwt_secret: auth = scram with an HTTP API"},
+		{"token ttl", "[security]\ntoken_ttl_ms = 5\n", "security.token_ttl_ms: 5 is outside"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
