@@ -7,12 +7,13 @@ import (
 	"sort"
 
 	"github.com/corestream/corestream/cluster/security"
+	"github.com/corestream/corestream/netio/wire/scram"
 )
 
 // Users and their permissions are metadata like topics: changed only by
 // commands in the metadata log, so every node authenticates and
 // authorizes against the same committed set. A password never enters a
-// command: the proposer derives its SCRAM credential (security.Credential,
+// command: the proposer derives its SCRAM credential (scram.Credential,
 // salted and iterated) and the command carries that.
 
 // UsersMax bounds the number of users in the cluster.
@@ -26,8 +27,8 @@ var (
 
 // User is one user.
 type User struct {
-	Name       string              `json:"name"`
-	Credential security.Credential `json:"credential"`
+	Name       string           `json:"name"`
+	Credential scram.Credential `json:"credential"`
 	// Superuser may do everything, whatever Rules say.
 	Superuser bool `json:"superuser,omitempty"`
 	// Rules are the user's permissions (security.Allowed).
@@ -58,7 +59,7 @@ func (s *State) applyUser(c Command) (Result, error) {
 	if c.User == nil {
 		return Result{}, fmt.Errorf("%w: %s without a user", ErrInvalidCommand, c.Op)
 	}
-	if err := security.ValidateUsername(c.User.Name); err != nil {
+	if err := scram.ValidateUsername(c.User.Name); err != nil {
 		return Result{}, fmt.Errorf("%w: %v", ErrInvalidCommand, err)
 	}
 	old := s.users[c.User.Name]

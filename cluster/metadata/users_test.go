@@ -8,11 +8,12 @@ import (
 	"testing"
 
 	"github.com/corestream/corestream/cluster/security"
+	"github.com/corestream/corestream/netio/wire/scram"
 )
 
-func cred(t *testing.T, pw string) security.Credential {
+func cred(t *testing.T, pw string) scram.Credential {
 	t.Helper()
-	c, err := security.NewCredential(pw, security.IterationsDefault, rand.Reader)
+	c, err := scram.NewCredential(pw, scram.IterationsDefault, rand.Reader)
 	if err != nil {
 		t.Fatal(err)
 	}

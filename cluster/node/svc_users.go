@@ -8,8 +8,8 @@ import (
 
 	"github.com/corestream/corestream/cluster/config"
 	"github.com/corestream/corestream/cluster/metadata"
-	"github.com/corestream/corestream/cluster/security"
 	"github.com/corestream/corestream/cluster/service"
+	"github.com/corestream/corestream/netio/wire/scram"
 	"github.com/corestream/corestream/shard"
 )
 
@@ -49,13 +49,13 @@ func (s *nodeService) ChangeUser(from *shard.Shard, req *service.UserChange, don
 
 // userCommand is the metadata command of req.
 func userCommand(req *service.UserChange) (metadata.Command, error) {
-	if err := security.ValidateUsername(req.Name); err != nil {
+	if err := scram.ValidateUsername(req.Name); err != nil {
 		return metadata.Command{}, service.Errorf(service.ErrInvalidRequest, "%v", err)
 	}
 	u := &metadata.User{Name: req.Name, Superuser: req.Superuser, Rules: req.Rules}
 	switch req.Op {
 	case metadata.OpCreateUser, metadata.OpSetPassword:
-		cred, err := security.NewCredential(req.Password, security.IterationsDefault, rand.Reader)
+		cred, err := scram.NewCredential(req.Password, scram.IterationsDefault, rand.Reader)
 		if err != nil {
 			return metadata.Command{}, service.Errorf(service.ErrInvalidRequest, "%v", err)
 		}
@@ -94,7 +94,7 @@ func bootstrapUser(cfg config.Security) (*metadata.User, error) {
 	if cfg.Auth != config.AuthSCRAM {
 		return nil, nil
 	}
-	cred, err := security.NewCredential(cfg.AdminPassword, security.IterationsDefault, rand.Reader)
+	cred, err := scram.NewCredential(cfg.AdminPassword, scram.IterationsDefault, rand.Reader)
 	if err != nil {
 		return nil, err
 	}

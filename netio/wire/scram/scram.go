@@ -1,4 +1,11 @@
-package security
+// Package scram is SCRAM-SHA-256 (RFC 5802, RFC 7677) without channel
+// binding, as the native protocol's Authenticate exchange (and the Kafka
+// listener's SASL SCRAM) runs it: the credential a password is stored as
+// (salted, iterated, never the password), and each side of the exchange
+// as a small state machine that reads no clock and draws its nonces from
+// the reader it is given. Both the server (cluster) and the Go SDK
+// (client) use it, which is why it lives with the protocol.
+package scram
 
 import (
 	"crypto/hmac"
@@ -12,8 +19,6 @@ import (
 	"strconv"
 	"strings"
 )
-
-// SCRAM-SHA-256 (RFC 5802, RFC 7677) without channel binding.
 
 // Bounds and defaults of stored credentials.
 const (
@@ -40,13 +45,13 @@ const (
 var (
 	// ErrAuthFailed: the username or password is wrong (the two are not
 	// told apart, so a client cannot probe for names).
-	ErrAuthFailed = errors.New("security: authentication failed: unknown user or wrong password")
+	ErrAuthFailed = errors.New("scram: authentication failed: unknown user or wrong password")
 	// ErrBadMessage: a SCRAM message breaks the protocol.
-	ErrBadMessage = errors.New("security: malformed SCRAM message")
+	ErrBadMessage = errors.New("scram: malformed SCRAM message")
 	// ErrInvalidUsername: a username breaks the naming rule.
-	ErrInvalidUsername = errors.New("security: invalid username")
+	ErrInvalidUsername = errors.New("scram: invalid username")
 	// ErrInvalidPassword: a password is empty or too long.
-	ErrInvalidPassword = errors.New("security: invalid password")
+	ErrInvalidPassword = errors.New("scram: invalid password")
 )
 
 // Credential is what the cluster stores of a password: the SCRAM stored
@@ -98,7 +103,7 @@ func NewCredential(password string, iterations int, rnd io.Reader) (Credential, 
 	}
 	salt := make([]byte, SaltBytes)
 	if _, err := io.ReadFull(rnd, salt); err != nil {
-		return Credential{}, fmt.Errorf("security: drawing a salt: %w", err)
+		return Credential{}, fmt.Errorf("scram: drawing a salt: %w", err)
 	}
 	return DeriveCredential(password, salt, iterations)
 }
@@ -110,7 +115,7 @@ func DeriveCredential(password string, salt []byte, iterations int) (Credential,
 	}
 	salted, err := pbkdf2.Key(sha256.New, password, salt, iterations, sha256.Size)
 	if err != nil {
-		return Credential{}, fmt.Errorf("security: pbkdf2: %w", err)
+		return Credential{}, fmt.Errorf("scram: pbkdf2: %w", err)
 	}
 	ck := mac(salted, "Client Key")
 	sk := sha256.Sum256(ck)
@@ -181,7 +186,7 @@ func (s *ServerConversation) First(clientFirst string) (string, error) {
 	}
 	nb := make([]byte, NonceBytes)
 	if _, err := io.ReadFull(s.rnd, nb); err != nil {
-		return "", fmt.Errorf("security: drawing a nonce: %w", err)
+		return "", fmt.Errorf("scram: drawing a nonce: %w", err)
 	}
 	s.nonce = attrs["r"] + base64.RawStdEncoding.EncodeToString(nb)
 	s.serverFirst = "r=" + s.nonce + ",s=" + base64.StdEncoding.EncodeToString(s.cred.Salt) + ",i=" + strconv.Itoa(s.cred.Iterations)
@@ -243,7 +248,7 @@ func NewClientConversation(user, password string, rnd io.Reader) (*ClientConvers
 	}
 	nb := make([]byte, NonceBytes)
 	if _, err := io.ReadFull(rnd, nb); err != nil {
-		return nil, fmt.Errorf("security: drawing a nonce: %w", err)
+		return nil, fmt.Errorf("scram: drawing a nonce: %w", err)
 	}
 	c := &ClientConversation{user: user, password: password, nonce: base64.RawStdEncoding.EncodeToString(nb)}
 	c.bare = "n=" + user + ",r=" + c.nonce
