@@ -19,6 +19,7 @@ import (
 	"github.com/corestream/corestream/cluster/config"
 	"github.com/corestream/corestream/cluster/httpapi"
 	"github.com/corestream/corestream/cluster/native"
+	"github.com/corestream/corestream/cluster/security"
 	"github.com/corestream/corestream/netio"
 	"github.com/corestream/corestream/netio/uring"
 	"github.com/corestream/corestream/raftlite"
@@ -89,6 +90,9 @@ type Node struct {
 	// stopRec is the clean-stop record of the previous graceful stop,
 	// read at Start; every partition's log takes its entry when it opens.
 	stopRec *segment.StopRecord
+	// logins limits failed logins per address on every listener
+	// (security.go).
+	logins *security.Limiter
 }
 
 // New validates cfg and prepares a node; Start runs it.
@@ -102,6 +106,7 @@ func New(cfg config.Config, logger *slog.Logger) (*Node, error) {
 	n := &Node{cfg: cfg, log: logger, fs: vfs.OS(), dir: cfg.Node.DataDir,
 		self: raftlite.NodeID(cfg.Node.ID), roster: cfg.Roster(), lockFd: -1}
 	n.setClock(clock.Real())
+	n.logins = newLoginLimiter(cfg.Security)
 	lim := raftlite.DefaultLimits()
 	lim.ElectionTicks = int32(cfg.Cluster.ElectionTimeoutMs / cfg.Cluster.HeartbeatIntervalMs)
 	lim.HeartbeatTicks = 1
@@ -239,7 +244,7 @@ func (n *Node) Start() error {
 		RetransmitBackoffMax: time.Duration(n.cfg.Network.TCPRetransmitMaxMs) * time.Millisecond,
 		Logf:                 func(format string, args ...any) { n.log.Info(fmt.Sprintf(format, args...)) },
 	}, native.New(native.Config{Service: n.svc, Log: n.log, MaxFrameBytes: n.cfg.Network.MaxFrameBytes, Group: g,
-		OwnerShard: n.ownerShard, Migrations: &n.migrations}))
+		OwnerShard: n.ownerShard, Migrations: &n.migrations, Auth: n.nativeAuth()}))
 	if err != nil {
 		n.stopShards()
 		return err
@@ -253,7 +258,8 @@ func (n *Node) Start() error {
 		bound := srv.Addr().String()
 		n.boundAddr.Store(&bound)
 	}
-	n.log.Info("listening", "client_addr", srv.Addr().String(), "node", n.self, "data_dir", n.dir)
+	n.log.Info("listening", "client_addr", srv.Addr().String(), "node", n.self, "data_dir", n.dir, "auth", n.cfg.Security.Auth)
+	n.warnUnauthenticated(map[string]string{"node.client_addr": n.cfg.Node.ClientAddr, "node.http_addr": n.cfg.Node.HTTPAddr})
 	if ls.http != nil {
 		n.startHTTP(ls.http)
 		ls.http = nil

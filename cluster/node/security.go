@@ -1,0 +1,55 @@
+package node
+
+import (
+	"net"
+	"time"
+
+	"github.com/corestream/corestream/cluster/config"
+	"github.com/corestream/corestream/cluster/native"
+	"github.com/corestream/corestream/cluster/security"
+)
+
+// The node's security wiring (docs/security.md): one failed-login
+// limiter shared by every listener, the native protocol's authentication,
+// and the warning for a node that anyone who can reach it may empty.
+
+// newLoginLimiter is the limiter of security.login_failures_max.
+func newLoginLimiter(cfg config.Security) *security.Limiter {
+	return security.NewLimiter(cfg.LoginFailuresMax, time.Duration(cfg.LoginFailureWindowMs)*time.Millisecond)
+}
+
+// nativeAuth is the native listener's authentication (nil: auth none).
+func (n *Node) nativeAuth() *native.Auth {
+	if n.cfg.Security.Auth != config.AuthSCRAM {
+		return nil
+	}
+	return &native.Auth{Users: n.svc, Limiter: n.logins, Now: n.now}
+}
+
+// warnUnauthenticated logs a warning for each listener bound to an
+// address other machines can reach while security.auth is none.
+func (n *Node) warnUnauthenticated(listeners map[string]string) {
+	if n.cfg.Security.Auth != config.AuthNone {
+		return
+	}
+	for key, addr := range listeners {
+		if addr != "" && !loopback(addr) {
+			n.log.Warn("security.auth is none and a listener is bound to a non-loopback address: anyone who can reach it may produce, read and delete every topic; set security.auth = \"scram\" (docs/security.md)",
+				"listener", key, "addr", addr)
+		}
+	}
+}
+
+// loopback reports whether addr (HOST:PORT) binds only the loopback
+// interface; a wildcard or a name other than localhost does not.
+func loopback(addr string) bool {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return false
+	}
+	if host == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}
