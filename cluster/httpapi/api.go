@@ -65,6 +65,10 @@ type API struct {
 	client    *http.Client
 	// bodyTimeout is httpBodyTimeout; tests shorten it.
 	bodyTimeout time.Duration
+	// auth is nil when security.auth is none (auth.go); users serves the
+	// user routes (users.go), nil: none.
+	auth  *Auth
+	users service.Users
 }
 
 // httpMethods are the methods any route serves; an unknown path or
@@ -87,6 +91,11 @@ type Config struct {
 	// BodyTimeout bounds the read of a request body once its headers are
 	// in; 0 is httpBodyTimeout (30 s).
 	BodyTimeout time.Duration
+	// Auth, when set, requires a login token on every request but
+	// health, metrics and login (auth.go); nil: security.auth = none.
+	Auth *Auth
+	// Users serves the user routes (users.go); nil: no such routes.
+	Users service.Users
 }
 
 // New builds the router and the server on ln; Serve runs it.
@@ -95,7 +104,8 @@ func New(cfg Config, ln net.Listener) *API {
 		cfg.BodyTimeout = httpBodyTimeout
 	}
 	h := &API{svc: cfg.Service, self: cfg.Self, jwtSecret: cfg.JWTSecret, httpAddrs: cfg.HTTPAddrOf,
-		ln: ln, mux: http.NewServeMux(), client: &http.Client{Timeout: httpForwardTimeout}, bodyTimeout: cfg.BodyTimeout}
+		ln: ln, mux: http.NewServeMux(), client: &http.Client{Timeout: httpForwardTimeout}, bodyTimeout: cfg.BodyTimeout,
+		auth: cfg.Auth, users: cfg.Users}
 	h.mux.HandleFunc("GET /v1/health", h.health)
 	h.mux.HandleFunc("GET /v1/cluster", h.cluster)
 	h.mux.HandleFunc("GET /v1/topics", h.listTopics)
@@ -107,9 +117,11 @@ func New(cfg Config, ln net.Listener) *API {
 	if cfg.Metrics != nil {
 		h.mux.Handle("GET /metrics", cfg.Metrics)
 	}
+	h.mux.HandleFunc("POST /v1/login", h.login)
+	h.registerUsers()
 	// Everything else: ServeMux would answer 404 and 405 in plain text.
 	h.mux.HandleFunc("/", h.notRouted)
-	h.srv = &http.Server{Handler: h.mux, ReadHeaderTimeout: httpReadHeaderTimeout, IdleTimeout: httpIdleTimeout}
+	h.srv = &http.Server{Handler: h.authenticated(h.mux), ReadHeaderTimeout: httpReadHeaderTimeout, IdleTimeout: httpIdleTimeout}
 	return h
 }
 
@@ -224,6 +236,10 @@ func (h *API) forward(w http.ResponseWriter, r *http.Request, body []byte, targe
 	req.Header.Set(forward.Header, proof)
 	if ct := r.Header.Get("Content-Type"); ct != "" {
 		req.Header.Set("Content-Type", ct)
+	}
+	// The target checks the caller's token again (auth.go).
+	if a := r.Header.Get("Authorization"); a != "" {
+		req.Header.Set("Authorization", a)
 	}
 	resp, err := h.client.Do(req)
 	if err != nil {

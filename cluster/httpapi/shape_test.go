@@ -108,9 +108,9 @@ func mustJSON(s string) string {
 // holds every type marked as an answer in the source.
 var httpAnswers = []any{
 	errorAnswer{}, healthAnswer{}, clusterAnswer{}, topicList{}, topicSummary{}, topicDetail{}, deletedTopic{},
-	produceAnswer{}, fetchAnswer{},
+	produceAnswer{}, fetchAnswer{}, loginAnswer{}, userAnswer{}, userList{},
 	// Request bodies follow the same rule.
-	produceBody{}, createTopicBody{},
+	produceBody{}, createTopicBody{}, loginBody{}, createUserBody{}, userChangeBody{},
 }
 
 var snakeCase = regexp.MustCompile(`^[a-z][a-z0-9]*(_[a-z0-9]+)*$`)

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/corestream/corestream/cluster/config"
+	"github.com/corestream/corestream/cluster/httpapi"
 	"github.com/corestream/corestream/cluster/native"
 	"github.com/corestream/corestream/cluster/security"
 )
@@ -24,6 +25,15 @@ func (n *Node) nativeAuth() *native.Auth {
 		return nil
 	}
 	return &native.Auth{Users: n.svc, Limiter: n.logins, Now: n.now}
+}
+
+// httpAuth is the HTTP API's authentication (nil: auth none).
+func (n *Node) httpAuth() *httpapi.Auth {
+	if n.cfg.Security.Auth != config.AuthSCRAM {
+		return nil
+	}
+	return &httpapi.Auth{Users: n.svc, Limiter: n.logins, Now: n.now,
+		TokenTTL: time.Duration(n.cfg.Security.TokenTTLMs) * time.Millisecond}
 }
 
 // warnUnauthenticated logs a warning for each listener bound to an
