@@ -193,4 +193,3 @@ func remoteHost(r *http.Request) string {
 	}
 	return host
 }
-
