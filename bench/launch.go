@@ -91,6 +91,7 @@ data_dir = %q
 client_addr = "127.0.0.1:0"
 replication_addr = ""
 http_addr = ""
+kafka_addr = ""
 
 [shard]
 count = %d

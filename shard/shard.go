@@ -130,6 +130,10 @@ func (s *Shard) CPU() int { return s.cpu }
 // Stats returns the shard's counters.
 func (s *Shard) Stats() *Stats { return &s.stats }
 
+// InboxDepth is the number of messages waiting in the inbox now (a
+// sample for metrics; any goroutine).
+func (s *Shard) InboxDepth() int { return s.inbox.Len() }
+
 // OnThread reports whether the caller runs on the shard's thread. It makes a
 // system call (gettid); use it in assertions, not on hot paths.
 func (s *Shard) OnThread() bool { return s.TID() != 0 && unix.Gettid() == s.TID() }

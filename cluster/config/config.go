@@ -70,6 +70,10 @@ type Node struct {
 	ReplicationAddr string `toml:"replication_addr"`
 	// HTTPAddr is where the HTTP API listens; empty disables it.
 	HTTPAddr string `toml:"http_addr"`
+	// KafkaAddr is where the Kafka protocol listens; empty disables it.
+	// Its default is Kafka's own port, so Kafka clients find a node
+	// where they would find a broker.
+	KafkaAddr string `toml:"kafka_addr"`
 }
 
 // Shard configures the per-core runtime.
@@ -166,6 +170,10 @@ type RosterNode struct {
 	ClientAddr      string `toml:"client_addr"`
 	ReplicationAddr string `toml:"replication_addr"`
 	HTTPAddr        string `toml:"http_addr"`
+	// KafkaAddr is the Kafka listener's advertised address; empty when
+	// the node serves no Kafka clients (they are then told of no broker
+	// for it).
+	KafkaAddr string `toml:"kafka_addr"`
 }
 
 // HTTP configures the HTTP API.
@@ -258,7 +266,7 @@ func (f ReplicationFactor) Resolve(rosterNodes int) int {
 func Default() Config {
 	return Config{
 		Node: Node{ID: 1, DataDir: "./data", ClientAddr: "127.0.0.1:7070",
-			ReplicationAddr: "127.0.0.1:7071", HTTPAddr: "127.0.0.1:7072"},
+			ReplicationAddr: "127.0.0.1:7071", HTTPAddr: "127.0.0.1:7072", KafkaAddr: "127.0.0.1:9092"},
 		Shard: Shard{Count: 0, InboxDepth: 4096},
 		Network: Network{MaxFrameBytes: 16<<20 + 64<<10, MaxInflightPerConn: 256, MaxConnections: 10000, OutboundBytesMax: 8 << 20,
 			TCPRetransmitMaxMs: 1000},
@@ -325,7 +333,7 @@ func (c *Config) Roster() []RosterNode {
 		return c.Cluster.Nodes
 	}
 	return []RosterNode{{ID: c.Node.ID, ClientAddr: c.Node.ClientAddr,
-		ReplicationAddr: c.Node.ReplicationAddr, HTTPAddr: c.Node.HTTPAddr}}
+		ReplicationAddr: c.Node.ReplicationAddr, HTTPAddr: c.Node.HTTPAddr, KafkaAddr: c.Node.KafkaAddr}}
 }
 
 func bad(key, format string, args ...any) error {
@@ -365,6 +373,7 @@ func (c *Config) Validate() error {
 		addr("node.client_addr", c.Node.ClientAddr, false),
 		addr("node.replication_addr", c.Node.ReplicationAddr, true),
 		addr("node.http_addr", c.Node.HTTPAddr, true),
+		addr("node.kafka_addr", c.Node.KafkaAddr, true),
 		inRange("shard.count", int64(c.Shard.Count), 0, ShardsMax),
 		inRange("shard.inbox_depth", int64(c.Shard.InboxDepth), 16, 1<<20),
 		inRange("network.max_frame_bytes", int64(c.Network.MaxFrameBytes), FrameBytesMin, FrameBytesMax),
@@ -448,8 +457,9 @@ func (c *Config) validateRoster() error {
 		}
 		ids[n.ID] = true
 		self = self || n.ID == c.Node.ID
-		for _, a := range []struct{ k, v string }{{"client_addr", n.ClientAddr}, {"replication_addr", n.ReplicationAddr}, {"http_addr", n.HTTPAddr}} {
-			if err := addr(key+"."+a.k, a.v, a.k == "http_addr"); err != nil {
+		for _, a := range []struct{ k, v string }{{"client_addr", n.ClientAddr}, {"replication_addr", n.ReplicationAddr}, {"http_addr", n.HTTPAddr},
+			{"kafka_addr", n.KafkaAddr}} {
+			if err := addr(key+"."+a.k, a.v, a.k == "http_addr" || a.k == "kafka_addr"); err != nil {
 				return err
 			}
 			if a.v == "" {

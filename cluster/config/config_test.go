@@ -50,6 +50,7 @@ replication_addr = "127.0.0.1:6"
 		{"bad fsync", "[storage]\nfsync = \"sometimes\"\n", "storage.fsync: \"sometimes\" is not one of"},
 		{"shards over max", "[shard]\ncount = 1000\n", "shard.count: 1000 is outside 0..256"},
 		{"bad addr", "[node]\nclient_addr = \"nowhere\"\n", "node.client_addr: \"nowhere\" is not HOST:PORT"},
+		{"bad kafka addr", "[node]\nkafka_addr = \"9092\"\n", "node.kafka_addr: \"9092\" is not HOST:PORT"},
 		{"factor 0", "[cluster]\ndefault_replication_factor = 0\n", "cluster.default_replication_factor"},
 		{"factor 33", "[cluster]\ndefault_replication_factor = 33\n", "33 is outside 1..32"},
 		{"factor word", "[cluster]\ndefault_replication_factor = \"most\"\n", "neither \"all\" nor a number"},
@@ -132,6 +133,18 @@ func TestLoadFile(t *testing.T) {
 
 // TestEveryOptionDocumented fails when a TOML key has no entry in
 // docs/configuration.md (written as `section.key` in a table row).
+// The Kafka listener is on Kafka's port unless configured, and an empty
+// address turns it off.
+func TestKafkaAddr(t *testing.T) {
+	if c := Default(); c.Node.KafkaAddr != "127.0.0.1:9092" || c.Roster()[0].KafkaAddr != c.Node.KafkaAddr {
+		t.Fatalf("default kafka_addr %q, roster %q", c.Node.KafkaAddr, c.Roster()[0].KafkaAddr)
+	}
+	c, err := Parse("[node]\nkafka_addr = \"\"\n")
+	if err != nil || c.Node.KafkaAddr != "" {
+		t.Fatalf("empty kafka_addr: %v, %q", err, c.Node.KafkaAddr)
+	}
+}
+
 func TestEveryOptionDocumented(t *testing.T) {
 	doc, err := os.ReadFile("../../docs/configuration.md")
 	if err != nil {

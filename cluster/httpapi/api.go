@@ -69,6 +69,8 @@ type API struct {
 	// user routes (users.go), nil: none.
 	auth  *Auth
 	users service.Users
+	// stats are this node's traffic figures (nil: all 0).
+	stats func() Stats
 }
 
 // httpMethods are the methods any route serves; an unknown path or
@@ -88,6 +90,9 @@ type Config struct {
 	HTTPAddrOf func(id int32) string
 	// Metrics serves GET /metrics (nil: no such route).
 	Metrics http.Handler
+	// Stats are this node's traffic figures for GET /v1/stats (nil: all
+	// 0).
+	Stats func() Stats
 	// BodyTimeout bounds the read of a request body once its headers are
 	// in; 0 is httpBodyTimeout (30 s).
 	BodyTimeout time.Duration
@@ -105,7 +110,7 @@ func New(cfg Config, ln net.Listener) *API {
 	}
 	h := &API{svc: cfg.Service, self: cfg.Self, jwtSecret: cfg.JWTSecret, httpAddrs: cfg.HTTPAddrOf,
 		ln: ln, mux: http.NewServeMux(), client: &http.Client{Timeout: httpForwardTimeout}, bodyTimeout: cfg.BodyTimeout,
-		auth: cfg.Auth, users: cfg.Users}
+		auth: cfg.Auth, users: cfg.Users, stats: cfg.Stats}
 	h.mux.HandleFunc("GET /v1/health", h.health)
 	h.mux.HandleFunc("GET /v1/cluster", h.cluster)
 	h.mux.HandleFunc("GET /v1/topics", h.listTopics)
@@ -114,6 +119,15 @@ func New(cfg Config, ln net.Listener) *API {
 	h.mux.HandleFunc("DELETE /v1/topics/{topic}", h.deleteTopic)
 	h.mux.HandleFunc("POST /v1/topics/{topic}/partitions/{partition}/records", h.produce)
 	h.mux.HandleFunc("GET /v1/topics/{topic}/partitions/{partition}/records", h.fetch)
+	h.mux.HandleFunc("POST /v1/topics/{topic}/partitions/{partition}/primary", h.movePrimary)
+	h.mux.HandleFunc("GET /v1/partitions", h.listPartitions)
+	h.mux.HandleFunc("POST /v1/partitions/log", h.partitionsLog)
+	h.mux.HandleFunc("POST /v1/rebalance", h.rebalance)
+	h.mux.HandleFunc("GET /v1/stats", h.nodeStats)
+	h.mux.HandleFunc("GET /v1/cluster/stats", h.clusterStats)
+	// The console (console.go): a page and its assets, embedded.
+	h.mux.HandleFunc("GET /{$}", h.consolePage)
+	h.mux.Handle("GET /console/", h.consoleAssets())
 	if cfg.Metrics != nil {
 		h.mux.Handle("GET /metrics", cfg.Metrics)
 	}

@@ -40,18 +40,33 @@ type Auth struct {
 type callerKey struct{}
 
 // caller is the service and the user calls as the request's user may
-// call them.
+// call them, and the Authorization header that proved it (for the
+// requests this node makes to others on the caller's behalf).
 type caller struct {
-	svc   service.Service
-	users service.Users
+	svc           service.Service
+	users         service.Users
+	authorization string
 }
 
 // svcOf is the service as r's caller may call it.
-func (h *API) svcOf(r *http.Request) service.Service {
-	if c, ok := r.Context().Value(callerKey{}).(*caller); ok {
+func (h *API) svcOf(r *http.Request) service.Service { return h.svcCtx(r.Context()) }
+
+// svcCtx is the service as the caller of the request whose context ctx
+// is (or derives from) may call it.
+func (h *API) svcCtx(ctx context.Context) service.Service {
+	if c, ok := ctx.Value(callerKey{}).(*caller); ok {
 		return c.svc
 	}
 	return h.svc
+}
+
+// onBehalf gives req, a request this node makes to another node while
+// serving one (cluster stats, partition logs), the caller's
+// Authorization, so the other node checks the caller's permissions.
+func onBehalf(ctx context.Context, req *http.Request) {
+	if c, ok := ctx.Value(callerKey{}).(*caller); ok && c.authorization != "" {
+		req.Header.Set("Authorization", c.authorization)
+	}
 }
 
 // usersOf is the user calls as r's caller may call them.
@@ -62,8 +77,12 @@ func (h *API) usersOf(r *http.Request) service.Users {
 	return h.users
 }
 
-// openPaths need no token.
-var openPaths = map[string]bool{"GET /v1/health": true, "GET /metrics": true, "POST /v1/login": true}
+// openPaths need no token: health, metrics, login and the console's
+// static page (its assets are under openPrefix; what it shows comes from
+// routes that need a token).
+var openPaths = map[string]bool{"GET /v1/health": true, "GET /metrics": true, "POST /v1/login": true, "GET /": true}
+
+const openPrefix = "GET /console/"
 
 // authenticated wraps next with the bearer check (the middleware hook:
 // next is the router).
@@ -72,7 +91,7 @@ func (h *API) authenticated(next http.Handler) http.Handler {
 		return next
 	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if openPaths[r.Method+" "+r.URL.Path] {
+		if route := r.Method + " " + r.URL.Path; openPaths[route] || strings.HasPrefix(route, openPrefix) {
 			next.ServeHTTP(w, r)
 			return
 		}
@@ -82,7 +101,7 @@ func (h *API) authenticated(next http.Handler) http.Handler {
 			return
 		}
 		p := security.Principal{User: u.Name, Superuser: u.Superuser}
-		c := &caller{svc: service.Guard(h.svc, h.auth.Users, p)}
+		c := &caller{svc: service.Guard(h.svc, h.auth.Users, p), authorization: r.Header.Get("Authorization")}
 		if h.users != nil {
 			c.users = service.GuardUsers(h.users, p)
 		}

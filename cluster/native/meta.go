@@ -102,7 +102,7 @@ func (h *Handler) clusterStatus(c *netio.Conn, hdr wire.RequestHeader, body []by
 	resp := &wire.ClusterStatusResponse{MetadataPrimaryID: st.MetadataPrimaryID, MetadataGeneration: st.MetadataGeneration,
 		RebalanceInProgress: st.RebalanceInProgress, Partitions: st.Partitions, UnderReplicated: st.UnderReplicated, Offline: st.Offline}
 	for _, m := range st.Nodes {
-		resp.Nodes = append(resp.Nodes, wire.NodeStatus{ID: m.ID, ClientAddr: m.ClientAddr, HTTPAddr: m.HTTPAddr, Alive: m.Alive,
+		resp.Nodes = append(resp.Nodes, wire.NodeStatus{ID: m.ID, ClientAddr: m.ClientAddr, HTTPAddr: m.HTTPAddr, KafkaAddr: m.KafkaAddr, Alive: m.Alive,
 			Primaries: m.Primaries, Replicas: m.Replicas, PreferredPrimaries: m.PreferredPrimaries})
 	}
 	reply(c, hdr, resp)

@@ -77,6 +77,7 @@ func startCluster(t *testing.T, size int, mutate func(*config.Config)) *testClus
 		cfg.Node.ClientAddr = roster[i].ClientAddr
 		cfg.Node.ReplicationAddr = roster[i].ReplicationAddr
 		cfg.Node.HTTPAddr = ""
+		cfg.Node.KafkaAddr = ""
 		cfg.Shard.Count = 2
 		cfg.Cluster.Secret = "test-secret"
 		cfg.Cluster.Nodes = roster

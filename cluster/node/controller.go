@@ -107,6 +107,9 @@ type metaCore struct {
 	resultOrder []int64
 	iter        batch.Records
 	log         *slog.Logger
+	// changed, when set, is told of each command applied (the node logs
+	// metadata changes with it; the simulator leaves it nil).
+	changed func(cmd metadata.Command, res metadata.Result, offset int64, generation int32)
 }
 
 func newMetaCore(log *slog.Logger) *metaCore {
@@ -152,6 +155,9 @@ func (m *metaCore) applyBatch(b []byte) bool {
 		if err == nil {
 			res, err = m.state.Apply(cmd)
 			changed = changed || err == nil
+			if err == nil && m.changed != nil {
+				m.changed(cmd, res, rec.Offset, m.appliedTerm)
+			}
 		}
 		if err != nil && !errors.Is(err, metadata.ErrTopicExists) && !errors.Is(err, metadata.ErrUnknownTopic) {
 			m.log.Warn("metadata: command refused", "offset", rec.Offset, "op", cmd.Op, "err", err)
@@ -214,7 +220,9 @@ func (n *Node) startController() error {
 	done := make(chan error, 1)
 	sh := n.group.Shard(metaShard)
 	err = sh.Do(func(sh *shard.Shard) {
-		c := &controller{metaCore: newMetaCore(n.log), n: n, sh: sh, snapshotAt: -1, d: ctrlDeps{
+		core := newMetaCore(n.log)
+		core.changed = n.logMetadataChange
+		c := &controller{metaCore: core, n: n, sh: sh, snapshotAt: -1, d: ctrlDeps{
 			log: n.log, clock: n.clock, fs: n.fs, dir: n.dir, loaded: &n.metaLoaded, metaErr: n.metaErr,
 			publish: func(v *View) {
 				n.view.Store(v)

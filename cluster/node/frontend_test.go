@@ -9,8 +9,8 @@ import (
 	"testing"
 )
 
-// The front ends (the native handler, cluster/native, and the HTTP API,
-// cluster/httpapi) call the typed
+// The front ends (the native handler, cluster/native, the HTTP API,
+// cluster/httpapi, and the Kafka listener, cluster/kafka) call the typed
 // service and nothing under it: a front end that reached a replica, a
 // segment or a file descriptor itself would drift from the others (HTTP
 // used to re-encode wire frames and read segments with pread). Each
@@ -29,6 +29,10 @@ func TestFrontEndsCallOnlyTheService(t *testing.T) {
 		{"../httpapi/*.go", mod + "netio", "HTTP does not build or read native frames"},
 		{"../httpapi/*.go", "golang.org/x/sys/unix", "HTTP reads no files itself"},
 		{"../native/*.go", "golang.org/x/sys/unix", "the native handler reads no files itself"},
+		{"../kafka/[^e]*.go", mod + "shard/partition", "replicas are reached through the service (errors.go maps their kinds)"},
+		{"../kafka/*.go", mod + "segment", "fetched records come as service.Records"},
+		{"../kafka/*.go", mod + "cluster/node", "the Kafka listener is given the service, not the node"},
+		{"../kafka/*.go", "golang.org/x/sys/unix", "the Kafka listener reads no files itself"},
 	}
 	checked := 0
 	for _, f := range forbidden {

@@ -94,7 +94,7 @@ func TestHTTPStrictParsing(t *testing.T) {
 		{"POST", "/v1/topics", `{"name":"t","partitions":1}`, 409, "TOPIC_ALREADY_EXISTS", nil, ""},
 		// Routes and methods.
 		{"GET", "/v1/nope", "", 404, "INVALID_REQUEST", []string{"no route", "/v1/nope"}, ""},
-		{"GET", "/", "", 404, "INVALID_REQUEST", []string{"no route"}, ""},
+		{"POST", "/", "", 405, "INVALID_REQUEST", nil, "GET, HEAD"}, // GET / is the console
 		{"PUT", "/v1/topics", "", 405, "INVALID_REQUEST", []string{"PUT"}, "GET, POST, HEAD"},
 		{"DELETE", recs, "", 405, "INVALID_REQUEST", []string{"DELETE"}, "GET, POST, HEAD"},
 		{"POST", "/v1/health", "", 405, "INVALID_REQUEST", nil, "GET, HEAD"},

@@ -57,23 +57,27 @@ func newDownWatch(every, timeout time.Duration) *downWatch {
 }
 
 // beat returns the peers that were alive at the previous beat and are
-// not now. A beat that comes late means this node was the one stalled:
+// not now (down), and those that were not and are now (up; at the first
+// beat, every peer alive). A beat that comes late means this node was the one stalled:
 // the peers' frames may be waiting unread in its sockets, so their
 // silence proves nothing this time and beat reports nobody.
-func (w *downWatch) beat(now time.Time, peers []int32, alive func(int32) bool) (down []int32) {
+func (w *downWatch) beat(now time.Time, peers []int32, alive func(int32) bool) (down, up []int32) {
 	stalled := !w.lastBeat.IsZero() && now.Sub(w.lastBeat) > w.every+w.timeout/2
 	w.lastBeat = now
 	if stalled {
-		return nil
+		return nil, nil
 	}
 	for _, id := range peers {
 		a := alive(id)
 		if w.wasAlive[id] && !a {
 			down = append(down, id)
 		}
+		if !w.wasAlive[id] && a {
+			up = append(up, id)
+		}
 		w.wasAlive[id] = a
 	}
-	return down
+	return down, up
 }
 
 // campaignsAfterDown is the failover rule for one group when node dead

@@ -42,11 +42,12 @@ func TestDownWatch(t *testing.T) {
 		at   time.Duration
 		set  map[int32]bool
 		down []int32
+		up   []int32
 	}{
-		{at: 0, down: nil},
+		{at: 0, down: nil, up: []int32{2, 3}},
 		{at: 100 * time.Millisecond, set: map[int32]bool{3: false}, down: []int32{3}},
 		{at: 200 * time.Millisecond, down: nil}, // an edge, reported once
-		{at: 300 * time.Millisecond, set: map[int32]bool{3: true}, down: nil},
+		{at: 300 * time.Millisecond, set: map[int32]bool{3: true}, down: nil, up: []int32{3}},
 		// A late beat (this node stalled) reports nobody, and the next
 		// beat compares with what the last on-time beat saw.
 		{at: 2 * time.Second, set: map[int32]bool{2: false}, down: nil},
@@ -57,9 +58,9 @@ func TestDownWatch(t *testing.T) {
 		for id, a := range s.set {
 			alive[id] = a
 		}
-		got := w.beat(start.Add(s.at), []int32{2, 3}, f)
-		if !slices.Equal(got, s.down) {
-			t.Fatalf("step %d (at %v): down %v, want %v", i, s.at, got, s.down)
+		down, up := w.beat(start.Add(s.at), []int32{2, 3}, f)
+		if !slices.Equal(down, s.down) || !slices.Equal(up, s.up) {
+			t.Fatalf("step %d (at %v): down %v up %v, want down %v up %v", i, s.at, down, up, s.down, s.up)
 		}
 	}
 }

@@ -2,8 +2,12 @@ package node
 
 import (
 	"net/http"
+	"strconv"
+
+	"github.com/corestream/corestream/shard"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 )
 
@@ -30,7 +34,8 @@ func (n *Node) metricsHandler() http.Handler {
 		st := n.server.Stats()
 		counter("client_connections_accepted_total", "Client connections accepted.", func() float64 { return float64(st.Accepted.Load()) })
 		counter("client_frames_total", "Client request frames.", func() float64 { return float64(st.Frames.Load()) })
-		counter("client_bytes_in_total", "Bytes read from clients.", func() float64 { return float64(st.BytesIn.Load()) })
+		counter("client_received_bytes_total", "Bytes read from client connections.", func() float64 { return float64(st.BytesIn.Load()) })
+		counter("client_sent_bytes_total", "Bytes written to client connections with write/writev (sendfile's are apart).", func() float64 { return float64(st.BytesOut.Load()) })
 		counter("client_sendfile_bytes_total", "Bytes sent to clients with sendfile.", func() float64 { return float64(st.SendfileBytes.Load()) })
 		gauge("client_connections", "Open client connections.", func() float64 { return float64(n.server.Connections()) })
 	}
@@ -54,7 +59,84 @@ func (n *Node) metricsHandler() http.Handler {
 		func() float64 { _, d := n.lags.lagMax(n.now()); return d.Seconds() })
 	gauge("partitions_open_failed", "Partitions this node should host but could not open (retried with back-off; see the log for the cause).",
 		func() float64 { return float64(n.openErrs.count()) })
+	n.registerRuntimeMetrics(reg)
 	return promhttp.HandlerFor(reg, promhttp.HandlerOpts{})
+}
+
+// registerRuntimeMetrics adds the service's request metrics, the
+// metadata group's, the shards' and Go's own to reg.
+func (n *Node) registerRuntimeMetrics(reg *prometheus.Registry) {
+	if n.svc != nil && n.svc.meter != nil {
+		reg.MustRegister(n.svc.meter.collectors()...)
+		m := n.svc.meter
+		reg.MustRegister(prometheus.NewCounterFunc(prometheus.CounterOpts{Namespace: "corestream", Name: "produced_bytes_total",
+			Help: "Record batch bytes of the produces this node acknowledged as primary."}, func() float64 { return float64(m.produced.Load()) }))
+		reg.MustRegister(prometheus.NewCounterFunc(prometheus.CounterOpts{Namespace: "corestream", Name: "fetched_bytes_total",
+			Help: "Record batch bytes this node answered to fetches as primary."}, func() float64 { return float64(m.fetched.Load()) }))
+	}
+	reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{Namespace: "corestream", Name: "metadata_generation",
+		Help: "The metadata group's term as this node knows it (-1: none known); it rises with every metadata primary election."},
+		func() float64 { _, g := n.metaRoute(); return float64(g) }))
+	reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{Namespace: "corestream", Name: "metadata_primary",
+		Help: "1 when this node is the metadata primary, else 0; summed over nodes it is 1 while the cluster has one."},
+		func() float64 {
+			if lead, _ := n.metaRoute(); lead == int32(n.self) {
+				return 1
+			}
+			return 0
+		}))
+	reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{Namespace: "corestream", Name: "nodes_alive",
+		Help: "Roster nodes this node believes up, itself included."},
+		func() float64 {
+			alive := 0
+			for _, m := range n.roster {
+				if n.alive(int32(m.ID)) {
+					alive++
+				}
+			}
+			return float64(alive)
+		}))
+	if n.group != nil {
+		reg.MustRegister(&shardCollector{group: n.group})
+	}
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+}
+
+// shardCollector reads every shard's counters and inbox depth at a
+// scrape, labelled by shard: the shards count with atomics and never
+// touch a Prometheus object.
+type shardCollector struct{ group *shard.Group }
+
+var (
+	shardTasksDesc = prometheus.NewDesc("corestream_shard_tasks_total",
+		"Inbox messages (posts and cross-shard calls) a shard ran.", []string{"shard"}, nil)
+	shardTimersDesc = prometheus.NewDesc("corestream_shard_timers_total",
+		"Timers a shard fired.", []string{"shard"}, nil)
+	shardParksDesc = prometheus.NewDesc("corestream_shard_parks_total",
+		"Times a shard found nothing to do and blocked in epoll_wait; a busy shard parks rarely.", []string{"shard"}, nil)
+	shardRefusedDesc = prometheus.NewDesc("corestream_shard_inbox_refused_total",
+		"Posts a shard refused because its inbox was full (answered BUSY).", []string{"shard"}, nil)
+	shardInboxDesc = prometheus.NewDesc("corestream_shard_inbox_depth",
+		"Messages waiting in a shard's inbox at the scrape.", []string{"shard"}, nil)
+)
+
+func (c *shardCollector) Describe(ch chan<- *prometheus.Desc) {
+	for _, d := range []*prometheus.Desc{shardTasksDesc, shardTimersDesc, shardParksDesc, shardRefusedDesc, shardInboxDesc} {
+		ch <- d
+	}
+}
+
+func (c *shardCollector) Collect(ch chan<- prometheus.Metric) {
+	for i := range c.group.Len() {
+		sh := c.group.Shard(i)
+		st := sh.Stats()
+		id := strconv.Itoa(i)
+		ch <- prometheus.MustNewConstMetric(shardTasksDesc, prometheus.CounterValue, float64(st.Tasks.Load()), id)
+		ch <- prometheus.MustNewConstMetric(shardTimersDesc, prometheus.CounterValue, float64(st.Timers.Load()), id)
+		ch <- prometheus.MustNewConstMetric(shardParksDesc, prometheus.CounterValue, float64(st.Parks.Load()), id)
+		ch <- prometheus.MustNewConstMetric(shardRefusedDesc, prometheus.CounterValue, float64(st.Refused.Load()), id)
+		ch <- prometheus.MustNewConstMetric(shardInboxDesc, prometheus.GaugeValue, float64(sh.InboxDepth()), id)
+	}
 }
 
 // leadershipCounts are the per-node leadership gauges, taken from the

@@ -62,11 +62,17 @@ type Node struct {
 	svc *nodeService
 	// http is the HTTP API (nil when node.http_addr is empty).
 	http *httpapi.API
+	// kafka is the Kafka protocol's server (nil when node.kafka_addr is
+	// empty); kafkaBound its bound address when it asked for port 0.
+	kafka      *netio.Server
+	kafkaBound atomic.Pointer[string]
 	// peers is the replication transport (nil on a single node).
 	peers Transport
 	// metaLoaded latches once the View holds everything committed this
 	// node could know of (ready.go); metadata reads wait for it.
 	metaLoaded atomic.Bool
+	// openSum sums up opened partitions for the log (logsummary.go).
+	openSum openSummary
 	// rebalancing says a primary move planned by the balancer is running.
 	rebalancing atomic.Bool
 	// migrations counts client connections moved to the shard their
@@ -259,7 +265,14 @@ func (n *Node) Start() error {
 		n.boundAddr.Store(&bound)
 	}
 	n.log.Info("listening", "client_addr", srv.Addr().String(), "node", n.self, "data_dir", n.dir, "auth", n.cfg.Security.Auth)
-	n.warnUnauthenticated(map[string]string{"node.client_addr": n.cfg.Node.ClientAddr, "node.http_addr": n.cfg.Node.HTTPAddr})
+	n.warnUnauthenticated(map[string]string{"node.client_addr": n.cfg.Node.ClientAddr, "node.http_addr": n.cfg.Node.HTTPAddr, "node.kafka_addr": n.cfg.Node.KafkaAddr})
+	if ls.kafka != nil {
+		if err := n.startKafka(ls.kafka); err != nil {
+			n.server.Shutdown(context.Background())
+			n.stopShards()
+			return fmt.Errorf("node: node.kafka_addr %s: %w", n.cfg.Node.KafkaAddr, err)
+		}
+	}
 	if ls.http != nil {
 		n.startHTTP(ls.http)
 		ls.http = nil
@@ -282,7 +295,9 @@ func (n *Node) Stop(ctx context.Context) error {
 	if n.stopped.Swap(true) {
 		return nil
 	}
+	start, partitions := time.Now(), n.partitionsHosted()
 	var first error
+	defer func() { n.logStopped(partitions, time.Since(start), first) }()
 	// A parked long poll is a request in flight: answer them now (and
 	// later ones at once, in the service's Fetch) rather than hold the
 	// stop until the connections are cut.
@@ -294,6 +309,11 @@ func (n *Node) Stop(ctx context.Context) error {
 	}
 	if n.server != nil {
 		if err := n.server.Shutdown(ctx); err != nil {
+			first = err
+		}
+	}
+	if n.kafka != nil {
+		if err := n.kafka.Shutdown(ctx); err != nil && first == nil {
 			first = err
 		}
 	}
@@ -403,16 +423,8 @@ func (n *Node) opened(r *partition.Replica, shardID int) {
 	if n.peers != nil {
 		n.peers.opened(partition.GroupID(r.Key()), shardID)
 	}
-	rep, cfg := r.Log().Recovery(), r.Config()
-	level := slog.LevelInfo
-	switch {
-	case rep.DataDropped():
-		level = slog.LevelWarn
-	case rep.LogEndOffset == 0:
-		level = slog.LevelDebug // a new partition: nothing to recover
-	}
-	n.log.Log(context.Background(), level, "partition opened", "topic", cfg.Topic, "partition", cfg.Partition,
-		"shard", shardID, "clean", rep.Clean, "recovery", rep.String())
+	cfg := r.Config()
+	n.logPartitionOpened(cfg.Topic, cfg.Partition, shardID, r.Log().Recovery())
 }
 
 // closed forgets a replica's consensus group.

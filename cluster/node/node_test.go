@@ -23,6 +23,7 @@ func startNode(t *testing.T, dir string, mutate func(*config.Config)) *Node {
 	cfg.Node.DataDir = dir
 	cfg.Node.ClientAddr = "127.0.0.1:0"
 	cfg.Node.HTTPAddr = ""
+	cfg.Node.KafkaAddr = ""
 	cfg.Shard.Count = 2
 	if mutate != nil {
 		mutate(&cfg)

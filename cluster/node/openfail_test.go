@@ -66,6 +66,7 @@ func runNodeFS(t *testing.T, dir string, fsys vfs.FS) *testNode {
 	cfg.Node.DataDir = dir
 	cfg.Node.ClientAddr = "127.0.0.1:0"
 	cfg.Node.HTTPAddr = ""
+	cfg.Node.KafkaAddr = ""
 	cfg.Shard.Count = 2
 	lb := &logBuf{}
 	n, err := New(cfg, slog.New(slog.NewTextHandler(lb, &slog.HandlerOptions{Level: slog.LevelDebug})))

@@ -107,6 +107,9 @@ type peerDeps struct {
 	// peerDown is told, on shard metaShard, that a peer stopped
 	// answering.
 	peerDown func(id int32)
+	// liveness is told of each peer seen to go down or come back (the
+	// node logs it).
+	liveness func(id int32, up bool)
 	// metaApplied is the controller's applied offset, sent in pings;
 	// metaSnapshot its latest snapshot, sent with a metadata MsgReset.
 	// Both are called on shard metaShard.
@@ -395,8 +398,12 @@ func (p *peers) pingLoop(sh *shard.Shard) {
 		if p.d.stopped() {
 			return
 		}
-		for _, id := range watch.beat(p.d.clock.Now(), ids, p.alive) {
-			p.d.log.Warn("peer down", "peer", id)
+		down, up := watch.beat(p.d.clock.Now(), ids, p.alive)
+		for _, id := range up {
+			p.d.liveness(id, true)
+		}
+		for _, id := range down {
+			p.d.liveness(id, false)
 			p.d.peerDown(id)
 		}
 		ping := peerwire.AppendPing(nil, peerwire.Ping{Node: p.d.self, MetaApplied: p.d.metaApplied()})

@@ -32,6 +32,7 @@ var ErrDataDirUnusable = errors.New("node: data directory unusable")
 // wait in the kernel's accept queue.
 type listeners struct {
 	client, replication *netio.Listener // replication is nil on a single node
+	kafka               *netio.Listener // nil when node.kafka_addr is empty
 	http                net.Listener    // nil when node.http_addr is empty
 }
 
@@ -43,6 +44,9 @@ func (l *listeners) closeUnserved() {
 	}
 	if l.replication != nil {
 		l.replication.Close()
+	}
+	if l.kafka != nil {
+		l.kafka.Close()
 	}
 	if l.http != nil {
 		l.http.Close()
@@ -72,6 +76,11 @@ func (n *Node) preflight() (*listeners, error) {
 	if n.clustered() {
 		if ls.replication, err = netio.Bind(n.cfg.Node.ReplicationAddr); err != nil {
 			return nil, inUse("node.replication_addr", n.cfg.Node.ReplicationAddr, err)
+		}
+	}
+	if n.cfg.Node.KafkaAddr != "" {
+		if ls.kafka, err = netio.Bind(n.cfg.Node.KafkaAddr); err != nil {
+			return nil, inUse("node.kafka_addr", n.cfg.Node.KafkaAddr, err)
 		}
 	}
 	if n.cfg.Node.HTTPAddr != "" {

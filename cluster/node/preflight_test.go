@@ -34,6 +34,7 @@ func TestStartChecksPortsAndDataDirFirst(t *testing.T) {
 	}{
 		{"busy HTTP port", func(c *config.Config) { c.Node.HTTPAddr = busy.Addr().String() }, ErrAddressInUse, "node.http_addr"},
 		{"busy client port", func(c *config.Config) { c.Node.ClientAddr = busy.Addr().String() }, ErrAddressInUse, "node.client_addr"},
+		{"busy Kafka port", func(c *config.Config) { c.Node.KafkaAddr = busy.Addr().String() }, ErrAddressInUse, "node.kafka_addr"},
 		{"data dir is a file", func(c *config.Config) { c.Node.DataDir = file }, ErrDataDirUnusable, "is not a directory"},
 		{"data dir under a file", func(c *config.Config) { c.Node.DataDir = filepath.Join(file, "data") }, ErrDataDirUnusable, "is not a directory"},
 	}
@@ -44,6 +45,7 @@ func TestStartChecksPortsAndDataDirFirst(t *testing.T) {
 			cfg.Node.DataDir = filepath.Join(t.TempDir(), "data")
 			cfg.Node.ClientAddr = ports[0]
 			cfg.Node.HTTPAddr = ports[1]
+			cfg.Node.KafkaAddr = ""
 			cfg.Shard.Count = 2
 			tc.mutate(&cfg)
 			n, err := New(cfg, nil)

@@ -189,7 +189,8 @@ func (nd *simNode) tick() {
 			peers = append(peers, o.id)
 		}
 	}
-	for _, id := range nd.watch.beat(nd.clock.Now(), peers, nd.live.alive) {
+	down, _ := nd.watch.beat(nd.clock.Now(), peers, nd.live.alive)
+	for _, id := range down {
 		sc.res.PeerDown++
 		sc.tracef("node %d: peer %d down", nd.id, id)
 		nd.peerDown(raftlite.NodeID(id))

@@ -36,6 +36,8 @@ type svcDeps struct {
 	// addresses ("" when the roster has none).
 	addrOf     func(id int32) string
 	httpAddrOf func(id int32) string
+	// kafkaAddrOf is a node's advertised Kafka address ("" when none).
+	kafkaAddrOf func(id int32) string
 	// group and hosts are the shards and their replica hosts; hosts[i]
 	// is read only on shard i.
 	group *shard.Group
@@ -67,6 +69,9 @@ type svcDeps struct {
 	// admin is the metadata controller (nil until it starts); its calls
 	// run on shard metaShard.
 	admin func() metadataAdmin
+	// meter counts and times the calls (svc_metrics.go; nil: not
+	// metered).
+	meter *svcMeter
 }
 
 // routeReader reads the route table (view.go).
@@ -96,7 +101,7 @@ type metadataAdmin interface {
 func newService(n *Node) *nodeService {
 	return &nodeService{svcDeps{
 		self: n.self, clusterID: n.clusterID(), storage: n.cfg.Storage, roster: n.roster,
-		addrOf: n.addrOf, httpAddrOf: n.httpAddrOf,
+		addrOf: n.addrOf, httpAddrOf: n.httpAddrOf, kafkaAddrOf: n.kafkaAddrOf,
 		group: n.group, hosts: n.hosts, shardOf: n.shardOf,
 		view: n.view.Load, routes: &n.routes, alive: n.alive, ready: n.metadataReady, metaRoute: n.metaRoute,
 		rebalancing: n.rebalancing.Load, stopping: n.stopped.Load,
@@ -106,7 +111,7 @@ func newService(n *Node) *nodeService {
 			}
 			return nil
 		},
-		caughtUp: n.lags.caughtUp, now: n.now, pids: n.pids,
+		caughtUp: n.lags.caughtUp, now: n.now, pids: n.pids, meter: newSvcMeter(),
 		admin: func() metadataAdmin {
 			if n.ctrl == nil {
 				return nil

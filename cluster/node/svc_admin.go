@@ -12,42 +12,49 @@ import (
 
 // CreateTopic implements service.Admin.
 func (s *nodeService) CreateTopic(from *shard.Shard, req *service.CreateTopicRequest, done func(service.CreateTopicResult, error)) {
+	done = metered(s.meter, apiCreateTopic, done)
 	r := *req
 	adminCall(s, from, true, func(c metadataAdmin, reply func(service.CreateTopicResult, error)) { c.createTopic(&r, reply) }, done)
 }
 
 // DeleteTopic implements service.Admin.
 func (s *nodeService) DeleteTopic(from *shard.Shard, req *service.DeleteTopicRequest, done func(metadata.TopicID, error)) {
+	done = metered(s.meter, apiDeleteTopic, done)
 	r := *req
 	adminCall(s, from, true, func(c metadataAdmin, reply func(metadata.TopicID, error)) { c.deleteTopic(&r, reply) }, done)
 }
 
 // AddPartitions implements service.Admin.
 func (s *nodeService) AddPartitions(from *shard.Shard, req *service.AddPartitionsRequest, done func(int32, error)) {
+	done = metered(s.meter, apiAddPartitions, done)
 	r := *req
 	adminCall(s, from, true, func(c metadataAdmin, reply func(int32, error)) { c.addPartitions(&r, reply) }, done)
 }
 
 // CommitOffsets implements service.Admin.
 func (s *nodeService) CommitOffsets(from *shard.Shard, req *service.CommitOffsetsRequest, done func([]error, error)) {
+	done = metered(s.meter, apiCommitOffsets, done)
 	r := *req
 	adminCall(s, from, true, func(c metadataAdmin, reply func([]error, error)) { c.commitOffsets(&r, reply) }, done)
 }
 
 // FetchOffsets implements service.Admin: any node answers it.
 func (s *nodeService) FetchOffsets(from *shard.Shard, req *service.FetchOffsetsRequest, done func([]service.CommittedOffset, error)) {
+	done = metered(s.meter, apiFetchOffsets, done)
 	r := *req
 	adminCall(s, from, false, func(c metadataAdmin, reply func([]service.CommittedOffset, error)) { c.fetchOffsets(&r, reply) }, done)
 }
 
 // MovePrimary implements service.Admin.
 func (s *nodeService) MovePrimary(from *shard.Shard, req *service.MovePrimaryRequest, done func(service.MovePrimaryResult, error)) {
+	done = metered(s.meter, apiMovePrimary, done)
 	r := *req
 	adminCall(s, from, true, func(c metadataAdmin, reply func(service.MovePrimaryResult, error)) { c.svcMovePrimary(&r, reply) }, done)
 }
 
 // Rebalance implements service.Admin.
 func (s *nodeService) Rebalance(from *shard.Shard, req *service.RebalanceRequest, done func(service.RebalanceResult, error)) {
+	done = metered(s.meter, apiRebalance, done)
 	r := *req
 	adminCall(s, from, true, func(c metadataAdmin, reply func(service.RebalanceResult, error)) { c.svcRebalance(&r, reply) }, done)
 }

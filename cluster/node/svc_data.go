@@ -12,6 +12,7 @@ import (
 
 // Produce implements service.Data.
 func (s *nodeService) Produce(from *shard.Shard, req *service.ProduceRequest, done func(service.ProduceResult, error)) {
+	done = s.meterProduce(len(req.Records), done)
 	args := partition.ProduceArgs{Generation: req.Generation, AcksPrimary: req.Acks == service.AcksPrimary,
 		Timeout: req.Timeout, Records: req.Records}
 	if len(args.Records) > service.RecordsBytesMax {
@@ -30,6 +31,7 @@ func (s *nodeService) Produce(from *shard.Shard, req *service.ProduceRequest, do
 
 // Fetch implements service.Data.
 func (s *nodeService) Fetch(from *shard.Shard, req *service.FetchRequest, done func(service.FetchResult, error)) {
+	done = s.meterFetch(done)
 	args := partition.FetchArgs{Generation: req.Generation, Offset: req.Offset,
 		MaxBytes: min(req.MaxBytes, service.RecordsBytesMax), MinBytes: req.MinBytes, MaxWait: min(req.MaxWait, service.FetchWaitMax)}
 	onReplica(s, from, req.PartitionRef, nil, func(r *partition.Replica, t *metadata.Topic, reply func(service.FetchResult, error)) {
@@ -45,6 +47,7 @@ func (s *nodeService) Fetch(from *shard.Shard, req *service.FetchRequest, done f
 
 // ListOffsets implements service.Data.
 func (s *nodeService) ListOffsets(from *shard.Shard, req *service.ListOffsetsRequest, done func(service.ListOffsetsResult, error)) {
+	done = metered(s.meter, apiListOffsets, done)
 	gen, ts := req.Generation, req.Timestamp
 	onReplica(s, from, req.PartitionRef, nil, func(r *partition.Replica, t *metadata.Topic, reply func(service.ListOffsetsResult, error)) {
 		o, err := r.ListOffsets(gen, ts)
@@ -55,6 +58,7 @@ func (s *nodeService) ListOffsets(from *shard.Shard, req *service.ListOffsetsReq
 
 // DescribePartition implements service.Data.
 func (s *nodeService) DescribePartition(from *shard.Shard, ref service.PartitionRef, done func(service.PartitionDetail, error)) {
+	done = metered(s.meter, apiDescribePartition, done)
 	onReplica(s, from, ref, nil, func(r *partition.Replica, t *metadata.Topic, reply func(service.PartitionDetail, error)) {
 		if err := r.CheckRoute(ref.Generation); err != nil {
 			reply(service.PartitionDetail{}, err)

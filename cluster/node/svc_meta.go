@@ -3,6 +3,7 @@ package node
 import (
 	"sort"
 	"strconv"
+	"time"
 
 	"github.com/corestream/corestream/cluster/metadata"
 	"github.com/corestream/corestream/cluster/service"
@@ -25,7 +26,8 @@ func (s *nodeService) Brokers() []service.Broker {
 	out := make([]service.Broker, 0, len(s.roster))
 	for _, m := range s.roster {
 		id := int32(m.ID)
-		out = append(out, service.Broker{ID: id, ClientAddr: s.addrOf(id), HTTPAddr: m.HTTPAddr, Alive: s.alive(id)})
+		out = append(out, service.Broker{ID: id, ClientAddr: s.addrOf(id), HTTPAddr: m.HTTPAddr, KafkaAddr: s.kafkaAddrOf(id),
+			Alive: s.alive(id)})
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].ID < out[j].ID })
 	return out
@@ -45,12 +47,13 @@ func (s *nodeService) Locate(topic string, p int32) (service.PartitionRef, int32
 }
 
 // Metadata implements service.Meta.
-func (s *nodeService) Metadata(req service.MetadataRequest) (service.MetadataResult, error) {
+func (s *nodeService) Metadata(req service.MetadataRequest) (res service.MetadataResult, err error) {
+	defer func(start time.Time) { s.meter.observe(apiMetadata, start, err) }(time.Now())
 	if err := s.ready(); err != nil {
 		return service.MetadataResult{}, s.svcErr(err)
 	}
 	v := s.view()
-	res := service.MetadataResult{Brokers: s.Brokers()}
+	res = service.MetadataResult{Brokers: s.Brokers()}
 	res.MetadataPrimaryID, res.MetadataGeneration = s.metaRoute()
 	if len(req.Topics) == 0 {
 		for _, t := range v.Sorted {
@@ -224,7 +227,8 @@ func (s *nodeService) clusterStatus() service.ClusterStatus {
 }
 
 // InitProducer implements service.Meta.
-func (s *nodeService) InitProducer(req service.InitProducerRequest) (service.InitProducerResult, error) {
+func (s *nodeService) InitProducer(req service.InitProducerRequest) (res service.InitProducerResult, err error) {
+	defer func(start time.Time) { s.meter.observe(apiInitProducer, start, err) }(time.Now())
 	if req.ProducerID >= 0 && req.ProducerEpoch < 32767 {
 		return service.InitProducerResult{ProducerID: req.ProducerID, ProducerEpoch: req.ProducerEpoch + 1}, nil
 	}

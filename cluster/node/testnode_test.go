@@ -60,6 +60,7 @@ func runNode(tb testing.TB, dir string, mutate func(*config.Config)) *testNode {
 	cfg.Node.DataDir = dir
 	cfg.Node.ClientAddr = "127.0.0.1:0"
 	cfg.Node.HTTPAddr = "" // tests run in parallel: no fixed port
+	cfg.Node.KafkaAddr = ""
 	cfg.Shard.Count = 2
 	if mutate != nil {
 		mutate(&cfg)

@@ -54,6 +54,7 @@ func (n *Node) startPeers(ln *netio.Listener) error {
 		},
 		transfer: func(t peerwire.Transfer) { n.transferLocal(t.TopicID, t.Partition, t.Target) },
 		peerDown: func(id int32) { n.peerDown(raftlite.NodeID(id)) },
+		liveness: n.logNodeLiveness,
 		metaApplied: func() int64 {
 			if n.ctrl == nil {
 				return -1

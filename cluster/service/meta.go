@@ -17,6 +17,9 @@ type Broker struct {
 	ID         int32
 	ClientAddr string
 	HTTPAddr   string
+	// KafkaAddr is its Kafka listener's advertised address ("" when it
+	// has none: Kafka clients are not told of it).
+	KafkaAddr string
 	// Alive says this node believes it up (itself, or a peer heard from
 	// within the liveness timeout).
 	Alive bool

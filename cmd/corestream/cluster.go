@@ -24,6 +24,7 @@ type nodeJSON struct {
 	ID                 int32  `json:"id"`
 	ClientAddr         string `json:"client_addr"`
 	HTTPAddr           string `json:"http_addr"`
+	KafkaAddr          string `json:"kafka_addr"`
 	Alive              bool   `json:"alive"`
 	Primaries          int32  `json:"primaries"`
 	PreferredPrimaries int32  `json:"preferred_primaries"`
@@ -51,7 +52,7 @@ func newClusterStatusCmd() *cobra.Command {
 					Nodes               []nodeJSON `json:"nodes"`
 				}{st.MetadataPrimaryID, st.MetadataGeneration, st.RebalanceInProgress, st.Partitions, st.UnderReplicated, st.Offline, []nodeJSON{}}
 				for _, n := range st.Nodes {
-					out.Nodes = append(out.Nodes, nodeJSON{n.ID, n.ClientAddr, n.HTTPAddr, n.Alive, n.Primaries, n.PreferredPrimaries, n.Replicas})
+					out.Nodes = append(out.Nodes, nodeJSON{n.ID, n.ClientAddr, n.HTTPAddr, n.KafkaAddr, n.Alive, n.Primaries, n.PreferredPrimaries, n.Replicas})
 				}
 				return a.emit(out, func(w io.Writer) {
 					mp := "none (no quorum)"
@@ -62,9 +63,13 @@ func newClusterStatusCmd() *cobra.Command {
 					fmt.Fprintf(w, "partitions: %d (under-replicated %d, offline %d)\n", out.Partitions, out.UnderReplicated, out.Offline)
 					fmt.Fprintf(w, "rebalance in progress: %s\n", yesNo(out.RebalanceInProgress))
 					tw := table(w)
-					fmt.Fprintln(tw, "NODE\tCLIENT ADDRESS\tALIVE\tPRIMARIES\tPREFERRED\tREPLICAS")
+					fmt.Fprintln(tw, "NODE\tCLIENT ADDRESS\tKAFKA ADDRESS\tALIVE\tPRIMARIES\tPREFERRED\tREPLICAS")
 					for _, n := range out.Nodes {
-						fmt.Fprintf(tw, "%d\t%s\t%s\t%d\t%d\t%d\n", n.ID, n.ClientAddr, yesNo(n.Alive), n.Primaries, n.PreferredPrimaries, n.Replicas)
+						kafka := n.KafkaAddr
+						if kafka == "" {
+							kafka = "-"
+						}
+						fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%d\t%d\t%d\n", n.ID, n.ClientAddr, kafka, yesNo(n.Alive), n.Primaries, n.PreferredPrimaries, n.Replicas)
 					}
 					tw.Flush()
 				})

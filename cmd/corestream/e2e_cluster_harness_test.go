@@ -47,12 +47,15 @@ type clusterOpts struct {
 	mutate func(*launch.Plan)
 	// noWait skips the wait for the cluster to form.
 	noWait bool
+	// http serves each node's HTTP API on its planned address.
+	http bool
 }
 
 // e2eCluster is a cluster of `corestream serve` processes.
 type e2eCluster struct {
 	t    *testing.T
 	plan *launch.Plan
+	http bool
 	// nodes[i] runs node id i+1 (its last start; it may have been killed).
 	nodes []*server
 }
@@ -78,7 +81,7 @@ func startCluster(t *testing.T, o clusterOpts) *e2eCluster {
 	if err := plan.Write(); err != nil {
 		t.Fatal(err)
 	}
-	c := &e2eCluster{t: t, plan: plan}
+	c := &e2eCluster{t: t, plan: plan, http: o.http}
 	for i := range plan.Nodes {
 		c.nodes = append(c.nodes, spawnServer(t, c.serverOpts(i)))
 	}
@@ -97,7 +100,11 @@ func startCluster(t *testing.T, o clusterOpts) *e2eCluster {
 // with its planned configuration.
 func (c *e2eCluster) serverOpts(i int) serverOpts {
 	n := c.plan.Nodes[i]
-	return serverOpts{dir: n.DataDir, config: c.plan.TOML(i), addr: n.ClientAddr, shards: c.plan.Options.Shards}
+	o := serverOpts{dir: n.DataDir, config: c.plan.TOML(i), addr: n.ClientAddr, shards: c.plan.Options.Shards, kafkaAddr: n.KafkaAddr}
+	if c.http {
+		o.httpAddr = n.HTTPAddr
+	}
+	return o
 }
 
 // node returns the server of node id.

@@ -138,6 +138,10 @@ type serverOpts struct {
 	addr string
 	// shards is --shards (2 when 0).
 	shards int
+	// kafkaAddr is --kafka-addr (empty: no Kafka listener).
+	kafkaAddr string
+	// httpAddr is --http-addr ("": the HTTP API is off).
+	httpAddr string
 }
 
 // server is one running `corestream serve`.
@@ -181,7 +185,7 @@ func spawnServer(t testing.TB, opts serverOpts) *server {
 	if opts.shards == 0 {
 		opts.shards = 2
 	}
-	args := []string{"serve", "--data", opts.dir, "--client-addr", opts.addr, "--http-addr", "", "--shards", strconv.Itoa(opts.shards)}
+	args := []string{"serve", "--data", opts.dir, "--client-addr", opts.addr, "--http-addr", opts.httpAddr, "--kafka-addr", opts.kafkaAddr, "--shards", strconv.Itoa(opts.shards)}
 	if opts.config != "" {
 		path := filepath.Join(t.TempDir(), "corestream.toml")
 		if err := os.WriteFile(path, []byte(opts.config), 0o644); err != nil {

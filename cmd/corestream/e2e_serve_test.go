@@ -33,7 +33,7 @@ func TestE2EServeRefusesBadConfig(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			args := []string{"serve", "--data", filepath.Join(t.TempDir(), "data"), "--client-addr", "127.0.0.1:0", "--http-addr", ""}
+			args := []string{"serve", "--data", filepath.Join(t.TempDir(), "data"), "--client-addr", "127.0.0.1:0", "--http-addr", "", "--kafka-addr", ""}
 			if c.config != "" {
 				path := filepath.Join(t.TempDir(), "corestream.toml")
 				if err := os.WriteFile(path, []byte(c.config), 0o644); err != nil {
@@ -156,7 +156,7 @@ func TestE2EServeRefusesBusyPortBeforeAnything(t *testing.T) {
 	clientAddr := free.Addr().String()
 	free.Close()
 	data := filepath.Join(t.TempDir(), "data")
-	code, out, errs := runBin(t, "", "serve", "--data", data, "--client-addr", clientAddr, "--http-addr", busy.Addr().String())
+	code, out, errs := runBin(t, "", "serve", "--data", data, "--client-addr", clientAddr, "--http-addr", busy.Addr().String(), "--kafka-addr", "")
 	if code == 0 || strings.Contains(out, "serving") {
 		t.Fatalf("started anyway: exit %d\n%s%s", code, out, errs)
 	}

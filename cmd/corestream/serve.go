@@ -19,8 +19,8 @@ const shutdownTimeout = 30 * time.Second
 
 func newServeCmd() *cobra.Command {
 	var (
-		path, data, clientAddr, httpAddr string
-		shards                           int
+		path, data, clientAddr, httpAddr, kafkaAddr string
+		shards                                      int
 	)
 	cmd := &cobra.Command{
 		Use:   "serve",
@@ -45,6 +45,9 @@ func newServeCmd() *cobra.Command {
 			if cmd.Flags().Changed("http-addr") {
 				cfg.Node.HTTPAddr = httpAddr
 			}
+			if cmd.Flags().Changed("kafka-addr") {
+				cfg.Node.KafkaAddr = kafkaAddr
+			}
 			if cmd.Flags().Changed("shards") {
 				cfg.Shard.Count = shards
 			}
@@ -65,6 +68,9 @@ func newServeCmd() *cobra.Command {
 			if h := n.HTTPAddr(); h != "" {
 				fmt.Fprintf(a.stdout, "HTTP API on http://%s\n", h)
 			}
+			if k := n.KafkaAddr(); k != "" {
+				fmt.Fprintf(a.stdout, "Kafka protocol on %s\n", k)
+			}
 			<-cmd.Context().Done()
 			logger.Info("stopping")
 			ctx, cancel := context.WithTimeout(context.Background(), shutdownTimeout)
@@ -81,6 +87,7 @@ func newServeCmd() *cobra.Command {
 	f.StringVar(&data, "data", "", "data directory (node.data_dir; default ./data)")
 	f.StringVar(&clientAddr, "client-addr", "", "client listener HOST:PORT (node.client_addr; default 127.0.0.1:7070)")
 	f.StringVar(&httpAddr, "http-addr", "", "HTTP API HOST:PORT, empty to disable (node.http_addr; default 127.0.0.1:7072)")
+	f.StringVar(&kafkaAddr, "kafka-addr", "", "Kafka protocol listener HOST:PORT, empty to disable (node.kafka_addr; default 127.0.0.1:9092)")
 	f.IntVar(&shards, "shards", 0, "shards, 0 = one per CPU (shard.count)")
 	return cmd
 }

@@ -3,7 +3,8 @@ package wire
 // The admin APIs below serve operators (the CLI) rather than data paths.
 // Those that change placement go to the metadata primary.
 
-// ClusterStatusRequest asks for the cluster's state. Body v0 is empty.
+// ClusterStatusRequest asks for the cluster's state. Body v0 and v1 are
+// empty.
 type ClusterStatusRequest struct{}
 
 func (*ClusterStatusRequest) isRequest() {}
@@ -25,6 +26,7 @@ func (r *ClusterStatusRequest) DecodeBody(body []byte, version uint16) error {
 //	node_id              int32
 //	client_addr          string
 //	http_addr            string
+//	kafka_addr           string  v1+: the Kafka listener's advertised address ("" when none)
 //	alive                bool
 //	primaries            int32   partitions this node is primary of
 //	replicas             int32   partitions this node holds a replica of
@@ -33,6 +35,7 @@ type NodeStatus struct {
 	ID                 int32
 	ClientAddr         string
 	HTTPAddr           string
+	KafkaAddr          string
 	Alive              bool
 	Primaries          int32
 	Replicas           int32
@@ -41,7 +44,7 @@ type NodeStatus struct {
 
 // ClusterStatusResponse answers ClusterStatus.
 //
-// Body v0:
+// Body v0 and v1 (v1 adds each node's kafka_addr):
 //
 //	metadata_primary_id    int32
 //	metadata_generation    int32
@@ -78,6 +81,9 @@ func (r *ClusterStatusResponse) AppendBody(dst []byte, version uint16) []byte {
 		dst = be.AppendUint32(dst, uint32(n.ID))
 		dst = appendString(dst, n.ClientAddr)
 		dst = appendString(dst, n.HTTPAddr)
+		if version >= 1 {
+			dst = appendString(dst, n.KafkaAddr)
+		}
 		dst = appendBool(dst, n.Alive)
 		dst = be.AppendUint32(dst, uint32(n.Primaries))
 		dst = be.AppendUint32(dst, uint32(n.Replicas))
@@ -101,6 +107,9 @@ func (r *ClusterStatusResponse) DecodeBody(body []byte, version uint16) error {
 		n.ID = d.i32("nodes[].node_id")
 		d.str("nodes[].client_addr", AddressBytesMax, &n.ClientAddr)
 		d.str("nodes[].http_addr", AddressBytesMax, &n.HTTPAddr)
+		if version >= 1 {
+			d.str("nodes[].kafka_addr", AddressBytesMax, &n.KafkaAddr)
+		}
 		n.Alive = d.boolean("nodes[].alive")
 		n.Primaries = d.i32("nodes[].primaries")
 		n.Replicas = d.i32("nodes[].replicas")

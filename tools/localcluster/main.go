@@ -12,7 +12,7 @@
 //
 //	{"dir": ..., "brokers": "127.0.0.1:p1,...", "nodes": [
 //	  {"id": 1, "pid": 4242, "client_addr": ..., "replication_addr": ...,
-//	   "http_addr": ..., "data_dir": ..., "config": ..., "log": ...}, ...]}
+//	   "http_addr": ..., "kafka_addr": ..., "data_dir": ..., "config": ..., "log": ...}, ...]}
 //
 // SIGINT or SIGTERM is forwarded to every node and the launcher waits for
 // them to stop (a second signal kills them). A node that exits on its own
@@ -112,6 +112,7 @@ type nodeDoc struct {
 	ClientAddr      string `json:"client_addr"`
 	ReplicationAddr string `json:"replication_addr"`
 	HTTPAddr        string `json:"http_addr"`
+	KafkaAddr       string `json:"kafka_addr"`
 	DataDir         string `json:"data_dir"`
 	Config          string `json:"config"`
 	Log             string `json:"log"`
@@ -176,7 +177,7 @@ func run(args []string, stdout, stderr io.Writer, sigs <-chan os.Signal) int {
 	doc := document{Dir: plan.Options.Dir, Brokers: plan.Brokers()}
 	for _, p := range procs {
 		n := p.Node
-		doc.Nodes = append(doc.Nodes, nodeDoc{n.ID, p.Pid(), n.ClientAddr, n.ReplicationAddr, n.HTTPAddr, n.DataDir, n.Config, n.Log})
+		doc.Nodes = append(doc.Nodes, nodeDoc{n.ID, p.Pid(), n.ClientAddr, n.ReplicationAddr, n.HTTPAddr, n.KafkaAddr, n.DataDir, n.Config, n.Log})
 	}
 	enc := json.NewEncoder(stdout)
 	enc.SetIndent("", "  ")

@@ -117,7 +117,7 @@ func TestLaunchAndInterrupt(t *testing.T) {
 		if n.ID != i+1 || n.PID <= 0 || syscall.Kill(n.PID, 0) != nil {
 			t.Fatalf("node %+v is not a live process", n)
 		}
-		for _, v := range []string{n.ClientAddr, n.ReplicationAddr, n.HTTPAddr, n.DataDir} {
+		for _, v := range []string{n.ClientAddr, n.ReplicationAddr, n.HTTPAddr, n.KafkaAddr, n.DataDir} {
 			if v == "" || seen[v] {
 				t.Fatalf("node %d: address or directory %q empty or shared", n.ID, v)
 			}

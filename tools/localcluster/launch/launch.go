@@ -125,6 +125,7 @@ type Node struct {
 	ClientAddr      string `json:"client_addr"`
 	ReplicationAddr string `json:"replication_addr"`
 	HTTPAddr        string `json:"http_addr"`
+	KafkaAddr       string `json:"kafka_addr"`
 	DataDir         string `json:"data_dir"`
 	// Config is the node's configuration file (DataDir/ConfigFile).
 	Config string `json:"config"`
@@ -158,7 +159,8 @@ func New(o Options) (*Plan, error) {
 		return nil, err
 	}
 	o.Dir = dir
-	addrs, err := FreeAddrs(o.Host, 3*o.Nodes)
+	const perNode = 4 // client, replication, HTTP, Kafka
+	addrs, err := FreeAddrs(o.Host, perNode*o.Nodes)
 	if err != nil {
 		return nil, err
 	}
@@ -166,7 +168,8 @@ func New(o Options) (*Plan, error) {
 	for i := 0; i < o.Nodes; i++ {
 		id := i + 1
 		data := filepath.Join(dir, "node-"+strconv.Itoa(id))
-		p.Nodes = append(p.Nodes, Node{ID: id, ClientAddr: addrs[3*i], ReplicationAddr: addrs[3*i+1], HTTPAddr: addrs[3*i+2],
+		p.Nodes = append(p.Nodes, Node{ID: id, ClientAddr: addrs[perNode*i], ReplicationAddr: addrs[perNode*i+1],
+			HTTPAddr: addrs[perNode*i+2], KafkaAddr: addrs[perNode*i+3],
 			DataDir: data, Config: filepath.Join(data, ConfigFile), Log: filepath.Join(data, LogFile),
 			Secret: o.Secret, K: o.K})
 	}
@@ -253,8 +256,8 @@ func (p *Plan) TOML(i int) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "# Node %d of a local cluster of %d nodes (written by tools/localcluster).\n", n.ID, len(p.Nodes))
 	fmt.Fprintf(&b, "# Run it alone with: corestream serve --config %s\n\n", n.Config)
-	fmt.Fprintf(&b, "[node]\nid = %d\ndata_dir = %q\nclient_addr = %q\nreplication_addr = %q\nhttp_addr = %q\n\n",
-		n.ID, n.DataDir, n.ClientAddr, n.ReplicationAddr, n.HTTPAddr)
+	fmt.Fprintf(&b, "[node]\nid = %d\ndata_dir = %q\nclient_addr = %q\nreplication_addr = %q\nhttp_addr = %q\nkafka_addr = %q\n\n",
+		n.ID, n.DataDir, n.ClientAddr, n.ReplicationAddr, n.HTTPAddr, n.KafkaAddr)
 	fmt.Fprintf(&b, "[shard]\ncount = %d\n\n", o.Shards)
 	fmt.Fprintf(&b, "[storage]\nfsync = %q\n\n", o.Fsync)
 	fmt.Fprintf(&b, "[log]\nlevel = %q\n\n", o.LogLevel)
@@ -263,8 +266,8 @@ func (p *Plan) TOML(i int) string {
 		n.Secret, rf, o.HeartbeatIntervalMs, o.ElectionTimeoutMs)
 	fmt.Fprintf(&b, "[cluster.coordinator]\nreplica_connections_per_peer = %d\n", n.K)
 	for _, m := range p.Nodes {
-		fmt.Fprintf(&b, "\n[[cluster.nodes]]\nid = %d\nclient_addr = %q\nreplication_addr = %q\nhttp_addr = %q\n",
-			m.ID, m.ClientAddr, m.ReplicationAddr, m.HTTPAddr)
+		fmt.Fprintf(&b, "\n[[cluster.nodes]]\nid = %d\nclient_addr = %q\nreplication_addr = %q\nhttp_addr = %q\nkafka_addr = %q\n",
+			m.ID, m.ClientAddr, m.ReplicationAddr, m.HTTPAddr, m.KafkaAddr)
 	}
 	return b.String()
 }

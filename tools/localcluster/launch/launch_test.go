@@ -34,7 +34,7 @@ func TestPlanConfigs(t *testing.T) {
 			t.Fatalf("node %d: %v\n%s", n.ID, err, text)
 		}
 		if c.Node.ID != n.ID || c.Node.ClientAddr != n.ClientAddr || c.Node.ReplicationAddr != n.ReplicationAddr ||
-			c.Node.HTTPAddr != n.HTTPAddr || c.Node.DataDir != n.DataDir || filepath.Dir(n.Config) != n.DataDir {
+			c.Node.HTTPAddr != n.HTTPAddr || c.Node.KafkaAddr != n.KafkaAddr || c.Node.DataDir != n.DataDir || filepath.Dir(n.Config) != n.DataDir {
 			t.Fatalf("node %d: [node] is %+v, planned %+v", n.ID, c.Node, n)
 		}
 		if len(c.Cluster.Nodes) != 5 || c.Cluster.Coordinator.ReplicaConnectionsPerPeer != 2 || c.Shard.Count != 2 ||
@@ -46,8 +46,11 @@ func TestPlanConfigs(t *testing.T) {
 		} else if c.Cluster.Secret != first.Cluster.Secret || c.HTTP.JWTSecret != first.HTTP.JWTSecret || c.Cluster.Secret == "" {
 			t.Fatalf("node %d does not share the secrets", n.ID)
 		}
-		for _, a := range []string{n.ClientAddr, n.ReplicationAddr, n.HTTPAddr, n.DataDir} {
-			if seen[a] {
+		if c.Cluster.Nodes[i].KafkaAddr != n.KafkaAddr {
+			t.Fatalf("node %d: the roster advertises Kafka address %q, planned %q", n.ID, c.Cluster.Nodes[i].KafkaAddr, n.KafkaAddr)
+		}
+		for _, a := range []string{n.ClientAddr, n.ReplicationAddr, n.HTTPAddr, n.KafkaAddr, n.DataDir} {
+			if a == "" || seen[a] {
 				t.Fatalf("%s planned twice", a)
 			}
 			seen[a] = true

@@ -1,0 +1,307 @@
+// The corestream console: reads the node's JSON API and draws it. No
+// framework and no build: every view is one function from an answer to
+// HTML, written with one innerHTML assignment so that a page of 1,000
+// partitions costs one layout. docs/console.md describes it.
+"use strict";
+
+const clusterPollMs = 1000;    // nodes, liveness and rates
+const partitionsPollMs = 2000; // the partition page
+const topicsPollMs = 5000;     // the topic list
+
+const $ = (id) => document.getElementById(id);
+
+// esc makes any value safe inside HTML text and attributes.
+function esc(v) {
+  return String(v).replace(/[&<>"']/g, (c) => ({ "&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;", "'": "&#39;" })[c]);
+}
+
+// api calls a route and answers its JSON; an error answer throws its
+// message with its code, as docs/http.md shapes it.
+async function api(method, path, body) {
+  const init = { method, headers: {} };
+  if (body !== undefined) {
+    init.body = JSON.stringify(body);
+    init.headers["Content-Type"] = "application/json";
+  }
+  const resp = await fetch(path, init);
+  const json = await resp.json();
+  if (!resp.ok) {
+    const e = json.error || {};
+    throw new Error((e.code || resp.status) + ": " + (e.message || resp.statusText));
+  }
+  return json;
+}
+
+function bytes(n) {
+  if (n === null || n === undefined) return "–";
+  const units = ["B", "KiB", "MiB", "GiB", "TiB"];
+  let i = 0;
+  while (n >= 1024 && i < units.length - 1) { n /= 1024; i++; }
+  return (i ? n.toFixed(1) : n) + " " + units[i];
+}
+
+function rate(n) {
+  if (n === null || n === undefined) return "–";
+  return n >= 100 ? Math.round(n).toString() : n.toFixed(1);
+}
+
+// imbalance counts the primaries nodes lead beyond their count of
+// preferred primaries: the moves that would even the counts, which is
+// what the balancer evens (a partition led by another node than its
+// preferred one, swapped with another, leaves the counts even).
+function imbalance(nodes) {
+  let extra = 0;
+  for (const n of nodes) extra += Math.max(0, n.primaries - n.preferred_primaries);
+  return extra;
+}
+
+// Rates come from two samples of GET /v1/cluster/stats.
+let lastStats = new Map();
+
+function rates(stats) {
+  const out = new Map();
+  for (const s of stats.nodes) {
+    const prev = lastStats.get(s.node_id);
+    if (s.error === null && prev && prev.error === null && s.time_ms > prev.time_ms) {
+      const dt = (s.time_ms - prev.time_ms) / 1000;
+      out.set(s.node_id, {
+        produceReq: (s.produce_requests - prev.produce_requests) / dt,
+        produceBytes: (s.produced_bytes - prev.produced_bytes) / dt,
+        fetchReq: (s.fetch_requests - prev.fetch_requests) / dt,
+        fetchBytes: (s.fetched_bytes - prev.fetched_bytes) / dt,
+      });
+    }
+  }
+  lastStats = new Map(stats.nodes.map((s) => [s.node_id, s]));
+  return out;
+}
+
+function renderCluster(c, r) {
+  $("meta-primary").textContent = c.metadata_primary_id > 0 ? "node " + c.metadata_primary_id : "none";
+  $("meta-generation").textContent = c.metadata_generation;
+  $("partitions-count").textContent = c.partitions;
+  $("under-replicated").textContent = c.under_replicated;
+  $("under-replicated").className = c.under_replicated ? "warn" : "";
+  $("offline").textContent = c.offline;
+  $("offline").className = c.offline ? "bad" : "";
+  const imb = imbalance(c.nodes);
+  $("imbalance").textContent = imb;
+  $("imbalance").className = imb ? "warn" : "";
+  $("rebalancing").textContent = c.rebalance_in_progress ? "in progress" : "idle";
+  const rows = c.nodes.map((n) => {
+    const nr = r.get(n.node_id) || {};
+    return `<tr data-node="${n.node_id}" data-alive="${n.alive}" data-primaries="${n.primaries}">` +
+      `<td>${n.node_id}${n.node_id === c.metadata_primary_id ? " ★" : ""}</td>` +
+      `<td class="${n.alive ? "up" : "down"}">${n.alive ? "up" : "down"}</td>` +
+      `<td>${esc(n.http_addr)}</td><td>${n.primaries}</td><td>${n.preferred_primaries}</td><td>${n.replicas}</td>` +
+      `<td>${rate(nr.produceReq)}</td><td>${nr.produceBytes === undefined ? "–" : bytes(Math.round(nr.produceBytes))}</td>` +
+      `<td>${rate(nr.fetchReq)}</td><td>${nr.fetchBytes === undefined ? "–" : bytes(Math.round(nr.fetchBytes))}</td></tr>`;
+  });
+  $("nodes").tBodies[0].innerHTML = rows.join("");
+  // The primary filter offers every node.
+  const sel = $("filter-primary");
+  if (sel.options.length !== c.nodes.length + 1) {
+    const keep = sel.value;
+    sel.innerHTML = `<option value="">any primary</option>` +
+      c.nodes.map((n) => `<option value="${n.node_id}">node ${n.node_id}</option>`).join("");
+    sel.value = keep;
+  }
+}
+
+async function pollCluster() {
+  try {
+    const [c, s] = await Promise.all([api("GET", "/v1/cluster"), api("GET", "/v1/cluster/stats")]);
+    renderCluster(c, rates(s));
+    $("status").textContent = "updated " + new Date().toLocaleTimeString();
+    $("status").className = "muted";
+  } catch (e) {
+    $("status").textContent = String(e.message || e);
+    $("status").className = "bad";
+  }
+}
+
+function renderTopics(list) {
+  $("topics").tBodies[0].innerHTML = list.topics.map((t) =>
+    `<tr data-topic="${esc(t.name)}"><td>${esc(t.name)}</td><td class="muted">${esc(t.id)}</td><td>${t.partitions}</td>` +
+    `<td>${t.replication_factor}</td><td><button type="button" data-delete="${esc(t.name)}">delete</button></td></tr>`).join("");
+  const sel = $("filter-topic");
+  const keep = sel.value;
+  sel.innerHTML = `<option value="">every topic</option>` +
+    list.topics.map((t) => `<option value="${esc(t.name)}">${esc(t.name)}</option>`).join("");
+  sel.value = list.topics.some((t) => t.name === keep) ? keep : "";
+}
+
+async function pollTopics() {
+  try {
+    renderTopics(await api("GET", "/v1/topics"));
+  } catch (e) {
+    // The cluster poll reports a node that does not answer.
+  }
+}
+
+const ids = (l) => l.join(",");
+
+// The partition table is virtual: a page's rows are built as strings
+// once per answer, and only those in view (plus overscanRows either
+// side) are in the DOM, between two spacer rows that keep the scroll
+// height. Layout, not parsing, is what a long table costs: 10,000 rows
+// in the DOM took seconds to lay out, the rows in view take
+// milliseconds, whatever the page size.
+const overscanRows = 30;
+let rowHeightPx = 26; // measured from the first row drawn
+let partitionRows = [];
+
+// drawPartitionRows puts the rows in view into the table.
+function drawPartitionRows() {
+  const box = $("partitions-scroll");
+  const count = Math.ceil(box.clientHeight / rowHeightPx) + 2 * overscanRows;
+  // scrollTop may still be that of a longer page: the last rows then.
+  const first = Math.min(Math.max(0, Math.floor(box.scrollTop / rowHeightPx) - overscanRows),
+    Math.max(0, partitionRows.length - count));
+  const last = Math.min(partitionRows.length, first + count);
+  const body = $("partitions").tBodies[0];
+  body.innerHTML = `<tr class="spacer"><td colspan="12"></td></tr>` + partitionRows.slice(first, last).join("") +
+    `<tr class="spacer"><td colspan="12"></td></tr>`;
+  const drawn = body.rows.length > 2 ? body.rows[1].getBoundingClientRect().height : 0;
+  if (drawn > 0) rowHeightPx = drawn;
+  body.rows[0].style.height = first * rowHeightPx + "px";
+  body.rows[body.rows.length - 1].style.height = (partitionRows.length - last) * rowHeightPx + "px";
+}
+
+// renderPartitions draws one page of GET /v1/partitions. It is exposed
+// for the render measurement (docs/console.md).
+function renderPartitions(page) {
+  const rows = new Array(page.partitions.length);
+  for (let i = 0; i < page.partitions.length; i++) {
+    const p = page.partitions[i];
+    const log = p.log;
+    rows[i] = `<tr data-topic="${esc(p.topic)}" data-partition="${p.partition}" data-primary="${p.primary_id}">` +
+      `<td>${esc(p.topic)}</td><td>${p.partition}</td><td>${p.primary_id > 0 ? p.primary_id : "none"}</td>` +
+      `<td>${p.generation}</td><td>${p.preferred_primary_id}</td><td>${ids(p.replicas)}</td><td>${ids(p.in_sync)}</td>` +
+      `<td>${ids(p.offline)}</td><td class="${p.state === "online" ? "" : p.state === "offline" ? "bad" : "warn"}">${p.state}</td>` +
+      `<td>${log ? log.high_watermark : "–"}</td><td>${log ? log.log_end_offset : "–"}</td><td>${log ? bytes(log.size_bytes) : "–"}</td></tr>`;
+  }
+  partitionRows = rows;
+  drawPartitionRows();
+  const last = page.offset + page.partitions.length;
+  $("page-info").textContent = page.total ? `${page.offset + 1}–${last} of ${page.total}` : "none";
+  $("page-prev").disabled = page.offset === 0;
+  $("page-next").disabled = last >= page.total;
+}
+
+let pageOffset = 0;
+
+function partitionsQuery() {
+  const q = new URLSearchParams();
+  if ($("filter-topic").value) q.set("topic", $("filter-topic").value);
+  if ($("filter-state").value !== "all") q.set("state", $("filter-state").value);
+  if ($("filter-primary").value) q.set("primary_id", $("filter-primary").value);
+  q.set("offset", pageOffset);
+  q.set("limit", $("page-size").value);
+  return "/v1/partitions?" + q.toString();
+}
+
+let partitionsBusy = false;
+
+async function pollPartitions() {
+  if (partitionsBusy) return; // one page request at a time
+  partitionsBusy = true;
+  try {
+    const page = await api("GET", partitionsQuery());
+    if (page.total > 0 && page.offset >= page.total) {
+      pageOffset = Math.max(0, page.total - Number($("page-size").value));
+    } else {
+      renderPartitions(page);
+    }
+  } catch (e) {
+    $("page-info").textContent = String(e.message || e);
+  } finally {
+    partitionsBusy = false;
+  }
+}
+
+async function act(resultId, fn) {
+  const out = $(resultId);
+  out.textContent = "…";
+  out.className = "muted";
+  try {
+    out.textContent = await fn();
+  } catch (e) {
+    out.textContent = String(e.message || e);
+    out.className = "bad";
+  }
+  pollCluster();
+  pollTopics();
+  pollPartitions();
+}
+
+function wire() {
+  $("rebalance-form").addEventListener("submit", (ev) => {
+    ev.preventDefault();
+    act("rebalance-result", async () => {
+      const r = await api("POST", "/v1/rebalance", { dry_run: $("rebalance-dry").checked });
+      const plan = r.moves.length + " move" + (r.moves.length === 1 ? "" : "s");
+      return r.started ? "started: " + plan : "planned: " + plan;
+    });
+  });
+  $("create-form").addEventListener("submit", (ev) => {
+    ev.preventDefault();
+    act("create-result", async () => {
+      const t = await api("POST", "/v1/topics", {
+        name: $("create-name").value, partitions: Number($("create-partitions").value),
+        replication_factor: Number($("create-rf").value),
+      });
+      return `created ${t.name}: ${t.partitions} partitions, replication ${t.replication_factor}`;
+    });
+  });
+  $("topics").addEventListener("click", (ev) => {
+    const name = ev.target.dataset && ev.target.dataset.delete;
+    if (!name || !confirm(`Delete topic ${name} and all its records?`)) return;
+    act("create-result", async () => {
+      await api("DELETE", "/v1/topics/" + encodeURIComponent(name));
+      return "deleted " + name;
+    });
+  });
+  $("move-form").addEventListener("submit", (ev) => {
+    ev.preventDefault();
+    act("move-result", async () => {
+      const t = $("move-topic").value, p = $("move-partition").value;
+      const r = await api("POST", `/v1/topics/${encodeURIComponent(t)}/partitions/${p}/primary`, { node_id: Number($("move-node").value) });
+      return `${r.topic}/${r.partition}: primary node ${r.primary_id}, generation ${r.generation}`;
+    });
+  });
+  for (const id of ["filter-topic", "filter-state", "filter-primary", "page-size"]) {
+    $(id).addEventListener("change", () => { pageOffset = 0; $("partitions-scroll").scrollTop = 0; pollPartitions(); });
+  }
+  $("page-prev").addEventListener("click", () => {
+    pageOffset = Math.max(0, pageOffset - Number($("page-size").value));
+    $("partitions-scroll").scrollTop = 0;
+    pollPartitions();
+  });
+  let drawQueued = false;
+  $("partitions-scroll").addEventListener("scroll", () => {
+    if (drawQueued) return;
+    drawQueued = true;
+    requestAnimationFrame(() => { drawQueued = false; drawPartitionRows(); });
+  });
+  $("page-next").addEventListener("click", () => {
+    pageOffset += Number($("page-size").value);
+    $("partitions-scroll").scrollTop = 0;
+    pollPartitions();
+  });
+}
+
+window.corestreamConsole = { renderPartitions };
+
+// The node serving the page, once: its answers are what the page shows.
+api("GET", "/v1/health").then((h) => {
+  $("served-by").textContent = `node ${h.node_id} · ${h.version}`;
+}).catch(() => {});
+
+wire();
+pollCluster();
+pollTopics();
+pollPartitions();
+setInterval(pollCluster, clusterPollMs);
+setInterval(pollTopics, topicsPollMs);
+setInterval(pollPartitions, partitionsPollMs);

@@ -1,0 +1,63 @@
+package kafka
+
+import (
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// kafkaConfigName is the Kafka name of our topic config key (ours where
+// Kafka has none, like fsync, a policy rather than Kafka's flush.*).
+func kafkaConfigName(ours string) string {
+	for k, o := range configKeys {
+		if o == ours {
+			return k
+		}
+	}
+	if ours == "segment_bytes" {
+		return "segment.bytes"
+	}
+	return ours
+}
+
+// describeConfigs answers a topic's effective configs (DescribeTopic's)
+// under Kafka's names. A broker has no configs to show; other resources
+// are INVALID_REQUEST. Every config is read-only here: changing them
+// (IncrementalAlterConfigs) is not served.
+func (l *Listener) describeConfigs(req *kmsg.DescribeConfigsRequest) *kmsg.DescribeConfigsResponse {
+	resp := req.ResponseKind().(*kmsg.DescribeConfigsResponse)
+	for _, r := range req.Resources {
+		rr := kmsg.NewDescribeConfigsResponseResource()
+		rr.ResourceType, rr.ResourceName = r.ResourceType, r.ResourceName
+		switch r.ResourceType {
+		case kmsg.ConfigResourceTypeTopic:
+			desc, err := l.svc.DescribeTopic(r.ResourceName)
+			if err != nil {
+				rr.ErrorCode, rr.ErrorMessage = errorCode(err), errorMessage(err)
+				break
+			}
+			want := map[string]bool{}
+			for _, n := range r.ConfigNames {
+				want[n] = true
+			}
+			for _, c := range desc.Configs {
+				name := kafkaConfigName(c.Key)
+				if r.ConfigNames != nil && !want[name] {
+					continue
+				}
+				rc := kmsg.NewDescribeConfigsResponseResourceConfig()
+				rc.Name, rc.Value, rc.ReadOnly, rc.IsDefault = name, kmsg.StringPtr(c.Value), true, c.IsDefault
+				rc.Source = kmsg.ConfigSourceDynamicTopicConfig
+				if c.IsDefault {
+					rc.Source = kmsg.ConfigSourceDefaultConfig
+				}
+				rr.Configs = append(rr.Configs, rc)
+			}
+		case kmsg.ConfigResourceTypeBroker:
+		default:
+			rr.ErrorCode = kerr.InvalidRequest.Code
+			rr.ErrorMessage = kmsg.StringPtr("only topic configs are served")
+		}
+		resp.Resources = append(resp.Resources, rr)
+	}
+	return resp
+}

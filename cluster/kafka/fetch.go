@@ -1,0 +1,239 @@
+package kafka
+
+import (
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/corestream/corestream/cluster/service"
+	"github.com/corestream/corestream/netio"
+	"github.com/corestream/corestream/segment/batch"
+)
+
+// Fetch bounds.
+const (
+	// fetchWaitMax bounds a fetch's max_wait_ms (Kafka clients send 500 ms
+	// to 5 s).
+	fetchWaitMax = 30 * time.Second
+	// fetchPartitionBytesMax bounds one partition's share of an answer.
+	fetchPartitionBytesMax = 16 << 20
+)
+
+// fetch reads every partition asked for. A first pass reads without
+// waiting; when it finds fewer than min_bytes and the client allows a
+// wait, a second pass parks a read on every partition and answers with
+// the first that has data (or when all of them time out). Reads parked
+// by the second pass that answer after that are dropped.
+//
+// Incremental fetch sessions (KIP-227) are session.go's.
+// isolation_level needs no work: without transactions the last stable
+// offset is the high watermark.
+func (l *Listener) fetch(c *netio.Conn, req *kmsg.FetchRequest, reply func(kmsg.Response)) {
+	full, s, incremental, code := l.openSession(c.Context().(*conn), req)
+	if code != 0 {
+		resp := req.ResponseKind().(*kmsg.FetchResponse)
+		resp.ErrorCode = code
+		reply(resp)
+		return
+	}
+	answer := func(resp *kmsg.FetchResponse) {
+		sessionAnswer(s, resp, incremental)
+		reply(resp)
+	}
+	wait := min(time.Duration(max(req.MaxWaitMillis, 0))*time.Millisecond, fetchWaitMax)
+	l.fetchPass(c, full, 0, func(resp *kmsg.FetchResponse, bytes int, failed bool) {
+		if wait == 0 || failed || bytes >= int(max(req.MinBytes, 1)) {
+			answer(resp)
+			return
+		}
+		l.fetchPass(c, full, wait, func(resp *kmsg.FetchResponse, _ int, _ bool) { answer(resp) })
+	})
+}
+
+// fetchPass reads every partition of req, parking each for up to wait.
+// With wait 0 done runs once all have answered; else it runs at the
+// first answer with data or an error, or when all have answered, and
+// the response holds the partitions that answered by then. bytes is the
+// record bytes in resp; failed says a partition answered an error.
+func (l *Listener) fetchPass(c *netio.Conn, req *kmsg.FetchRequest, wait time.Duration, done func(resp *kmsg.FetchResponse, bytes int, failed bool)) {
+	resp := req.ResponseKind().(*kmsg.FetchResponse)
+	resp.SessionID = 0
+	pending, bytes, failed, answered, looped := 1, 0, false, false, false
+	var have []*kmsg.FetchResponseTopicPartition // partitions that answered
+	finish := func() {
+		pending--
+		if answered || pending > 0 && !(looped && wait > 0 && (bytes > 0 || failed)) {
+			return
+		}
+		answered = true
+		if pending > 0 {
+			keepAnswered(resp, have)
+		}
+		if req.Version >= 3 && req.MaxBytes > 0 {
+			bytes = trimToMaxBytes(resp, int(req.MaxBytes))
+		}
+		done(resp, bytes, failed)
+	}
+	resp.Topics = make([]kmsg.FetchResponseTopic, len(req.Topics))
+	for ti := range req.Topics {
+		t := &req.Topics[ti]
+		rt := &resp.Topics[ti]
+		*rt = kmsg.NewFetchResponseTopic()
+		rt.Topic, rt.TopicID = t.Topic, t.TopicID
+		rt.Partitions = make([]kmsg.FetchResponseTopicPartition, len(t.Partitions))
+		for pi := range t.Partitions {
+			p := &t.Partitions[pi]
+			rp := &rt.Partitions[pi]
+			*rp = kmsg.NewFetchResponseTopicPartition()
+			rp.Partition = p.Partition
+			if p.FetchOffset < 0 {
+				rp.ErrorCode = kerr.OffsetOutOfRange.Code
+				have = append(have, rp)
+				failed = true
+				continue
+			}
+			maxBytes := p.PartitionMaxBytes
+			if req.Version >= 3 && req.MaxBytes > 0 {
+				maxBytes = min(maxBytes, req.MaxBytes)
+			}
+			maxBytes = min(max(maxBytes, 1), fetchPartitionBytesMax)
+			fr := &service.FetchRequest{PartitionRef: service.PartitionRef{Topic: t.Topic, Partition: p.Partition,
+				Generation: p.CurrentLeaderEpoch}, Offset: p.FetchOffset, MaxBytes: uint32(maxBytes),
+				Isolation: service.Isolation(req.IsolationLevel)}
+			if req.Version < 9 {
+				fr.Generation = service.GenerationUnknown
+			}
+			if wait > 0 {
+				fr.MinBytes, fr.MaxWait = 1, wait
+			}
+			pending++
+			l.fetchRecords(c, fr, 0, func(records []byte, res service.FetchResult, err error) {
+				if answered {
+					return // a parked read after the answer left: dropped
+				}
+				if err != nil {
+					rp.ErrorCode = errorCode(err)
+					failed = true
+				} else {
+					rp.HighWatermark, rp.LastStableOffset, rp.LogStartOffset = res.HighWatermark, res.HighWatermark, res.LogStartOffset
+					rp.RecordBatches = records
+					bytes += len(records)
+				}
+				have = append(have, rp)
+				finish()
+			})
+		}
+	}
+	looped = true
+	finish()
+}
+
+// trimToMaxBytes keeps resp's records within the request's max_bytes, as
+// Kafka does: partitions are filled in order, the first with records is
+// answered whole even when it alone is larger, and a partition whose
+// records would pass the bound is answered without them (the client
+// asks again). Each partition read up to its own bound in parallel, so
+// without this an answer could hold the partition bound times the
+// partitions. It returns the record bytes kept.
+func trimToMaxBytes(resp *kmsg.FetchResponse, maxBytes int) int {
+	total := 0
+	for ti := range resp.Topics {
+		parts := resp.Topics[ti].Partitions
+		for pi := range parts {
+			n := len(parts[pi].RecordBatches)
+			if total > 0 && total+n > maxBytes {
+				parts[pi].RecordBatches = nil
+				continue
+			}
+			total += n
+		}
+	}
+	return total
+}
+
+// keepAnswered drops from resp the partitions not in have.
+func keepAnswered(resp *kmsg.FetchResponse, have []*kmsg.FetchResponseTopicPartition) {
+	in := map[*kmsg.FetchResponseTopicPartition]bool{}
+	for _, p := range have {
+		in[p] = true
+	}
+	topics := resp.Topics[:0]
+	for _, t := range resp.Topics {
+		var parts []kmsg.FetchResponseTopicPartition
+		for i := range t.Partitions {
+			if in[&t.Partitions[i]] {
+				parts = append(parts, t.Partitions[i])
+			}
+		}
+		if len(parts) > 0 {
+			t.Partitions = parts
+			topics = append(topics, t)
+		}
+	}
+	resp.Topics = topics
+}
+
+// controlSkipsMax bounds the reads one partition's fetch makes past
+// answers that hold only control batches (a new primary's no-op, one
+// per generation); past it the control batches are answered as they are.
+const controlSkipsMax = 64
+
+// fetchRecords reads one partition for a fetch and answers its record
+// bytes without the log's control batches: the no-op a new primary
+// appends is a control batch, which current clients skip but older ones
+// (kafka-python 2.0) hand to the application as a record. When a read
+// finds only control batches, it reads again from the offset after
+// them, so a consumer is never answered nothing while data follows them.
+// done runs on the connection's shard.
+func (l *Listener) fetchRecords(c *netio.Conn, fr *service.FetchRequest, skips int, done func([]byte, service.FetchResult, error)) {
+	l.svc.Fetch(c.Shard(), fr, func(res service.FetchResult, err error) {
+		if err != nil {
+			done(nil, res, err)
+			return
+		}
+		// Copied: a Kafka response interleaves each partition's records
+		// with headers, which netio's one header and list of file ranges
+		// cannot carry.
+		buf, err := res.Records.AppendTo(make([]byte, 0, res.Records.Bytes))
+		res.Records.Release()
+		if err != nil {
+			done(nil, res, err)
+			return
+		}
+		kept, next, dropped := stripControl(buf)
+		if len(kept) == 0 && dropped {
+			if skips < controlSkipsMax {
+				again := *fr
+				again.Offset = next
+				l.fetchRecords(c, &again, skips+1, done)
+				return
+			}
+			kept = buf
+		}
+		done(kept, res, nil)
+	})
+}
+
+// stripControl returns b's record batches without its control batches
+// (compacted in place), the offset after the last batch, and whether it
+// dropped any. A batch it cannot read ends the scan: it and what follows
+// are kept, for the client to judge.
+func stripControl(b []byte) (kept []byte, next int64, dropped bool) {
+	kept = b[:0]
+	for len(b) > 0 {
+		h, err := batch.ReadHeader(b)
+		if err != nil || h.Size() > len(b) {
+			return append(kept, b...), next, dropped
+		}
+		size := h.Size()
+		if h.Attributes&batch.ControlBit != 0 {
+			dropped = true
+		} else {
+			kept = append(kept, b[:size]...)
+		}
+		next = h.LastOffset() + 1
+		b = b[size:]
+	}
+	return kept, next, dropped
+}

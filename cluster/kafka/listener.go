@@ -1,0 +1,230 @@
+package kafka
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"reflect"
+	"sync/atomic"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/corestream/corestream/cluster/service"
+	"github.com/corestream/corestream/netio"
+)
+
+// ErrUnknownAPI is the reason a connection that sent a request with an API
+// key Kafka does not define is closed (as a Kafka broker closes it).
+var ErrUnknownAPI = errors.New("kafka: unknown API key")
+
+// ErrMalformedRequest is the reason a connection whose request body does
+// not parse for its key and version is closed (as a Kafka broker does).
+var ErrMalformedRequest = errors.New("kafka: malformed request")
+
+// ErrUnsupportedAPI is the reason a connection is closed after a request
+// this listener does not serve (not listed by ApiVersions) whose
+// response has no top-level error code to say so.
+var ErrUnsupportedAPI = errors.New("kafka: API not served")
+
+// Listener serves Kafka's protocol on netio connections: it is the
+// netio.Handler of the node's Kafka port. Every method runs on the shard
+// that owns the connection. It calls the node's typed service and
+// nothing else.
+type Listener struct {
+	svc service.Service
+	cfg Config
+	// sessionIDs numbers fetch sessions (session.go).
+	sessionIDs atomic.Uint32
+}
+
+// Config is what the listener needs besides the service.
+type Config struct {
+	// MaxFrameBytes is the server's frame limit, logged with a larger
+	// request.
+	MaxFrameBytes int
+	// Log receives connection-level events at debug level.
+	Log *slog.Logger
+}
+
+// New returns a listener that answers through svc.
+func New(svc service.Service, cfg Config) *Listener {
+	if cfg.Log == nil {
+		cfg.Log = slog.Default()
+	}
+	return &Listener{svc: svc, cfg: cfg}
+}
+
+// conn is one connection's state. Kafka clients match responses to
+// requests by order, not only by correlation id (franz-go, librdkafka
+// and the Java client read the next response as the answer to their
+// oldest request), so answers that complete out of order (partitions on
+// other shards) wait here until every earlier one was sent.
+type conn struct {
+	// next is the sequence number of the next request; sent the number
+	// of the next answer to send. Invariant: sent <= next.
+	next, sent uint64
+	// ready holds answers to requests after sent, by sequence number;
+	// at most netio's in-flight bound per connection.
+	ready map[uint64]answer
+	// session is the connection's incremental fetch session, nil when
+	// none (session.go).
+	session *fetchSession
+}
+
+// answer is a response frame, or none (a produce with acks 0).
+type answer struct {
+	frame   []byte
+	noReply bool
+}
+
+// OnOpen implements netio.Handler.
+func (l *Listener) OnOpen(c *netio.Conn) error {
+	c.SetContext(&conn{ready: map[uint64]answer{}})
+	return nil
+}
+
+// OnClose implements netio.Handler.
+func (l *Listener) OnClose(c *netio.Conn, err error) {
+	if err != nil && !errors.Is(err, netio.ErrClosed) {
+		l.cfg.Log.Debug("kafka connection closed", "remote", c.RemoteAddr(), "err", err)
+	}
+}
+
+// OnFrameTooLarge implements netio.Handler. Kafka has no response to a
+// request it did not read: a broker closes the connection, and so do we
+// (netio closes it and logs why).
+func (l *Listener) OnFrameTooLarge(c *netio.Conn, size uint32, head []byte) {
+	l.cfg.Log.Debug("kafka request too large; closing", "remote", c.RemoteAddr(), "bytes", size, "max", l.cfg.MaxFrameBytes)
+}
+
+// deliver sends the answer to request seq once every earlier answer was
+// sent.
+func (st *conn) deliver(c *netio.Conn, seq uint64, a answer) {
+	if seq != st.sent {
+		st.ready[seq] = a
+		return
+	}
+	for {
+		if a.noReply {
+			c.Release()
+		} else {
+			c.Reply(netio.Response{Header: a.frame})
+		}
+		st.sent++
+		var ok bool
+		if a, ok = st.ready[st.sent]; !ok {
+			return
+		}
+		delete(st.ready, st.sent)
+	}
+}
+
+// OnFrame implements netio.Handler: it reads the request header and
+// dispatches by API key.
+func (l *Listener) OnFrame(c *netio.Conn, frame []byte) {
+	h, req, body, err := parseHeader(frame)
+	if err != nil {
+		c.Release()
+		c.Abort(err)
+		return
+	}
+	st := c.Context().(*conn)
+	seq := st.next
+	st.next++
+	reply := func(resp kmsg.Response) { st.deliver(c, seq, answer{frame: encodeResponse(h, resp)}) }
+	if req == nil {
+		l.refuse(c, st, seq, fmt.Errorf("%w %d (version %d, client %q)", ErrUnknownAPI, h.Key, h.Version, h.ClientID))
+		return
+	}
+	min, max, ok := versionRange(h.Key)
+	if h.Key == apiVersionsKey && (h.Version < min || h.Version > max) {
+		// KIP-511: answer with version 0 and our versions, so the client
+		// can pick one.
+		v0 := h
+		v0.Version = 0
+		st.deliver(c, seq, answer{frame: encodeResponse(v0, apiVersionsResponse(kerr.UnsupportedVersion.Code))})
+		return
+	}
+	if !ok || h.Version < min || h.Version > max {
+		why := fmt.Sprintf("%s v%d is not served (ApiVersions lists what is)", kmsg.NameForKey(h.Key), h.Version)
+		if resp := errorResponse(req, kerr.UnsupportedVersion.Code); resp != nil {
+			reply(resp)
+			return
+		}
+		l.refuse(c, st, seq, fmt.Errorf("%w: %s", ErrUnsupportedAPI, why))
+		return
+	}
+	// The body is decoded in place: the frame aliases the read buffer,
+	// valid until OnFrame returns. kmsg copies strings; the byte fields
+	// it aliases (a produce's record batches) are used only before
+	// OnFrame returns (the service copies a batch it serves on another
+	// shard before Produce returns).
+	if err := req.ReadFrom(body); err != nil {
+		l.refuse(c, st, seq, fmt.Errorf("%w: %s v%d: %v", ErrMalformedRequest, kmsg.NameForKey(h.Key), h.Version, err))
+		return
+	}
+	l.serve(c, h, req, reply, func() { st.deliver(c, seq, answer{noReply: true}) })
+}
+
+// refuse closes the connection for a request it cannot answer, after the
+// answers to earlier requests (a Kafka broker closes such connections).
+func (l *Listener) refuse(c *netio.Conn, st *conn, seq uint64, why error) {
+	l.cfg.Log.Debug("kafka request refused; closing the connection", "remote", c.RemoteAddr(), "err", why)
+	st.deliver(c, seq, answer{noReply: true})
+	c.Close()
+}
+
+// errorResponse is req's response with its top-level error code set to
+// code, or nil when the response has none at req's version (or kmsg
+// cannot encode the version). A field kmsg has but the version does not
+// carry would leave the client an empty answer: the response is encoded
+// with and without the code, and must differ.
+func errorResponse(req kmsg.Request, code int16) kmsg.Response {
+	if req.GetVersion() > req.MaxVersion() || req.GetVersion() < 0 {
+		return nil
+	}
+	resp := req.ResponseKind()
+	f := reflect.ValueOf(resp).Elem().FieldByName("ErrorCode")
+	if !f.IsValid() || f.Kind() != reflect.Int16 {
+		return nil
+	}
+	without := resp.AppendTo(nil)
+	f.SetInt(int64(code))
+	if string(resp.AppendTo(nil)) == string(without) {
+		return nil
+	}
+	return resp
+}
+
+// serve dispatches a decoded request. reply sends its response (once);
+// noReply frees its place when there is none (acks 0).
+func (l *Listener) serve(c *netio.Conn, h RequestHeader, req kmsg.Request, reply func(kmsg.Response), noReply func()) {
+	switch r := req.(type) {
+	case *kmsg.ApiVersionsRequest:
+		reply(apiVersionsResponse(0))
+	case *kmsg.MetadataRequest:
+		reply(l.metadata(r))
+	case *kmsg.DescribeConfigsRequest:
+		reply(l.describeConfigs(r))
+	case *kmsg.DescribeClusterRequest:
+		reply(l.describeCluster(r))
+	case *kmsg.ProduceRequest:
+		l.produce(c, r, reply, noReply)
+	case *kmsg.FetchRequest:
+		l.fetch(c, r, reply)
+	case *kmsg.ListOffsetsRequest:
+		l.listOffsets(c, r, reply)
+	case *kmsg.InitProducerIDRequest:
+		l.initProducerID(r, reply)
+	case *kmsg.CreateTopicsRequest:
+		l.createTopics(c, r, reply)
+	case *kmsg.DeleteTopicsRequest:
+		l.deleteTopics(c, r, reply)
+	case *kmsg.CreatePartitionsRequest:
+		l.createPartitions(c, r, reply)
+	default:
+		// versionRange listed a key serve does not handle: a bug here.
+		panic(fmt.Sprintf("kafka: %s is listed as supported but has no handler", kmsg.NameForKey(h.Key)))
+	}
+}

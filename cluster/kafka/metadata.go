@@ -1,0 +1,148 @@
+package kafka
+
+import (
+	"net"
+	"strconv"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/corestream/corestream/cluster/metadata"
+	"github.com/corestream/corestream/cluster/service"
+)
+
+// broker is a node as Kafka clients see it.
+type broker struct {
+	id   int32
+	host string
+	port int32
+}
+
+// brokers lists the roster's nodes that have a Kafka address.
+func (l *Listener) brokers() []broker {
+	var out []broker
+	for _, b := range l.svc.Brokers() {
+		host, port, err := net.SplitHostPort(b.KafkaAddr)
+		if err != nil {
+			continue // no Kafka address: not a broker to Kafka clients
+		}
+		p, err := strconv.ParseUint(port, 10, 16)
+		if err != nil {
+			continue
+		}
+		out = append(out, broker{b.ID, host, int32(p)})
+	}
+	return out
+}
+
+// controllerID is the metadata primary, -1 when none is known.
+func (l *Listener) controllerID() int32 {
+	id, _ := l.svc.MetadataRoute()
+	if id <= 0 {
+		return -1
+	}
+	return id
+}
+
+// metadata answers Metadata from the service: brokers, the controller
+// (our metadata primary), and per partition the leader (our primary),
+// its epoch (our generation), the replicas, the ISR (our in-sync set)
+// and the offline replicas; topic ids are ours. Topics are never created
+// by a Metadata request: an unknown topic is UNKNOWN_TOPIC_OR_PARTITION.
+func (l *Listener) metadata(req *kmsg.MetadataRequest) *kmsg.MetadataResponse {
+	resp := req.ResponseKind().(*kmsg.MetadataResponse)
+	for _, b := range l.brokers() {
+		mb := kmsg.NewMetadataResponseBroker()
+		mb.NodeID, mb.Host, mb.Port = b.id, b.host, b.port
+		resp.Brokers = append(resp.Brokers, mb)
+	}
+	id := l.svc.Identity().ClusterID
+	resp.ClusterID = &id
+	resp.ControllerID = l.controllerID()
+	// A nil list asks for every topic (an empty one for none); a topic
+	// named by id alone (v10+) is looked up among all of them.
+	var names []string
+	byID := map[[16]byte]bool{}
+	for _, t := range req.Topics {
+		switch {
+		case t.Topic != nil:
+			names = append(names, *t.Topic)
+		case t.TopicID != [16]byte{}:
+			byID[t.TopicID] = true
+		}
+	}
+	// Version 0 has no null list: there an empty one asks for all.
+	all := req.Topics == nil || req.Version == 0 && len(req.Topics) == 0
+	if !all && len(names) == 0 && len(byID) == 0 {
+		return resp
+	}
+	var ask service.MetadataRequest
+	if !all && len(byID) == 0 {
+		ask.Topics = names
+	}
+	res, err := l.svc.Metadata(ask)
+	if err != nil {
+		// The node cannot answer yet: every topic asked for says so,
+		// retriably.
+		code := errorCode(err)
+		for _, name := range names {
+			mt := kmsg.NewMetadataResponseTopic()
+			mt.Topic, mt.ErrorCode = kmsg.StringPtr(name), code
+			resp.Topics = append(resp.Topics, mt)
+		}
+		return resp
+	}
+	wanted := map[string]bool{}
+	for _, n := range names {
+		wanted[n] = true
+	}
+	for i := range res.Topics {
+		t := &res.Topics[i]
+		if len(byID) > 0 && !wanted[t.Name] && !byID[t.ID] {
+			continue
+		}
+		resp.Topics = append(resp.Topics, topicMetadata(t))
+	}
+	return resp
+}
+
+func topicMetadata(t *service.TopicMetadata) kmsg.MetadataResponseTopic {
+	mt := kmsg.NewMetadataResponseTopic()
+	mt.Topic = kmsg.StringPtr(t.Name)
+	if t.ID != (metadata.TopicID{}) {
+		mt.TopicID = t.ID
+	}
+	if t.Err != nil {
+		mt.ErrorCode = errorCode(t.Err)
+		return mt
+	}
+	for _, p := range t.Partitions {
+		mp := kmsg.NewMetadataResponseTopicPartition()
+		mp.Partition, mp.Leader, mp.LeaderEpoch = p.Partition, p.PrimaryID, p.Generation
+		mp.Replicas, mp.ISR, mp.OfflineReplicas = nonNil(p.Replicas), nonNil(p.InSync), p.Offline
+		mp.ErrorCode = errorCode(p.Err)
+		mt.Partitions = append(mt.Partitions, mp)
+	}
+	return mt
+}
+
+func nonNil(s []int32) []int32 {
+	if s == nil {
+		return []int32{}
+	}
+	return s
+}
+
+// describeCluster answers DescribeCluster (KIP-700): the brokers and the
+// controller, as Metadata has them.
+func (l *Listener) describeCluster(req *kmsg.DescribeClusterRequest) *kmsg.DescribeClusterResponse {
+	resp := req.ResponseKind().(*kmsg.DescribeClusterResponse)
+	resp.EndpointType = 1 // brokers
+	resp.ClusterID = l.svc.Identity().ClusterID
+	resp.ControllerID = l.controllerID()
+	for _, b := range l.brokers() {
+		db := kmsg.NewDescribeClusterResponseBroker()
+		db.NodeID, db.Host, db.Port = b.id, b.host, b.port
+		resp.Brokers = append(resp.Brokers, db)
+	}
+	return resp
+}

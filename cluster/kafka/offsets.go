@@ -1,0 +1,83 @@
+package kafka
+
+import (
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/corestream/corestream/cluster/service"
+	"github.com/corestream/corestream/netio"
+)
+
+// listOffsets answers each partition from its primary: -2 the log start,
+// -1 the high watermark (the last stable offset too: there are no
+// transactions), else the first offset whose batch's max timestamp is at
+// or after the time. -3 (max timestamp, v7) is INVALID_REQUEST here.
+func (l *Listener) listOffsets(c *netio.Conn, req *kmsg.ListOffsetsRequest, reply func(kmsg.Response)) {
+	resp := req.ResponseKind().(*kmsg.ListOffsetsResponse)
+	pending := 1
+	finish := func() {
+		if pending--; pending == 0 {
+			reply(resp)
+		}
+	}
+	resp.Topics = make([]kmsg.ListOffsetsResponseTopic, len(req.Topics))
+	for ti := range req.Topics {
+		t := &req.Topics[ti]
+		rt := &resp.Topics[ti]
+		*rt = kmsg.NewListOffsetsResponseTopic()
+		rt.Topic = t.Topic
+		rt.Partitions = make([]kmsg.ListOffsetsResponseTopicPartition, len(t.Partitions))
+		for pi := range t.Partitions {
+			p := &t.Partitions[pi]
+			rp := &rt.Partitions[pi]
+			*rp = kmsg.NewListOffsetsResponseTopicPartition()
+			rp.Partition = p.Partition
+			if p.Timestamp < -2 {
+				rp.ErrorCode = kerr.InvalidRequest.Code
+				continue
+			}
+			ref := service.PartitionRef{Topic: t.Topic, Partition: p.Partition, Generation: p.CurrentLeaderEpoch}
+			if req.Version < 4 {
+				ref.Generation = service.GenerationUnknown
+			}
+			pending++
+			l.svc.ListOffsets(c.Shard(), &service.ListOffsetsRequest{PartitionRef: ref, Timestamp: p.Timestamp},
+				func(res service.ListOffsetsResult, err error) {
+					if err != nil {
+						rp.ErrorCode = errorCode(err)
+					} else {
+						// The answer carries no generation: leader
+						// epoch -1 is "unknown" to Kafka clients.
+						rp.Offset, rp.Timestamp, rp.LeaderEpoch = res.Offset, res.Timestamp, -1
+					}
+					finish()
+				})
+		}
+	}
+	finish()
+}
+
+// initProducerID hands an idempotent producer an id from the node's
+// producer ids, the same ones the native protocol hands out, so the
+// partitions' duplicate and sequence checks apply to Kafka producers
+// unchanged. Transactional ids are refused: there are no transactions.
+func (l *Listener) initProducerID(req *kmsg.InitProducerIDRequest, reply func(kmsg.Response)) {
+	resp := req.ResponseKind().(*kmsg.InitProducerIDResponse)
+	if req.TransactionalID != nil {
+		resp.ErrorCode = kerr.TransactionalIDAuthorizationFailed.Code
+		resp.ProducerID, resp.ProducerEpoch = -1, -1
+		reply(resp)
+		return
+	}
+	ask := service.InitProducerRequest{ProducerID: -1, ProducerEpoch: -1}
+	if req.Version >= 3 {
+		ask.ProducerID, ask.ProducerEpoch = req.ProducerID, req.ProducerEpoch
+	}
+	res, err := l.svc.InitProducer(ask)
+	if err != nil {
+		resp.ErrorCode, resp.ProducerID, resp.ProducerEpoch = errorCode(err), -1, -1
+	} else {
+		resp.ProducerID, resp.ProducerEpoch = res.ProducerID, res.ProducerEpoch
+	}
+	reply(resp)
+}

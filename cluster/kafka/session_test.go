@@ -1,0 +1,94 @@
+package kafka
+
+import (
+	"fmt"
+	"testing"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+func sessionRequest(id, epoch int32, offsets map[string][]int64, forget map[string][]int32) *kmsg.FetchRequest {
+	req := kmsg.NewPtrFetchRequest()
+	req.Version, req.SessionID, req.SessionEpoch = 12, id, epoch
+	for _, topic := range []string{"a", "b"} {
+		if offs, ok := offsets[topic]; ok {
+			rt := kmsg.NewFetchRequestTopic()
+			rt.Topic = topic
+			for p, off := range offs {
+				rp := kmsg.NewFetchRequestTopicPartition()
+				rp.Partition, rp.FetchOffset = int32(p), off
+				rt.Partitions = append(rt.Partitions, rp)
+			}
+			req.Topics = append(req.Topics, rt)
+		}
+		if ps, ok := forget[topic]; ok {
+			req.ForgottenTopics = append(req.ForgottenTopics, kmsg.FetchRequestForgottenTopic{Topic: topic, Partitions: ps})
+		}
+	}
+	return req
+}
+
+// positions lists a full request's partitions and fetch offsets.
+func positions(req *kmsg.FetchRequest) string {
+	out := ""
+	for _, rt := range req.Topics {
+		for _, rp := range rt.Partitions {
+			out += fmt.Sprintf("%s/%d@%d ", rt.Topic, rp.Partition, rp.FetchOffset)
+		}
+	}
+	return out
+}
+
+// A session keeps the positions it was given, takes updates and
+// forgotten partitions, and checks ids and epochs.
+func TestOpenSession(t *testing.T) {
+	l := New(nil, Config{})
+	st := &conn{}
+	full, s, inc, code := l.openSession(st, sessionRequest(0, 0, map[string][]int64{"a": {5, 7}, "b": {1}}, nil))
+	if code != 0 || s == nil || inc || positions(full) != "a/0@5 a/1@7 b/0@1 " {
+		t.Fatalf("open: %v %v %d %q", s, inc, code, positions(full))
+	}
+	full, s2, inc, code := l.openSession(st, sessionRequest(s.id, 1, map[string][]int64{"a": {9}}, map[string][]int32{"b": {0}}))
+	if code != 0 || s2 != s || !inc || positions(full) != "a/0@9 a/1@7 " {
+		t.Fatalf("incremental: %v %d %q", inc, code, positions(full))
+	}
+	for _, tc := range []struct {
+		id, epoch int32
+		want      int16
+	}{
+		{s.id, 1, kerr.InvalidFetchSessionEpoch.Code}, // already used
+		{s.id + 1, 2, kerr.FetchSessionIDNotFound.Code},
+		{0, 3, kerr.InvalidFetchSessionEpoch.Code},
+	} {
+		if _, _, _, code := l.openSession(st, sessionRequest(tc.id, tc.epoch, nil, nil)); code != tc.want {
+			t.Errorf("session %d epoch %d: code %d, want %d", tc.id, tc.epoch, code, tc.want)
+		}
+	}
+	// The answer leaves out what did not change, and remembers what it
+	// told.
+	resp := kmsg.NewPtrFetchResponse()
+	rt := kmsg.NewFetchResponseTopic()
+	rt.Topic = "a"
+	for p := int32(0); p < 2; p++ {
+		rp := kmsg.NewFetchResponseTopicPartition()
+		rp.Partition, rp.HighWatermark = p, 10
+		rt.Partitions = append(rt.Partitions, rp)
+	}
+	resp.Topics = append(resp.Topics, rt)
+	sessionAnswer(s, resp, true)
+	if resp.SessionID != s.id || len(resp.Topics) != 1 || len(resp.Topics[0].Partitions) != 2 {
+		t.Fatalf("first answer: %+v", resp)
+	}
+	again := kmsg.NewPtrFetchResponse()
+	again.Topics = []kmsg.FetchResponseTopic{{Topic: "a", Partitions: []kmsg.FetchResponseTopicPartition{
+		{Partition: 0, HighWatermark: 10, LogStartOffset: -1}, {Partition: 1, HighWatermark: 11, LogStartOffset: -1}}}}
+	sessionAnswer(s, again, true)
+	if len(again.Topics) != 1 || len(again.Topics[0].Partitions) != 1 || again.Topics[0].Partitions[0].Partition != 1 {
+		t.Fatalf("only the moved high watermark: %+v", again.Topics)
+	}
+	// Epoch -1 closes it.
+	if _, s3, _, code := l.openSession(st, sessionRequest(s.id, -1, nil, nil)); code != 0 || s3 != nil || st.session != nil {
+		t.Fatal("close")
+	}
+}

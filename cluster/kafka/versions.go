@@ -1,0 +1,70 @@
+package kafka
+
+import "github.com/twmb/franz-go/pkg/kmsg"
+
+// Kafka API keys this listener serves.
+const (
+	produceKey          int16 = 0
+	fetchKey            int16 = 1
+	listOffsetsKey      int16 = 2
+	metadataKey         int16 = 3
+	apiVersionsKey      int16 = 18
+	createTopicsKey     int16 = 19
+	deleteTopicsKey     int16 = 20
+	initProducerIDKey   int16 = 22
+	describeConfigsKey  int16 = 32
+	createPartitionsKey int16 = 37
+	describeClusterKey  int16 = 60
+)
+
+// supported is exactly what ApiVersions lists: each API this listener
+// answers, with the versions it implements. Produce and Fetch start at
+// the first versions of RecordBatch v2 (magic 2), which the log stores;
+// Metadata at 0, which older clients (kafka-python) send right after
+// ApiVersions to probe the broker: a closed connection there made them
+// take us for Kafka 0.9. The
+// maximums stop before topic ids replaced names in requests (Produce 13,
+// Fetch 13) and before features we lack (ListOffsets 8: tiered storage).
+// docs/kafka.md prints this table; TestDocumentedVersions keeps the two
+// in step.
+var supported = []struct {
+	key      int16
+	min, max int16
+}{
+	{produceKey, 3, 12},
+	{fetchKey, 4, 12},
+	{listOffsetsKey, 1, 7},
+	{metadataKey, 0, 12},
+	{apiVersionsKey, 0, 4},
+	{createTopicsKey, 2, 7},
+	{deleteTopicsKey, 1, 5},
+	{initProducerIDKey, 0, 4},
+	{describeConfigsKey, 0, 4},
+	{createPartitionsKey, 0, 3},
+	{describeClusterKey, 0, 1},
+}
+
+// versionRange returns key's supported versions; ok is false for an API
+// this listener does not serve.
+func versionRange(key int16) (min, max int16, ok bool) {
+	for _, s := range supported {
+		if s.key == key {
+			return s.min, s.max, true
+		}
+	}
+	return 0, 0, false
+}
+
+// apiVersionsResponse lists supported. err is 0, or UNSUPPORTED_VERSION
+// when the client asked for a version we do not speak (it then retries
+// with one we list).
+func apiVersionsResponse(errCode int16) *kmsg.ApiVersionsResponse {
+	resp := kmsg.NewPtrApiVersionsResponse()
+	resp.ErrorCode = errCode
+	for _, s := range supported {
+		k := kmsg.NewApiVersionsResponseApiKey()
+		k.ApiKey, k.MinVersion, k.MaxVersion = s.key, s.min, s.max
+		resp.ApiKeys = append(resp.ApiKeys, k)
+	}
+	return resp
+}

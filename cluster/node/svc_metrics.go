@@ -1,0 +1,164 @@
+package node
+
+import (
+	"errors"
+	"sync/atomic"
+	"time"
+
+	"github.com/corestream/corestream/cluster/httpapi"
+	"github.com/corestream/corestream/cluster/native"
+	"github.com/corestream/corestream/cluster/service"
+	"github.com/corestream/corestream/netio/wire"
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// The service's request metrics: a latency histogram per call (its
+// _count is the request count), errors per call and wire code, and the
+// bytes produced and fetched. They are taken at the service, so every
+// front end (native, HTTP, Kafka) is counted once, by the call it made.
+// A completion costs one histogram observation and, on an error, one
+// counter increment: atomics, no lock.
+
+// svcAPI names a metered service call.
+type svcAPI int
+
+const (
+	apiProduce svcAPI = iota
+	apiFetch
+	apiListOffsets
+	apiDescribePartition
+	apiMetadata
+	apiInitProducer
+	apiCreateTopic
+	apiDeleteTopic
+	apiAddPartitions
+	apiCommitOffsets
+	apiFetchOffsets
+	apiMovePrimary
+	apiRebalance
+	apiCount
+)
+
+// svcAPINames are the api label's values, by svcAPI.
+var svcAPINames = [apiCount]string{"produce", "fetch", "list_offsets", "describe_partition", "metadata", "init_producer",
+	"create_topic", "delete_topic", "add_partitions", "commit_offsets", "fetch_offsets", "move_primary", "rebalance"}
+
+// svcLatencyBuckets span 100 µs (a produce on the primary's shard) to
+// 26 s (a create timing out, a fetch's long poll), by factors of 4.
+var svcLatencyBuckets = prometheus.ExponentialBuckets(0.0001, 4, 10)
+
+// svcMeter holds the service's request metrics. A nil *svcMeter meters
+// nothing (tests that build a service by hand).
+type svcMeter struct {
+	latencyVec *prometheus.HistogramVec
+	errorsVec  *prometheus.CounterVec
+	// latency is latencyVec's child per call, resolved once.
+	latency [apiCount]prometheus.Observer
+	// produced and fetched count the record batches' bytes of successful
+	// produces and fetches; produces and fetches count their calls.
+	produced, fetched atomic.Int64
+	produces, fetches atomic.Int64
+}
+
+func newSvcMeter() *svcMeter {
+	m := &svcMeter{
+		latencyVec: prometheus.NewHistogramVec(prometheus.HistogramOpts{Namespace: "corestream", Name: "service_request_duration_seconds",
+			Help:    "Time from a service call to its answer, by call (a fetch's includes its long poll); _count is the calls.",
+			Buckets: svcLatencyBuckets}, []string{"api"}),
+		errorsVec: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: "corestream", Name: "service_errors_total",
+			Help: "Service calls answered with an error, by call and wire error code."}, []string{"api", "code"}),
+	}
+	for a := range apiCount {
+		m.latency[a] = m.latencyVec.WithLabelValues(svcAPINames[a])
+	}
+	return m
+}
+
+// collectors are the meter's metrics, for a registry.
+func (m *svcMeter) collectors() []prometheus.Collector {
+	return []prometheus.Collector{m.latencyVec, m.errorsVec}
+}
+
+// observe records one call of api that started at start and answered
+// err.
+func (m *svcMeter) observe(api svcAPI, start time.Time, err error) {
+	if m == nil {
+		return
+	}
+	m.latency[api].Observe(time.Since(start).Seconds())
+	if err != nil {
+		m.errorsVec.WithLabelValues(svcAPINames[api], errCodeName(err)).Inc()
+	}
+}
+
+// metered wraps done so that its call is observed when it answers.
+func metered[R any](m *svcMeter, api svcAPI, done func(R, error)) func(R, error) {
+	if m == nil {
+		return done
+	}
+	start := time.Now()
+	return func(v R, err error) {
+		m.observe(api, start, err)
+		done(v, err)
+	}
+}
+
+// errCodeName is err's wire code name, the one the native protocol and
+// HTTP answer (the error-code label is bounded by the wire table).
+func errCodeName(err error) string {
+	var er *wire.ErrorResponse
+	if errors.As(native.Error(err), &er) && er.Err != nil {
+		return er.Err.Name
+	}
+	var we *wire.Error
+	if errors.As(err, &we) {
+		return we.Name
+	}
+	return wire.ErrUnknownServerError.Name
+}
+
+// meterProduce wraps a produce's done: timed, and its batch's bytes
+// counted once it is acknowledged. One closure, so metering costs a
+// produce one allocation.
+func (s *nodeService) meterProduce(batchBytes int, done func(service.ProduceResult, error)) func(service.ProduceResult, error) {
+	m := s.meter
+	if m == nil {
+		return done
+	}
+	m.produces.Add(1)
+	start := time.Now()
+	return func(v service.ProduceResult, err error) {
+		m.observe(apiProduce, start, err)
+		if err == nil {
+			m.produced.Add(int64(batchBytes))
+		}
+		done(v, err)
+	}
+}
+
+// meterFetch wraps a fetch's done: timed, and the bytes it answers
+// counted (one allocation, as meterProduce).
+func (s *nodeService) meterFetch(done func(service.FetchResult, error)) func(service.FetchResult, error) {
+	m := s.meter
+	if m == nil {
+		return done
+	}
+	m.fetches.Add(1)
+	start := time.Now()
+	return func(v service.FetchResult, err error) {
+		m.observe(apiFetch, start, err)
+		if err == nil {
+			m.fetched.Add(v.Records.Bytes)
+		}
+		done(v, err)
+	}
+}
+
+// stats are the figures GET /v1/stats answers.
+func (m *svcMeter) stats() httpapi.Stats {
+	if m == nil {
+		return httpapi.Stats{}
+	}
+	return httpapi.Stats{ProduceRequests: m.produces.Load(), ProducedBytes: m.produced.Load(),
+		FetchRequests: m.fetches.Load(), FetchedBytes: m.fetched.Load()}
+}
