@@ -29,6 +29,10 @@ var (
 type User struct {
 	Name       string           `json:"name"`
 	Credential scram.Credential `json:"credential"`
+	// CredentialSHA512 is the SCRAM-SHA-512 credential of the same
+	// password, for Kafka clients that use that mechanism (nil for a
+	// user whose password was set without one).
+	CredentialSHA512 *scram.Credential `json:"credential_sha512,omitempty"`
 	// Superuser may do everything, whatever Rules say.
 	Superuser bool `json:"superuser,omitempty"`
 	// Rules are the user's permissions (security.Allowed).
@@ -74,10 +78,11 @@ func (s *State) applyUser(c Command) (Result, error) {
 		if len(s.users) >= UsersMax {
 			return Result{}, fmt.Errorf("%w: the cluster already has %d users", ErrInvalidCommand, UsersMax)
 		}
-		if err := c.User.Credential.Valid(); err != nil {
-			return Result{}, fmt.Errorf("%w: %v", ErrInvalidCommand, err)
+		if err := validCredentials(c.User); err != nil {
+			return Result{}, err
 		}
-		u := &User{Name: c.User.Name, Credential: c.User.Credential, Superuser: c.User.Superuser, Generation: s.userGen + 1}
+		u := &User{Name: c.User.Name, Credential: c.User.Credential, CredentialSHA512: c.User.CredentialSHA512,
+			Superuser: c.User.Superuser, Generation: s.userGen + 1}
 		if err := checkRules(c.User.Rules); err != nil {
 			return Result{}, err
 		}
@@ -89,11 +94,11 @@ func (s *State) applyUser(c Command) (Result, error) {
 		delete(s.users, old.Name)
 		return Result{User: old}, nil
 	case OpSetPassword:
-		if err := c.User.Credential.Valid(); err != nil {
-			return Result{}, fmt.Errorf("%w: %v", ErrInvalidCommand, err)
+		if err := validCredentials(c.User); err != nil {
+			return Result{}, err
 		}
 		u := *old
-		u.Credential = c.User.Credential
+		u.Credential, u.CredentialSHA512 = c.User.Credential, c.User.CredentialSHA512
 		u.Generation = s.userGen + 1
 		s.userGen = u.Generation
 		s.users[u.Name] = &u
@@ -127,6 +132,17 @@ func checkRules(rules []security.Rule) error {
 		if err := r.Validate(); err != nil {
 			return fmt.Errorf("%w: %v", ErrInvalidCommand, err)
 		}
+	}
+	return nil
+}
+
+func validCredentials(u *User) error {
+	err := scram.SHA256.Valid(u.Credential)
+	if err == nil && u.CredentialSHA512 != nil {
+		err = scram.SHA512.Valid(*u.CredentialSHA512)
+	}
+	if err != nil {
+		return fmt.Errorf("%w: %v", ErrInvalidCommand, err)
 	}
 	return nil
 }

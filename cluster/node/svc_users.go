@@ -55,11 +55,11 @@ func userCommand(req *service.UserChange) (metadata.Command, error) {
 	u := &metadata.User{Name: req.Name, Superuser: req.Superuser, Rules: req.Rules}
 	switch req.Op {
 	case metadata.OpCreateUser, metadata.OpSetPassword:
-		cred, err := scram.NewCredential(req.Password, scram.IterationsDefault, rand.Reader)
+		cred, cred512, err := credentials(req.Password)
 		if err != nil {
 			return metadata.Command{}, service.Errorf(service.ErrInvalidRequest, "%v", err)
 		}
-		u.Credential = cred
+		u.Credential, u.CredentialSHA512 = cred, cred512
 	case metadata.OpDeleteUser, metadata.OpGrant, metadata.OpRevoke:
 	default:
 		return metadata.Command{}, service.Errorf(service.ErrInvalidRequest, "unknown user operation %q", req.Op)
@@ -94,11 +94,22 @@ func bootstrapUser(cfg config.Security) (*metadata.User, error) {
 	if cfg.Auth != config.AuthSCRAM {
 		return nil, nil
 	}
-	cred, err := scram.NewCredential(cfg.AdminPassword, scram.IterationsDefault, rand.Reader)
+	cred, cred512, err := credentials(cfg.AdminPassword)
 	if err != nil {
 		return nil, err
 	}
-	return &metadata.User{Name: cfg.AdminUser, Credential: cred, Superuser: true}, nil
+	return &metadata.User{Name: cfg.AdminUser, Credential: cred, CredentialSHA512: cred512, Superuser: true}, nil
+}
+
+// credentials are the SCRAM-SHA-256 and SCRAM-SHA-512 credentials of
+// password, each with its own salt.
+func credentials(password string) (scram.Credential, *scram.Credential, error) {
+	cred, err := scram.SHA256.NewCredential(password, scram.IterationsDefault, rand.Reader)
+	if err != nil {
+		return cred, nil, err
+	}
+	cred512, err := scram.SHA512.NewCredential(password, scram.IterationsDefault, rand.Reader)
+	return cred, &cred512, err
 }
 
 // maybeBootstrap creates the configured administrator when this node

@@ -11,6 +11,8 @@ import (
 	"crypto/hmac"
 	"crypto/pbkdf2"
 	"crypto/sha256"
+	"crypto/sha512"
+	"hash"
 	"crypto/subtle"
 	"encoding/base64"
 	"errors"
@@ -54,6 +56,33 @@ var (
 	ErrInvalidPassword = errors.New("scram: invalid password")
 )
 
+// Mechanism is a SCRAM hash: SHA256 (the native protocol's, and Kafka's
+// SCRAM-SHA-256) or SHA512 (Kafka's SCRAM-SHA-512).
+type Mechanism struct {
+	// Name is the SASL mechanism name.
+	Name string
+	hash func() hash.Hash
+	size int
+}
+
+// The mechanisms.
+var (
+	SHA256 = &Mechanism{Name: "SCRAM-SHA-256", hash: sha256.New, size: sha256.Size}
+	SHA512 = &Mechanism{Name: "SCRAM-SHA-512", hash: sha512.New, size: sha512.Size}
+)
+
+func (m *Mechanism) sum(b []byte) []byte {
+	h := m.hash()
+	h.Write(b)
+	return h.Sum(nil)
+}
+
+func (m *Mechanism) mac(key []byte, msg string) []byte {
+	h := hmac.New(m.hash, key)
+	h.Write([]byte(msg))
+	return h.Sum(nil)
+}
+
 // Credential is what the cluster stores of a password: the SCRAM stored
 // and server keys (RFC 5802 §3), from which the password cannot be
 // recovered except by guessing, each guess costing Iterations rounds.
@@ -65,10 +94,13 @@ type Credential struct {
 }
 
 // Valid reports whether c could have come from NewCredential.
-func (c Credential) Valid() error {
+func (c Credential) Valid() error { return SHA256.Valid(c) }
+
+// Valid reports whether c could have come from m.NewCredential.
+func (m *Mechanism) Valid(c Credential) error {
 	if len(c.Salt) == 0 || c.Iterations < IterationsMin || c.Iterations > IterationsMax ||
-		len(c.StoredKey) != sha256.Size || len(c.ServerKey) != sha256.Size {
-		return fmt.Errorf("%w: a credential needs a salt, %d..%d iterations and 32-byte keys", ErrInvalidPassword, IterationsMin, IterationsMax)
+		len(c.StoredKey) != m.size || len(c.ServerKey) != m.size {
+		return fmt.Errorf("%w: a %s credential needs a salt, %d..%d iterations and %d-byte keys", ErrInvalidPassword, m.Name, IterationsMin, IterationsMax, m.size)
 	}
 	return nil
 }
@@ -95,9 +127,15 @@ func ValidatePassword(pw string) error {
 	return nil
 }
 
+// NewCredential derives the stored SHA-256 credential of password with
+// a salt read from rnd.
+func NewCredential(password string, iterations int, rnd io.Reader) (Credential, error) {
+	return SHA256.NewCredential(password, iterations, rnd)
+}
+
 // NewCredential derives the stored credential of password with a salt
 // read from rnd.
-func NewCredential(password string, iterations int, rnd io.Reader) (Credential, error) {
+func (m *Mechanism) NewCredential(password string, iterations int, rnd io.Reader) (Credential, error) {
 	if err := ValidatePassword(password); err != nil {
 		return Credential{}, err
 	}
@@ -105,34 +143,32 @@ func NewCredential(password string, iterations int, rnd io.Reader) (Credential, 
 	if _, err := io.ReadFull(rnd, salt); err != nil {
 		return Credential{}, fmt.Errorf("scram: drawing a salt: %w", err)
 	}
-	return DeriveCredential(password, salt, iterations)
+	return m.DeriveCredential(password, salt, iterations)
+}
+
+// DeriveCredential is the SHA-256 credential of password with salt.
+func DeriveCredential(password string, salt []byte, iterations int) (Credential, error) {
+	return SHA256.DeriveCredential(password, salt, iterations)
 }
 
 // DeriveCredential is the credential of password with salt.
-func DeriveCredential(password string, salt []byte, iterations int) (Credential, error) {
+func (m *Mechanism) DeriveCredential(password string, salt []byte, iterations int) (Credential, error) {
 	if iterations < IterationsMin || iterations > IterationsMax {
 		return Credential{}, fmt.Errorf("%w: %d iterations is outside %d..%d", ErrInvalidPassword, iterations, IterationsMin, IterationsMax)
 	}
-	salted, err := pbkdf2.Key(sha256.New, password, salt, iterations, sha256.Size)
+	salted, err := pbkdf2.Key(m.hash, password, salt, iterations, m.size)
 	if err != nil {
 		return Credential{}, fmt.Errorf("scram: pbkdf2: %w", err)
 	}
-	ck := mac(salted, "Client Key")
-	sk := sha256.Sum256(ck)
-	return Credential{Salt: append([]byte(nil), salt...), Iterations: iterations, StoredKey: sk[:], ServerKey: mac(salted, "Server Key")}, nil
+	ck := m.mac(salted, "Client Key")
+	return Credential{Salt: append([]byte(nil), salt...), Iterations: iterations, StoredKey: m.sum(ck), ServerKey: m.mac(salted, "Server Key")}, nil
 }
 
-// Verify checks password against c in constant time; PLAIN logins (HTTP
-// and Kafka's SASL PLAIN) use it.
+// Verify checks password against c, a SHA-256 credential, in constant
+// time; PLAIN logins (HTTP and Kafka's SASL PLAIN) use it.
 func (c Credential) Verify(password string) bool {
 	d, err := DeriveCredential(password, c.Salt, c.Iterations)
 	return err == nil && subtle.ConstantTimeCompare(d.StoredKey, c.StoredKey) == 1
-}
-
-func mac(key []byte, msg string) []byte {
-	h := hmac.New(sha256.New, key)
-	h.Write([]byte(msg))
-	return h.Sum(nil)
 }
 
 // Lookup finds a user's credential; ok is false for an unknown user.
@@ -142,6 +178,7 @@ type Lookup func(user string) (c Credential, ok bool)
 // First answers the client's first message, Final its final one. It is
 // used once.
 type ServerConversation struct {
+	m      *Mechanism
 	lookup Lookup
 	rnd    io.Reader
 	// step: 0 before First, 1 after, 2 done.
@@ -154,9 +191,15 @@ type ServerConversation struct {
 	serverFirst string
 }
 
-// NewServerConversation starts an exchange; nonces come from rnd.
+// NewServerConversation starts a SHA-256 exchange; nonces come from rnd.
 func NewServerConversation(lookup Lookup, rnd io.Reader) *ServerConversation {
-	return &ServerConversation{lookup: lookup, rnd: rnd}
+	return SHA256.NewServerConversation(lookup, rnd)
+}
+
+// NewServerConversation starts an exchange of m; lookup must answer m's
+// credentials. Nonces come from rnd.
+func (m *Mechanism) NewServerConversation(lookup Lookup, rnd io.Reader) *ServerConversation {
+	return &ServerConversation{m: m, lookup: lookup, rnd: rnd}
 }
 
 // First takes "n,,n=user,r=nonce" and returns the server-first message.
@@ -181,7 +224,7 @@ func (s *ServerConversation) First(clientFirst string) (string, error) {
 	}
 	s.cred, s.known = s.lookup(s.user)
 	if !s.known {
-		salt := sha256.Sum256([]byte("unknown user " + s.user))
+		salt := sha256.Sum256([]byte("unknown user " + s.m.Name + s.user))
 		s.cred = Credential{Salt: salt[:SaltBytes], Iterations: IterationsDefault}
 	}
 	nb := make([]byte, NonceBytes)
@@ -213,36 +256,42 @@ func (s *ServerConversation) Final(clientFinal string) (serverFinal, user string
 		return "", "", fmt.Errorf("%w: channel binding or nonce does not match", ErrBadMessage)
 	}
 	proof, err := base64.StdEncoding.DecodeString(clientFinal[i+3:])
-	if err != nil || len(proof) != sha256.Size {
-		return "", "", fmt.Errorf("%w: proof is not 32 bytes of base64", ErrBadMessage)
+	if err != nil || len(proof) != s.m.size {
+		return "", "", fmt.Errorf("%w: proof is not %d bytes of base64", ErrBadMessage, s.m.size)
 	}
 	if !s.known {
 		return "", "", ErrAuthFailed
 	}
 	auth := s.clientBare + "," + s.serverFirst + "," + withoutProof
-	sig := mac(s.cred.StoredKey, auth)
+	sig := s.m.mac(s.cred.StoredKey, auth)
 	ck := make([]byte, len(proof))
 	for j := range proof {
 		ck[j] = proof[j] ^ sig[j]
 	}
-	stored := sha256.Sum256(ck)
-	if subtle.ConstantTimeCompare(stored[:], s.cred.StoredKey) != 1 {
+	if subtle.ConstantTimeCompare(s.m.sum(ck), s.cred.StoredKey) != 1 {
 		return "", "", ErrAuthFailed
 	}
-	return "v=" + base64.StdEncoding.EncodeToString(mac(s.cred.ServerKey, auth)), s.user, nil
+	return "v=" + base64.StdEncoding.EncodeToString(s.m.mac(s.cred.ServerKey, auth)), s.user, nil
 }
 
 // ClientConversation is the client's side of one SCRAM exchange.
 type ClientConversation struct {
+	m              *Mechanism
 	user, password string
 	nonce          string
 	bare           string
 	serverSig      []byte
 }
 
-// NewClientConversation starts an exchange as user; the nonce comes from
-// rnd.
+// NewClientConversation starts a SHA-256 exchange as user; the nonce
+// comes from rnd.
 func NewClientConversation(user, password string, rnd io.Reader) (*ClientConversation, error) {
+	return SHA256.NewClientConversation(user, password, rnd)
+}
+
+// NewClientConversation starts an exchange of m as user; the nonce
+// comes from rnd.
+func (m *Mechanism) NewClientConversation(user, password string, rnd io.Reader) (*ClientConversation, error) {
 	if err := ValidateUsername(user); err != nil {
 		return nil, err
 	}
@@ -250,7 +299,7 @@ func NewClientConversation(user, password string, rnd io.Reader) (*ClientConvers
 	if _, err := io.ReadFull(rnd, nb); err != nil {
 		return nil, fmt.Errorf("scram: drawing a nonce: %w", err)
 	}
-	c := &ClientConversation{user: user, password: password, nonce: base64.RawStdEncoding.EncodeToString(nb)}
+	c := &ClientConversation{m: m, user: user, password: password, nonce: base64.RawStdEncoding.EncodeToString(nb)}
 	c.bare = "n=" + user + ",r=" + c.nonce
 	return c, nil
 }
@@ -277,19 +326,23 @@ func (c *ClientConversation) Final(serverFirst string) (string, error) {
 	}
 	// A downgrade (a server asking for few iterations) is refused by
 	// DeriveCredential's lower bound.
-	salted, err := pbkdf2.Key(sha256.New, c.password, salt, iter, sha256.Size)
-	if err != nil || iter < IterationsMin || iter > IterationsMax {
+	if iter < IterationsMin || iter > IterationsMax {
 		return "", fmt.Errorf("%w: %d iterations is outside %d..%d", ErrBadMessage, iter, IterationsMin, IterationsMax)
 	}
-	ck := mac(salted, "Client Key")
-	stored := sha256.Sum256(ck)
+	salted, err := pbkdf2.Key(c.m.hash, c.password, salt, iter, c.m.size)
+	if err != nil {
+		return "", fmt.Errorf("scram: pbkdf2: %w", err)
+	}
+	m := c.m
+	ck := m.mac(salted, "Client Key")
+	stored := m.sum(ck)
 	withoutProof := "c=biws,r=" + attrs["r"]
 	auth := c.bare + "," + serverFirst + "," + withoutProof
-	sig := mac(stored[:], auth)
+	sig := m.mac(stored, auth)
 	for j := range ck {
 		ck[j] ^= sig[j]
 	}
-	c.serverSig = mac(mac(salted, "Server Key"), auth)
+	c.serverSig = m.mac(m.mac(salted, "Server Key"), auth)
 	return withoutProof + ",p=" + base64.StdEncoding.EncodeToString(ck), nil
 }
 

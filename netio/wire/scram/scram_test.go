@@ -64,7 +64,7 @@ func TestSCRAMVector(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cl := &ClientConversation{user: "user", password: "pencil", nonce: "rOprNGfwEbeRWgbNEkqO"}
+	cl := &ClientConversation{m: SHA256, user: "user", password: "pencil", nonce: "rOprNGfwEbeRWgbNEkqO"}
 	cl.bare = "n=user,r=" + cl.nonce
 	sf := "r=rOprNGfwEbeRWgbNEkqO%hvYDpWUa2RaTCAfuxFIlj)hNlF$k0,s=W22ZaJ0SNY7soEsUEjb6gQ==,i=4096"
 	cf, err := cl.Final(sf)
@@ -77,7 +77,7 @@ func TestSCRAMVector(t *testing.T) {
 	if err := cl.Verify("v=6rriTRBi23WpRR/wtup+mMhUZUn/dB5nLTJRsjl95G4="); err != nil {
 		t.Fatal(err)
 	}
-	srv := &ServerConversation{step: 1, user: "user", cred: cred, known: true, nonce: "rOprNGfwEbeRWgbNEkqO%hvYDpWUa2RaTCAfuxFIlj)hNlF$k0", clientBare: cl.bare, serverFirst: sf}
+	srv := &ServerConversation{m: SHA256, step: 1, user: "user", cred: cred, known: true, nonce: "rOprNGfwEbeRWgbNEkqO%hvYDpWUa2RaTCAfuxFIlj)hNlF$k0", clientBare: cl.bare, serverFirst: sf}
 	fin, _, err := srv.Final(cf)
 	if err != nil || fin != "v=6rriTRBi23WpRR/wtup+mMhUZUn/dB5nLTJRsjl95G4=" {
 		t.Fatalf("server-final %q, %v", fin, err)
@@ -143,4 +143,35 @@ func mustB64(t *testing.T, s string) []byte {
 		t.Fatal(err)
 	}
 	return b
+}
+
+// SCRAM-SHA-512, as Kafka clients run it, with its own credentials.
+func TestSCRAMSHA512(t *testing.T) {
+	cred, err := SHA512.NewCredential("pw", IterationsDefault, rand.Reader)
+	if err != nil || SHA512.Valid(cred) != nil || SHA256.Valid(cred) == nil {
+		t.Fatalf("credential: %v", err)
+	}
+	lookup := lookupOf(map[string]Credential{"u": cred})
+	for _, tc := range []struct {
+		pw string
+		ok bool
+	}{{"pw", true}, {"nope", false}} {
+		cl, _ := SHA512.NewClientConversation("u", tc.pw, rand.Reader)
+		srv := SHA512.NewServerConversation(lookup, rand.Reader)
+		sf, err := srv.First(cl.First())
+		if err != nil {
+			t.Fatal(err)
+		}
+		cf, err := cl.Final(sf)
+		if err != nil {
+			t.Fatal(err)
+		}
+		fin, _, err := srv.Final(cf)
+		if (err == nil) != tc.ok {
+			t.Fatalf("password %q: %v", tc.pw, err)
+		}
+		if tc.ok && cl.Verify(fin) != nil {
+			t.Fatal("the client refused the server's signature")
+		}
+	}
 }
