@@ -6,6 +6,7 @@ import (
 
 	"github.com/corestream/corestream/cluster/config"
 	"github.com/corestream/corestream/cluster/httpapi"
+	"github.com/corestream/corestream/cluster/kafka"
 	"github.com/corestream/corestream/cluster/native"
 	"github.com/corestream/corestream/cluster/security"
 )
@@ -34,6 +35,14 @@ func (n *Node) httpAuth() *httpapi.Auth {
 	}
 	return &httpapi.Auth{Users: n.svc, Limiter: n.logins, Now: n.now,
 		TokenTTL: time.Duration(n.cfg.Security.TokenTTLMs) * time.Millisecond}
+}
+
+// kafkaAuth is the Kafka listener's SASL (nil: auth none).
+func (n *Node) kafkaAuth() *kafka.Auth {
+	if n.cfg.Security.Auth != config.AuthSCRAM {
+		return nil
+	}
+	return &kafka.Auth{Users: n.svc, Limiter: n.logins, Now: n.now}
 }
 
 // warnUnauthenticated logs a warning for each listener bound to an
