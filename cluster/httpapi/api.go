@@ -69,6 +69,8 @@ type API struct {
 	// user routes (users.go), nil: none.
 	auth  *Auth
 	users service.Users
+	// replays refuses a forwarding proof used twice.
+	replays forward.Replays
 	// stats are this node's traffic figures (nil: all 0).
 	stats func() Stats
 }
@@ -184,7 +186,7 @@ func (h *API) route(w http.ResponseWriter, r *http.Request, body []byte, target 
 		role = "the metadata primary"
 	}
 	if proof := r.Header.Get(forward.Header); proof != "" {
-		from, err := forward.Verify([]byte(h.jwtSecret), proof,
+		from, err := h.replays.Verify([]byte(h.jwtSecret), proof,
 			forward.Request{Method: r.Method, PathQuery: r.URL.RequestURI(), Body: body, To: self}, time.Now())
 		if err != nil {
 			h.fail(w, &httpStatusError{status: http.StatusUnauthorized,

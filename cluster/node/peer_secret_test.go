@@ -3,10 +3,13 @@ package node
 import (
 	"context"
 	"log/slog"
+	"net/http"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/corestream/corestream/cluster/config"
+	"github.com/corestream/corestream/cluster/forward"
 )
 
 // Two nodes that share the cluster secret but not http.jwt_secret: the
@@ -51,5 +54,28 @@ func TestPeerWithAnotherJWTSecretIsRefused(t *testing.T) {
 		if got := append(lb.lines("jwt-one"), lb.lines("jwt-two")...); len(got) > 0 {
 			t.Fatalf("node %d logged a secret: %v", i+1, got)
 		}
+	}
+}
+
+// A forwarding proof is accepted once: sent again within its 10 s, the
+// same signed request is refused as a replay.
+func TestForwardedProofReplayRefused(t *testing.T) {
+	n := runNode(t, t.TempDir(), func(c *config.Config) {
+		c.Node.HTTPAddr = "127.0.0.1:0"
+		c.HTTP.JWTSecret = "jwt"
+	})
+	base := "http://" + n.HTTPAddr()
+	body := `{"name":"replayed","partitions":1}`
+	proof, err := forward.Sign([]byte("jwt"), forward.Request{Method: "POST", PathQuery: "/v1/topics", Body: []byte(body), From: 2, To: 1}, time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	hdr := map[string]string{forward.Header: proof}
+	if code, _, raw := httpRaw(t, "POST", base+"/v1/topics", body, hdr); code != http.StatusCreated {
+		t.Fatalf("first use: %d %s", code, raw)
+	}
+	code, _, raw := httpRaw(t, "POST", base+"/v1/topics", body, hdr)
+	if code != http.StatusUnauthorized || !strings.Contains(string(raw), "replayed") {
+		t.Fatalf("replay: %d %s, want 401 naming the replay", code, raw)
 	}
 }
