@@ -106,7 +106,7 @@ func (g *guarded) Metadata(req MetadataRequest) (MetadataResult, error) {
 	if err != nil {
 		return res, err
 	}
-	kept := res.Topics[:0]
+	kept := make([]TopicMetadata, 0, len(res.Topics)) // a copy: the inner answer may be shared
 	for _, t := range res.Topics {
 		if cerr := g.check(security.OpDescribe, t.Name); cerr != nil {
 			if len(req.Topics) == 0 {
@@ -126,7 +126,7 @@ func (g *guarded) ListTopics() ([]TopicSummary, error) {
 	if err != nil {
 		return nil, err
 	}
-	kept := all[:0]
+	kept := make([]TopicSummary, 0, len(all))
 	for _, t := range all {
 		if g.check(security.OpDescribe, t.Name) == nil {
 			kept = append(kept, t)
@@ -189,7 +189,7 @@ func (g *guarded) FetchOffsets(from *shard.Shard, req *FetchOffsetsRequest, done
 		}
 	}
 	g.Service.FetchOffsets(from, req, func(offs []CommittedOffset, err error) {
-		kept := offs[:0]
+		kept := make([]CommittedOffset, 0, len(offs))
 		for _, o := range offs {
 			if g.check(security.OpDescribe, o.Topic) == nil {
 				kept = append(kept, o)
