@@ -44,6 +44,10 @@ type User struct {
 	Generation int64 `json:"generation"`
 }
 
+// UserGeneration is the last generation handed to a user: 0 until the
+// first user is created, and never 0 again (users deleted or not).
+func (s *State) UserGeneration() int64 { return s.userGen }
+
 // User returns the user named name, or nil. The caller must not modify it.
 func (s *State) User(name string) *User { return s.users[name] }
 

@@ -113,12 +113,14 @@ func credentials(password string) (scram.Credential, *scram.Credential, error) {
 }
 
 // maybeBootstrap creates the configured administrator when this node
-// leads a metadata group whose committed state has no user: the
-// cluster's first start. A failed proposal is tried again at the next
+// leads a metadata group that never had a user: the cluster's first
+// start. A cluster whose users were all deleted later does not get the
+// configured one back (its password may be known to people it should
+// no longer admit). A failed proposal is tried again at the next
 // commit; two nodes that both try (a primary change meanwhile) are
 // harmless, the second is refused as USER_ALREADY_EXISTS.
 func (c *controller) maybeBootstrap() {
-	if c.bootstrap == nil || c.bootstrapping || len(c.state.Users()) > 0 || c.r == nil || !c.r.IsPrimary() || c.n.metadataReady() != nil {
+	if c.bootstrap == nil || c.bootstrapping || c.state.UserGeneration() > 0 || c.r == nil || !c.r.IsPrimary() || c.n.metadataReady() != nil {
 		return
 	}
 	c.bootstrapping = true

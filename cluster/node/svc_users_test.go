@@ -112,4 +112,18 @@ func TestUsersLifecycleAndPermissions(t *testing.T) {
 	if u := waitUser(t, n.svc, "root", true); !u.Credential.Verify("rootpw") {
 		t.Fatal("a later start replaced the administrator's password")
 	}
+
+	// Every user deleted: a restart does not bring the configured
+	// administrator back (its password may be known to someone removed).
+	for _, name := range []string{"ops", "root"} {
+		if _, err := changeUser(n.svc, &service.UserChange{Op: metadata.OpDeleteUser, Name: name}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	n.stop(t)
+	n = runNode(t, dir, scramNode)
+	svcCreate(t, n.svc, "after", 1) // a commit: the bootstrap rule runs at each
+	if u, err := n.svc.User("root"); err != nil || u != nil {
+		t.Fatalf("the configured administrator came back: %+v %v", u, err)
+	}
 }
