@@ -207,6 +207,12 @@ type Security struct {
 	// window has passed.
 	LoginFailuresMax     int   `toml:"login_failures_max"`
 	LoginFailureWindowMs int64 `toml:"login_failure_window_ms"`
+	// TLSCertFile and TLSKeyFile, both or neither, make the HTTP API
+	// serve HTTPS (reread on SIGHUP); TLSCAFile is the CA the node
+	// trusts when it calls another node's HTTPS API ("": the system's).
+	TLSCertFile string `toml:"tls_cert_file"`
+	TLSKeyFile  string `toml:"tls_key_file"`
+	TLSCAFile   string `toml:"tls_ca_file"`
 }
 
 // Log configures the server's own log output.
@@ -491,6 +497,9 @@ func (c *Config) validateSecurity() error {
 		if err != nil {
 			return err
 		}
+	}
+	if (s.TLSCertFile == "") != (s.TLSKeyFile == "") {
+		return bad("security.tls_cert_file", "security.tls_cert_file and security.tls_key_file go together: set both, or neither")
 	}
 	switch s.Auth {
 	case AuthNone:

@@ -69,6 +69,7 @@ replication_addr = "127.0.0.1:6"
 		{"scram without an admin", "[security]\nauth = \"scram\"\n", "security.admin_user: auth = scram needs"},
 		{"scram without a token secret", "[security]\nauth = \"scram\"\nadmin_user = \"a\"\nadmin_password = \"p\"\n", "http.jwt_secret: auth = scram with an HTTP API"},
 		{"token ttl", "[security]\ntoken_ttl_ms = 5\n", "security.token_ttl_ms: 5 is outside"},
+		{"tls cert without key", "[security]\ntls_cert_file = \"c.pem\"\n", "security.tls_cert_file and security.tls_key_file go together"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

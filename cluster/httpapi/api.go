@@ -10,6 +10,7 @@ package httpapi
 import (
 	"bytes"
 	"context"
+	"crypto/tls"
 	"fmt"
 	"io"
 	"net"
@@ -71,6 +72,8 @@ type API struct {
 	users service.Users
 	// replays refuses a forwarding proof used twice.
 	replays forward.Replays
+	// scheme is how this node calls the others ("https" with TLS).
+	scheme string
 	// stats are this node's traffic figures (nil: all 0).
 	stats func() Stats
 }
@@ -103,6 +106,10 @@ type Config struct {
 	Auth *Auth
 	// Users serves the user routes (users.go); nil: no such routes.
 	Users service.Users
+	// TLS, when set, serves HTTPS (security.tls_cert_file), and
+	// ClientTLS is how this node calls the others then (every node of a
+	// cluster serves HTTPS or none does).
+	TLS, ClientTLS *tls.Config
 }
 
 // New builds the router and the server on ln; Serve runs it.
@@ -137,12 +144,23 @@ func New(cfg Config, ln net.Listener) *API {
 	h.registerUsers()
 	// Everything else: ServeMux would answer 404 and 405 in plain text.
 	h.mux.HandleFunc("/", h.notRouted)
-	h.srv = &http.Server{Handler: h.authenticated(h.mux), ReadHeaderTimeout: httpReadHeaderTimeout, IdleTimeout: httpIdleTimeout}
+	h.scheme = "http"
+	if cfg.TLS != nil {
+		h.scheme = "https"
+		h.client.Transport = &http.Transport{TLSClientConfig: cfg.ClientTLS}
+	}
+	h.srv = &http.Server{Handler: h.authenticated(h.mux), TLSConfig: cfg.TLS, ReadHeaderTimeout: httpReadHeaderTimeout, IdleTimeout: httpIdleTimeout}
 	return h
 }
 
 // Serve serves requests on the listener until Stop; it returns at once.
-func (h *API) Serve() { go h.srv.Serve(h.ln) }
+func (h *API) Serve() {
+	if h.srv.TLSConfig != nil {
+		go h.srv.ServeTLS(h.ln, "", "")
+		return
+	}
+	go h.srv.Serve(h.ln)
+}
 
 // Addr is the address the API's listener bound.
 func (h *API) Addr() string { return h.ln.Addr().String() }
@@ -244,7 +262,7 @@ func (h *API) forward(w http.ResponseWriter, r *http.Request, body []byte, targe
 		h.fail(w, err)
 		return
 	}
-	req, err := http.NewRequestWithContext(r.Context(), r.Method, "http://"+addr+r.URL.RequestURI(), bytes.NewReader(body))
+	req, err := http.NewRequestWithContext(r.Context(), r.Method, h.scheme+"://"+addr+r.URL.RequestURI(), bytes.NewReader(body))
 	if err != nil {
 		h.fail(w, err)
 		return

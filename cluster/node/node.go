@@ -6,6 +6,7 @@ package node
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -99,6 +100,9 @@ type Node struct {
 	// logins limits failed logins per address on every listener
 	// (security.go).
 	logins *security.Limiter
+	// certs and clientTLS are the HTTP API's TLS (nil: plain HTTP).
+	certs     *security.CertStore
+	clientTLS *tls.Config
 }
 
 // New validates cfg and prepares a node; Start runs it.
@@ -113,6 +117,9 @@ func New(cfg config.Config, logger *slog.Logger) (*Node, error) {
 		self: raftlite.NodeID(cfg.Node.ID), roster: cfg.Roster(), lockFd: -1}
 	n.setClock(clock.Real())
 	n.logins = newLoginLimiter(cfg.Security)
+	if err := n.loadTLS(); err != nil {
+		return nil, err
+	}
 	lim := raftlite.DefaultLimits()
 	lim.ElectionTicks = int32(cfg.Cluster.ElectionTimeoutMs / cfg.Cluster.HeartbeatIntervalMs)
 	lim.HeartbeatTicks = 1

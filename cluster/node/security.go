@@ -1,6 +1,7 @@
 package node
 
 import (
+	"crypto/tls"
 	"net"
 	"time"
 
@@ -71,4 +72,44 @@ func loopback(addr string) bool {
 	}
 	ip := net.ParseIP(host)
 	return ip != nil && ip.IsLoopback()
+}
+
+// loadTLS reads the HTTP API's certificate (security.tls_cert_file).
+func (n *Node) loadTLS() error {
+	s := n.cfg.Security
+	if s.TLSCertFile == "" {
+		return nil
+	}
+	certs, err := security.LoadCertStore(s.TLSCertFile, s.TLSKeyFile)
+	if err != nil {
+		return err
+	}
+	client, err := security.ClientConfig(s.TLSCAFile)
+	if err != nil {
+		return err
+	}
+	n.certs, n.clientTLS = certs, client
+	return nil
+}
+
+// serverTLS is the HTTP API's TLS configuration (nil: plain HTTP).
+func (n *Node) serverTLS() *tls.Config {
+	if n.certs == nil {
+		return nil
+	}
+	return n.certs.ServerConfig()
+}
+
+// ReloadTLS reads the certificate and key files again (on SIGHUP): new
+// connections get the new certificate; on an error the old one stays.
+func (n *Node) ReloadTLS() error {
+	if n.certs == nil {
+		return nil
+	}
+	if err := n.certs.Reload(); err != nil {
+		n.log.Error("security: TLS certificate not reloaded; the previous one is still served", "err", err)
+		return err
+	}
+	n.log.Info("security: TLS certificate reloaded", "cert_file", n.cfg.Security.TLSCertFile)
+	return nil
 }

@@ -30,7 +30,7 @@ func init() { commands = append(commands, newUserCmd) }
 
 func newUserCmd() *cobra.Command {
 	cmd := &cobra.Command{Use: "user", Short: "create, list and delete users; set passwords; grant and revoke permissions (over --http)", RunE: groupRun}
-	cmd.PersistentFlags().String("http", "", "a node's HTTP address HOST:PORT (default $"+envHTTP+" or "+defaultHTTP+")")
+	cmd.PersistentFlags().String("http", "", "a node's HTTP address HOST:PORT, or https://HOST:PORT for a node with TLS (default $"+envHTTP+" or "+defaultHTTP+")")
 	cmd.AddCommand(newUserCreateCmd(), newUserListCmd(), newUserDeleteCmd(), newUserPasswdCmd(),
 		newUserRuleCmd("grant", "allow (or with --deny, deny) an operation"), newUserRuleCmd("revoke", "remove a rule granted before"))
 	return cmd
@@ -82,7 +82,11 @@ func userAPI(ctx context.Context, cmd *cobra.Command, a *app) (*httpAPI, error) 
 	if addr == "" {
 		addr = defaultHTTP
 	}
-	h := &httpAPI{base: "http://" + addr, c: &http.Client{Timeout: a.timeout}}
+	base := addr
+	if !strings.HasPrefix(base, "http://") && !strings.HasPrefix(base, "https://") {
+		base = "http://" + base
+	}
+	h := &httpAPI{base: strings.TrimSuffix(base, "/"), c: &http.Client{Timeout: a.timeout}}
 	if a.user == "" {
 		return h, nil
 	}
