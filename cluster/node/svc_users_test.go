@@ -18,7 +18,7 @@ func scramNode(c *config.Config) {
 
 // waitUser waits for user name to be in (or, with want false, out of)
 // the node's published metadata.
-func waitUser(t *testing.T, s service.Users, name string, want bool) *metadata.User {
+func waitUser(t testing.TB, s service.Users, name string, want bool) *metadata.User {
 	t.Helper()
 	deadline := time.Now().Add(10 * time.Second)
 	for {

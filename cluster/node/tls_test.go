@@ -21,7 +21,7 @@ import (
 
 // writeCert writes a self-signed certificate for 127.0.0.1 with serial
 // and its key to dir, and returns the certificate.
-func writeCert(t *testing.T, dir string, serial int64) *x509.Certificate {
+func writeCert(t testing.TB, dir string, serial int64) *x509.Certificate {
 	t.Helper()
 	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	if err != nil {
