@@ -222,7 +222,7 @@ func (h *API) remoteStats(ctx context.Context, b service.Broker) statsAnswer {
 	}
 	ctx, cancel := context.WithTimeout(ctx, statsGatherTimeout)
 	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, h.scheme+"://"+b.HTTPAddr+"/v1/stats", nil)
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, h.schemeOf()+"://"+b.HTTPAddr+"/v1/stats", nil)
 	if err != nil {
 		return failed(err.Error())
 	}

@@ -262,7 +262,7 @@ func (h *API) forward(w http.ResponseWriter, r *http.Request, body []byte, targe
 		h.fail(w, err)
 		return
 	}
-	req, err := http.NewRequestWithContext(r.Context(), r.Method, h.scheme+"://"+addr+r.URL.RequestURI(), bytes.NewReader(body))
+	req, err := http.NewRequestWithContext(r.Context(), r.Method, h.schemeOf()+"://"+addr+r.URL.RequestURI(), bytes.NewReader(body))
 	if err != nil {
 		h.fail(w, err)
 		return
@@ -305,4 +305,13 @@ func await[R any](call func(done func(R, error))) (R, error) {
 	call(func(v R, err error) { out <- answer{v, err} })
 	a := <-out
 	return a.v, a.err
+}
+
+// schemeOf is how this node calls the others: "https" with TLS, else
+// "http" (also for an API built without New, as tests do).
+func (h *API) schemeOf() string {
+	if h.scheme == "" {
+		return "http"
+	}
+	return h.scheme
 }

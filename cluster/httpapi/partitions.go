@@ -278,7 +278,7 @@ func (h *API) localLogs(ctx context.Context, names []partitionName) []*partition
 // remoteLogs asks the node at addr for the log figures of names.
 func (h *API) remoteLogs(ctx context.Context, addr string, names []partitionName) []*partitionLog {
 	body, _ := json.Marshal(partitionsLogBody{Partitions: names})
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, h.scheme+"://"+addr+"/v1/partitions/log", bytes.NewReader(body))
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, h.schemeOf()+"://"+addr+"/v1/partitions/log", bytes.NewReader(body))
 	if err != nil {
 		return nil
 	}
