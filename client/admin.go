@@ -148,8 +148,16 @@ func (c *Client) MovePrimary(ctx context.Context, topic string, partition, to in
 // even out primaries per node (at most movesMax, 0 = no limit) and, unless
 // dryRun, to start them (one at a time, in the background).
 func (c *Client) Rebalance(ctx context.Context, dryRun bool, movesMax uint32) (*wire.RebalanceResponse, error) {
+	return c.RebalanceRequest(ctx, &wire.RebalanceRequest{DryRun: dryRun, MovesMax: movesMax})
+}
+
+// RebalanceRequest is Rebalance with every field of the request, such as
+// Preferred (only moves back to preferred primaries; a server that does
+// not speak Rebalance v1 ignores it and plans as Rebalance does).
+func (c *Client) RebalanceRequest(ctx context.Context, req *wire.RebalanceRequest) (*wire.RebalanceResponse, error) {
+	dryRun := req.DryRun
 	var resp wire.RebalanceResponse
-	if err := c.doAdmin(ctx, metadataPrimary, &wire.RebalanceRequest{DryRun: dryRun, MovesMax: movesMax}, &resp, dryRun); err != nil {
+	if err := c.doAdmin(ctx, metadataPrimary, req, &resp, dryRun); err != nil {
 		return nil, err
 	}
 	if resp.Started {

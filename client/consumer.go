@@ -49,9 +49,14 @@ type fetcher struct {
 	topicID wire.TopicID
 
 	// position is the next offset Poll returns; hwm the last high watermark
-	// seen. Guarded by cs.mu.
-	position int64
-	hwm      int64
+	// seen; readReplica the follower fetched from instead of the primary
+	// (0: none; consumer_follow.go). Guarded by cs.mu.
+	position    int64
+	hwm         int64
+	readReplica int32
+	// replicaFailedAt is when the last read replica failed; owned by the
+	// fetch goroutine.
+	replicaFailedAt time.Time
 }
 
 // fetchResult is one fetch's records, or an error, for one partition.
@@ -346,30 +351,38 @@ func (f *fetcher) run(pos int64) {
 			return
 		}
 		req = wire.FetchRequest{FetchOffset: pos, MaxBytes: uint32(maxBytes), MinBytes: uint32(cfg.FetchMinBytes),
-			MaxWaitMs: uint32(cfg.FetchMaxWait.Milliseconds())}
+			MaxWaitMs: uint32(cfg.FetchMaxWait.Milliseconds()), Rack: f.rack()}
 		var resp wire.FetchResponse
-		build := func(ref wire.PartitionRef) wire.Request { req.PartitionRef = ref; return &req }
-		err := f.cs.c.doPartition(f.ctx, f.topic, f.partition, build, &resp, partitionOpts{ownFrame: true, topicID: f.topicID})
-		if f.ctx.Err() != nil {
-			return
-		}
-		if err != nil {
-			next, rerr := f.recoverFrom(err, pos)
-			if rerr == nil {
-				// Out of range (reset silently, as OutOfRange says) or a
-				// recreated topic (reported: the history read has ended).
-				if errors.Is(err, ErrTopicRecreated) {
-					f.cs.push(&fetchResult{f: f, err: err, next: next})
-				} else {
-					f.release()
+		if id := f.readReplicaOf(); id > 0 {
+			if err := f.fetchFromReplica(id, &req, &resp); err != nil {
+				if f.ctx.Err() != nil {
+					return
 				}
-				pos = next
+				// Back to the primary at once, whatever the follower
+				// said (consumer_follow.go), by its hint when it gave one.
+				f.replicaFailed(err)
+				f.setReadReplica(0)
+				f.replicaFailedAt = time.Now()
+				f.release()
 				continue
 			}
-			f.cs.push(&fetchResult{f: f, err: err, next: pos})
-			failures++
-			sleepCtx(f.ctx, backoff(f.cs.c.cfg.RetryBackoffMin, f.cs.c.cfg.RetryBackoffMax, failures))
-			continue
+		} else {
+			build := func(ref wire.PartitionRef) wire.Request { req.PartitionRef = ref; return &req }
+			err := f.cs.c.doPartition(f.ctx, f.topic, f.partition, build, &resp, partitionOpts{ownFrame: true, topicID: f.topicID})
+			if f.ctx.Err() != nil {
+				return
+			}
+			if err == nil && resp.PreferredReadReplica > 0 {
+				f.setReadReplica(resp.PreferredReadReplica)
+				f.release() // no records: the primary sent this partition to its rack's replica
+				continue
+			}
+			if err != nil {
+				if !f.handleErr(err, &pos, &failures) {
+					return
+				}
+				continue
+			}
 		}
 		failures = 0
 		recs, next, whole, derr := decodeRecords(&it, f.topic, f.partition, resp.Records, pos)
@@ -393,6 +406,28 @@ func (f *fetcher) run(pos int64) {
 		f.cs.push(&fetchResult{f: f, recs: recs, next: next, hwm: resp.HighWatermark})
 		pos = next
 	}
+}
+
+// handleErr handles a primary's fetch error: a reset position (out of
+// range, reset silently as OutOfRange says) or a recreated topic
+// (reported: the history read has ended) moves *pos; others are reported
+// and retried after a backoff. It reports false when the fetcher should
+// stop (its context ended).
+func (f *fetcher) handleErr(err error, pos *int64, failures *int) bool {
+	next, rerr := f.recoverFrom(err, *pos)
+	if rerr == nil {
+		if errors.Is(err, ErrTopicRecreated) {
+			f.cs.push(&fetchResult{f: f, err: err, next: next})
+		} else {
+			f.release()
+		}
+		*pos = next
+		return f.ctx.Err() == nil
+	}
+	f.cs.push(&fetchResult{f: f, err: err, next: *pos})
+	*failures++
+	sleepCtx(f.ctx, backoff(f.cs.c.cfg.RetryBackoffMin, f.cs.c.cfg.RetryBackoffMax, *failures))
+	return f.ctx.Err() == nil
 }
 
 // recoverFrom handles a fetch error: a position out of range or a

@@ -3,6 +3,8 @@ package client
 import (
 	"fmt"
 	"time"
+
+	"github.com/corestream/corestream/netio/wire"
 )
 
 // ConsumerConfig configures a Consumer. The zero value of every field
@@ -32,6 +34,12 @@ type ConsumerConfig struct {
 	// outside the log (deleted by retention, or beyond the end):
 	// StartEarliest (the default) or StartLatest.
 	OutOfRange Start
+	// Rack is the consumer's rack, matched against the nodes' node.rack:
+	// with one, each partition is read from an in-sync replica in this
+	// rack when the primary names one (follower reads, Kafka's
+	// client.rack), and from the primary otherwise. Empty (the default):
+	// always from the primary. At most 255 bytes.
+	Rack string
 }
 
 // Defaults of ConsumerConfig.
@@ -49,6 +57,9 @@ func (c ConsumerConfig) withDefaults() (ConsumerConfig, error) {
 	setDur(&c.FetchMaxWait, defaultFetchMaxWait)
 	setInt(&c.PrefetchMax, defaultPrefetchMax)
 	setInt(&c.PollRecordsMax, defaultPollRecordsMax)
+	if len(c.Rack) > wire.RackBytesMax {
+		return c, fmt.Errorf("client: consumer Rack is %d bytes, at most %d", len(c.Rack), wire.RackBytesMax)
+	}
 	switch c.OutOfRange.kind {
 	case startUnset:
 		c.OutOfRange = StartEarliest

@@ -17,6 +17,21 @@
 //     to its preferred primary, then from the most loaded node to the
 //     least loaded, then the lowest partition key (deterministic).
 //
+// Preferred primaries (Kafka's preferred leader election): with
+// View.PreferredCheck, a node that leads fewer of the partitions it is the
+// preferred primary of (the first of their replica list) than it should
+// gets them back first. Its share of those partitions led by another node
+// (led elsewhere, or by none) is its preferred imbalance; when that share
+// exceeds PreferredImbalancePercent (Kafka's
+// leader.imbalance.per.broker.percentage), Next moves one of them back to
+// it, provided it is alive and in sync, the current primary is alive, and
+// the partition is not muted. The node with the largest share goes first,
+// then the lowest key. Only when no such move is due does Next even out
+// counts as above, and with the check on it never takes a partition away
+// from its preferred primary to do so (the two rules would undo each
+// other's moves). While preferred replicas are down, their partitions
+// are led elsewhere and the counts are evened among the living as before.
+//
 // A metadata-primary change needs no hand-off: the View is built from the
 // partitions' current primaries, so a move finished under the old
 // metadata primary is simply seen as done, and the mute period (carried in
@@ -65,6 +80,16 @@ type View struct {
 	ImbalancePercent int
 	// MuteMs is how long a moved partition is left alone.
 	MuteMs int64
+	// PreferredCheck turns on the preferred-primary rule (see the package
+	// doc) with PreferredImbalancePercent, 0..100, as the share of a
+	// node's preferred partitions that may be led elsewhere.
+	PreferredCheck            bool
+	PreferredImbalancePercent int
+	// PreferredOnly makes Next return only moves back to preferred
+	// primaries, muted partitions included (`cluster rebalance
+	// --preferred`: an operator's explicit request, as Kafka's preferred
+	// leader election on demand).
+	PreferredOnly bool
 }
 
 // Move is one leadership transfer.
@@ -129,9 +154,95 @@ func Balanced(v *View) bool {
 	return true
 }
 
+// PreferredShare is one node's preferred imbalance: of the Preferred
+// partitions it is the preferred primary of, Away are led by another node
+// or by none.
+type PreferredShare struct {
+	Preferred, Away int
+}
+
+// Percent is Away as a share of Preferred (0 when it prefers none).
+func (s PreferredShare) Percent() float64 {
+	if s.Preferred == 0 {
+		return 0
+	}
+	return 100 * float64(s.Away) / float64(s.Preferred)
+}
+
+// PreferredShares returns every live node's preferred imbalance.
+func PreferredShares(v *View) map[NodeID]PreferredShare {
+	out := map[NodeID]PreferredShare{}
+	for _, n := range v.Nodes {
+		if n.Alive {
+			out[n.ID] = PreferredShare{}
+		}
+	}
+	for _, p := range v.Partitions {
+		if len(p.Replicas) == 0 {
+			continue
+		}
+		pref := p.Replicas[0]
+		s, live := out[pref]
+		if !live {
+			continue
+		}
+		s.Preferred++
+		if p.Primary != pref {
+			s.Away++
+		}
+		out[pref] = s
+	}
+	return out
+}
+
+// nextPreferred is the move the preferred-primary rule asks for, if any.
+func nextPreferred(v *View) (Move, bool) {
+	shares := PreferredShares(v)
+	live := Counts(v) // its keys are the live nodes
+	var best *Partition
+	var bestShare PreferredShare
+	for i := range v.Partitions {
+		p := &v.Partitions[i]
+		if len(p.Replicas) == 0 {
+			continue
+		}
+		pref := p.Replicas[0]
+		sh, prefLive := shares[pref]
+		_, fromLive := live[p.Primary]
+		if !prefLive || p.Primary == pref || p.Primary == 0 || !fromLive || !contains(p.InSync, pref) {
+			continue
+		}
+		if sh.Percent() <= float64(v.PreferredImbalancePercent) {
+			continue
+		}
+		if !v.PreferredOnly && p.LastMovedMs != 0 && v.NowMs-p.LastMovedMs < v.MuteMs {
+			continue // on demand, the operator's word overrides the mute
+		}
+		if best == nil || sh.Percent() > bestShare.Percent() ||
+			sh.Percent() == bestShare.Percent() && (pref < best.Replicas[0] || pref == best.Replicas[0] && p.Key < best.Key) {
+			best, bestShare = p, sh
+		}
+	}
+	if best == nil {
+		return Move{}, false
+	}
+	pref := best.Replicas[0]
+	return Move{Key: best.Key, From: best.Primary, To: pref,
+		Why: fmt.Sprintf("node %d is the preferred primary of %d partitions and leads %d (%.0f%% away, allowed %d%%); back to its preferred primary",
+			pref, bestShare.Preferred, bestShare.Preferred-bestShare.Away, bestShare.Percent(), v.PreferredImbalancePercent)}, true
+}
+
 // Next returns the next move, or ok=false when none is needed or possible.
 func Next(v *View) (m Move, ok bool) {
-	if v.MoveInFlight || Balanced(v) {
+	if v.MoveInFlight {
+		return Move{}, false
+	}
+	if v.PreferredCheck || v.PreferredOnly {
+		if m, ok := nextPreferred(v); ok || v.PreferredOnly {
+			return m, ok
+		}
+	}
+	if Balanced(v) {
 		return Move{}, false
 	}
 	lo, hi, ideal := Bounds(v)
@@ -152,6 +263,15 @@ func Next(v *View) (m Move, ok bool) {
 			continue
 		}
 		if p.LastMovedMs != 0 && v.NowMs-p.LastMovedMs < v.MuteMs {
+			continue
+		}
+		if v.PreferredCheck && len(p.Replicas) > 0 && from == p.Replicas[0] {
+			continue // the preferred-primary rule would move it back
+		}
+		if v.PreferredCheck && len(p.Replicas) > 0 && isLive(counts, p.Replicas[0]) && !contains(p.InSync, p.Replicas[0]) {
+			// Its preferred replica is back but still catching up: the
+			// preferred rule takes it there once it is in sync, and a move
+			// elsewhere now would be muted and hold that up for MuteMs.
 			continue
 		}
 		for _, to := range p.Replicas {
@@ -223,6 +343,11 @@ func Plan(v View, movesMax int) []Move {
 		out = append(out, m)
 	}
 	return out
+}
+
+func isLive(counts map[NodeID]int, n NodeID) bool {
+	_, ok := counts[n]
+	return ok
 }
 
 func contains(s []NodeID, n NodeID) bool {

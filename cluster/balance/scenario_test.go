@@ -20,6 +20,8 @@ var rewrite = flag.Bool("rewrite", false, "rewrite the golden transcripts in tes
 //
 //	nodes 1 2 3                      the roster, all alive
 //	imbalance PCT | mute MS | now MS
+//	preferred PCT|off                the preferred-primary rule at PCT, or off
+//	preferred-only on|off            only moves back to preferred primaries
 //	partition KEY replicas=1,2,3 primary=N [insync=1,2]   (insync defaults to replicas)
 //	kill N | revive N                node liveness
 //	fail N                           node N dies and its primaries move to the
@@ -125,6 +127,13 @@ func step(v *View, f []string) (string, error) {
 		v.ImbalancePercent = int(num(f[1]))
 	case "mute":
 		v.MuteMs = num(f[1])
+	case "preferred":
+		v.PreferredCheck = f[1] != "off"
+		if v.PreferredCheck {
+			v.PreferredImbalancePercent = int(num(f[1]))
+		}
+	case "preferred-only":
+		v.PreferredOnly = f[1] == "on"
 	case "now":
 		v.NowMs = num(f[1])
 	case "partition":

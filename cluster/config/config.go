@@ -74,6 +74,13 @@ type Node struct {
 	// Its default is Kafka's own port, so Kafka clients find a node
 	// where they would find a broker.
 	KafkaAddr string `toml:"kafka_addr"`
+	// Rack names the failure domain this node stands in (a rack, an
+	// availability zone); empty: none. Replicas of a partition are spread
+	// over racks (cluster/placement) and a consumer of the same rack reads
+	// from this node's replicas when they are in sync (follower reads).
+	// The roster's entry for this node must name the same rack, because
+	// the other nodes learn it there. At most RackBytesMax bytes.
+	Rack string `toml:"rack"`
 }
 
 // Shard configures the per-core runtime.
@@ -147,6 +154,15 @@ type Cluster struct {
 	LeaderImbalancePercent int `toml:"leader_imbalance_percent"`
 	// LeaderBalanceIntervalMs is how often the balancer looks.
 	LeaderBalanceIntervalMs int `toml:"leader_balance_interval_ms"`
+	// LeaderImbalancePercentage is the share of a node's primaries, in
+	// percent, that may lead away from their preferred replica (the first
+	// of the replica list) before the balancer moves them back (Kafka's
+	// leader.imbalance.per.broker.percentage; default 10).
+	LeaderImbalancePercentage int `toml:"leader_imbalance_percentage"`
+	// LeaderImbalanceCheckIntervalMs is how often the balancer checks the
+	// preferred primaries (Kafka's leader.imbalance.check.interval.seconds;
+	// default 30 s).
+	LeaderImbalanceCheckIntervalMs int `toml:"leader_imbalance_check_interval_ms"`
 	// ReplicaLagTimeMaxMs is how long a follower may go without catching
 	// up to the primary's log end and still count as in sync (Kafka's
 	// replica.lag.time.max.ms).
@@ -174,6 +190,8 @@ type RosterNode struct {
 	// the node serves no Kafka clients (they are then told of no broker
 	// for it).
 	KafkaAddr string `toml:"kafka_addr"`
+	// Rack is the node's node.rack (empty: none).
+	Rack string `toml:"rack"`
 }
 
 // HTTP configures the HTTP API.
@@ -282,8 +300,8 @@ func Default() Config {
 			WritebackBytes: WritebackBytesDefault, RetentionCheckIntervalMs: 60_000},
 		Cluster: Cluster{DefaultReplicationFactor: All, HeartbeatIntervalMs: 100, ElectionTimeoutMs: 1000,
 			AutoLeaderRebalance: true, LeaderImbalancePercent: 10, LeaderBalanceIntervalMs: 30000,
-			ReplicaLagTimeMaxMs: 30000,
-			Coordinator:         Coordinator{ReplicaConnectionsPerPeer: 1}},
+			ReplicaLagTimeMaxMs: 30000, LeaderImbalancePercentage: 10, LeaderImbalanceCheckIntervalMs: 30000,
+			Coordinator: Coordinator{ReplicaConnectionsPerPeer: 1}},
 		Log:      Log{Level: "info"},
 		Security: Security{Auth: AuthNone, TokenTTLMs: 3600 * 1000, LoginFailuresMax: 10, LoginFailureWindowMs: 60 * 1000},
 	}
@@ -339,7 +357,7 @@ func (c *Config) Roster() []RosterNode {
 		return c.Cluster.Nodes
 	}
 	return []RosterNode{{ID: c.Node.ID, ClientAddr: c.Node.ClientAddr,
-		ReplicationAddr: c.Node.ReplicationAddr, HTTPAddr: c.Node.HTTPAddr, KafkaAddr: c.Node.KafkaAddr}}
+		ReplicationAddr: c.Node.ReplicationAddr, HTTPAddr: c.Node.HTTPAddr, KafkaAddr: c.Node.KafkaAddr, Rack: c.Node.Rack}}
 }
 
 func bad(key, format string, args ...any) error {
@@ -360,6 +378,23 @@ func retransmitMax(key string, ms int) error {
 		return nil
 	}
 	return inRange(key, int64(ms), 1000, 120000)
+}
+
+// RackBytesMax bounds a rack name (the protocol's bound).
+const RackBytesMax = 255
+
+// rack checks a rack name: empty (none), or 1..RackBytesMax bytes of
+// printable ASCII without spaces, so that it shows in a table and a flag.
+func rack(key, v string) error {
+	if len(v) > RackBytesMax {
+		return bad(key, "%d bytes, at most %d", len(v), RackBytesMax)
+	}
+	for i := 0; i < len(v); i++ {
+		if v[i] <= ' ' || v[i] > '~' {
+			return bad(key, "%q has a character outside printable ASCII or a space at byte %d", v, i)
+		}
+	}
+	return nil
 }
 
 func addr(key, v string, optional bool) error {
@@ -402,6 +437,9 @@ func (c *Config) Validate() error {
 		inRange("cluster.leader_imbalance_percent", int64(c.Cluster.LeaderImbalancePercent), 0, 100),
 		inRange("cluster.leader_balance_interval_ms", int64(c.Cluster.LeaderBalanceIntervalMs), 100, 24*3600*1000),
 		inRange("cluster.replica_lag_time_max_ms", int64(c.Cluster.ReplicaLagTimeMaxMs), 100, 3600*1000),
+		inRange("cluster.leader_imbalance_percentage", int64(c.Cluster.LeaderImbalancePercentage), 0, 100),
+		inRange("cluster.leader_imbalance_check_interval_ms", int64(c.Cluster.LeaderImbalanceCheckIntervalMs), 100, 24*3600*1000),
+		rack("node.rack", c.Node.Rack),
 		inRange("cluster.coordinator.replica_connections_per_peer", int64(c.Cluster.Coordinator.ReplicaConnectionsPerPeer), 1, ReplicaConnectionsPerPeerMax),
 	}
 	for _, err := range checks {
@@ -463,6 +501,15 @@ func (c *Config) validateRoster() error {
 		}
 		ids[n.ID] = true
 		self = self || n.ID == c.Node.ID
+		if err := rack(key+".rack", n.Rack); err != nil {
+			return err
+		}
+		if n.ID == c.Node.ID && n.Rack != c.Node.Rack {
+			// The other nodes know this one's rack only from the roster:
+			// a node.rack they do not share would place replicas and
+			// pick read replicas by a rack only this node believes.
+			return bad(key+".rack", "%q differs from node.rack %q; set both to this node's rack", n.Rack, c.Node.Rack)
+		}
 		for _, a := range []struct{ k, v string }{{"client_addr", n.ClientAddr}, {"replication_addr", n.ReplicationAddr}, {"http_addr", n.HTTPAddr},
 			{"kafka_addr", n.KafkaAddr}} {
 			if err := addr(key+"."+a.k, a.v, a.k == "http_addr" || a.k == "kafka_addr"); err != nil {

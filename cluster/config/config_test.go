@@ -23,6 +23,20 @@ func TestDefaultsValidate(t *testing.T) {
 	}
 }
 
+func TestRacksReachTheRoster(t *testing.T) {
+	c, err := Parse("[node]\nrack = \"eu-1a\"\n")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := c.Roster()[0].Rack; got != "eu-1a" {
+		t.Fatalf("single-node roster rack = %q, want eu-1a", got)
+	}
+	d := Default()
+	if d.Cluster.LeaderImbalancePercentage != 10 || d.Cluster.LeaderImbalanceCheckIntervalMs != 30000 {
+		t.Fatalf("imbalance defaults = %d%%, %d ms; want 10%%, 30000 ms", d.Cluster.LeaderImbalancePercentage, d.Cluster.LeaderImbalanceCheckIntervalMs)
+	}
+}
+
 func TestParseErrorsNameTheKey(t *testing.T) {
 	roster3 := `
 [node]
@@ -64,6 +78,13 @@ replication_addr = "127.0.0.1:6"
 		{"frame vs batch", "[storage]\nmax_batch_bytes = 16777216\n[network]\nmax_frame_bytes = 1048576\n", "storage.max_batch_bytes"},
 		{"retransmit cap under the kernel's least", "[network]\ntcp_retransmit_max_ms = 500\n", "network.tcp_retransmit_max_ms: 500 is outside 1000..120000"},
 		{"lag window too short", "[cluster]\nreplica_lag_time_max_ms = 10\n", "cluster.replica_lag_time_max_ms: 10 is outside 100..3600000"},
+		{"imbalance percentage over 100", "[cluster]\nleader_imbalance_percentage = 101\n", "cluster.leader_imbalance_percentage: 101 is outside 0..100"},
+		{"imbalance check too often", "[cluster]\nleader_imbalance_check_interval_ms = 5\n", "cluster.leader_imbalance_check_interval_ms: 5 is outside 100..86400000"},
+		{"rack with a space", "[node]\nrack = \"rack a\"\n", "node.rack: \"rack a\" has a character"},
+		{"rack too long", "[node]\nrack = \"" + strings.Repeat("r", 256) + "\"\n", "node.rack: 256 bytes, at most 255"},
+		{"roster rack differs from node.rack", strings.Replace(strings.Replace(roster3, "[node]\nid = 1", "[node]\nid = 1\nrack = \"a\"", 1),
+			"replication_addr = \"127.0.0.1:2\"", "replication_addr = \"127.0.0.1:2\"\nrack = \"b\"", 1), "cluster.nodes[0].rack: \"b\" differs from node.rack \"a\""},
+		{"roster without this node's rack", strings.Replace(roster3, "[node]\nid = 1", "[node]\nid = 1\nrack = \"a\"", 1), "cluster.nodes[0].rack: \"\" differs from node.rack \"a\""},
 		{"election vs heartbeat", "[cluster]\nheartbeat_interval_ms = 500\nelection_timeout_ms = 1000\n", "cluster.election_timeout_ms"},
 		{"unknown auth", "[security]\nauth = \"ldap\"\n", "security.auth: \"ldap\" is not one of none, scram"},
 		{"scram without an admin", "[security]\nauth = \"scram\"\n", "security.admin_user: auth = scram needs"},

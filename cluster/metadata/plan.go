@@ -14,6 +14,9 @@ type CreateRequest struct {
 	// ReplicationFactor 0 means the cluster default.
 	ReplicationFactor int
 	Config            TopicConfig
+	// Racks is each roster node's rack (node.rack; missing: none), over
+	// which the placement spreads every partition's replicas.
+	Racks map[NodeID]string
 }
 
 // PlanCreateTopic validates req against the state and the roster and
@@ -43,7 +46,7 @@ func (s *State) PlanCreateTopic(req CreateRequest, roster, eligible []NodeID, de
 	if req.Config.RetentionMs < -1 || req.Config.RetentionBytes < -1 {
 		return Command{}, fmt.Errorf("%w: retention must be -1 (unlimited), 0 (node default) or positive", ErrInvalidConfig)
 	}
-	reps, err := placement.Place(eligible, s.Load(), req.Partitions, rf)
+	reps, err := placement.PlaceRacks(eligible, req.Racks, s.Load(), req.Partitions, rf)
 	if err != nil {
 		return Command{}, fmt.Errorf("%w: %v (live nodes: %d)", ErrInvalidReplication, err, len(eligible))
 	}
@@ -53,8 +56,9 @@ func (s *State) PlanCreateTopic(req CreateRequest, roster, eligible []NodeID, de
 }
 
 // PlanAddPartitions returns the command that grows name to total
-// partitions, keeping its replication factor.
-func (s *State) PlanAddPartitions(name string, id TopicID, total int, eligible []NodeID) (Command, error) {
+// partitions, keeping its replication factor, with the new replicas
+// spread over racks (each roster node's rack; missing: none).
+func (s *State) PlanAddPartitions(name string, id TopicID, total int, eligible []NodeID, racks map[NodeID]string) (Command, error) {
 	t, err := s.lookup(name, id)
 	if err != nil {
 		return Command{}, err
@@ -69,7 +73,7 @@ func (s *State) PlanAddPartitions(name string, id TopicID, total int, eligible [
 		return Command{}, fmt.Errorf("%w: %s has %d partitions; the new total %d must be larger and at most %d",
 			ErrInvalidPartitions, name, len(t.Replicas), total, PartitionsPerTopicMax)
 	}
-	reps, err := placement.Place(eligible, s.Load(), total-len(t.Replicas), t.ReplicationFactor)
+	reps, err := placement.PlaceRacks(eligible, racks, s.Load(), total-len(t.Replicas), t.ReplicationFactor)
 	if err != nil {
 		return Command{}, fmt.Errorf("%w: %v", ErrInvalidReplication, err)
 	}

@@ -81,7 +81,7 @@ func (h *Handler) admin(c *netio.Conn, hdr wire.RequestHeader, body []byte) {
 			answer(&wire.MovePrimaryResponse{PrimaryID: res.PrimaryID, Generation: res.Generation}, err)
 		})
 	case *wire.RebalanceRequest:
-		h.svcOf(c).Rebalance(from, &service.RebalanceRequest{DryRun: req.DryRun, MovesMax: req.MovesMax}, func(res service.RebalanceResult, err error) {
+		h.svcOf(c).Rebalance(from, &service.RebalanceRequest{DryRun: req.DryRun, MovesMax: req.MovesMax, Preferred: req.Preferred}, func(res service.RebalanceResult, err error) {
 			resp := &wire.RebalanceResponse{Started: res.Started}
 			for _, m := range res.Moves {
 				resp.Moves = append(resp.Moves, wire.PrimaryMove{Topic: m.Topic, TopicID: wire.TopicID(m.TopicID),

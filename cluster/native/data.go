@@ -41,7 +41,7 @@ func (h *Handler) fetch(c *netio.Conn, hdr wire.RequestHeader, body []byte) {
 		return
 	}
 	sreq := service.FetchRequest{PartitionRef: serviceRef(&req.PartitionRef), Offset: req.FetchOffset,
-		MaxBytes: req.MaxBytes, MinBytes: req.MinBytes, MaxWait: msDuration(req.MaxWaitMs)}
+		MaxBytes: req.MaxBytes, MinBytes: req.MinBytes, MaxWait: msDuration(req.MaxWaitMs), Rack: req.Rack}
 	after := h.track(c, req.Topic, req.Partition)
 	h.svcOf(c).Fetch(c.Shard(), &sreq, func(res service.FetchResult, err error) {
 		if err != nil {
@@ -128,8 +128,12 @@ func (h *Handler) maybeMigrate(c *netio.Conn, st *connState) {
 // released once the bytes are handed to the kernel (or the connection
 // closes).
 func fetchResponse(hdr wire.RequestHeader, res *service.FetchResult) netio.Response {
-	head := wire.AppendFetchResponseHeader(make([]byte, 0, wire.FetchResponseHeaderBytes), hdr.CorrelationID, hdr.APIVersion,
-		res.HighWatermark, res.LogStartOffset, int(res.Records.Bytes))
+	preferred := res.PreferredReadReplica
+	if preferred <= 0 {
+		preferred = wire.NodeNone // node ids start at 1: 0 is a result that named none
+	}
+	head := wire.AppendFetchResponseHeader(make([]byte, 0, wire.FetchResponseHeaderBytesMax), hdr.CorrelationID, hdr.APIVersion,
+		res.HighWatermark, res.LogStartOffset, preferred, int(res.Records.Bytes))
 	recs := res.Records
 	files := make([]netio.FileRange, 0, len(recs.Spans))
 	for _, sp := range recs.Spans {

@@ -24,7 +24,7 @@ func (h *Handler) metadata(c *netio.Conn, hdr wire.RequestHeader, body []byte) {
 	resp := &wire.MetadataResponse{MetadataPrimaryID: res.MetadataPrimaryID, MetadataGeneration: res.MetadataGeneration,
 		Nodes: make([]wire.Node, 0, len(res.Brokers))}
 	for _, b := range res.Brokers {
-		resp.Nodes = append(resp.Nodes, wire.Node{ID: b.ID, ClientAddr: b.ClientAddr, HTTPAddr: b.HTTPAddr, Alive: b.Alive})
+		resp.Nodes = append(resp.Nodes, wire.Node{ID: b.ID, ClientAddr: b.ClientAddr, HTTPAddr: b.HTTPAddr, Alive: b.Alive, Rack: b.Rack})
 	}
 	for i := range res.Topics {
 		resp.Topics = append(resp.Topics, wireTopic(&res.Topics[i]))

@@ -79,6 +79,16 @@ func (c *controller) rosterIDs() (roster, eligible []metadata.NodeID) {
 	return roster, eligible
 }
 
+// rosterRacks is each roster node's rack (node.rack), over which
+// placement spreads a partition's replicas.
+func (c *controller) rosterRacks() map[metadata.NodeID]string {
+	racks := map[metadata.NodeID]string{}
+	for _, m := range c.n.roster {
+		racks[metadata.NodeID(m.ID)] = m.Rack
+	}
+	return racks
+}
+
 func topicConfig(entries []service.Config) (metadata.TopicConfig, error) {
 	var tc metadata.TopicConfig
 	for _, e := range entries {
@@ -118,7 +128,7 @@ func (c *controller) createTopic(req *service.CreateTopicRequest, done func(serv
 	roster, eligible := c.rosterIDs()
 	defRF := c.n.cfg.Cluster.DefaultReplicationFactor.Resolve(len(roster))
 	cmd, err := c.state.PlanCreateTopic(metadata.CreateRequest{Name: req.Name, Partitions: int(req.Partitions),
-		ReplicationFactor: int(req.ReplicationFactor), Config: tc}, roster, eligible, defRF, time.Now().UnixMilli())
+		ReplicationFactor: int(req.ReplicationFactor), Config: tc, Racks: c.rosterRacks()}, roster, eligible, defRF, time.Now().UnixMilli())
 	if err != nil {
 		fail(metaKindErr(err))
 		return
@@ -223,7 +233,7 @@ func (c *controller) addPartitions(req *service.AddPartitionsRequest, done func(
 	if t := c.state.Topic(req.Name); t != nil {
 		before = t.Partitions()
 	}
-	cmd, err := c.state.PlanAddPartitions(req.Name, req.ID, int(req.Partitions), eligible)
+	cmd, err := c.state.PlanAddPartitions(req.Name, req.ID, int(req.Partitions), eligible, c.rosterRacks())
 	if err != nil {
 		done(0, metaKindErr(err))
 		return

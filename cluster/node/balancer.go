@@ -79,12 +79,16 @@ type balancerDeps struct {
 	// stats and rebalancing are what the metrics and ClusterStatus show.
 	stats       *BalanceStats
 	rebalancing *atomic.Bool
-	// every is cluster.leader_balance_interval_ms; auto is
+	// every is the smaller of cluster.leader_balance_interval_ms and
+	// cluster.leader_imbalance_check_interval_ms; auto is
 	// cluster.auto_leader_rebalance; imbalancePercent is
-	// cluster.leader_imbalance_percent; moveTimeout bounds one move.
+	// cluster.leader_imbalance_percent (counts), preferredPercent
+	// cluster.leader_imbalance_percentage (preferred primaries);
+	// moveTimeout bounds one move.
 	every            time.Duration
 	auto             bool
 	imbalancePercent int
+	preferredPercent int
 	moveTimeout      time.Duration
 }
 
@@ -95,6 +99,9 @@ type balancer struct {
 	// manual keeps moving until balanced after a Rebalance request, even
 	// with auto_leader_rebalance off.
 	manual bool
+	// preferredOnly: the manual rebalance asked only for preferred
+	// primaries back (rebalance --preferred).
+	preferredOnly bool
 	// stopped ends the loop (the node stops).
 	stopped func() bool
 }
@@ -133,9 +140,10 @@ func (c *controller) startBalancer() {
 			c.propose(cmd, adminTimeoutDefault, func(metadata.Result, error) {})
 		},
 		stats: &n.balanceStats, rebalancing: &n.rebalancing,
-		every:            time.Duration(n.cfg.Cluster.LeaderBalanceIntervalMs) * time.Millisecond,
+		every:            time.Duration(min(n.cfg.Cluster.LeaderBalanceIntervalMs, n.cfg.Cluster.LeaderImbalanceCheckIntervalMs)) * time.Millisecond,
 		auto:             n.cfg.Cluster.AutoLeaderRebalance,
 		imbalancePercent: n.cfg.Cluster.LeaderImbalancePercent,
+		preferredPercent: n.cfg.Cluster.LeaderImbalancePercentage,
 		moveTimeout:      n.moveTimeout(),
 	}, n.stopped.Load)
 }
@@ -152,7 +160,11 @@ func rosterIDs(roster []config.RosterNode) []int32 {
 func (b *balancer) view() *balance.View {
 	d := &b.d
 	v := &balance.View{MoveInFlight: b.inFlight != nil, NowMs: d.clock.Now().UnixMilli(),
-		ImbalancePercent: d.imbalancePercent, MuteMs: balanceMuteMs}
+		ImbalancePercent: d.imbalancePercent, MuteMs: balanceMuteMs,
+		PreferredCheck: true, PreferredImbalancePercent: d.preferredPercent, PreferredOnly: b.preferredOnly}
+	if b.preferredOnly {
+		v.PreferredImbalancePercent = 0 // on demand: every partition led away goes back
+	}
 	for _, id := range d.roster {
 		v.Nodes = append(v.Nodes, balance.Node{ID: id, Alive: d.alive(id)})
 	}
@@ -179,7 +191,7 @@ func (b *balancer) step() {
 	}
 	m, ok := balance.Next(b.view())
 	if !ok {
-		b.manual = false
+		b.manual, b.preferredOnly = false, false
 		b.d.rebalancing.Store(false)
 		return
 	}
@@ -302,7 +314,12 @@ func (c *controller) rebalance(req *wire.RebalanceRequest, done func(any)) {
 	if movesMax == 0 {
 		movesMax = wire.PartitionsPerTopicMax
 	}
-	plan := balance.Plan(*b.view(), movesMax)
+	v := b.view()
+	v.PreferredOnly, v.PreferredImbalancePercent = req.Preferred, b.d.preferredPercent
+	if req.Preferred {
+		v.PreferredImbalancePercent = 0 // on demand: every partition led away goes back
+	}
+	plan := balance.Plan(*v, movesMax)
 	resp := &wire.RebalanceResponse{}
 	for _, m := range plan {
 		t, p, err := b.partitionOf(m.Key)
@@ -312,7 +329,7 @@ func (c *controller) rebalance(req *wire.RebalanceRequest, done func(any)) {
 		resp.Moves = append(resp.Moves, wire.PrimaryMove{Topic: t.Name, TopicID: wire.TopicID(t.ID), Partition: p, FromNode: m.From, ToNode: m.To})
 	}
 	if !req.DryRun && len(plan) > 0 {
-		b.manual, resp.Started = true, true
+		b.manual, b.preferredOnly, resp.Started = true, req.Preferred, true
 		b.step()
 	}
 	done(resp)

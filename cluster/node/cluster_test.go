@@ -631,3 +631,93 @@ func TestClusterMetadataSnapshotInstall(t *testing.T) {
 		t.Fatal("node 3 caught up without a snapshot: the test did not compact past it")
 	}
 }
+
+// Preferred primaries come back after a node returns even where counts
+// alone would leave them: with cluster.leader_imbalance_percent at 100,
+// counts of 2/1/0 are within bounds, and only the preferred-primary rule
+// (cluster.leader_imbalance_percentage) moves node 3's partition back.
+func TestClusterPreferredPrimariesRestored(t *testing.T) {
+	tc := startCluster(t, 3, func(c *config.Config) {
+		c.Cluster.LeaderBalanceIntervalMs = 300
+		c.Cluster.LeaderImbalanceCheckIntervalMs = 300
+		c.Cluster.LeaderImbalancePercent = 100
+	})
+	ctx, cl := tc.dial(t, 120*time.Second)
+	createTopic(t, ctx, cl, client.TopicSpec{Name: "orders", Partitions: 3, ReplicationFactor: 3})
+	away := func() (n int, desc string) {
+		d, err := cl.DescribeTopic(ctx, "orders")
+		if err != nil {
+			return -1, err.Error()
+		}
+		for _, p := range d.Topic.Partitions {
+			if p.PrimaryID != p.PreferredPrimaryID {
+				n++
+			}
+			desc += fmt.Sprintf(" %d:%d(pref %d)", p.Partition, p.PrimaryID, p.PreferredPrimaryID)
+		}
+		return n, desc
+	}
+	home := func() bool { n, _ := away(); return n == 0 }
+	clusterWait(t, 30*time.Second, "every partition led by its preferred primary", home)
+	tc.stopNode(2)
+	clusterWait(t, 30*time.Second, "node 3's partition led elsewhere", func() bool {
+		p := primaries(t, cl)
+		return p[1]+p[2] == 3
+	})
+	returned := time.Now()
+	tc.startNode(2)
+	clusterWait(t, 60*time.Second, "node 3's partition back on node 3", home)
+	_, desc := away()
+	t.Logf("preferred primaries restored %v after node 3 returned:%s", time.Since(returned).Round(time.Millisecond), desc)
+	if m := tc.metricsSum(t); m["leader_imbalance_ratio"] != 0 || m["preferred_primaries_led"] != 3 {
+		t.Fatalf("leadership metrics after the restore: imbalance %v, preferred primaries led %v; want 0 and 3",
+			m["leader_imbalance_ratio"], m["preferred_primaries_led"])
+	}
+}
+
+// Rebalance with Preferred (cluster rebalance --preferred) plans and makes
+// only moves back to preferred primaries, with the automatic balancer off.
+func TestClusterRebalancePreferredOnDemand(t *testing.T) {
+	tc := startCluster(t, 3, func(c *config.Config) { c.Cluster.AutoLeaderRebalance = false })
+	ctx, cl := tc.dial(t, 120*time.Second)
+	createTopic(t, ctx, cl, client.TopicSpec{Name: "orders", Partitions: 3, ReplicationFactor: 3})
+	var pref1 int32 = -1
+	clusterWait(t, 30*time.Second, "every partition led by its preferred primary", func() bool {
+		d, err := cl.DescribeTopic(ctx, "orders")
+		if err != nil {
+			return false
+		}
+		for _, p := range d.Topic.Partitions {
+			if p.PrimaryID != p.PreferredPrimaryID {
+				return false
+			}
+			if p.PreferredPrimaryID == 1 {
+				pref1 = p.Partition
+			}
+		}
+		return true
+	})
+	if _, err := cl.MovePrimary(ctx, "orders", pref1, 2); err != nil {
+		t.Fatal(err)
+	}
+	// The move is muted (it was just made) and counts are within
+	// bounds; the metadata primary plans it once the new primary's
+	// in-sync report has reached it.
+	var plan *wire.RebalanceResponse
+	clusterWait(t, 10*time.Second, "the preferred plan to move the partition back", func() bool {
+		var err error
+		plan, err = cl.RebalanceRequest(ctx, &wire.RebalanceRequest{DryRun: true, Preferred: true})
+		return err == nil && len(plan.Moves) > 0
+	})
+	if len(plan.Moves) != 1 || plan.Moves[0].Partition != pref1 || plan.Moves[0].FromNode != 2 || plan.Moves[0].ToNode != 1 {
+		t.Fatalf("preferred plan %+v, want orders/%d 2 -> 1", plan.Moves, pref1)
+	}
+	var err error
+	if plan, err = cl.RebalanceRequest(ctx, &wire.RebalanceRequest{Preferred: true}); err != nil || !plan.Started {
+		t.Fatalf("preferred rebalance: %+v, %v", plan, err)
+	}
+	clusterWait(t, 30*time.Second, "the partition back on node 1", func() bool {
+		d, err := cl.DescribeTopic(ctx, "orders")
+		return err == nil && d.Topic.Partitions[pref1].PrimaryID == 1
+	})
+}

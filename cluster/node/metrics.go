@@ -53,10 +53,20 @@ func (n *Node) metricsHandler() http.Handler {
 		func() float64 { return float64(n.leadership().offline) })
 	gauge("preferred_primaries_led", "Partitions this node leads whose preferred primary (first replica) it is.",
 		func() float64 { return float64(n.leadership().preferredLed) })
+	gauge("leader_imbalance_ratio", "Share of the partitions this node is the preferred primary of that another node, or none, leads (0..1); the balancer moves them back above cluster.leader_imbalance_percentage.",
+		func() float64 {
+			c := n.leadership()
+			if c.preferred == 0 {
+				return 0
+			}
+			return float64(c.preferred-c.preferredLed) / float64(c.preferred)
+		})
 	gauge("replica_max_lag_records", "Records the most lagging follower of a partition this node leads was missing at the last in-sync check.",
 		func() float64 { r, _ := n.lags.lagMax(n.now()); return float64(r) })
 	gauge("replica_max_lag_seconds", "Time since the most lagging follower of a partition this node leads last caught up to its log end.",
 		func() float64 { _, d := n.lags.lagMax(n.now()); return d.Seconds() })
+	counter("follower_reads_served_total", "Fetches this node served as a follower to a consumer of its rack (follower reads).",
+		func() float64 { return float64(n.svc.followerReads.Load()) })
 	gauge("partitions_open_failed", "Partitions this node should host but could not open (retried with back-off; see the log for the cause).",
 		func() float64 { return float64(n.openErrs.count()) })
 	n.registerRuntimeMetrics(reg)
@@ -144,6 +154,10 @@ func (c *shardCollector) Collect(ch chan<- prometheus.Metric) {
 // disagree with it.
 type leadershipCounts struct {
 	led, underReplicated, offline, preferredLed int
+	// preferred counts the partitions this node is the preferred primary
+	// of, led here or not (the balancer's preferred imbalance is
+	// 1 − preferredLed/preferred).
+	preferred int
 }
 
 // leadership counts, over the topics of the View, what this node leads.
@@ -154,6 +168,9 @@ func (n *Node) leadership() leadershipCounts {
 	for _, t := range n.view.Load().Sorted {
 		for p := range t.Replicas {
 			pr := n.svc.partitionRoute(t, int32(p))
+			if pr.PreferredPrimaryID == self {
+				c.preferred++
+			}
 			switch {
 			case pr.PrimaryID < 0:
 				if metaPrimary == self {

@@ -128,7 +128,7 @@ func (nd *simNode) start() {
 		transfer:    nd.transfer,
 		propose:     nd.proposeMeta,
 		stats:       &nd.stats, rebalancing: &nd.rebalancing,
-		every: sc.p.balanceEvery, auto: true, imbalancePercent: sc.p.imbalancePercent,
+		every: sc.p.balanceEvery, auto: true, imbalancePercent: sc.p.imbalancePercent, preferredPercent: 10,
 		moveTimeout: 2*sc.elect + time.Second,
 	}, func() bool { return nd.inc != inc || !nd.up })
 	// Nodes start a little apart, as processes do.

@@ -3,6 +3,7 @@ package node
 import (
 	"errors"
 	"fmt"
+	"sync/atomic"
 	"time"
 
 	"github.com/corestream/corestream/cluster/config"
@@ -22,7 +23,12 @@ import (
 // route table, liveness, the controller, the replicas' shards) comes in
 // as the values and small interfaces of svcDeps, wired once in
 // newService, the only place that reads the Node.
-type nodeService struct{ svcDeps }
+type nodeService struct {
+	svcDeps
+	// followerReads counts fetches served by this node as a follower
+	// (any goroutine; read by the metrics).
+	followerReads atomic.Int64
+}
 
 var _ service.Service = (*nodeService)(nil)
 
@@ -99,7 +105,7 @@ type metadataAdmin interface {
 // newService wires the service to n's parts. REQUIRES: n's shards are
 // started (n.group, n.hosts set).
 func newService(n *Node) *nodeService {
-	return &nodeService{svcDeps{
+	return &nodeService{svcDeps: svcDeps{
 		self: n.self, clusterID: n.clusterID(), storage: n.cfg.Storage, roster: n.roster,
 		addrOf: n.addrOf, httpAddrOf: n.httpAddrOf, kafkaAddrOf: n.kafkaAddrOf,
 		group: n.group, hosts: n.hosts, shardOf: n.shardOf,

@@ -76,7 +76,7 @@ func (c *controller) svcMovePrimary(req *service.MovePrimaryRequest, done func(s
 // svcRebalance runs the balancer's Rebalance (balancer.go) for the
 // service.
 func (c *controller) svcRebalance(req *service.RebalanceRequest, done func(service.RebalanceResult, error)) {
-	c.rebalance(&wire.RebalanceRequest{DryRun: req.DryRun, MovesMax: req.MovesMax}, func(v any) {
+	c.rebalance(&wire.RebalanceRequest{DryRun: req.DryRun, MovesMax: req.MovesMax, Preferred: req.Preferred}, func(v any) {
 		resp, ok := v.(*wire.RebalanceResponse)
 		if !ok {
 			done(service.RebalanceResult{}, anyErr(v))

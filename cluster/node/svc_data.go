@@ -29,20 +29,100 @@ func (s *nodeService) Produce(from *shard.Shard, req *service.ProduceRequest, do
 	}, done)
 }
 
-// Fetch implements service.Data.
+// Fetch implements service.Data. A fetch with a rack is a follower read
+// where it can be (docs/design/replication.md, "Follower reads"): the
+// primary names an in-sync replica of the consumer's rack instead of
+// answering with records, and a follower in the in-sync set serves it up
+// to its own high watermark.
 func (s *nodeService) Fetch(from *shard.Shard, req *service.FetchRequest, done func(service.FetchResult, error)) {
 	done = s.meterFetch(done)
 	args := partition.FetchArgs{Generation: req.Generation, Offset: req.Offset,
-		MaxBytes: min(req.MaxBytes, service.RecordsBytesMax), MinBytes: req.MinBytes, MaxWait: min(req.MaxWait, service.FetchWaitMax)}
+		MaxBytes: min(req.MaxBytes, service.RecordsBytesMax), MinBytes: req.MinBytes, MaxWait: min(req.MaxWait, service.FetchWaitMax),
+		Follower: req.Rack != ""}
+	rack, p := req.Rack, req.Partition
 	onReplica(s, from, req.PartitionRef, nil, func(r *partition.Replica, t *metadata.Topic, reply func(service.FetchResult, error)) {
 		if s.stopping() {
 			args.MaxWait = 0 // stopping: no new long polls (Stop answered the parked ones)
 		}
+		follower := false
+		if rack != "" {
+			if r.IsPrimary() {
+				if id := s.preferredReadReplica(t, p, rack); id != service.NoReplica && r.CheckRoute(args.Generation) == nil {
+					// No records: the consumer reads them from id, and
+					// this primary spends nothing on them.
+					reply(service.FetchResult{HighWatermark: r.HighWatermark(), LogStartOffset: r.Log().LogStartOffset(),
+						PreferredReadReplica: id}, nil)
+					return
+				}
+			} else if err := s.followerMayServe(t, p); err != nil {
+				reply(service.FetchResult{PreferredReadReplica: service.NoReplica}, err)
+				return
+			} else {
+				follower = true
+			}
+		}
 		r.Fetch(&args, func(res partition.FetchResult) {
+			if res.Err == nil && follower {
+				s.followerReads.Add(1)
+			}
 			reply(service.FetchResult{HighWatermark: res.HighWatermark, LogStartOffset: res.LogStartOffset,
-				Records: service.Records{Spans: res.Spans, Bytes: res.Bytes}}, res.Err)
+				Records: service.Records{Spans: res.Spans, Bytes: res.Bytes}, PreferredReadReplica: service.NoReplica,
+				ServedByFollower: follower && res.Err == nil}, res.Err)
 		})
 	}, done)
+}
+
+// preferredReadReplica is the replica of partition p of t that a consumer
+// in rack should fetch from instead of this primary: the first, in
+// replica order, that stands in that rack, is alive and is in the
+// in-sync set; NoReplica when this node stands in the rack itself (it
+// serves best) or none qualifies.
+func (s *nodeService) preferredReadReplica(t *metadata.Topic, p int32, rack string) int32 {
+	if s.rackOf(int32(s.self)) == rack {
+		return service.NoReplica
+	}
+	rt, ok := s.routes.get(shardKey(t.ID, p))
+	if !ok {
+		return service.NoReplica
+	}
+	for _, id := range t.Replicas[p] {
+		r := int32(id)
+		if r != int32(s.self) && s.rackOf(r) == rack && s.alive(r) && containsID(rt.inSync, r) {
+			return r
+		}
+	}
+	return service.NoReplica
+}
+
+// followerMayServe is nil when this node's replica of partition p of t,
+// not the primary, may serve a follower read: it is in the in-sync set
+// as every answer gives it (partitionRoute: the primary's last report;
+// none yet, as just after a new primary's election, counts every live
+// replica in sync). A follower that fell out of the set stops serving at
+// once (NOT_PRIMARY, hint: the primary). Serving while the report is
+// missing is safe: a follower serves only what it knows to be committed,
+// and never an offset above its own high watermark.
+func (s *nodeService) followerMayServe(t *metadata.Topic, p int32) error {
+	rt, ok := s.routes.get(shardKey(t.ID, p))
+	if ok && (rt.inSync == nil || containsID(rt.inSync, int32(s.self))) {
+		return nil
+	}
+	e := service.Errorf(partition.ErrNotPrimary, "node %d is not in the in-sync set of %s/%d (in sync: %v); fetch from the primary",
+		s.self, t.Name, p, rt.inSync)
+	if ok && rt.leader > 0 {
+		e.Hint = &service.Hint{NodeID: rt.leader, ClientAddr: s.addrOf(rt.leader), Generation: rt.term}
+	}
+	return e
+}
+
+// rackOf is node id's rack in the roster ("" when it has none).
+func (s *nodeService) rackOf(id int32) string {
+	for _, m := range s.roster {
+		if int32(m.ID) == id {
+			return m.Rack
+		}
+	}
+	return ""
 }
 
 // ListOffsets implements service.Data.

@@ -27,7 +27,7 @@ func (s *nodeService) Brokers() []service.Broker {
 	for _, m := range s.roster {
 		id := int32(m.ID)
 		out = append(out, service.Broker{ID: id, ClientAddr: s.addrOf(id), HTTPAddr: m.HTTPAddr, KafkaAddr: s.kafkaAddrOf(id),
-			Alive: s.alive(id)})
+			Alive: s.alive(id), Rack: m.Rack})
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].ID < out[j].ID })
 	return out

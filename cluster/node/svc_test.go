@@ -221,7 +221,7 @@ func TestServiceProduceDetachesTheCallersBuffer(t *testing.T) {
 // kind and, through the native table, the same code again, hint and
 // message kept, so a front end sees what the part meant.
 func TestNativeCodesRoundTripThroughKinds(t *testing.T) {
-	s := &nodeService{svcDeps{addrOf: func(id int32) string { return map[int32]string{2: "10.0.0.2:7070"}[id] }}}
+	s := &nodeService{svcDeps: svcDeps{addrOf: func(id int32) string { return map[int32]string{2: "10.0.0.2:7070"}[id] }}}
 	for _, k := range service.ErrorKinds() {
 		code := native.CodeOf(k)
 		in := wire.Errorf(code, "because")

@@ -13,6 +13,16 @@
 // for every roster size, factor and partition count (TestFreshIsExact
 // checks all of them up to 32 nodes); counts include every existing
 // partition, so a new topic evens out what older ones left.
+//
+// Racks (PlaceRacks): a partition's replicas are spread over racks before
+// a rack repeats. Each follower is taken from the racks that hold the
+// fewest of the partition's replicas chosen so far, and only among those by
+// the load rule above; a node without a rack stands in a rack of its own.
+// So with r racks a partition of factor rf spans min(rf, r) racks, and
+// losing one rack loses at most ceil(rf/r) of its copies. Racks of unequal
+// size load their nodes unequally: a lone node in a rack of its own holds a
+// replica of nearly every partition once rf reaches the rack count, as in
+// Kafka's rack-aware assignment.
 package placement
 
 import (
@@ -39,6 +49,14 @@ type Load struct {
 // modified.
 // REQUIRES: eligible has no duplicates.
 func Place(eligible []NodeID, load map[NodeID]Load, n, rf int) ([][]NodeID, error) {
+	return PlaceRacks(eligible, nil, load, n, rf)
+}
+
+// PlaceRacks is Place with each node's rack (racks[id]; missing or empty:
+// a rack of its own), spreading every partition's replicas over racks
+// before a rack repeats. racks is not modified.
+// REQUIRES: eligible has no duplicates.
+func PlaceRacks(eligible []NodeID, racks map[NodeID]string, load map[NodeID]Load, n, rf int) ([][]NodeID, error) {
 	if rf < 1 || rf > len(eligible) {
 		return nil, fmt.Errorf("%w: %d copies need %d eligible nodes, have %d", ErrFactor, rf, rf, len(eligible))
 	}
@@ -68,7 +86,7 @@ func Place(eligible []NodeID, load map[NodeID]Load, n, rf int) ([][]NodeID, erro
 		replicas := []NodeID{nodes[pi]}
 		taken := map[NodeID]bool{nodes[pi]: true}
 		for len(replicas) < rf {
-			fi := pick(nodes, pi, followerLess, cur, taken)
+			fi := pick(nodes, pi, followerLess, cur, crowded(nodes, racks, replicas, taken))
 			replicas = append(replicas, nodes[fi])
 			taken[nodes[fi]] = true
 		}
@@ -83,6 +101,41 @@ func Place(eligible []NodeID, load map[NodeID]Load, n, rf int) ([][]NodeID, erro
 		out = append(out, replicas)
 	}
 	return out, nil
+}
+
+// crowded returns taken plus every node whose rack holds more of the
+// chosen replicas than the least used rack among the free nodes, so that
+// pick chooses only from the least used racks. With no racks it is taken.
+func crowded(nodes []NodeID, racks map[NodeID]string, chosen []NodeID, taken map[NodeID]bool) map[NodeID]bool {
+	if len(racks) == 0 {
+		return taken
+	}
+	used := map[string]int{}
+	for _, id := range chosen {
+		if r := racks[id]; r != "" {
+			used[r]++
+		}
+	}
+	least := -1
+	for _, id := range nodes {
+		if taken[id] {
+			continue
+		}
+		u := 0 // a node without a rack stands alone
+		if r := racks[id]; r != "" {
+			u = used[r]
+		}
+		if least < 0 || u < least {
+			least = u
+		}
+	}
+	out := make(map[NodeID]bool, len(nodes))
+	for _, id := range nodes {
+		if taken[id] || (racks[id] != "" && used[racks[id]] > least) {
+			out[id] = true
+		}
+	}
+	return out
 }
 
 // pick returns the index of the best node under less, scanning in id order

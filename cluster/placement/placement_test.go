@@ -158,3 +158,109 @@ func TestSuccessiveTopicsStayNearEven(t *testing.T) {
 		}
 	}
 }
+
+// rackSpread checks that every assignment spreads over racks before one
+// repeats: no rack holds more than ceil(len(a)/racks) of its replicas,
+// and it spans min(len(a), racks) racks.
+func rackSpread(t *testing.T, as [][]NodeID, racks map[NodeID]string, rackCount int) {
+	t.Helper()
+	for _, a := range as {
+		per := map[string]int{}
+		for _, id := range a {
+			per[racks[id]]++
+		}
+		maxPer := (len(a) + rackCount - 1) / rackCount
+		for r, c := range per {
+			if c > maxPer {
+				t.Errorf("%v: rack %q holds %d replicas, at most %d before a rack repeats", a, r, c, maxPer)
+			}
+		}
+		if want := min(len(a), rackCount); len(per) != want {
+			t.Errorf("%v spans %d racks, want %d (%v)", a, len(per), want, per)
+		}
+	}
+}
+
+func TestRacksSpreadBeforeRepeating(t *testing.T) {
+	cases := []struct {
+		name       string
+		racks      []string // racks[i] is node i+1's
+		parts, rf  int
+		evenCounts bool // racks of equal size: counts stay within one of even
+	}{
+		{"3 racks of 2, rf 3", []string{"a", "a", "b", "b", "c", "c"}, 12, 3, true},
+		{"3 racks of 2, rf 2", []string{"a", "a", "b", "b", "c", "c"}, 12, 2, true},
+		{"ids interleave racks", []string{"a", "b", "c", "a", "b", "c"}, 30, 3, true},
+		{"2 racks, rf 3 repeats one", []string{"a", "a", "b", "b"}, 8, 3, true},
+		{"2 racks, rf 4", []string{"a", "a", "b", "b"}, 8, 4, true},
+		{"3 racks of 3, rf 3", []string{"x", "x", "x", "y", "y", "y", "z", "z", "z"}, 27, 3, true},
+		{"unequal racks", []string{"a", "a", "a", "b"}, 8, 2, false},
+		{"one rack", []string{"a", "a", "a"}, 6, 3, true},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			var nodes []NodeID
+			racks := map[NodeID]string{}
+			distinct := map[string]bool{}
+			for i, r := range tc.racks {
+				nodes = append(nodes, NodeID(i+1))
+				racks[NodeID(i+1)] = r
+				distinct[r] = true
+			}
+			as, err := PlaceRacks(nodes, racks, nil, tc.parts, tc.rf)
+			if err != nil {
+				t.Fatal(err)
+			}
+			rackSpread(t, as, racks, len(distinct))
+			prim, reps := counts(as)
+			if len(prim) != len(nodes) && tc.parts >= len(nodes) {
+				t.Errorf("some node leads nothing: %v", prim)
+			}
+			if tc.evenCounts {
+				for _, id := range nodes {
+					lo, hi := tc.parts*tc.rf/len(nodes), (tc.parts*tc.rf+len(nodes)-1)/len(nodes)
+					if reps[id] < lo || reps[id] > hi {
+						t.Errorf("node %d holds %d replicas, want %d..%d (%v)", id, reps[id], lo, hi, reps)
+					}
+				}
+			}
+		})
+	}
+}
+
+func TestNoRacksIsPlace(t *testing.T) {
+	nodes := []NodeID{1, 2, 3, 4, 5}
+	load := map[NodeID]Load{2: {3, 1}}
+	want, _ := Place(nodes, load, 17, 3)
+	for _, racks := range []map[NodeID]string{nil, {1: "", 2: "", 3: "", 4: "", 5: ""}} {
+		got, err := PlaceRacks(nodes, racks, load, 17, 3)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if fmt.Sprint(got) != fmt.Sprint(want) {
+			t.Fatalf("racks %v changed the placement:\n%v\n%v", racks, got, want)
+		}
+	}
+}
+
+func TestNodesWithoutRackStandAlone(t *testing.T) {
+	// Nodes 3 and 4 have no rack: each counts as its own, so a factor-3
+	// partition never puts two replicas in rack a while another is free.
+	nodes := []NodeID{1, 2, 3, 4}
+	racks := map[NodeID]string{1: "a", 2: "a"}
+	as, err := PlaceRacks(nodes, racks, nil, 8, 3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, a := range as {
+		inA := 0
+		for _, id := range a {
+			if racks[id] == "a" {
+				inA++
+			}
+		}
+		if inA > 1 {
+			t.Errorf("%v has %d replicas in rack a while racks of their own were free", a, inA)
+		}
+	}
+}

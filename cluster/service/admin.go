@@ -111,6 +111,10 @@ type RebalanceRequest struct {
 	DryRun bool
 	// MovesMax bounds the plan; 0 is PartitionsPerTopicMax moves.
 	MovesMax uint32
+	// Preferred plans only moves back to preferred primaries (the first
+	// replica), every partition led away, whatever the imbalance allowed
+	// (Kafka's preferred leader election on demand).
+	Preferred bool
 }
 
 // PrimaryMove is one planned move.

@@ -106,7 +106,20 @@ type FetchRequest struct {
 	MinBytes  uint32
 	MaxWait   time.Duration
 	Isolation Isolation
+	// Rack is the consumer's rack (empty: none). With one, the primary
+	// answers with a PreferredReadReplica in that rack instead of records
+	// when an in-sync replica stands there, and a follower serves the
+	// fetch up to its own high watermark instead of answering
+	// partition.ErrNotPrimary (follower reads; Kafka's rack_id, KIP-392).
+	// A follower that cannot serve answers ErrNotPrimary (it is not in
+	// sync, or the generation is newer than its own) or
+	// ErrOffsetOutOfRange (Offset is above its high watermark); the
+	// consumer then fetches from the primary again.
+	Rack string
 }
+
+// NoReplica is the PreferredReadReplica of an answer that names none.
+const NoReplica int32 = -1
 
 // FetchResult answers a fetch. The caller owns Records and must call
 // Records.Release exactly once, on any goroutine, after it has sent or
@@ -115,6 +128,13 @@ type FetchResult struct {
 	HighWatermark  int64
 	LogStartOffset int64
 	Records        Records
+	// PreferredReadReplica is the node the consumer should fetch from
+	// instead, an in-sync replica in its rack (then Records is empty);
+	// NoReplica when it should keep fetching here.
+	PreferredReadReplica int32
+	// ServedByFollower says this node served the fetch as a follower
+	// (counted as a follower read).
+	ServedByFollower bool
 }
 
 // Records are fetched batches as ranges of segment files, so that a

@@ -23,6 +23,9 @@ type Broker struct {
 	// Alive says this node believes it up (itself, or a peer heard from
 	// within the liveness timeout).
 	Alive bool
+	// Rack is the node's rack (node.rack; empty: none), which consumers
+	// match for follower reads (Kafka's rack in Metadata).
+	Rack string
 }
 
 // PartitionRoute is one partition's route: where its primary is and how

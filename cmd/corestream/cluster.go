@@ -26,6 +26,7 @@ type nodeJSON struct {
 	HTTPAddr           string `json:"http_addr"`
 	KafkaAddr          string `json:"kafka_addr"`
 	Alive              bool   `json:"alive"`
+	Rack               string `json:"rack"`
 	Primaries          int32  `json:"primaries"`
 	PreferredPrimaries int32  `json:"preferred_primaries"`
 	Replicas           int32  `json:"replicas"`
@@ -42,6 +43,15 @@ func newClusterStatusCmd() *cobra.Command {
 				if err != nil {
 					return err
 				}
+				// Racks come with the metadata (each node's node.rack);
+				// without an answer the column stays empty rather than
+				// failing a status that has its figures.
+				racks := map[int32]string{}
+				if md, err := c.Metadata(ctx); err == nil {
+					for _, n := range md.Nodes {
+						racks[n.ID] = n.Rack
+					}
+				}
 				out := struct {
 					MetadataPrimary     int32      `json:"metadata_primary"`
 					MetadataGeneration  int32      `json:"metadata_generation"`
@@ -52,7 +62,7 @@ func newClusterStatusCmd() *cobra.Command {
 					Nodes               []nodeJSON `json:"nodes"`
 				}{st.MetadataPrimaryID, st.MetadataGeneration, st.RebalanceInProgress, st.Partitions, st.UnderReplicated, st.Offline, []nodeJSON{}}
 				for _, n := range st.Nodes {
-					out.Nodes = append(out.Nodes, nodeJSON{n.ID, n.ClientAddr, n.HTTPAddr, n.KafkaAddr, n.Alive, n.Primaries, n.PreferredPrimaries, n.Replicas})
+					out.Nodes = append(out.Nodes, nodeJSON{n.ID, n.ClientAddr, n.HTTPAddr, n.KafkaAddr, n.Alive, racks[n.ID], n.Primaries, n.PreferredPrimaries, n.Replicas})
 				}
 				return a.emit(out, func(w io.Writer) {
 					mp := "none (no quorum)"
@@ -63,13 +73,16 @@ func newClusterStatusCmd() *cobra.Command {
 					fmt.Fprintf(w, "partitions: %d (under-replicated %d, offline %d)\n", out.Partitions, out.UnderReplicated, out.Offline)
 					fmt.Fprintf(w, "rebalance in progress: %s\n", yesNo(out.RebalanceInProgress))
 					tw := table(w)
-					fmt.Fprintln(tw, "NODE\tCLIENT ADDRESS\tKAFKA ADDRESS\tALIVE\tPRIMARIES\tPREFERRED\tREPLICAS")
+					fmt.Fprintln(tw, "NODE\tCLIENT ADDRESS\tKAFKA ADDRESS\tRACK\tALIVE\tPRIMARIES\tPREFERRED\tREPLICAS")
 					for _, n := range out.Nodes {
-						kafka := n.KafkaAddr
+						kafka, rack := n.KafkaAddr, n.Rack
 						if kafka == "" {
 							kafka = "-"
 						}
-						fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%d\t%d\t%d\n", n.ID, n.ClientAddr, kafka, yesNo(n.Alive), n.Primaries, n.PreferredPrimaries, n.Replicas)
+						if rack == "" {
+							rack = "-"
+						}
+						fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%d\t%d\t%d\n", n.ID, n.ClientAddr, kafka, rack, yesNo(n.Alive), n.Primaries, n.PreferredPrimaries, n.Replicas)
 					}
 					tw.Flush()
 				})
@@ -87,15 +100,15 @@ type moveJSON struct {
 }
 
 func newClusterRebalanceCmd() *cobra.Command {
-	var dryRun bool
+	var dryRun, preferred bool
 	var movesMax uint32
 	cmd := &cobra.Command{
-		Use:   "rebalance [--dry-run]",
-		Short: "move primaries toward an even count per node (one at a time)",
+		Use:   "rebalance [--dry-run] [--preferred]",
+		Short: "move primaries toward an even count per node, or back to their preferred replicas (one at a time)",
 		Args:  argsRange(0, 0, "no arguments"),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return withClient(cmd, func(ctx context.Context, a *app, c *client.Client) error {
-				plan, err := c.Rebalance(ctx, dryRun, movesMax)
+				plan, err := c.RebalanceRequest(ctx, &wire.RebalanceRequest{DryRun: dryRun, MovesMax: movesMax, Preferred: preferred})
 				if err != nil {
 					return err
 				}
@@ -127,6 +140,7 @@ func newClusterRebalanceCmd() *cobra.Command {
 		},
 	}
 	cmd.Flags().BoolVar(&dryRun, "dry-run", false, "only show the moves")
+	cmd.Flags().BoolVar(&preferred, "preferred", false, "only move primaries back to their preferred replica (the first of the replica list), every one led away")
 	cmd.Flags().Uint32Var(&movesMax, "max-moves", 0, "plan at most N moves (0: no limit)")
 	return cmd
 }

@@ -26,6 +26,7 @@ type consumeOpts struct {
 	consumer  string
 	printKey  bool
 	keySep    string
+	rack      string
 }
 
 func newConsumeCmd() *cobra.Command {
@@ -61,6 +62,7 @@ func newConsumeCmd() *cobra.Command {
 	f.StringVar(&o.consumer, "consumer", "", "consumer name: commit the positions reached under it on exit")
 	f.BoolVar(&o.printKey, "print-key", false, "print the key before each value")
 	f.StringVar(&o.keySep, "key-separator", "\t", "what separates key and value with --print-key")
+	f.StringVar(&o.rack, "rack", "", "read from in-sync replicas in rack NAME (a node.rack) when the primary names one (follower reads)")
 	return cmd
 }
 
@@ -101,7 +103,7 @@ type recordJSON struct {
 
 // consume assigns the partitions and prints until the stop condition.
 func consume(ctx context.Context, a *app, c *client.Client, topic string, start client.Start, o consumeOpts) error {
-	cs, err := c.NewConsumer(client.ConsumerConfig{Name: o.consumer})
+	cs, err := c.NewConsumer(client.ConsumerConfig{Name: o.consumer, Rack: o.rack})
 	if err != nil {
 		return err
 	}

@@ -201,9 +201,17 @@ func (r *MovePrimaryResponse) DecodeBody(body []byte, version uint16) error {
 //
 //	dry_run    bool
 //	moves_max  uint32  0 = no limit
+//
+// Body v1 appends:
+//
+//	preferred  bool    only move primaries back to their preferred replica
+//	                   (the first of the replica list), every one led away
 type RebalanceRequest struct {
 	DryRun   bool
 	MovesMax uint32
+	// Preferred (v1; false in v0) plans only moves back to preferred
+	// primaries, whatever cluster.leader_imbalance_percentage allows.
+	Preferred bool
 }
 
 func (*RebalanceRequest) isRequest() {}
@@ -214,7 +222,11 @@ func (*RebalanceRequest) APIKey() APIKey { return APIRebalance }
 // AppendBody encodes the body.
 func (r *RebalanceRequest) AppendBody(dst []byte, version uint16) []byte {
 	dst = appendBool(dst, r.DryRun)
-	return be.AppendUint32(dst, r.MovesMax)
+	dst = be.AppendUint32(dst, r.MovesMax)
+	if version >= 1 {
+		dst = appendBool(dst, r.Preferred)
+	}
+	return dst
 }
 
 // DecodeBody decodes the body.
@@ -222,6 +234,10 @@ func (r *RebalanceRequest) DecodeBody(body []byte, version uint16) error {
 	d := newDecoder(body, APIRebalance, version, false)
 	r.DryRun = d.boolean("dry_run")
 	r.MovesMax = d.u32("moves_max")
+	r.Preferred = false
+	if version >= 1 {
+		r.Preferred = d.boolean("preferred")
+	}
 	return d.done()
 }
 

@@ -42,7 +42,7 @@ type APIVersion struct {
 var apiTable = []APIVersion{
 	{APIHandshake, "Handshake", 0, 0, "first frame on a connection: protocol version, identities, supported APIs"},
 	{APIProduce, "Produce", 0, 0, "append one record batch to one partition"},
-	{APIFetch, "Fetch", 0, 0, "read committed records of one partition from an offset (long poll)"},
+	{APIFetch, "Fetch", 0, 1, "read committed records of one partition from an offset (long poll)"},
 	{APIListOffsets, "ListOffsets", 0, 0, "earliest, latest or by-timestamp offset of one partition"},
 	{APIMetadata, "Metadata", 0, 0, "nodes, metadata primary and partition routes"},
 	{APICreateTopic, "CreateTopic", 0, 0, "create a topic (metadata primary)"},
@@ -55,7 +55,7 @@ var apiTable = []APIVersion{
 	{APIInitProducer, "InitProducer", 0, 0, "obtain an idempotent producer id and epoch"},
 	{APIClusterStatus, "ClusterStatus", 0, 1, "nodes with their primary and replica counts (v1: and their Kafka addresses)"},
 	{APIMovePrimary, "MovePrimary", 0, 0, "move one partition's primary to another replica (metadata primary)"},
-	{APIRebalance, "Rebalance", 0, 0, "plan, or plan and start, primary moves toward balance (metadata primary)"},
+	{APIRebalance, "Rebalance", 0, 1, "plan, or plan and start, primary moves toward balance (metadata primary)"},
 	{APIDescribePartition, "DescribePartition", 0, 0, "one partition's route, offsets and replica progress"},
 	{APIAuthenticate, "Authenticate", 0, 0, "one step of the SCRAM-SHA-256 exchange that authenticates a connection (after Handshake)"},
 }

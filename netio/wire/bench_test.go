@@ -74,7 +74,7 @@ func BenchmarkFetchRequestDecode(b *testing.B) {
 // BenchmarkBaselineCopyFetchHeader copies 30 bytes: the floor for writing
 // the fixed part of a fetch response.
 func BenchmarkBaselineCopyFetchHeader(b *testing.B) {
-	hdr := AppendFetchResponseHeader(nil, 1, 0, 1000, 10, 1<<20)
+	hdr := AppendFetchResponseHeader(nil, 1, 0, 1000, 10, NodeNone, 1<<20)
 	dst := make([]byte, 0, 64)
 	b.ReportAllocs()
 	for b.Loop() {
@@ -86,7 +86,7 @@ func BenchmarkFetchResponseHeader(b *testing.B) {
 	dst := make([]byte, 0, 64)
 	b.ReportAllocs()
 	for b.Loop() {
-		dst = AppendFetchResponseHeader(dst[:0], 1, 0, 1000, 10, 1<<20)
+		dst = AppendFetchResponseHeader(dst[:0], 1, 0, 1000, 10, NodeNone, 1<<20)
 	}
 }
 
@@ -187,7 +187,7 @@ func TestHotPathsDoNotAllocate(t *testing.T) {
 		"produce request decode":  func() { must(t, decodeRequestFrame(produceFrame, &pr)) },
 		"fetch request encode":    func() { dst = AppendRequest(dst[:0], 1, 0, benchFetchStatic) },
 		"fetch request decode":    func() { must(t, decodeRequestFrame(fetchFrame, &fr)) },
-		"fetch response header":   func() { dst = AppendFetchResponseHeader(dst[:0], 1, 0, 5, 0, 100) },
+		"fetch response header":   func() { dst = AppendFetchResponseHeader(dst[:0], 1, 0, 5, 0, NodeNone, 100) },
 		"fetch response decode":   func() { must(t, decodeResponseFrame(fetchResp, &fresp)) },
 		"produce response encode": func() { dst = AppendResponse(dst[:0], 1, 0, &presp) },
 		"produce response decode": func() { must(t, decodeResponseFrame(produceResp, &presp)) },

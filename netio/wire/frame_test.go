@@ -246,7 +246,7 @@ func TestDecodeErrorBodyRejects(t *testing.T) {
 func TestFetchResponseHeaderMatches(t *testing.T) {
 	for _, recs := range [][]byte{nil, {1}, sampleBatch} {
 		want := AppendResponse(nil, 42, 0, &FetchResponse{HighWatermark: 200, LogStartOffset: 10, Records: recs})
-		got := AppendFetchResponseHeader(nil, 42, 0, 200, 10, len(recs))
+		got := AppendFetchResponseHeader(nil, 42, 0, 200, 10, NodeNone, len(recs))
 		if len(got) != FetchResponseHeaderBytes {
 			t.Fatalf("header is %d bytes, want %d", len(got), FetchResponseHeaderBytes)
 		}
@@ -272,7 +272,7 @@ func TestMaxFrame(t *testing.T) {
 	if err := got.DecodeBody(body, 0); err != nil || len(got.Records) != RecordsBytesMax {
 		t.Fatal(err)
 	}
-	resp := AppendFetchResponseHeader(nil, 1, 0, 0, 0, RecordsBytesMax)
+	resp := AppendFetchResponseHeader(nil, 1, 0, 0, 0, NodeNone, RecordsBytesMax)
 	if size := be.Uint32(resp); size > FrameBytesMaxDefault {
 		t.Fatalf("max fetch response size %d over the frame maximum", size)
 	}

@@ -46,6 +46,53 @@ func TestRequestRoundTrip(t *testing.T) {
 	}
 }
 
+// Fetch v1 carries the consumer's rack and the preferred read replica; v0
+// carries neither, so a v0 peer decodes no rack and no preferred replica
+// (NodeNone) whatever the sender meant, and a v1 frame is 4 bytes longer
+// before the records, which AppendFetchResponseHeader must match.
+func TestFetchV1Fields(t *testing.T) {
+	req := &FetchRequest{PartitionRef: sampleRef, FetchOffset: 9, MaxBytes: 1, MinBytes: 1, MaxWaitMs: 1, Rack: "eu-1a"}
+	for _, v := range []uint16{0, 1} {
+		var got FetchRequest
+		if err := got.DecodeBody(req.AppendBody(nil, v), v); err != nil {
+			t.Fatalf("v%d: %v", v, err)
+		}
+		want := "eu-1a"
+		if v == 0 {
+			want = ""
+		}
+		if got.Rack != want {
+			t.Errorf("request v%d: rack %q, want %q", v, got.Rack, want)
+		}
+	}
+	resp := &FetchResponse{HighWatermark: 5, LogStartOffset: 1, PreferredReadReplica: 3, Records: sampleBatch}
+	for _, v := range []uint16{0, 1} {
+		frame := AppendResponse(nil, 7, v, resp)
+		head := AppendFetchResponseHeader(nil, 7, v, 5, 1, 3, len(sampleBatch))
+		if !bytes.Equal(append(head, sampleBatch...), frame) {
+			t.Fatalf("v%d: the sendfile header differs from the whole frame", v)
+		}
+		if v == 1 && len(head) != FetchResponseHeaderBytesMax || v == 0 && len(head) != FetchResponseHeaderBytes {
+			t.Errorf("v%d header is %d bytes", v, len(head))
+		}
+		_, body, err := ParseResponseHeader(frame[SizeFieldBytes:])
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got FetchResponse
+		if err := got.DecodeBody(body, v); err != nil {
+			t.Fatalf("v%d: %v", v, err)
+		}
+		want := int32(3)
+		if v == 0 {
+			want = NodeNone
+		}
+		if got.PreferredReadReplica != want || !bytes.Equal(got.Records, sampleBatch) {
+			t.Errorf("response v%d: preferred %d (want %d), %d record bytes", v, got.PreferredReadReplica, want, len(got.Records))
+		}
+	}
+}
+
 // TestResponseRoundTrip does the same for every sample response.
 func TestResponseRoundTrip(t *testing.T) {
 	for i, resp := range sampleResponses() {
@@ -340,7 +387,7 @@ func TestHandshakeNegotiation(t *testing.T) {
 		t.Fatal("version 0 must be refused")
 	}
 	hs := ServerHandshake(1, 1, "c", "v", FrameBytesMaxDefault)
-	if v, ok := hs.PickVersion(APIFetch); !ok || v != 0 {
+	if v, ok := hs.PickVersion(APIFetch); !ok || v != 1 {
 		t.Fatalf("PickVersion(Fetch) = %d %v", v, ok)
 	}
 	hs.APIs = hs.APIs[:2]

@@ -55,8 +55,8 @@ func sampleResponses() []Response {
 	return []Response{
 		ServerHandshake(1, 2, "c0ffee", "corestream/0.1.0", FrameBytesMaxDefault),
 		&ProduceResponse{BaseOffset: 100, LogAppendTimeMs: -1, LogStartOffset: 0},
-		&FetchResponse{HighWatermark: 200, LogStartOffset: 10, Records: sampleBatch},
-		&FetchResponse{HighWatermark: 0, LogStartOffset: 0},
+		&FetchResponse{HighWatermark: 200, LogStartOffset: 10, PreferredReadReplica: NodeNone, Records: sampleBatch},
+		&FetchResponse{HighWatermark: 0, LogStartOffset: 0, PreferredReadReplica: NodeNone},
 		&ListOffsetsResponse{Offset: 150, Timestamp: 1_700_000_000_123, LogStartOffset: 10, HighWatermark: 200},
 		&MetadataResponse{MetadataPrimaryID: 1, MetadataGeneration: 4,
 			Nodes: []Node{{ID: 1, ClientAddr: "10.0.0.1:7070", HTTPAddr: "10.0.0.1:7072", Rack: "a", Alive: true},

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"time"
 
+	"github.com/corestream/corestream/raftlite"
 	"github.com/corestream/corestream/segment"
 	"github.com/corestream/corestream/segment/batch"
 	"github.com/corestream/corestream/shard"
@@ -35,6 +36,13 @@ type FetchArgs struct {
 	// MaxWait bounds that wait; 0 answers at once.
 	// REQUIRES: within the protocol's bound, which the caller applies.
 	MaxWait time.Duration
+	// Follower lets a replica that is not the primary serve the fetch
+	// (a follower read), up to its own high watermark: the commit index
+	// it has learned from the primary, which never runs ahead of the
+	// primary's, so it never returns an uncommitted record. The caller
+	// checks that this replica is in the in-sync set (the replica does
+	// not know it); the replica checks the rest (see checkFollowerRead).
+	Follower bool
 }
 
 // Offsets answers ListOffsets.
@@ -76,8 +84,21 @@ func (r *Replica) Fetch(req *FetchArgs, reply func(FetchResult)) {
 		reply(FetchResult{Err: errorf(ErrNotPrimary, "partition %s/%d is closed on node %d", r.cfg.Topic, r.cfg.Partition, r.cfg.Self)})
 		return
 	}
-	if err := r.checkRead(req.Generation); err != nil {
+	check := r.checkRead
+	if req.Follower && !r.IsPrimary() {
+		check = r.checkFollowerRead
+	}
+	if err := check(req.Generation); err != nil {
 		reply(FetchResult{Err: err})
+		return
+	}
+	if req.Follower && !r.IsPrimary() && req.Offset > r.commit+1 {
+		// The consumer has seen, at the primary, offsets this follower
+		// does not know to be committed yet: it cannot answer them, and
+		// waiting here would hide that the primary can.
+		reply(FetchResult{HighWatermark: r.commit + 1, LogStartOffset: r.log.LogStartOffset(),
+			Err: errorf(ErrOffsetOutOfRange, "%s/%d: offset %d is above this follower's (node %d) high watermark %d; fetch from the primary",
+				r.cfg.Topic, r.cfg.Partition, req.Offset, r.cfg.Self, r.commit+1)})
 		return
 	}
 	res := r.read(req)
@@ -105,6 +126,29 @@ func (r *Replica) checkRead(generation int32) error {
 		e := errorf(ErrPrimaryNotAvailable, "%s/%d: the primary of generation %d has not committed an entry of its term yet",
 			r.cfg.Topic, r.cfg.Partition, r.term)
 		e.RetryAfterMs = 10
+		return e
+	}
+	return nil
+}
+
+// checkFollowerRead is checkRead for a follower read: this replica must
+// be healthy, and a known generation must not be newer than its term (a
+// follower that has not heard of the route's primary yet sends the
+// consumer back to it with ErrNotPrimary). An older generation, or no
+// known primary (an election under way, the primary paused or cut off),
+// does not stop it: everything up to its high watermark is committed in
+// every term, so reads keep working while the group elects a primary.
+// Whether it is still in the in-sync set is the caller's check.
+func (r *Replica) checkFollowerRead(generation int32) error {
+	if r.failure != nil || r.raft == nil {
+		return errorf(ErrStorage, "partition %s/%d is offline on node %d: %v", r.cfg.Topic, r.cfg.Partition, r.cfg.Self, r.failure)
+	}
+	if generation != GenerationUnknown && generation > r.term {
+		e := errorf(ErrNotPrimary, "follower %d of %s/%d is at generation %d, the fetch at %d; fetch from the primary",
+			r.cfg.Self, r.cfg.Topic, r.cfg.Partition, r.term, generation)
+		if r.leader != raftlite.None {
+			e.Leader, e.Generation = int32(r.leader), r.term
+		}
 		return e
 	}
 	return nil

@@ -26,6 +26,16 @@ type testGroup struct {
 	members map[raftlite.NodeID]*testMember
 	// logCfg configures every member's log.
 	logCfg segment.Config
+	// drop, when set, loses the messages it returns true for (a network
+	// fault); guarded by mu.
+	drop func(from raftlite.NodeID, m raftlite.Message) bool
+}
+
+// setDrop installs (nil: removes) the message filter.
+func (tg *testGroup) setDrop(drop func(from raftlite.NodeID, m raftlite.Message) bool) {
+	tg.mu.Lock()
+	tg.drop = drop
+	tg.mu.Unlock()
 }
 
 type testMember struct {
@@ -129,6 +139,12 @@ func (tg *testGroup) send(r *Replica, msgs []raftlite.Message) {
 		m.Entries = append([]raftlite.Entry(nil), m.Entries...)
 		if !fillData(r, &m) {
 			continue // not written yet: consensus sends it again
+		}
+		tg.mu.Lock()
+		drop := tg.drop
+		tg.mu.Unlock()
+		if drop != nil && drop(r.cfg.Self, m) {
+			continue
 		}
 		to := tg.member(m.To)
 		if to == nil {

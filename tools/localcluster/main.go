@@ -80,6 +80,7 @@ func parseFlags(args []string, stderr io.Writer) (flags, error) {
 	fs.IntVar(&f.opts.HeartbeatIntervalMs, "heartbeat-ms", 100, "cluster.heartbeat_interval_ms")
 	fs.IntVar(&f.opts.ElectionTimeoutMs, "election-ms", 1000, "cluster.election_timeout_ms")
 	fs.StringVar(&f.opts.LogLevel, "log-level", "info", "log.level of every node")
+	racks := fs.String("racks", "", "comma-separated racks dealt to the nodes in turn (node i gets rack (i-1) mod count; e.g. a,b,c)")
 	fs.StringVar(&f.bin, "bin", "", "the corestream binary (default: build ./cmd/corestream into DIR/bin)")
 	fs.DurationVar(&f.formedWait, "timeout", time.Minute, "how long to wait for the cluster to form")
 	fs.Usage = func() {
@@ -91,6 +92,9 @@ func parseFlags(args []string, stderr io.Writer) (flags, error) {
 	}
 	if fs.NArg() > 0 {
 		return f, fmt.Errorf("unexpected argument %q", fs.Arg(0))
+	}
+	if *racks != "" {
+		f.opts.Racks = strings.Split(*racks, ",")
 	}
 	if f.opts.Nodes < 1 || f.opts.Nodes > 32 {
 		return f, fmt.Errorf("-n %d is outside 1..32", f.opts.Nodes)
@@ -113,6 +117,7 @@ type nodeDoc struct {
 	ReplicationAddr string `json:"replication_addr"`
 	HTTPAddr        string `json:"http_addr"`
 	KafkaAddr       string `json:"kafka_addr"`
+	Rack            string `json:"rack,omitempty"`
 	DataDir         string `json:"data_dir"`
 	Config          string `json:"config"`
 	Log             string `json:"log"`
@@ -177,7 +182,7 @@ func run(args []string, stdout, stderr io.Writer, sigs <-chan os.Signal) int {
 	doc := document{Dir: plan.Options.Dir, Brokers: plan.Brokers()}
 	for _, p := range procs {
 		n := p.Node
-		doc.Nodes = append(doc.Nodes, nodeDoc{n.ID, p.Pid(), n.ClientAddr, n.ReplicationAddr, n.HTTPAddr, n.KafkaAddr, n.DataDir, n.Config, n.Log})
+		doc.Nodes = append(doc.Nodes, nodeDoc{n.ID, p.Pid(), n.ClientAddr, n.ReplicationAddr, n.HTTPAddr, n.KafkaAddr, n.Rack, n.DataDir, n.Config, n.Log})
 	}
 	enc := json.NewEncoder(stdout)
 	enc.SetIndent("", "  ")

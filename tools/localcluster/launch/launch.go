@@ -68,6 +68,9 @@ type Options struct {
 	JWTSecret string
 	// LogLevel is log.level. Default "info".
 	LogLevel string
+	// Racks are the racks nodes are dealt into in turn: node i (from 1)
+	// gets node.rack Racks[(i-1) mod len(Racks)]. Empty: no racks.
+	Racks []string
 }
 
 func (o Options) withDefaults() (Options, error) {
@@ -109,6 +112,8 @@ func (o Options) withDefaults() (Options, error) {
 		return o, fmt.Errorf("%w: nodes %d is outside 1..%d", ErrOptions, o.Nodes, config.RosterNodesMax)
 	case o.Dir == "":
 		return o, fmt.Errorf("%w: dir is empty", ErrOptions)
+	case len(o.Racks) > o.Nodes:
+		return o, fmt.Errorf("%w: %d racks for %d nodes leave a rack empty", ErrOptions, len(o.Racks), o.Nodes)
 	case o.ReplicationFactor != "all":
 		if _, err := strconv.Atoi(o.ReplicationFactor); err != nil {
 			return o, fmt.Errorf("%w: replication factor %q is neither \"all\" nor a number", ErrOptions, o.ReplicationFactor)
@@ -126,6 +131,7 @@ type Node struct {
 	ReplicationAddr string `json:"replication_addr"`
 	HTTPAddr        string `json:"http_addr"`
 	KafkaAddr       string `json:"kafka_addr"`
+	Rack            string `json:"rack,omitempty"`
 	DataDir         string `json:"data_dir"`
 	// Config is the node's configuration file (DataDir/ConfigFile).
 	Config string `json:"config"`
@@ -168,8 +174,12 @@ func New(o Options) (*Plan, error) {
 	for i := 0; i < o.Nodes; i++ {
 		id := i + 1
 		data := filepath.Join(dir, "node-"+strconv.Itoa(id))
+		rack := ""
+		if len(o.Racks) > 0 {
+			rack = o.Racks[i%len(o.Racks)]
+		}
 		p.Nodes = append(p.Nodes, Node{ID: id, ClientAddr: addrs[perNode*i], ReplicationAddr: addrs[perNode*i+1],
-			HTTPAddr: addrs[perNode*i+2], KafkaAddr: addrs[perNode*i+3],
+			HTTPAddr: addrs[perNode*i+2], KafkaAddr: addrs[perNode*i+3], Rack: rack,
 			DataDir: data, Config: filepath.Join(data, ConfigFile), Log: filepath.Join(data, LogFile),
 			Secret: o.Secret, K: o.K})
 	}
@@ -256,8 +266,8 @@ func (p *Plan) TOML(i int) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "# Node %d of a local cluster of %d nodes (written by tools/localcluster).\n", n.ID, len(p.Nodes))
 	fmt.Fprintf(&b, "# Run it alone with: corestream serve --config %s\n\n", n.Config)
-	fmt.Fprintf(&b, "[node]\nid = %d\ndata_dir = %q\nclient_addr = %q\nreplication_addr = %q\nhttp_addr = %q\nkafka_addr = %q\n\n",
-		n.ID, n.DataDir, n.ClientAddr, n.ReplicationAddr, n.HTTPAddr, n.KafkaAddr)
+	fmt.Fprintf(&b, "[node]\nid = %d\ndata_dir = %q\nclient_addr = %q\nreplication_addr = %q\nhttp_addr = %q\nkafka_addr = %q\nrack = %q\n\n",
+		n.ID, n.DataDir, n.ClientAddr, n.ReplicationAddr, n.HTTPAddr, n.KafkaAddr, n.Rack)
 	fmt.Fprintf(&b, "[shard]\ncount = %d\n\n", o.Shards)
 	fmt.Fprintf(&b, "[storage]\nfsync = %q\n\n", o.Fsync)
 	fmt.Fprintf(&b, "[log]\nlevel = %q\n\n", o.LogLevel)
@@ -266,8 +276,8 @@ func (p *Plan) TOML(i int) string {
 		n.Secret, rf, o.HeartbeatIntervalMs, o.ElectionTimeoutMs)
 	fmt.Fprintf(&b, "[cluster.coordinator]\nreplica_connections_per_peer = %d\n", n.K)
 	for _, m := range p.Nodes {
-		fmt.Fprintf(&b, "\n[[cluster.nodes]]\nid = %d\nclient_addr = %q\nreplication_addr = %q\nhttp_addr = %q\nkafka_addr = %q\n",
-			m.ID, m.ClientAddr, m.ReplicationAddr, m.HTTPAddr, m.KafkaAddr)
+		fmt.Fprintf(&b, "\n[[cluster.nodes]]\nid = %d\nclient_addr = %q\nreplication_addr = %q\nhttp_addr = %q\nkafka_addr = %q\nrack = %q\n",
+			m.ID, m.ClientAddr, m.ReplicationAddr, m.HTTPAddr, m.KafkaAddr, m.Rack)
 	}
 	return b.String()
 }

@@ -58,6 +58,40 @@ func TestPlanConfigs(t *testing.T) {
 	}
 }
 
+// -racks deals racks to the nodes in turn, and each node's configuration
+// names its rack as node.rack and in every roster entry.
+func TestPlanRacks(t *testing.T) {
+	p, err := New(Options{Nodes: 5, Dir: t.TempDir(), Racks: []string{"a", "b", "c"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := p.Write(); err != nil {
+		t.Fatal(err)
+	}
+	want := []string{"a", "b", "c", "a", "b"}
+	for i, n := range p.Nodes {
+		text, err := os.ReadFile(n.Config)
+		if err != nil {
+			t.Fatal(err)
+		}
+		c, err := config.Parse(string(text))
+		if err != nil {
+			t.Fatalf("node %d: %v", n.ID, err)
+		}
+		if c.Node.Rack != want[i] {
+			t.Errorf("node %d: node.rack %q, want %q", n.ID, c.Node.Rack, want[i])
+		}
+		for j, m := range c.Cluster.Nodes {
+			if m.Rack != want[j] {
+				t.Errorf("node %d's roster: node %d in rack %q, want %q", n.ID, m.ID, m.Rack, want[j])
+			}
+		}
+	}
+	if _, err := New(Options{Nodes: 2, Dir: "x", Racks: []string{"a", "b", "c"}}); !errors.Is(err, ErrOptions) {
+		t.Errorf("3 racks for 2 nodes: %v, want ErrOptions", err)
+	}
+}
+
 // Options the broker would refuse are refused before anything is written.
 func TestPlanRefusals(t *testing.T) {
 	for _, o := range []Options{{Nodes: 33, Dir: "x"}, {Nodes: 3}, {Nodes: 3, Dir: "x", ReplicationFactor: "many"}} {

@@ -1,0 +1,79 @@
+package node
+
+import (
+	"testing"
+	"time"
+
+	"github.com/corestream/corestream/client"
+	"github.com/corestream/corestream/cluster/config"
+)
+
+// A consumer in a follower's rack is sent there by the primary and reads
+// every record from it: the follower counts the reads it served
+// (corestream_follower_reads_served_total), the primary none.
+func TestClusterFollowerReadServedInTheRack(t *testing.T) {
+	racks := []string{"a", "b", "c"}
+	tc := startCluster(t, 3, func(c *config.Config) {
+		c.Node.Rack = racks[c.Node.ID-1]
+		for i := range c.Cluster.Nodes {
+			c.Cluster.Nodes[i].Rack = racks[c.Cluster.Nodes[i].ID-1]
+		}
+	})
+	ctx, cl := tc.dial(t, 90*time.Second)
+	createTopic(t, ctx, cl, client.TopicSpec{Name: "near", Partitions: 1, ReplicationFactor: 3})
+	want := produceAll(t, ctx, cl, "near", 0, 200)
+	md, err := cl.Metadata(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, n := range md.Nodes {
+		if n.Rack != racks[n.ID-1] {
+			t.Fatalf("metadata: node %d in rack %q, want %q", n.ID, n.Rack, racks[n.ID-1])
+		}
+	}
+	d, err := cl.DescribeTopic(ctx, "near")
+	if err != nil {
+		t.Fatal(err)
+	}
+	primary := d.Topic.Partitions[0].PrimaryID
+	near := d.Topic.Partitions[0].Replicas[0]
+	if near == primary {
+		near = d.Topic.Partitions[0].Replicas[1]
+	}
+	clusterWait(t, 30*time.Second, "every replica in sync", func() bool {
+		st, err := cl.ClusterStatus(ctx)
+		return err == nil && st.UnderReplicated == 0
+	})
+	before := tc.nodes[primary-1].svc.followerReads.Load()
+
+	cs, err := cl.NewConsumer(client.ConsumerConfig{Rack: racks[near-1], FetchMaxWait: 50 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cs.Close()
+	if err := cs.Assign(ctx, "near", []int32{0}, client.StartEarliest); err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for len(got) < len(want[0]) {
+		recs, err := cs.Poll(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, r := range recs {
+			got = append(got, string(r.Value))
+		}
+	}
+	sameValues(t, map[int32][]string{0: got}, want)
+	if id, _ := cs.ReadReplica("near", 0); id != near {
+		t.Fatalf("read from node %d, want the follower %d in rack %s (primary %d)", id, near, racks[near-1], primary)
+	}
+	served := tc.nodes[near-1].svc.followerReads.Load()
+	if served == 0 || tc.nodes[primary-1].svc.followerReads.Load() != before {
+		t.Fatalf("follower reads served: node %d (the follower) %d, node %d (the primary) %d more",
+			near, served, primary, tc.nodes[primary-1].svc.followerReads.Load()-before)
+	}
+	if m := tc.metricsSum(t); m["follower_reads_served_total"] < float64(served) {
+		t.Fatalf("follower_reads_served_total %v, want at least %d", m["follower_reads_served_total"], served)
+	}
+}
