@@ -79,8 +79,9 @@ type Config struct {
 	// scram requires it; docs/security.md). The password never travels:
 	// only a proof that the client knows it, and the client checks the
 	// node's proof that it holds the user's credential. With a Username,
-	// a node that does not offer authentication is refused rather than
-	// used unauthenticated. Default none.
+	// a node too old to offer authentication is refused rather than used
+	// unauthenticated; a node with security.auth = none accepts the
+	// connection as it accepts every other. Default none.
 	Username, Password string
 	// Dialer opens connections; tests put faults here. Default a
 	// net.Dialer.
