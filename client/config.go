@@ -74,6 +74,15 @@ type Config struct {
 	// requests waited that long. Default 1 s (the kernel's least); a
 	// negative value keeps the kernel's.
 	RetransmitBackoffMax time.Duration
+	// Username and Password authenticate every connection with
+	// SCRAM-SHA-256 after the handshake (a node with security.auth =
+	// scram requires it; docs/security.md). The password never travels:
+	// only a proof that the client knows it, and the client checks the
+	// node's proof that it holds the user's credential. With a Username,
+	// a node too old to offer authentication is refused rather than used
+	// unauthenticated; a node with security.auth = none accepts the
+	// connection as it accepts every other. Default none.
+	Username, Password string
 	// Dialer opens connections; tests put faults here. Default a
 	// net.Dialer.
 	Dialer func(ctx context.Context, network, addr string) (net.Conn, error)

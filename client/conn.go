@@ -143,6 +143,12 @@ func dialConn(ctx context.Context, cfg *Config, addr string) (*conn, error) {
 		nc.Close()
 		return nil, fmt.Errorf("handshake with %s: %w", addr, err)
 	}
+	if cfg.Username != "" {
+		if err := authenticate(ctx, nc, hs, cfg.Username, cfg.Password); err != nil {
+			nc.Close()
+			return nil, fmt.Errorf("authenticating as %s with %s: %w", cfg.Username, addr, err)
+		}
+	}
 	c := &conn{
 		addr: addr, nodeID: hs.NodeID, nc: nc,
 		versions:        make([]int32, len(wire.APIs())),

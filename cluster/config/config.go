@@ -48,13 +48,14 @@ var ErrInvalid = errors.New("config")
 
 // Config is the whole configuration of one node.
 type Config struct {
-	Node    Node    `toml:"node"`
-	Shard   Shard   `toml:"shard"`
-	Network Network `toml:"network"`
-	Storage Storage `toml:"storage"`
-	Cluster Cluster `toml:"cluster"`
-	HTTP    HTTP    `toml:"http"`
-	Log     Log     `toml:"log"`
+	Node     Node     `toml:"node"`
+	Shard    Shard    `toml:"shard"`
+	Network  Network  `toml:"network"`
+	Storage  Storage  `toml:"storage"`
+	Cluster  Cluster  `toml:"cluster"`
+	HTTP     HTTP     `toml:"http"`
+	Log      Log      `toml:"log"`
+	Security Security `toml:"security"`
 }
 
 // Node is this node's identity, addresses and data directory.
@@ -199,6 +200,39 @@ type HTTP struct {
 	JWTSecret string `toml:"jwt_secret"`
 }
 
+// The values of security.auth.
+const (
+	// AuthNone lets every caller do everything (a local single node).
+	AuthNone = "none"
+	// AuthSCRAM requires every client to authenticate as a user of the
+	// cluster (docs/security.md).
+	AuthSCRAM = "scram"
+)
+
+// Security configures authentication (docs/security.md).
+type Security struct {
+	// Auth is none (default) or scram.
+	Auth string `toml:"auth"`
+	// AdminUser and AdminPassword create the first administrator when
+	// the cluster has no user yet (the first start); later starts ignore
+	// them. Required with auth = scram.
+	AdminUser     string `toml:"admin_user"`
+	AdminPassword string `toml:"admin_password"`
+	// TokenTTLMs is the lifetime of a login token of the HTTP API.
+	TokenTTLMs int64 `toml:"token_ttl_ms"`
+	// LoginFailuresMax failed logins from one address within
+	// LoginFailureWindowMs refuse that address's next logins until the
+	// window has passed.
+	LoginFailuresMax     int   `toml:"login_failures_max"`
+	LoginFailureWindowMs int64 `toml:"login_failure_window_ms"`
+	// TLSCertFile and TLSKeyFile, both or neither, make the HTTP API
+	// serve HTTPS (reread on SIGHUP); TLSCAFile is the CA the node
+	// trusts when it calls another node's HTTPS API ("": the system's).
+	TLSCertFile string `toml:"tls_cert_file"`
+	TLSKeyFile  string `toml:"tls_key_file"`
+	TLSCAFile   string `toml:"tls_ca_file"`
+}
+
 // Log configures the server's own log output.
 type Log struct {
 	// Level is debug, info, warn or error.
@@ -268,7 +302,8 @@ func Default() Config {
 			AutoLeaderRebalance: true, LeaderImbalancePercent: 10, LeaderBalanceIntervalMs: 30000,
 			ReplicaLagTimeMaxMs: 30000, LeaderImbalancePercentage: 10, LeaderImbalanceCheckIntervalMs: 30000,
 			Coordinator: Coordinator{ReplicaConnectionsPerPeer: 1}},
-		Log: Log{Level: "info"},
+		Log:      Log{Level: "info"},
+		Security: Security{Auth: AuthNone, TokenTTLMs: 3600 * 1000, LoginFailuresMax: 10, LoginFailureWindowMs: 60 * 1000},
 	}
 }
 
@@ -426,6 +461,9 @@ func (c *Config) Validate() error {
 		return bad("storage.max_batch_bytes", "%d does not fit in network.max_frame_bytes %d with 1 KiB for headers",
 			c.Storage.MaxBatchBytes, c.Network.MaxFrameBytes)
 	}
+	if err := c.validateSecurity(); err != nil {
+		return err
+	}
 	if c.Cluster.ElectionTimeoutMs < 3*c.Cluster.HeartbeatIntervalMs {
 		return bad("cluster.election_timeout_ms", "%d must be at least 3 × cluster.heartbeat_interval_ms (%d)",
 			c.Cluster.ElectionTimeoutMs, c.Cluster.HeartbeatIntervalMs)
@@ -491,6 +529,37 @@ func (c *Config) validateRoster() error {
 	}
 	if len(nodes) > 1 && c.Cluster.Secret == "" {
 		return bad("cluster.secret", "must be set for a roster of %d nodes", len(nodes))
+	}
+	return nil
+}
+
+func (c *Config) validateSecurity() error {
+	s := c.Security
+	checks := []error{
+		inRange("security.token_ttl_ms", s.TokenTTLMs, 1000, 30*24*3600*1000),
+		inRange("security.login_failures_max", int64(s.LoginFailuresMax), 1, 1<<20),
+		inRange("security.login_failure_window_ms", s.LoginFailureWindowMs, 1000, 24*3600*1000),
+	}
+	for _, err := range checks {
+		if err != nil {
+			return err
+		}
+	}
+	if (s.TLSCertFile == "") != (s.TLSKeyFile == "") {
+		return bad("security.tls_cert_file", "security.tls_cert_file and security.tls_key_file go together: set both, or neither")
+	}
+	switch s.Auth {
+	case AuthNone:
+		return nil
+	case AuthSCRAM:
+	default:
+		return bad("security.auth", "%q is not one of none, scram", s.Auth)
+	}
+	if s.AdminUser == "" || s.AdminPassword == "" {
+		return bad("security.admin_user", "auth = scram needs security.admin_user and security.admin_password: the administrator created at the first start (no one could log in otherwise)")
+	}
+	if c.Node.HTTPAddr != "" && c.HTTP.JWTSecret == "" {
+		return bad("http.jwt_secret", "auth = scram with an HTTP API needs http.jwt_secret to sign login tokens")
 	}
 	return nil
 }

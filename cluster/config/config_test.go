@@ -86,6 +86,11 @@ replication_addr = "127.0.0.1:6"
 			"replication_addr = \"127.0.0.1:2\"", "replication_addr = \"127.0.0.1:2\"\nrack = \"b\"", 1), "cluster.nodes[0].rack: \"b\" differs from node.rack \"a\""},
 		{"roster without this node's rack", strings.Replace(roster3, "[node]\nid = 1", "[node]\nid = 1\nrack = \"a\"", 1), "cluster.nodes[0].rack: \"\" differs from node.rack \"a\""},
 		{"election vs heartbeat", "[cluster]\nheartbeat_interval_ms = 500\nelection_timeout_ms = 1000\n", "cluster.election_timeout_ms"},
+		{"unknown auth", "[security]\nauth = \"ldap\"\n", "security.auth: \"ldap\" is not one of none, scram"},
+		{"scram without an admin", "[security]\nauth = \"scram\"\n", "security.admin_user: auth = scram needs"},
+		{"scram without a token secret", "[security]\nauth = \"scram\"\nadmin_user = \"a\"\nadmin_password = \"p\"\n", "http.jwt_secret: auth = scram with an HTTP API"},
+		{"token ttl", "[security]\ntoken_ttl_ms = 5\n", "security.token_ttl_ms: 5 is outside"},
+		{"tls cert without key", "[security]\ntls_cert_file = \"c.pem\"\n", "security.tls_cert_file and security.tls_key_file go together"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

@@ -5,16 +5,23 @@
 // method, path with query, body digest and the target node. A request that
 // carries a proof was forwarded once already and is never forwarded again.
 //
+// Each proof carries a random id (the JWT's jti). A Replays remembers the
+// ids it has accepted until their proofs expire and refuses a proof seen
+// before, so a proof captured on the wire cannot be sent again within
+// its 10 s.
+//
 // Clocks come in as arguments so the expiry is testable; nodes must keep
 // their clocks synchronised to well within ProofTTL.
 package forward
 
 import (
+	"crypto/rand"
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
 	"fmt"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/golang-jwt/jwt/v5"
@@ -30,6 +37,8 @@ const Header = "X-Corestream-Forwarded"
 var (
 	ErrInvalid = errors.New("forward: invalid forwarding proof")
 	ErrExpired = errors.New("forward: forwarding proof expired")
+	// ErrReplayed: the proof was accepted once already.
+	ErrReplayed = errors.New("forward: forwarding proof replayed")
 )
 
 // Request is what a proof is bound to.
@@ -65,15 +74,21 @@ func Sign(secret []byte, r Request, now time.Time) (string, error) {
 			Audience:  jwt.ClaimStrings{strconv.Itoa(int(r.To))},
 			IssuedAt:  jwt.NewNumericDate(now),
 			ExpiresAt: jwt.NewNumericDate(now.Add(ProofTTL)),
+			ID:        rand.Text(),
 		}}
 	return jwt.NewWithClaims(jwt.SigningMethodHS256, c).SignedString(secret)
 }
 
 // Verify checks that proof was signed with secret for exactly r (r.From
 // is ignored and read from the proof) and has not expired at now. It
-// returns the forwarding node.
+// returns the forwarding node. It does not check replays: see
+// Replays.Verify.
 func Verify(secret []byte, proof string, r Request, now time.Time) (from int32, err error) {
-	var c claims
+	from, _, err = verify(secret, proof, r, now)
+	return from, err
+}
+
+func verify(secret []byte, proof string, r Request, now time.Time) (from int32, c claims, err error) {
 	_, err = jwt.ParseWithClaims(proof, &c, func(t *jwt.Token) (any, error) { return secret, nil },
 		jwt.WithValidMethods([]string{jwt.SigningMethodHS256.Alg()}),
 		jwt.WithTimeFunc(func() time.Time { return now }),
@@ -82,16 +97,68 @@ func Verify(secret []byte, proof string, r Request, now time.Time) (from int32, 
 		jwt.WithIssuedAt())
 	if err != nil {
 		if errors.Is(err, jwt.ErrTokenExpired) {
-			return 0, fmt.Errorf("%w: %v (clocks more than %v apart?)", ErrExpired, err, ProofTTL)
+			return 0, c, fmt.Errorf("%w: %v (clocks more than %v apart?)", ErrExpired, err, ProofTTL)
 		}
-		return 0, fmt.Errorf("%w: %v", ErrInvalid, err)
+		return 0, c, fmt.Errorf("%w: %v", ErrInvalid, err)
 	}
 	if c.Method != r.Method || c.Path != r.PathQuery || c.Body != digest(r.Body) {
-		return 0, fmt.Errorf("%w: proof is for %s %s, request is %s %s (or another body)", ErrInvalid, c.Method, c.Path, r.Method, r.PathQuery)
+		return 0, c, fmt.Errorf("%w: proof is for %s %s, request is %s %s (or another body)", ErrInvalid, c.Method, c.Path, r.Method, r.PathQuery)
 	}
 	n, err := strconv.Atoi(c.Issuer)
 	if err != nil {
-		return 0, fmt.Errorf("%w: issuer %q", ErrInvalid, c.Issuer)
+		return 0, c, fmt.Errorf("%w: issuer %q", ErrInvalid, c.Issuer)
 	}
-	return int32(n), nil
+	return int32(n), c, nil
+}
+
+// ReplayIDsMax bounds the proof ids a Replays remembers: at most this many
+// forwarded requests are accepted per ProofTTL (about 6,500 a second);
+// past it a proof is refused as if replayed, with a message that says so.
+const ReplayIDsMax = 65536
+
+// Replays verifies proofs and refuses one seen before within its
+// validity. Safe for concurrent use.
+//
+// mu guards seen.
+type Replays struct {
+	mu   sync.Mutex
+	seen map[string]time.Time // proof id → its expiry
+}
+
+// Verify is Verify and the replay check: a proof whose id was accepted
+// before is refused with ErrReplayed.
+func (rp *Replays) Verify(secret []byte, proof string, r Request, now time.Time) (from int32, err error) {
+	from, c, err := verify(secret, proof, r, now)
+	if err != nil {
+		return 0, err
+	}
+	if c.ID == "" {
+		return 0, fmt.Errorf("%w: the proof has no id", ErrInvalid)
+	}
+	rp.mu.Lock()
+	defer rp.mu.Unlock()
+	rp.seen = rp.seenOrNew()
+	if _, dup := rp.seen[c.ID]; dup {
+		return 0, fmt.Errorf("%w: proof %s from node %d was accepted before", ErrReplayed, c.ID, from)
+	}
+	if len(rp.seen) >= ReplayIDsMax {
+		for id, exp := range rp.seen {
+			if !now.Before(exp) {
+				delete(rp.seen, id)
+			}
+		}
+		if len(rp.seen) >= ReplayIDsMax {
+			return 0, fmt.Errorf("%w: %d forwarded requests within %v; retry shortly", ErrReplayed, ReplayIDsMax, ProofTTL)
+		}
+	}
+	rp.seen[c.ID] = c.ExpiresAt.Time
+	return from, nil
+}
+
+// seenOrNew is seen, made when nil. REQUIRES: mu held (or no sharing).
+func (rp *Replays) seenOrNew() map[string]time.Time {
+	if rp.seen == nil {
+		return map[string]time.Time{}
+	}
+	return rp.seen
 }

@@ -116,7 +116,7 @@ func (h *API) rebalance(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	res, err := await(func(done func(service.RebalanceResult, error)) {
-		h.svc.Rebalance(nil, &service.RebalanceRequest{DryRun: in.DryRun, MovesMax: uint32(in.MovesMax)}, done)
+		h.svcOf(r).Rebalance(nil, &service.RebalanceRequest{DryRun: in.DryRun, MovesMax: uint32(in.MovesMax)}, done)
 	})
 	if err != nil {
 		h.fail(w, err)
@@ -161,7 +161,7 @@ func (h *API) movePrimary(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	res, err := await(func(done func(service.MovePrimaryResult, error)) {
-		h.svc.MovePrimary(nil, &service.MovePrimaryRequest{Topic: name, Partition: p, TargetNodeID: int32(in.NodeID),
+		h.svcOf(r).MovePrimary(nil, &service.MovePrimaryRequest{Topic: name, Partition: p, TargetNodeID: int32(in.NodeID),
 			Timeout: movePrimaryTimeout}, done)
 	})
 	if err != nil {
@@ -222,10 +222,11 @@ func (h *API) remoteStats(ctx context.Context, b service.Broker) statsAnswer {
 	}
 	ctx, cancel := context.WithTimeout(ctx, statsGatherTimeout)
 	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+b.HTTPAddr+"/v1/stats", nil)
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, h.schemeOf()+"://"+b.HTTPAddr+"/v1/stats", nil)
 	if err != nil {
 		return failed(err.Error())
 	}
+	onBehalf(ctx, req)
 	resp, err := h.client.Do(req)
 	if err != nil {
 		return failed(err.Error())

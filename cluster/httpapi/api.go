@@ -10,6 +10,7 @@ package httpapi
 import (
 	"bytes"
 	"context"
+	"crypto/tls"
 	"fmt"
 	"io"
 	"net"
@@ -65,6 +66,14 @@ type API struct {
 	client    *http.Client
 	// bodyTimeout is httpBodyTimeout; tests shorten it.
 	bodyTimeout time.Duration
+	// auth is nil when security.auth is none (auth.go); users serves the
+	// user routes (users.go), nil: none.
+	auth  *Auth
+	users service.Users
+	// replays refuses a forwarding proof used twice.
+	replays forward.Replays
+	// scheme is how this node calls the others ("https" with TLS).
+	scheme string
 	// stats are this node's traffic figures (nil: all 0).
 	stats func() Stats
 }
@@ -92,6 +101,15 @@ type Config struct {
 	// BodyTimeout bounds the read of a request body once its headers are
 	// in; 0 is httpBodyTimeout (30 s).
 	BodyTimeout time.Duration
+	// Auth, when set, requires a login token on every request but
+	// health, metrics and login (auth.go); nil: security.auth = none.
+	Auth *Auth
+	// Users serves the user routes (users.go); nil: no such routes.
+	Users service.Users
+	// TLS, when set, serves HTTPS (security.tls_cert_file), and
+	// ClientTLS is how this node calls the others then (every node of a
+	// cluster serves HTTPS or none does).
+	TLS, ClientTLS *tls.Config
 }
 
 // New builds the router and the server on ln; Serve runs it.
@@ -101,7 +119,7 @@ func New(cfg Config, ln net.Listener) *API {
 	}
 	h := &API{svc: cfg.Service, self: cfg.Self, jwtSecret: cfg.JWTSecret, httpAddrs: cfg.HTTPAddrOf,
 		ln: ln, mux: http.NewServeMux(), client: &http.Client{Timeout: httpForwardTimeout}, bodyTimeout: cfg.BodyTimeout,
-		stats: cfg.Stats}
+		auth: cfg.Auth, users: cfg.Users, stats: cfg.Stats}
 	h.mux.HandleFunc("GET /v1/health", h.health)
 	h.mux.HandleFunc("GET /v1/cluster", h.cluster)
 	h.mux.HandleFunc("GET /v1/topics", h.listTopics)
@@ -122,14 +140,27 @@ func New(cfg Config, ln net.Listener) *API {
 	if cfg.Metrics != nil {
 		h.mux.Handle("GET /metrics", cfg.Metrics)
 	}
+	h.mux.HandleFunc("POST /v1/login", h.login)
+	h.registerUsers()
 	// Everything else: ServeMux would answer 404 and 405 in plain text.
 	h.mux.HandleFunc("/", h.notRouted)
-	h.srv = &http.Server{Handler: h.mux, ReadHeaderTimeout: httpReadHeaderTimeout, IdleTimeout: httpIdleTimeout}
+	h.scheme = "http"
+	if cfg.TLS != nil {
+		h.scheme = "https"
+		h.client.Transport = &http.Transport{TLSClientConfig: cfg.ClientTLS}
+	}
+	h.srv = &http.Server{Handler: h.authenticated(h.mux), TLSConfig: cfg.TLS, ReadHeaderTimeout: httpReadHeaderTimeout, IdleTimeout: httpIdleTimeout}
 	return h
 }
 
 // Serve serves requests on the listener until Stop; it returns at once.
-func (h *API) Serve() { go h.srv.Serve(h.ln) }
+func (h *API) Serve() {
+	if h.srv.TLSConfig != nil {
+		go h.srv.ServeTLS(h.ln, "", "")
+		return
+	}
+	go h.srv.Serve(h.ln)
+}
 
 // Addr is the address the API's listener bound.
 func (h *API) Addr() string { return h.ln.Addr().String() }
@@ -173,7 +204,7 @@ func (h *API) route(w http.ResponseWriter, r *http.Request, body []byte, target 
 		role = "the metadata primary"
 	}
 	if proof := r.Header.Get(forward.Header); proof != "" {
-		from, err := forward.Verify([]byte(h.jwtSecret), proof,
+		from, err := h.replays.Verify([]byte(h.jwtSecret), proof,
 			forward.Request{Method: r.Method, PathQuery: r.URL.RequestURI(), Body: body, To: self}, time.Now())
 		if err != nil {
 			h.fail(w, &httpStatusError{status: http.StatusUnauthorized,
@@ -231,7 +262,7 @@ func (h *API) forward(w http.ResponseWriter, r *http.Request, body []byte, targe
 		h.fail(w, err)
 		return
 	}
-	req, err := http.NewRequestWithContext(r.Context(), r.Method, "http://"+addr+r.URL.RequestURI(), bytes.NewReader(body))
+	req, err := http.NewRequestWithContext(r.Context(), r.Method, h.schemeOf()+"://"+addr+r.URL.RequestURI(), bytes.NewReader(body))
 	if err != nil {
 		h.fail(w, err)
 		return
@@ -239,6 +270,10 @@ func (h *API) forward(w http.ResponseWriter, r *http.Request, body []byte, targe
 	req.Header.Set(forward.Header, proof)
 	if ct := r.Header.Get("Content-Type"); ct != "" {
 		req.Header.Set("Content-Type", ct)
+	}
+	// The target checks the caller's token again (auth.go).
+	if a := r.Header.Get("Authorization"); a != "" {
+		req.Header.Set("Authorization", a)
 	}
 	resp, err := h.client.Do(req)
 	if err != nil {
@@ -270,4 +305,13 @@ func await[R any](call func(done func(R, error))) (R, error) {
 	call(func(v R, err error) { out <- answer{v, err} })
 	a := <-out
 	return a.v, a.err
+}
+
+// schemeOf is how this node calls the others: "https" with TLS, else
+// "http" (also for an API built without New, as tests do).
+func (h *API) schemeOf() string {
+	if h.scheme == "" {
+		return "http"
+	}
+	return h.scheme
 }

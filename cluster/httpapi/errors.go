@@ -60,6 +60,10 @@ var httpStatusByCode = map[int16]int{
 	wire.ErrInvalidTimestamp.Code:         http.StatusBadRequest,
 	wire.ErrInvalidOffset.Code:            http.StatusBadRequest,
 	wire.ErrInvalidProducerIDMapping.Code: http.StatusBadRequest,
+	wire.ErrAuthorizationFailed.Code:      http.StatusForbidden,
+	wire.ErrAuthenticationFailed.Code:     http.StatusUnauthorized,
+	wire.ErrUserAlreadyExists.Code:        http.StatusConflict,
+	wire.ErrUnknownUser.Code:              http.StatusNotFound,
 }
 
 // httpStatusOf returns the status for a wire error: its table entry, or

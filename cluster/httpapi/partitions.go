@@ -188,7 +188,7 @@ func (h *API) listPartitions(w http.ResponseWriter, r *http.Request) {
 		h.fail(w, err)
 		return
 	}
-	md, err := h.svc.Metadata(service.MetadataRequest{})
+	md, err := h.svcOf(r).Metadata(service.MetadataRequest{})
 	if err != nil {
 		h.fail(w, err)
 		return
@@ -255,7 +255,7 @@ func (h *API) localLogs(ctx context.Context, names []partitionName) []*partition
 	ch := make(chan answer, len(names)) // buffered: a late completion never blocks its shard
 	for i, n := range names {
 		ref := service.PartitionRef{Topic: n.Topic, Partition: n.Partition, Generation: service.GenerationUnknown}
-		h.svc.DescribePartition(nil, ref, func(d service.PartitionDetail, err error) {
+		h.svcCtx(ctx).DescribePartition(nil, ref, func(d service.PartitionDetail, err error) {
 			if err != nil {
 				ch <- answer{i, nil}
 				return
@@ -278,10 +278,11 @@ func (h *API) localLogs(ctx context.Context, names []partitionName) []*partition
 // remoteLogs asks the node at addr for the log figures of names.
 func (h *API) remoteLogs(ctx context.Context, addr string, names []partitionName) []*partitionLog {
 	body, _ := json.Marshal(partitionsLogBody{Partitions: names})
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, "http://"+addr+"/v1/partitions/log", bytes.NewReader(body))
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, h.schemeOf()+"://"+addr+"/v1/partitions/log", bytes.NewReader(body))
 	if err != nil {
 		return nil
 	}
+	onBehalf(ctx, req)
 	resp, err := h.client.Do(req)
 	if err != nil {
 		return nil

@@ -203,7 +203,7 @@ func (h *API) produce(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	req := &service.ProduceRequest{PartitionRef: ref, Acks: params.acks, Records: data}
-	pr, err := await(func(done func(service.ProduceResult, error)) { h.svc.Produce(nil, req, done) })
+	pr, err := await(func(done func(service.ProduceResult, error)) { h.svcOf(r).Produce(nil, req, done) })
 	if err != nil {
 		h.fail(w, err)
 		return
@@ -256,7 +256,7 @@ func (h *API) fetch(w http.ResponseWriter, r *http.Request) {
 	}
 	req := &service.FetchRequest{PartitionRef: ref, Offset: params.offset, MaxBytes: params.maxBytes, MinBytes: 1,
 		MaxWait: msDuration(params.maxWaitMs)}
-	res, err := await(func(done func(service.FetchResult, error)) { h.svc.Fetch(nil, req, done) })
+	res, err := await(func(done func(service.FetchResult, error)) { h.svcOf(r).Fetch(nil, req, done) })
 	if err != nil {
 		h.fail(w, err)
 		return
@@ -326,7 +326,7 @@ func (h *API) partitionTarget(r *http.Request) (service.PartitionRef, int32, err
 	if err != nil {
 		return service.PartitionRef{}, 0, err
 	}
-	return h.svc.Locate(r.PathValue("topic"), p)
+	return h.svcOf(r).Locate(r.PathValue("topic"), p)
 }
 
 // msDuration is a timeout given in ms as a duration.

@@ -108,10 +108,10 @@ func mustJSON(s string) string {
 // holds every type marked as an answer in the source.
 var httpAnswers = []any{
 	errorAnswer{}, healthAnswer{}, clusterAnswer{}, topicList{}, topicSummary{}, topicDetail{}, deletedTopic{},
-	produceAnswer{}, fetchAnswer{},
+	produceAnswer{}, fetchAnswer{}, loginAnswer{}, userAnswer{}, userList{},
 	partitionList{}, partitionsLogAnswer{}, rebalanceAnswer{}, movePrimaryAnswer{}, statsAnswer{}, clusterStatsAnswer{},
 	// Request bodies follow the same rule.
-	produceBody{}, createTopicBody{}, partitionsLogBody{}, rebalanceBody{}, movePrimaryBody{},
+	produceBody{}, createTopicBody{}, partitionsLogBody{}, rebalanceBody{}, movePrimaryBody{}, loginBody{}, createUserBody{}, userChangeBody{},
 }
 
 var snakeCase = regexp.MustCompile(`^[a-z][a-z0-9]*(_[a-z0-9]+)*$`)

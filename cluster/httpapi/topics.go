@@ -164,8 +164,8 @@ func (h *API) health(w http.ResponseWriter, r *http.Request) {
 		h.fail(w, err)
 		return
 	}
-	id := h.svc.Identity()
-	lead, gen := h.svc.MetadataRoute()
+	id := h.svcOf(r).Identity()
+	lead, gen := h.svcOf(r).MetadataRoute()
 	writeJSON(w, http.StatusOK, healthAnswer{NodeID: id.NodeID, Status: "ok", Version: id.Version,
 		MetadataPrimaryID: lead, MetadataGeneration: gen})
 }
@@ -175,7 +175,7 @@ func (h *API) cluster(w http.ResponseWriter, r *http.Request) {
 		h.fail(w, err)
 		return
 	}
-	st, err := h.svc.ClusterStatus()
+	st, err := h.svcOf(r).ClusterStatus()
 	if err != nil {
 		h.fail(w, err)
 		return
@@ -197,7 +197,7 @@ func (h *API) listTopics(w http.ResponseWriter, r *http.Request) {
 	}
 	// Before the committed metadata is loaded the list could leave topics
 	// out: 503 METADATA_NOT_READY, as on the native port.
-	topics, err := h.svc.ListTopics()
+	topics, err := h.svcOf(r).ListTopics()
 	if err != nil {
 		h.fail(w, err)
 		return
@@ -229,7 +229,7 @@ func (h *API) describeTopic(w http.ResponseWriter, r *http.Request) {
 		h.fail(w, err)
 		return
 	}
-	d, err := h.svc.DescribeTopic(name)
+	d, err := h.svcOf(r).DescribeTopic(name)
 	if err != nil {
 		h.fail(w, err)
 		return
@@ -276,11 +276,11 @@ func (h *API) createTopic(w http.ResponseWriter, r *http.Request) {
 		h.fail(w, err)
 		return
 	}
-	lead, _ := h.svc.MetadataRoute()
+	lead, _ := h.svcOf(r).MetadataRoute()
 	if !h.route(w, r, body, lead, wire.ErrNotMetadataPrimary) {
 		return
 	}
-	res, err := await(func(done func(service.CreateTopicResult, error)) { h.svc.CreateTopic(nil, req, done) })
+	res, err := await(func(done func(service.CreateTopicResult, error)) { h.svcOf(r).CreateTopic(nil, req, done) })
 	if err != nil {
 		h.fail(w, err)
 		return
@@ -298,12 +298,12 @@ func (h *API) deleteTopic(w http.ResponseWriter, r *http.Request) {
 		h.fail(w, err)
 		return
 	}
-	lead, _ := h.svc.MetadataRoute()
+	lead, _ := h.svcOf(r).MetadataRoute()
 	if !h.route(w, r, nil, lead, wire.ErrNotMetadataPrimary) {
 		return
 	}
 	id, err := await(func(done func(metadata.TopicID, error)) {
-		h.svc.DeleteTopic(nil, &service.DeleteTopicRequest{Name: name}, done)
+		h.svcOf(r).DeleteTopic(nil, &service.DeleteTopicRequest{Name: name}, done)
 	})
 	if err != nil {
 		h.fail(w, err)

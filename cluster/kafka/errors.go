@@ -50,6 +50,14 @@ var codes = []struct {
 	// the ISR fails with ELIGIBLE_LEADERS_NOT_AVAILABLE.
 	{service.ErrNotInSyncReplica, kerr.EligibleLeadersNotAvailable},
 	{service.ErrInvalidConsumerName, kerr.InvalidGroupID},
+	// A permission refusal; a Kafka client treats the topic and the
+	// cluster refusal alike (not retriable, surfaced to the caller).
+	{service.ErrAuthorization, kerr.TopicAuthorizationFailed},
+	{service.ErrAuthentication, kerr.SaslAuthenticationFailed},
+	// Users are not managed over the Kafka port; the codes Kafka's
+	// resource APIs use for the same situations.
+	{service.ErrUserExists, kerr.DuplicateResource},
+	{service.ErrUnknownUser, kerr.ResourceNotFound},
 	{service.ErrInternal, kerr.UnknownServerError},
 	{partition.ErrNotPrimary, kerr.NotLeaderForPartition},
 	{partition.ErrStaleGeneration, kerr.FencedLeaderEpoch},

@@ -20,6 +20,7 @@ var frozen = map[error]int16{
 	service.ErrInvalidRequest: 42, service.ErrInvalidOffset: 1, service.ErrInvalidTimestamp: 32,
 	service.ErrRebalanceInProgress: 27, service.ErrNotReplica: 9, service.ErrNotInSyncReplica: 83,
 	service.ErrInvalidConsumerName: 24, service.ErrInternal: -1,
+	service.ErrAuthorization: 29, service.ErrAuthentication: 58, service.ErrUserExists: 92, service.ErrUnknownUser: 91,
 	partition.ErrNotPrimary: 6, partition.ErrStaleGeneration: 74, partition.ErrPrimaryNotAvailable: 5,
 	partition.ErrNotEnoughReplicas: 19, partition.ErrOffsetOutOfRange: 1, partition.ErrStorage: 56,
 	partition.ErrBatchTooLarge: 10, partition.ErrCorruptBatch: 2, partition.ErrInvalidBatch: 87,

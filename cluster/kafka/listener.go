@@ -34,8 +34,9 @@ var ErrUnsupportedAPI = errors.New("kafka: API not served")
 type Listener struct {
 	svc service.Service
 	cfg Config
-	// sessionIDs numbers fetch sessions (session.go).
-	sessionIDs atomic.Uint32
+	// sessionIDs numbers fetch sessions (session.go); shared by the
+	// views of authenticated users (sasl.go).
+	sessionIDs *atomic.Uint32
 }
 
 // Config is what the listener needs besides the service.
@@ -45,6 +46,9 @@ type Config struct {
 	MaxFrameBytes int
 	// Log receives connection-level events at debug level.
 	Log *slog.Logger
+	// Auth, when set, requires SASL authentication (sasl.go); nil:
+	// security.auth = none.
+	Auth *Auth
 }
 
 // New returns a listener that answers through svc.
@@ -52,7 +56,7 @@ func New(svc service.Service, cfg Config) *Listener {
 	if cfg.Log == nil {
 		cfg.Log = slog.Default()
 	}
-	return &Listener{svc: svc, cfg: cfg}
+	return &Listener{svc: svc, cfg: cfg, sessionIDs: new(atomic.Uint32)}
 }
 
 // conn is one connection's state. Kafka clients match responses to
@@ -70,6 +74,8 @@ type conn struct {
 	// session is the connection's incremental fetch session, nil when
 	// none (session.go).
 	session *fetchSession
+	// sasl is the connection's authentication (sasl.go).
+	sasl saslState
 }
 
 // answer is a response frame, or none (a produce with acks 0).
@@ -164,7 +170,21 @@ func (l *Listener) OnFrame(c *netio.Conn, frame []byte) {
 		l.refuse(c, st, seq, fmt.Errorf("%w: %s v%d: %v", ErrMalformedRequest, kmsg.NameForKey(h.Key), h.Version, err))
 		return
 	}
-	l.serve(c, h, req, reply, func() { st.deliver(c, seq, answer{noReply: true}) })
+	as := l.forConn(st)
+	if as == nil && !saslOpen(h.Key) {
+		why := fmt.Sprintf("%s before SASL authentication: this node requires it (security.auth = scram)", kmsg.NameForKey(h.Key))
+		if resp := errorResponse(req, kerr.SaslAuthenticationFailed.Code); resp != nil {
+			l.cfg.Log.Debug("kafka request refused", "remote", c.RemoteAddr(), "why", why)
+			reply(resp)
+			return
+		}
+		l.refuse(c, st, seq, fmt.Errorf("%w: %s", ErrUnsupportedAPI, why))
+		return
+	}
+	if as == nil {
+		as = l
+	}
+	as.serve(c, h, req, reply, func() { st.deliver(c, seq, answer{noReply: true}) })
 }
 
 // refuse closes the connection for a request it cannot answer, after the
@@ -203,6 +223,10 @@ func (l *Listener) serve(c *netio.Conn, h RequestHeader, req kmsg.Request, reply
 	switch r := req.(type) {
 	case *kmsg.ApiVersionsRequest:
 		reply(apiVersionsResponse(0))
+	case *kmsg.SASLHandshakeRequest:
+		reply(l.saslHandshake(c.Context().(*conn), r))
+	case *kmsg.SASLAuthenticateRequest:
+		reply(l.saslAuthenticate(c, c.Context().(*conn), r))
 	case *kmsg.MetadataRequest:
 		reply(l.metadata(r))
 	case *kmsg.DescribeConfigsRequest:

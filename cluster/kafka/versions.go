@@ -15,6 +15,7 @@ const (
 	describeConfigsKey  int16 = 32
 	createPartitionsKey int16 = 37
 	describeClusterKey  int16 = 60
+	// saslHandshakeKey and saslAuthenticateKey are in sasl.go.
 )
 
 // supported is exactly what ApiVersions lists: each API this listener
@@ -42,6 +43,8 @@ var supported = []struct {
 	{describeConfigsKey, 0, 4},
 	{createPartitionsKey, 0, 3},
 	{describeClusterKey, 0, 1},
+	{saslHandshakeKey, 1, 1},
+	{saslAuthenticateKey, 0, 2},
 }
 
 // versionRange returns key's supported versions; ok is false for an API

@@ -20,6 +20,13 @@ const (
 	OpAllocateProducers Op = "allocate_producer_ids"
 	OpCommitOffsets     Op = "commit_offsets"
 	OpPrimaryMoved      Op = "primary_moved"
+	// The user commands (users.go); Command.User carries the user, with
+	// only the fields the op needs: a credential, never a password.
+	OpCreateUser  Op = "create_user"
+	OpDeleteUser  Op = "delete_user"
+	OpSetPassword Op = "set_password"
+	OpGrant       Op = "grant"
+	OpRevoke      Op = "revoke"
 )
 
 // Command is one metadata change. Only the fields of its Op are set.
@@ -42,6 +49,9 @@ type Command struct {
 	// CommitOffsets: the consumer and its offsets.
 	Consumer string        `json:"consumer,omitempty"`
 	Offsets  []OffsetEntry `json:"offsets,omitempty"`
+	// The user commands: the user (Grant, Revoke: its name and the rules
+	// to add or remove).
+	User *User `json:"user,omitempty"`
 }
 
 // Encode returns the command's bytes (JSON: the control plane is small and
@@ -74,6 +84,8 @@ type Result struct {
 	FirstProducerID int64
 	// Errors holds, for a commit, one verdict per offset (nil: stored).
 	Errors []error
+	// User is the user created, changed or deleted.
+	User *User
 }
 
 // Apply applies c. A command that is invalid against the current state
@@ -111,6 +123,8 @@ func (s *State) Apply(c Command) (Result, error) {
 		}
 		s.moved[OffsetKey{Topic: c.Name, Partition: c.Partition}] = c.AtMs
 		return Result{Topic: t}, nil
+	case OpCreateUser, OpDeleteUser, OpSetPassword, OpGrant, OpRevoke:
+		return s.applyUser(c)
 	case OpAllocateProducers:
 		if c.Count < 1 || c.Count > ProducerIDsPerAllocationMax {
 			return Result{}, fmt.Errorf("%w: allocate %d producer ids", ErrInvalidCommand, c.Count)

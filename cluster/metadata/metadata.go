@@ -118,6 +118,11 @@ type State struct {
 	// moved holds when the balancer last moved each partition's primary
 	// (its mute period survives a metadata-primary change).
 	moved map[OffsetKey]int64
+	// users holds the users by name (users.go); userGen is the last
+	// generation handed to a user. Invariant: every user's Generation <=
+	// userGen, and userGen only grows.
+	users   map[string]*User
+	userGen int64
 }
 
 // LastMovedMs is when partition p of topic last had its primary moved by
@@ -126,7 +131,7 @@ func (s *State) LastMovedMs(topic string, p int32) int64 { return s.moved[Offset
 
 // New returns an empty state.
 func New() *State {
-	return &State{topics: map[string]*Topic{}, byID: map[TopicID]*Topic{}, offsets: map[string]map[OffsetKey]Committed{}, moved: map[OffsetKey]int64{}}
+	return &State{topics: map[string]*Topic{}, byID: map[TopicID]*Topic{}, offsets: map[string]map[OffsetKey]Committed{}, moved: map[OffsetKey]int64{}, users: map[string]*User{}}
 }
 
 // Topic returns the topic named name, or nil.

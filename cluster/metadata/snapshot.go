@@ -13,6 +13,8 @@ type snapshot struct {
 	NextProducerID int64             `json:"next_producer_id"`
 	Offsets        []consumerOffsets `json:"offsets,omitempty"`
 	Moved          []movedAt         `json:"moved,omitempty"`
+	Users          []*User           `json:"users,omitempty"`
+	UserGeneration int64             `json:"user_generation,omitempty"`
 }
 
 type movedAt struct {
@@ -28,7 +30,7 @@ type consumerOffsets struct {
 // Snapshot encodes the whole state. The caller frames it with a checksum
 // when it stores or sends it.
 func (s *State) Snapshot() []byte {
-	snap := snapshot{Version: CommandVersion, Topics: s.Topics(), NextProducerID: s.nextProducerID}
+	snap := snapshot{Version: CommandVersion, Topics: s.Topics(), NextProducerID: s.nextProducerID, Users: s.Users(), UserGeneration: s.userGen}
 	names := make([]string, 0, len(s.offsets))
 	for c := range s.offsets {
 		names = append(names, c)
@@ -84,5 +86,17 @@ func Restore(b []byte) (*State, error) {
 	for _, m := range snap.Moved {
 		s.moved[m.OffsetKey] = m.AtMs
 	}
+	for _, u := range snap.Users {
+		if _, err := s.applyUser(Command{Op: OpCreateUser, User: u}); err != nil {
+			return nil, fmt.Errorf("snapshot user %q: %w", u.Name, err)
+		}
+		if u.Generation < 1 || u.Generation > snap.UserGeneration {
+			return nil, fmt.Errorf("%w: snapshot user %q has generation %d above %d", ErrInvalidCommand, u.Name, u.Generation, snap.UserGeneration)
+		}
+		cp := *s.users[u.Name]
+		cp.Generation = u.Generation
+		s.users[u.Name] = &cp
+	}
+	s.userGen = snap.UserGeneration
 	return s, nil
 }

@@ -31,18 +31,18 @@ func (h *Handler) admin(c *netio.Conn, hdr wire.RequestHeader, body []byte) {
 		for _, e := range req.Configs {
 			sreq.Configs = append(sreq.Configs, service.Config{Key: e.Key, Value: e.Value})
 		}
-		h.svc.CreateTopic(from, sreq, func(res service.CreateTopicResult, err error) {
+		h.svcOf(c).CreateTopic(from, sreq, func(res service.CreateTopicResult, err error) {
 			answer(&wire.CreateTopicResponse{TopicID: wire.TopicID(res.ID), Partitions: res.Partitions, ReplicationFactor: res.ReplicationFactor}, err)
 		})
 	case *wire.DeleteTopicRequest:
 		sreq := &service.DeleteTopicRequest{Name: req.Name, ID: metadata.TopicID(req.TopicID), Timeout: msDuration(req.TimeoutMs)}
-		h.svc.DeleteTopic(from, sreq, func(id metadata.TopicID, err error) {
+		h.svcOf(c).DeleteTopic(from, sreq, func(id metadata.TopicID, err error) {
 			answer(&wire.DeleteTopicResponse{TopicID: wire.TopicID(id)}, err)
 		})
 	case *wire.AddPartitionsRequest:
 		sreq := &service.AddPartitionsRequest{Name: req.Name, ID: metadata.TopicID(req.TopicID), Partitions: req.Partitions,
 			ValidateOnly: req.ValidateOnly, Timeout: msDuration(req.TimeoutMs)}
-		h.svc.AddPartitions(from, sreq, func(total int32, err error) {
+		h.svcOf(c).AddPartitions(from, sreq, func(total int32, err error) {
 			answer(&wire.AddPartitionsResponse{Partitions: total}, err)
 		})
 	case *wire.CommitOffsetsRequest:
@@ -51,7 +51,7 @@ func (h *Handler) admin(c *netio.Conn, hdr wire.RequestHeader, body []byte) {
 			sreq.Offsets = append(sreq.Offsets, service.OffsetCommit{Topic: o.Topic, TopicID: metadata.TopicID(o.TopicID),
 				Partition: o.Partition, Offset: o.Offset, Metadata: o.Metadata})
 		}
-		h.svc.CommitOffsets(from, sreq, func(entries []error, err error) {
+		h.svcOf(c).CommitOffsets(from, sreq, func(entries []error, err error) {
 			resp := &wire.CommitOffsetsResponse{Results: make([]wire.PartitionResult, len(req.Offsets))}
 			for i, o := range req.Offsets {
 				resp.Results[i] = wire.PartitionResult{Topic: o.Topic, Partition: o.Partition}
@@ -66,7 +66,7 @@ func (h *Handler) admin(c *netio.Conn, hdr wire.RequestHeader, body []byte) {
 		for _, tp := range req.Partitions {
 			sreq.Partitions = append(sreq.Partitions, service.TopicPartition{Topic: tp.Topic, Partition: tp.Partition})
 		}
-		h.svc.FetchOffsets(from, sreq, func(offs []service.CommittedOffset, err error) {
+		h.svcOf(c).FetchOffsets(from, sreq, func(offs []service.CommittedOffset, err error) {
 			resp := &wire.FetchOffsetsResponse{}
 			for _, o := range offs {
 				resp.Offsets = append(resp.Offsets, wire.CommittedOffset{Topic: o.Topic, TopicID: wire.TopicID(o.TopicID),
@@ -77,11 +77,11 @@ func (h *Handler) admin(c *netio.Conn, hdr wire.RequestHeader, body []byte) {
 	case *wire.MovePrimaryRequest:
 		sreq := &service.MovePrimaryRequest{Topic: req.Topic, TopicID: metadata.TopicID(req.TopicID), Partition: req.Partition,
 			TargetNodeID: req.TargetNodeID, Timeout: msDuration(req.TimeoutMs)}
-		h.svc.MovePrimary(from, sreq, func(res service.MovePrimaryResult, err error) {
+		h.svcOf(c).MovePrimary(from, sreq, func(res service.MovePrimaryResult, err error) {
 			answer(&wire.MovePrimaryResponse{PrimaryID: res.PrimaryID, Generation: res.Generation}, err)
 		})
 	case *wire.RebalanceRequest:
-		h.svc.Rebalance(from, &service.RebalanceRequest{DryRun: req.DryRun, MovesMax: req.MovesMax, Preferred: req.Preferred}, func(res service.RebalanceResult, err error) {
+		h.svcOf(c).Rebalance(from, &service.RebalanceRequest{DryRun: req.DryRun, MovesMax: req.MovesMax, Preferred: req.Preferred}, func(res service.RebalanceResult, err error) {
 			resp := &wire.RebalanceResponse{Started: res.Started}
 			for _, m := range res.Moves {
 				resp.Moves = append(resp.Moves, wire.PrimaryMove{Topic: m.Topic, TopicID: wire.TopicID(m.TopicID),

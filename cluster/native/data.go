@@ -23,7 +23,7 @@ func (h *Handler) produce(c *netio.Conn, hdr wire.RequestHeader, body []byte) {
 	sreq := service.ProduceRequest{PartitionRef: serviceRef(&req.PartitionRef), Acks: service.Acks(req.Acks),
 		Timeout: msDuration(req.TimeoutMs), Records: req.Records}
 	after := h.track(c, req.Topic, req.Partition)
-	h.svc.Produce(c.Shard(), &sreq, func(res service.ProduceResult, err error) {
+	h.svcOf(c).Produce(c.Shard(), &sreq, func(res service.ProduceResult, err error) {
 		if err != nil {
 			replyErr(c, hdr, err)
 		} else {
@@ -43,7 +43,7 @@ func (h *Handler) fetch(c *netio.Conn, hdr wire.RequestHeader, body []byte) {
 	sreq := service.FetchRequest{PartitionRef: serviceRef(&req.PartitionRef), Offset: req.FetchOffset,
 		MaxBytes: req.MaxBytes, MinBytes: req.MinBytes, MaxWait: msDuration(req.MaxWaitMs), Rack: req.Rack}
 	after := h.track(c, req.Topic, req.Partition)
-	h.svc.Fetch(c.Shard(), &sreq, func(res service.FetchResult, err error) {
+	h.svcOf(c).Fetch(c.Shard(), &sreq, func(res service.FetchResult, err error) {
 		if err != nil {
 			replyErr(c, hdr, err)
 		} else {
@@ -61,7 +61,7 @@ func (h *Handler) listOffsets(c *netio.Conn, hdr wire.RequestHeader, body []byte
 	}
 	sreq := service.ListOffsetsRequest{PartitionRef: serviceRef(&req.PartitionRef), Timestamp: req.Timestamp}
 	after := h.track(c, req.Topic, req.Partition)
-	h.svc.ListOffsets(c.Shard(), &sreq, func(res service.ListOffsetsResult, err error) {
+	h.svcOf(c).ListOffsets(c.Shard(), &sreq, func(res service.ListOffsetsResult, err error) {
 		if err != nil {
 			replyErr(c, hdr, err)
 		} else {

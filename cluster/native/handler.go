@@ -18,6 +18,7 @@ import (
 	"github.com/corestream/corestream/cluster/service"
 	"github.com/corestream/corestream/netio"
 	"github.com/corestream/corestream/netio/wire"
+	"github.com/corestream/corestream/netio/wire/scram"
 	"github.com/corestream/corestream/shard"
 )
 
@@ -35,6 +36,10 @@ type Config struct {
 	OwnerShard func(topic string, p int32) int
 	// Migrations counts the connections moved.
 	Migrations *atomic.Uint64
+	// Auth, when set, requires every connection to authenticate
+	// (auth.go); nil serves every connection as the anonymous superuser
+	// (security.auth = none).
+	Auth *Auth
 }
 
 // Handler serves the native client protocol on a netio.Server.
@@ -45,12 +50,13 @@ type Handler struct {
 	group         *shard.Group
 	ownerShard    func(topic string, p int32) int
 	migrations    *atomic.Uint64
+	auth          *Auth
 }
 
 // New builds a handler. REQUIRES: every field of cfg set.
 func New(cfg Config) *Handler {
 	return &Handler{svc: cfg.Service, log: cfg.Log, maxFrameBytes: cfg.MaxFrameBytes, group: cfg.Group,
-		ownerShard: cfg.OwnerShard, migrations: cfg.Migrations}
+		ownerShard: cfg.OwnerShard, migrations: cfg.Migrations, auth: cfg.Auth}
 }
 
 // connState is one client connection's protocol state.
@@ -63,6 +69,11 @@ type connState struct {
 	target    int
 	streak    int
 	migrating bool
+	// svc is the service as the authenticated user may call it (nil:
+	// not authenticated, or authentication is off); conv is the SCRAM
+	// exchange in progress (nil: none).
+	svc  service.Service
+	conv *scram.ServerConversation
 }
 
 // OnOpen gives a new connection its protocol state.
@@ -110,9 +121,15 @@ func (h *Handler) OnFrame(c *netio.Conn, body []byte) {
 		replyErr(c, hdr, wire.Errorf(wire.ErrInvalidRequest, "%s before Handshake: the first request on a connection must be Handshake", hdr.APIKey))
 		return
 	}
+	if err := h.requireAuth(st, hdr.APIKey); err != nil {
+		replyErr(c, hdr, err)
+		return
+	}
 	switch hdr.APIKey {
 	case wire.APIHandshake:
 		h.handshake(c, st, hdr, req)
+	case wire.APIAuthenticate:
+		h.authenticate(c, st, hdr, req)
 	case wire.APIProduce:
 		h.produce(c, hdr, req)
 	case wire.APIFetch:

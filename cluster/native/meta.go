@@ -16,7 +16,7 @@ func (h *Handler) metadata(c *netio.Conn, hdr wire.RequestHeader, body []byte) {
 		replyErr(c, hdr, err)
 		return
 	}
-	res, err := h.svc.Metadata(service.MetadataRequest{Topics: req.Topics})
+	res, err := h.svcOf(c).Metadata(service.MetadataRequest{Topics: req.Topics})
 	if err != nil {
 		replyErr(c, hdr, err)
 		return
@@ -57,7 +57,7 @@ func (h *Handler) listTopics(c *netio.Conn, hdr wire.RequestHeader, body []byte)
 		replyErr(c, hdr, err)
 		return
 	}
-	topics, err := h.svc.ListTopics()
+	topics, err := h.svcOf(c).ListTopics()
 	if err != nil {
 		replyErr(c, hdr, err)
 		return
@@ -76,7 +76,7 @@ func (h *Handler) describeTopic(c *netio.Conn, hdr wire.RequestHeader, body []by
 		replyErr(c, hdr, err)
 		return
 	}
-	d, err := h.svc.DescribeTopic(req.Name)
+	d, err := h.svcOf(c).DescribeTopic(req.Name)
 	if err != nil {
 		replyErr(c, hdr, err)
 		return
@@ -94,7 +94,7 @@ func (h *Handler) clusterStatus(c *netio.Conn, hdr wire.RequestHeader, body []by
 		replyErr(c, hdr, err)
 		return
 	}
-	st, err := h.svc.ClusterStatus()
+	st, err := h.svcOf(c).ClusterStatus()
 	if err != nil {
 		replyErr(c, hdr, err)
 		return
@@ -115,7 +115,7 @@ func (h *Handler) describePartition(c *netio.Conn, hdr wire.RequestHeader, body 
 		replyErr(c, hdr, err)
 		return
 	}
-	h.svc.DescribePartition(c.Shard(), serviceRef(&req.PartitionRef), func(d service.PartitionDetail, err error) {
+	h.svcOf(c).DescribePartition(c.Shard(), serviceRef(&req.PartitionRef), func(d service.PartitionDetail, err error) {
 		if err != nil {
 			replyErr(c, hdr, err)
 			return
@@ -135,7 +135,7 @@ func (h *Handler) initProducer(c *netio.Conn, hdr wire.RequestHeader, body []byt
 		replyErr(c, hdr, err)
 		return
 	}
-	res, err := h.svc.InitProducer(service.InitProducerRequest{ProducerID: req.ProducerID, ProducerEpoch: req.ProducerEpoch})
+	res, err := h.svcOf(c).InitProducer(service.InitProducerRequest{ProducerID: req.ProducerID, ProducerEpoch: req.ProducerEpoch})
 	if err != nil {
 		replyErr(c, hdr, err)
 		return

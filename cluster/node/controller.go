@@ -63,6 +63,11 @@ type controller struct {
 	// parked holds proposers whose command committed before this node
 	// had applied it, in offset order; onCommit answers them.
 	parked []parkedProposal
+	// bootstrap is the administrator of security.admin_user, created
+	// when this node leads a metadata group that has no user yet (nil:
+	// auth is none); bootstrapping says its command is in flight.
+	bootstrap     *metadata.User
+	bootstrapping bool
 }
 
 // ctrlDeps is what the controller needs from the rest of the node.
@@ -208,9 +213,13 @@ type parkedProposal struct {
 // startController opens the metadata group and waits until the local
 // metadata is replayed (a single node: elected and caught up).
 func (n *Node) startController() error {
+	admin, err := bootstrapUser(n.cfg.Security)
+	if err != nil {
+		return fmt.Errorf("node: security.admin_password: %w", err)
+	}
 	done := make(chan error, 1)
 	sh := n.group.Shard(metaShard)
-	err := sh.Do(func(sh *shard.Shard) {
+	err = sh.Do(func(sh *shard.Shard) {
 		core := newMetaCore(n.log)
 		core.changed = n.logMetadataChange
 		c := &controller{metaCore: core, n: n, sh: sh, snapshotAt: -1, d: ctrlDeps{
@@ -222,6 +231,7 @@ func (n *Node) startController() error {
 				}
 			},
 		}}
+		c.bootstrap = admin
 		hasSnap, err := c.loadSnapshot()
 		if err != nil {
 			done <- err
@@ -344,6 +354,7 @@ func (c *controller) onCommit(r *partition.Replica, commit int64) {
 	}
 	c.maybeSnapshot()
 	c.checkLoaded()
+	c.maybeBootstrap()
 	for len(c.parked) > 0 && c.parked[0].offset <= c.applied {
 		p := c.parked[0]
 		c.parked = c.parked[1:]

@@ -19,7 +19,7 @@ func (n *Node) startKafka(l *netio.Listener) error {
 		MaxConnections: n.cfg.Network.MaxConnections, OutboundBytesMax: int64(n.cfg.Network.OutboundBytesMax),
 		RetransmitBackoffMax: time.Duration(n.cfg.Network.TCPRetransmitMaxMs) * time.Millisecond,
 		Logf:                 func(format string, args ...any) { n.log.Info("kafka: " + fmt.Sprintf(format, args...)) },
-	}, kafka.New(n.svc, kafka.Config{MaxFrameBytes: n.cfg.Network.MaxFrameBytes, Log: n.log}))
+	}, kafka.New(n.svc, kafka.Config{MaxFrameBytes: n.cfg.Network.MaxFrameBytes, Log: n.log, Auth: n.kafkaAuth()}))
 	if err != nil {
 		return err
 	}

@@ -39,6 +39,10 @@ func (n *Node) metricsHandler() http.Handler {
 		counter("client_sendfile_bytes_total", "Bytes sent to clients with sendfile.", func() float64 { return float64(st.SendfileBytes.Load()) })
 		gauge("client_connections", "Open client connections.", func() float64 { return float64(n.server.Connections()) })
 	}
+	counter("logins_failed_total", "Failed logins (wrong or unknown user or password, forged or expired token) on every listener.",
+		func() float64 { return float64(n.logins.Failed.Load()) })
+	counter("logins_refused_total", "Logins refused without a try because their address failed security.login_failures_max times within the window.",
+		func() float64 { return float64(n.logins.Refused.Load()) })
 	counter("client_connections_migrated_total", "Client connections moved to the shard that owns the partitions they use.",
 		func() float64 { return float64(n.migrations.Load()) })
 	gauge("partitions_led", "Partitions whose primary is this node (the metadata group not counted, as in cluster status).",

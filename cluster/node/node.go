@@ -6,6 +6,7 @@ package node
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -19,6 +20,7 @@ import (
 	"github.com/corestream/corestream/cluster/config"
 	"github.com/corestream/corestream/cluster/httpapi"
 	"github.com/corestream/corestream/cluster/native"
+	"github.com/corestream/corestream/cluster/security"
 	"github.com/corestream/corestream/netio"
 	"github.com/corestream/corestream/netio/uring"
 	"github.com/corestream/corestream/raftlite"
@@ -95,6 +97,12 @@ type Node struct {
 	// stopRec is the clean-stop record of the previous graceful stop,
 	// read at Start; every partition's log takes its entry when it opens.
 	stopRec *segment.StopRecord
+	// logins limits failed logins per address on every listener
+	// (security.go).
+	logins *security.Limiter
+	// certs and clientTLS are the HTTP API's TLS (nil: plain HTTP).
+	certs     *security.CertStore
+	clientTLS *tls.Config
 }
 
 // New validates cfg and prepares a node; Start runs it.
@@ -108,6 +116,10 @@ func New(cfg config.Config, logger *slog.Logger) (*Node, error) {
 	n := &Node{cfg: cfg, log: logger, fs: vfs.OS(), dir: cfg.Node.DataDir,
 		self: raftlite.NodeID(cfg.Node.ID), roster: cfg.Roster(), lockFd: -1}
 	n.setClock(clock.Real())
+	n.logins = newLoginLimiter(cfg.Security)
+	if err := n.loadTLS(); err != nil {
+		return nil, err
+	}
 	lim := raftlite.DefaultLimits()
 	lim.ElectionTicks = int32(cfg.Cluster.ElectionTimeoutMs / cfg.Cluster.HeartbeatIntervalMs)
 	lim.HeartbeatTicks = 1
@@ -245,7 +257,7 @@ func (n *Node) Start() error {
 		RetransmitBackoffMax: time.Duration(n.cfg.Network.TCPRetransmitMaxMs) * time.Millisecond,
 		Logf:                 func(format string, args ...any) { n.log.Info(fmt.Sprintf(format, args...)) },
 	}, native.New(native.Config{Service: n.svc, Log: n.log, MaxFrameBytes: n.cfg.Network.MaxFrameBytes, Group: g,
-		OwnerShard: n.ownerShard, Migrations: &n.migrations}))
+		OwnerShard: n.ownerShard, Migrations: &n.migrations, Auth: n.nativeAuth()}))
 	if err != nil {
 		n.stopShards()
 		return err
@@ -259,7 +271,8 @@ func (n *Node) Start() error {
 		bound := srv.Addr().String()
 		n.boundAddr.Store(&bound)
 	}
-	n.log.Info("listening", "client_addr", srv.Addr().String(), "node", n.self, "data_dir", n.dir)
+	n.log.Info("listening", "client_addr", srv.Addr().String(), "node", n.self, "data_dir", n.dir, "auth", n.cfg.Security.Auth)
+	n.warnUnauthenticated(map[string]string{"node.client_addr": n.cfg.Node.ClientAddr, "node.http_addr": n.cfg.Node.HTTPAddr, "node.kafka_addr": n.cfg.Node.KafkaAddr})
 	if ls.kafka != nil {
 		if err := n.startKafka(ls.kafka); err != nil {
 			n.server.Shutdown(context.Background())

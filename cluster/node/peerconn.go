@@ -1,7 +1,6 @@
 package node
 
 import (
-	"crypto/sha256"
 	"errors"
 	"strconv"
 
@@ -99,7 +98,7 @@ func (o *outbound) OnFrame(c *netio.Conn, body []byte) {
 			c.Close()
 			return
 		}
-		c.Send(peerFrame(peerauth.EncodeProof(peerauth.DialerProof(o.p.secret, o.l.hello, ch))))
+		c.Send(peerFrame(peerauth.EncodeProof(peerauth.DialerProofs(o.p.secret, o.l.hello, ch))))
 		return
 	case kind == peerauth.KindWelcome:
 		o.l.ready, o.l.backoff = true, redialMin
@@ -194,8 +193,7 @@ func (in *inbound) OnFrame(c *netio.Conn, body []byte) {
 			return
 		}
 		st.hello, st.peer = h, h.Node
-		st.challenge = peerauth.Challenge{Params: ours, Nonce: peerauth.NewNonce()}
-		st.challenge.Proof = peerauth.ListenerProof(p.secret, h, ours, st.challenge.Nonce)
+		st.challenge = peerauth.NewChallenge(p.secret, h, ours, peerauth.NewNonce())
 		st.stage = 1
 		c.Send(peerFrame(peerauth.EncodeChallenge(st.challenge)))
 	case 1:
@@ -204,7 +202,7 @@ func (in *inbound) OnFrame(c *netio.Conn, body []byte) {
 			err = errors.New("peerauth: expected a Proof")
 		}
 		if err == nil {
-			err = peerauth.VerifyProof(p.secret, st.hello, st.challenge, v.([sha256.Size]byte))
+			err = peerauth.VerifyProof(p.secret, st.hello, st.challenge, v.(peerauth.Proofs))
 		}
 		if err != nil {
 			in.refuse(c, err)

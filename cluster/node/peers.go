@@ -124,7 +124,7 @@ type peers struct {
 	d      peerDeps
 	server *netio.Server
 	k      int
-	secret []byte
+	secret peerauth.Secrets
 	shards []*peerShard
 	// Hops counts messages that crossed shards on their way to a link
 	// or from a link to their group (K differs from the shard counts).
@@ -149,7 +149,7 @@ func (n *Node) clustered() bool { return len(n.roster) > 1 }
 
 // newPeers builds the transport over the replication listener ln (bound
 // by preflight) and starts dialing every peer.
-func newPeers(d peerDeps, k int, secret []byte, netCfg config.Network, ln *netio.Listener) (*peers, error) {
+func newPeers(d peerDeps, k int, secret peerauth.Secrets, netCfg config.Network, ln *netio.Listener) (*peers, error) {
 	p := &peers{d: d, k: k, secret: secret}
 	srv, err := netio.NewServer(d.group, netio.Config{MaxFrameBytes: netCfg.MaxFrameBytes + 1<<20,
 		MaxInflightPerConn: 1024, OutboundBytesMax: linkOutboundBytesMax,

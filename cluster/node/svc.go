@@ -99,6 +99,7 @@ type metadataAdmin interface {
 	fetchOffsets(req *service.FetchOffsetsRequest, done func([]service.CommittedOffset, error))
 	svcMovePrimary(req *service.MovePrimaryRequest, done func(service.MovePrimaryResult, error))
 	svcRebalance(req *service.RebalanceRequest, done func(service.RebalanceResult, error))
+	changeUser(cmd metadata.Command, timeout time.Duration, done func(*metadata.User, error))
 }
 
 // newService wires the service to n's parts. REQUIRES: n's shards are

@@ -56,7 +56,7 @@ func readRecords(t *testing.T, data []byte) (offsets []int64, values []string) {
 
 // svcCreate creates a topic through the service, retrying while the
 // lone node is still electing itself metadata primary.
-func svcCreate(t *testing.T, s service.Service, name string, parts int32) service.CreateTopicResult {
+func svcCreate(t testing.TB, s service.Service, name string, parts int32) service.CreateTopicResult {
 	t.Helper()
 	deadline := time.Now().Add(30 * time.Second)
 	for {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"time"
 
+	"github.com/corestream/corestream/cluster/peerauth"
 	"github.com/corestream/corestream/cluster/peerwire"
 	"github.com/corestream/corestream/netio"
 	"github.com/corestream/corestream/raftlite"
@@ -68,7 +69,8 @@ func (n *Node) startPeers(ln *netio.Listener) error {
 			return n.ctrl.snapshot
 		},
 		ledRoutes: func() []peerwire.Route { return n.routes.ledBy(int32(n.self)) },
-	}, n.cfg.Cluster.Coordinator.ReplicaConnectionsPerPeer, []byte(n.cfg.Cluster.Secret), n.cfg.Network, ln)
+	}, n.cfg.Cluster.Coordinator.ReplicaConnectionsPerPeer,
+		peerauth.Secrets{Cluster: []byte(n.cfg.Cluster.Secret), HTTP: []byte(n.cfg.HTTP.JWTSecret)}, n.cfg.Network, ln)
 	if err != nil {
 		return err
 	}

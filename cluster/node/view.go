@@ -21,11 +21,18 @@ type View struct {
 	ByID    map[metadata.TopicID]*metadata.Topic
 	// Sorted lists the topics by name.
 	Sorted []*metadata.Topic
+	// Users holds the users by name (the state copies users on write, so
+	// the view may share them).
+	Users map[string]*metadata.User
 }
 
 func newView(s *metadata.State, applied int64) *View {
 	v := &View{Applied: applied, Topics: map[string]*metadata.Topic{}, ByID: map[metadata.TopicID]*metadata.Topic{}}
 	v.Sorted = s.Topics()
+	v.Users = map[string]*metadata.User{}
+	for _, u := range s.Users() {
+		v.Users[u.Name] = u
+	}
 	for _, t := range v.Sorted {
 		v.Topics[t.Name] = t
 		v.ByID[t.ID] = t

@@ -1,18 +1,24 @@
 // Package peerauth is the node-to-node handshake: mutual challenge–response
 // authentication with the cluster secret (the secret never crosses the
-// wire), and the compatibility checks every replication connection must
-// pass (server version and K, the replica connections per peer).
+// wire), the proof that both nodes share the HTTP API's http.jwt_secret
+// (which signs forwarded requests and login tokens: a node with another
+// one would join and then fail every request forwarded to or from it),
+// and the compatibility checks every replication connection must pass
+// (server version and K, the replica connections per peer).
 //
 // Exchange, on every new replication connection (dialer D, listener L):
 //
 //	D → L  Hello      {version, node, K, conn index, D's nonce}
-//	L → D  Challenge  {version, node, K, L's nonce, L's proof}   or Refusal
-//	D → L  Proof      {D's proof}                                or Refusal
+//	L → D  Challenge  {version, node, K, L's nonce, L's proofs}  or Refusal
+//	D → L  Proof      {D's proofs}                               or Refusal
 //	L → D  Welcome                                               or Refusal
 //
 // A proof is HMAC-SHA256(secret, role ‖ both nonces ‖ both node ids ‖ K ‖
 // conn index ‖ version), so a proof is useless on another connection, in
-// the other direction, or with other parameters. Each side checks the
+// the other direction, or with other parameters. Each side sends two
+// proofs, the same HMAC keyed once with the cluster secret and once with
+// http.jwt_secret (role prefixed "http "), so that a refusal can say
+// which secret differs without either crossing the wire. Each side checks the
 // other's proof and parameters and refuses with a Refusal that states both
 // values; both sides log it. Message bodies are framed by the caller
 // (length-prefixed); this package only encodes, decodes and decides.
@@ -41,8 +47,10 @@ const (
 // replication port is recognised at once.
 var Magic = [4]byte{'C', 'S', 'P', 'R'}
 
-// ProtocolVersion is the version of this handshake's encoding.
-const ProtocolVersion = 1
+// ProtocolVersion is the version of this handshake's encoding. Version 2
+// added the http.jwt_secret proofs; nodes must run the same server
+// version anyway (Compatible), so there is no version 1 fallback.
+const ProtocolVersion = 2
 
 // NonceBytes is the size of each side's nonce.
 const NonceBytes = 32
@@ -84,7 +92,21 @@ type Hello struct {
 type Challenge struct {
 	Params
 	Nonce [NonceBytes]byte
-	Proof [sha256.Size]byte
+	// Proof is keyed with the cluster secret, HTTPProof with
+	// http.jwt_secret.
+	Proof, HTTPProof [sha256.Size]byte
+}
+
+// Proofs are the dialer's two proofs (the Proof message).
+type Proofs struct {
+	Cluster, HTTP [sha256.Size]byte
+}
+
+// Secrets are what the proofs are keyed with.
+type Secrets struct {
+	// Cluster is cluster.secret; HTTP is http.jwt_secret ("" on a node
+	// without one: then every peer must have none too).
+	Cluster, HTTP []byte
 }
 
 // NewNonce returns a fresh random nonce.
@@ -126,35 +148,55 @@ func proof(secret []byte, role string, dialer, listener Params, dn, ln [NonceByt
 	return out
 }
 
-// ListenerProof is the proof the listener sends in its Challenge.
+// ListenerProof is the cluster-secret proof the listener sends in its
+// Challenge.
 func ListenerProof(secret []byte, h Hello, listener Params, ln [NonceBytes]byte) [sha256.Size]byte {
 	return proof(secret, "listener", h.Params, listener, h.Nonce, ln)
 }
 
-// DialerProof is the proof the dialer sends after checking the Challenge.
-func DialerProof(secret []byte, h Hello, c Challenge) [sha256.Size]byte {
-	return proof(secret, "dialer", h.Params, c.Params, h.Nonce, c.Nonce)
+// NewChallenge is the listener's Challenge to h, with both proofs.
+func NewChallenge(s Secrets, h Hello, listener Params, ln [NonceBytes]byte) Challenge {
+	return Challenge{Params: listener, Nonce: ln, Proof: ListenerProof(s.Cluster, h, listener, ln),
+		HTTPProof: proof(s.HTTP, "http listener", h.Params, listener, h.Nonce, ln)}
+}
+
+// DialerProofs are the proofs the dialer sends after checking the
+// Challenge.
+func DialerProofs(s Secrets, h Hello, c Challenge) Proofs {
+	return Proofs{Cluster: proof(s.Cluster, "dialer", h.Params, c.Params, h.Nonce, c.Nonce),
+		HTTP: proof(s.HTTP, "http dialer", h.Params, c.Params, h.Nonce, c.Nonce)}
 }
 
 // VerifyChallenge is the dialer's check of the listener's answer.
-func VerifyChallenge(secret []byte, h Hello, c Challenge) error {
+func VerifyChallenge(s Secrets, h Hello, c Challenge) error {
 	if err := Compatible(h.Params, c.Params); err != nil {
 		return err
 	}
-	want := ListenerProof(secret, h, c.Params, c.Nonce)
-	if !hmac.Equal(want[:], c.Proof[:]) {
-		return fmt.Errorf("%w: node %d does not know this cluster's secret", ErrAuth, c.Node)
+	want := NewChallenge(s, h, c.Params, c.Nonce)
+	if !hmac.Equal(want.Proof[:], c.Proof[:]) {
+		return fmt.Errorf("%w: node %d does not know this cluster's secret (cluster.secret differs)", ErrAuth, c.Node)
+	}
+	if !hmac.Equal(want.HTTPProof[:], c.HTTPProof[:]) {
+		return httpMismatch(h.Node, c.Node)
 	}
 	return nil
 }
 
-// VerifyProof is the listener's check of the dialer's proof.
-func VerifyProof(secret []byte, h Hello, c Challenge, got [sha256.Size]byte) error {
-	want := DialerProof(secret, h, c)
-	if !hmac.Equal(want[:], got[:]) {
-		return fmt.Errorf("%w: node %d does not know this cluster's secret", ErrAuth, h.Node)
+// VerifyProof is the listener's check of the dialer's proofs.
+func VerifyProof(s Secrets, h Hello, c Challenge, got Proofs) error {
+	want := DialerProofs(s, h, c)
+	if !hmac.Equal(want.Cluster[:], got.Cluster[:]) {
+		return fmt.Errorf("%w: node %d does not know this cluster's secret (cluster.secret differs)", ErrAuth, h.Node)
+	}
+	if !hmac.Equal(want.HTTP[:], got.HTTP[:]) {
+		return httpMismatch(c.Node, h.Node)
 	}
 	return nil
+}
+
+func httpMismatch(self, peer int32) error {
+	return fmt.Errorf("%w: node %d's http.jwt_secret differs from node %d's (or one of them has none): every node must share it, or HTTP requests forwarded between them and login tokens issued by one would be refused by the other",
+		ErrAuth, peer, self)
 }
 
 // Encoding: magic(4) kind(1) protocol version(1) then the kind's fields.
@@ -181,11 +223,14 @@ func EncodeHello(h Hello) []byte {
 // EncodeChallenge encodes c.
 func EncodeChallenge(c Challenge) []byte {
 	b := append(appendParams(header(KindChallenge), c.Params), c.Nonce[:]...)
-	return append(b, c.Proof[:]...)
+	b = append(b, c.Proof[:]...)
+	return append(b, c.HTTPProof[:]...)
 }
 
-// EncodeProof encodes the dialer's proof.
-func EncodeProof(p [sha256.Size]byte) []byte { return append(header(KindProof), p[:]...) }
+// EncodeProof encodes the dialer's proofs.
+func EncodeProof(p Proofs) []byte {
+	return append(append(header(KindProof), p.Cluster[:]...), p.HTTP[:]...)
+}
 
 // EncodeWelcome encodes the listener's acceptance.
 func EncodeWelcome() []byte { return header(KindWelcome) }
@@ -228,7 +273,7 @@ func (r *reader) params() Params {
 }
 
 // Decode parses any handshake message and returns its kind and value: a
-// Hello, a Challenge, a [32]byte proof, nil (welcome), or, for a refusal,
+// Hello, a Challenge, Proofs, nil (welcome), or, for a refusal,
 // an error wrapping ErrRefused with the peer's reason.
 func Decode(b []byte) (byte, any, error) {
 	r := &reader{b: b}
@@ -249,10 +294,12 @@ func Decode(b []byte) (byte, any, error) {
 		c := Challenge{Params: r.params()}
 		copy(c.Nonce[:], r.take(NonceBytes))
 		copy(c.Proof[:], r.take(sha256.Size))
+		copy(c.HTTPProof[:], r.take(sha256.Size))
 		v = c
 	case KindProof:
-		var p [sha256.Size]byte
-		copy(p[:], r.take(sha256.Size))
+		var p Proofs
+		copy(p.Cluster[:], r.take(sha256.Size))
+		copy(p.HTTP[:], r.take(sha256.Size))
 		v = p
 	case KindWelcome:
 	case KindRefusal:

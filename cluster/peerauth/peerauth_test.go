@@ -9,6 +9,10 @@ import (
 // handshake runs the whole exchange between two sides through the encoder,
 // as the transport would, and returns each side's verdict.
 func handshake(dSecret, lSecret string, d, l Params) (dialerErr, listenerErr error) {
+	return handshakeSecrets(Secrets{Cluster: []byte(dSecret), HTTP: []byte("j")}, Secrets{Cluster: []byte(lSecret), HTTP: []byte("j")}, d, l)
+}
+
+func handshakeSecrets(ds, ls Secrets, d, l Params) (dialerErr, listenerErr error) {
 	hello := Hello{Params: d, Nonce: NewNonce()}
 	_, v, err := Decode(EncodeHello(hello))
 	if err != nil {
@@ -19,22 +23,21 @@ func handshake(dSecret, lSecret string, d, l Params) (dialerErr, listenerErr err
 		_, _, derr := Decode(EncodeRefusal(err.Error()))
 		return derr, err
 	}
-	ch := Challenge{Params: l, Nonce: NewNonce()}
-	ch.Proof = ListenerProof([]byte(lSecret), h, l, ch.Nonce)
+	ch := NewChallenge(ls, h, l, NewNonce())
 	_, v, err = Decode(EncodeChallenge(ch))
 	if err != nil {
 		return err, err
 	}
 	c := v.(Challenge)
-	if err := VerifyChallenge([]byte(dSecret), hello, c); err != nil {
+	if err := VerifyChallenge(ds, hello, c); err != nil {
 		_, _, lerr := Decode(EncodeRefusal(err.Error()))
 		return err, lerr
 	}
-	_, v, err = Decode(EncodeProof(DialerProof([]byte(dSecret), hello, c)))
+	_, v, err = Decode(EncodeProof(DialerProofs(ds, hello, c)))
 	if err != nil {
 		return err, err
 	}
-	if err := VerifyProof([]byte(lSecret), h, ch, v.([32]byte)); err != nil {
+	if err := VerifyProof(ls, h, ch, v.(Proofs)); err != nil {
 		_, _, derr := Decode(EncodeRefusal(err.Error()))
 		return derr, err
 	}
@@ -55,6 +58,20 @@ func TestHandshake(t *testing.T) {
 	if !errors.Is(de, ErrAuth) || !errors.Is(le, ErrRefused) {
 		t.Fatalf("other secret: dialer %v, listener %v", de, le)
 	}
+	if !strings.Contains(de.Error(), "cluster.secret differs") {
+		t.Fatalf("the refusal does not say which secret: %v", de)
+	}
+	// Another http.jwt_secret (or none): refused, and both sides say so.
+	for _, other := range []string{"other", ""} {
+		de, le = handshakeSecrets(Secrets{Cluster: []byte("s"), HTTP: []byte("j")}, Secrets{Cluster: []byte("s"), HTTP: []byte(other)}, d, l)
+		if !errors.Is(de, ErrAuth) || !errors.Is(le, ErrRefused) || !strings.Contains(de.Error(), "node 2's http.jwt_secret differs from node 1's") ||
+			!strings.Contains(le.Error(), "http.jwt_secret differs") {
+			t.Fatalf("jwt secret %q against \"j\": dialer %v, listener %v", other, de, le)
+		}
+	}
+	if de, le := handshakeSecrets(Secrets{Cluster: []byte("s")}, Secrets{Cluster: []byte("s")}, d, l); de != nil || le != nil {
+		t.Fatalf("no jwt secret on either side refused: %v / %v", de, le)
+	}
 	l2 := l
 	l2.Version = "0.2.0"
 	de, le = handshake("s", "s", d, l2)
@@ -71,12 +88,11 @@ func TestHandshake(t *testing.T) {
 }
 
 func TestProofIsBoundToTheConnection(t *testing.T) {
-	secret := []byte("k")
+	secret := Secrets{Cluster: []byte("k"), HTTP: []byte("j")}
 	h := Hello{Params: Params{Version: "v", Node: 1, K: 1}, Nonce: NewNonce()}
-	c := Challenge{Params: Params{Version: "v", Node: 2, K: 1}, Nonce: NewNonce()}
-	c.Proof = ListenerProof(secret, h, c.Params, c.Nonce)
-	// The listener's proof replayed as the dialer's must fail.
-	if err := VerifyProof(secret, h, c, c.Proof); !errors.Is(err, ErrAuth) {
+	c := NewChallenge(secret, h, Params{Version: "v", Node: 2, K: 1}, NewNonce())
+	// The listener's proofs replayed as the dialer's must fail.
+	if err := VerifyProof(secret, h, c, Proofs{Cluster: c.Proof, HTTP: c.HTTPProof}); !errors.Is(err, ErrAuth) {
 		t.Fatal("a listener proof passed as a dialer proof")
 	}
 	// The same proof on another connection index must fail.
@@ -121,7 +137,7 @@ func FuzzDecode(f *testing.F) {
 		case KindChallenge:
 			again = EncodeChallenge(v.(Challenge))
 		case KindProof:
-			again = EncodeProof(v.([32]byte))
+			again = EncodeProof(v.(Proofs))
 		case KindWelcome:
 			again = EncodeWelcome()
 		}

@@ -54,6 +54,17 @@ var (
 	// ErrInvalidConsumerName: an offset commit or fetch named a consumer
 	// that breaks the naming rule.
 	ErrInvalidConsumerName = errors.New("service: invalid consumer name")
+	// ErrAuthorization: the caller's principal may not do this (no rule
+	// allows it, or one denies it); the message names the user, the
+	// operation and the topic.
+	ErrAuthorization = errors.New("service: not authorized")
+	// ErrAuthentication: the caller did not prove who it is (wrong or
+	// unknown user, an expired or forged token, too many failures).
+	ErrAuthentication = errors.New("service: authentication failed")
+	// ErrUserExists: a create named a user that exists.
+	ErrUserExists = errors.New("service: user already exists")
+	// ErrUnknownUser: a user call named a user that does not exist.
+	ErrUnknownUser = errors.New("service: unknown user")
 	// ErrInternal: a fault of this node (a bug, or a state it cannot
 	// explain); the message says what.
 	ErrInternal = errors.New("service: internal error")
@@ -63,7 +74,7 @@ var (
 var serviceKinds = []error{ErrUnknownTopicOrPartition, ErrMetadataNotReady, ErrNotMetadataPrimary, ErrNodeNotAvailable,
 	ErrTopicExists, ErrInvalidTopicName, ErrInvalidPartitions, ErrInvalidReplicationFactor, ErrInvalidConfig,
 	ErrInvalidRequest, ErrInvalidOffset, ErrInvalidTimestamp, ErrRebalanceInProgress, ErrNotReplica,
-	ErrNotInSyncReplica, ErrInvalidConsumerName, ErrInternal}
+	ErrNotInSyncReplica, ErrInvalidConsumerName, ErrAuthorization, ErrAuthentication, ErrUserExists, ErrUnknownUser, ErrInternal}
 
 // ErrorKinds lists every kind an *Error of the service can carry: this
 // package's and the replica's (partition.ErrorKinds). A front end's

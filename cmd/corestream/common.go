@@ -26,7 +26,8 @@ func (a *app) dial(ctx context.Context) (*client.Client, error) {
 	}
 	ctx, cancel := context.WithTimeout(ctx, a.timeout)
 	defer cancel()
-	c, err := client.DialConfig(ctx, client.Config{Brokers: brokers, ClientID: "corestream-cli", RequestTimeout: a.timeout})
+	c, err := client.DialConfig(ctx, client.Config{Brokers: brokers, ClientID: "corestream-cli", RequestTimeout: a.timeout,
+		Username: a.user, Password: a.password})
 	if err != nil {
 		return nil, fmt.Errorf("connecting to %s: %w", strings.Join(brokers, ","), err)
 	}

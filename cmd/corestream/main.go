@@ -67,12 +67,15 @@ func main() {
 // app is what every command shares: the global flags and the streams.
 type app struct {
 	brokers string
-	json    bool
-	timeout time.Duration
-	getenv  func(string) string
-	stdin   io.Reader
-	stdout  io.Writer
-	stderr  io.Writer
+	// user and password authenticate to the cluster (--user,
+	// --password or $CORESTREAM_USER, $CORESTREAM_PASSWORD).
+	user, password string
+	json           bool
+	timeout        time.Duration
+	getenv         func(string) string
+	stdin          io.Reader
+	stdout         io.Writer
+	stderr         io.Writer
 }
 
 type appKey struct{}
@@ -138,6 +141,12 @@ func newRootCmd(a *app) *cobra.Command {
 			if a.brokers == "" {
 				a.brokers = defaultBrokers
 			}
+			if a.user == "" {
+				a.user = a.getenv(envUser)
+			}
+			if a.password == "" {
+				a.password = a.getenv(envPassword)
+			}
 			if a.timeout <= 0 {
 				return usageErrorf("--timeout must be positive, not %v", a.timeout)
 			}
@@ -151,6 +160,8 @@ func newRootCmd(a *app) *cobra.Command {
 	f := root.PersistentFlags()
 	f.StringVar(&a.brokers, "brokers", "", "comma-separated seed brokers HOST:PORT (default $"+envBrokers+" or "+defaultBrokers+")")
 	f.BoolVar(&a.json, "json", false, "print machine-readable JSON")
+	f.StringVar(&a.user, "user", "", "authenticate as this user (default $"+envUser+"); needed by a cluster with security.auth = scram")
+	f.StringVar(&a.password, "password", "", "the user's password (default $"+envPassword+", which keeps it out of the process list)")
 	f.DurationVar(&a.timeout, "timeout", defaultTimeout, "how long to wait for the cluster: connecting, each admin command, each produced line's answer, consume's next message")
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return fmt.Errorf("%w: %w", errUsage, err) })
 	for _, build := range commands {

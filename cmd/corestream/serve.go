@@ -4,6 +4,9 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"os"
+	"os/signal"
+	"syscall"
 	"time"
 
 	"github.com/corestream/corestream/cluster/config"
@@ -66,8 +69,28 @@ func newServeCmd() *cobra.Command {
 			}
 			fmt.Fprintf(a.stdout, "corestream %s node %d serving clients on %s (data in %s)\n", node.Version, cfg.Node.ID, n.ClientAddr(), cfg.Node.DataDir)
 			if h := n.HTTPAddr(); h != "" {
-				fmt.Fprintf(a.stdout, "HTTP API on http://%s\n", h)
+				scheme := "http"
+				if cfg.Security.TLSCertFile != "" {
+					scheme = "https"
+				}
+				fmt.Fprintf(a.stdout, "HTTP API on %s://%s\n", scheme, h)
 			}
+			// SIGHUP rereads the TLS certificate (security.tls_cert_file).
+			hup := make(chan os.Signal, 1)
+			signal.Notify(hup, syscall.SIGHUP)
+			defer signal.Stop(hup)
+			done := make(chan struct{})
+			defer close(done)
+			go func() {
+				for {
+					select {
+					case <-hup:
+						n.ReloadTLS()
+					case <-done:
+						return
+					}
+				}
+			}()
 			if k := n.KafkaAddr(); k != "" {
 				fmt.Fprintf(a.stdout, "Kafka protocol on %s\n", k)
 			}

@@ -109,6 +109,14 @@ var (
 		"InitProducer was given a producer id and epoch that do not belong together (the epoch is not the id's current one). Reserved: this version's server keeps no record of epochs (the partitions fence older ones) and does not return it."}
 	ErrMetadataNotReady = &Error{35, "METADATA_NOT_READY", true,
 		"This node has not yet loaded the committed cluster metadata (after a start it learns the commit point from the metadata primary and replays its log up to it), so it cannot answer metadata, topic or offset reads without possibly leaving things out. The message says what it waits for; retry after a short back-off or ask another node."}
+	ErrAuthorizationFailed = &Error{36, "AUTHORIZATION_FAILED", false,
+		"The authenticated user may not do this: no permission rule allows the operation on the topic (or the cluster), or a rule denies it. The message names the user, the operation and the topic; an administrator grants it with `corestream user grant`."}
+	ErrAuthenticationFailed = &Error{37, "AUTHENTICATION_FAILED", false,
+		"The node requires authentication (security.auth = scram) and the connection has not authenticated, or the username or password is wrong (the two are not told apart), or too many logins failed from this address recently (retry_after_ms says when to try again)."}
+	ErrUserAlreadyExists = &Error{38, "USER_ALREADY_EXISTS", false,
+		"A user with that name already exists."}
+	ErrUnknownUser = &Error{39, "UNKNOWN_USER", false,
+		"The named user does not exist (an admin call about a user: set password, grant, revoke, delete)."}
 )
 
 // errorTable lists every code, in code order. It is the single source: the
@@ -149,6 +157,10 @@ var errorTable = []*Error{
 	ErrInvalidOffset,
 	ErrInvalidProducerIDMapping,
 	ErrMetadataNotReady,
+	ErrAuthorizationFailed,
+	ErrAuthenticationFailed,
+	ErrUserAlreadyExists,
+	ErrUnknownUser,
 }
 
 // CodeNone is the error code of a successful response.

@@ -18,6 +18,7 @@ var frozenCodes = map[int16]string{
 	25: "NOT_IN_SYNC_REPLICA", 26: "REBALANCE_IN_PROGRESS", 27: "UNKNOWN_CONSUMER", 28: "INVALID_CONSUMER_NAME",
 	29: "NOT_COORDINATOR", 30: "NOT_REPLICA", 31: "NODE_NOT_AVAILABLE", 32: "INVALID_TIMESTAMP",
 	33: "INVALID_OFFSET", 34: "INVALID_PRODUCER_ID_MAPPING", 35: "METADATA_NOT_READY",
+	36: "AUTHORIZATION_FAILED", 37: "AUTHENTICATION_FAILED", 38: "USER_ALREADY_EXISTS", 39: "UNKNOWN_USER",
 }
 
 // frozenKeys is the published API key list, under the same rule.
@@ -25,7 +26,7 @@ var frozenKeys = map[APIKey]string{
 	0: "Handshake", 1: "Produce", 2: "Fetch", 3: "ListOffsets", 4: "Metadata", 5: "CreateTopic",
 	6: "DeleteTopic", 7: "ListTopics", 8: "DescribeTopic", 9: "AddPartitions", 10: "CommitOffsets",
 	11: "FetchOffsets", 12: "InitProducer", 13: "ClusterStatus", 14: "MovePrimary", 15: "Rebalance",
-	16: "DescribePartition",
+	16: "DescribePartition", 17: "Authenticate",
 }
 
 func TestErrorCodesAppendOnly(t *testing.T) {

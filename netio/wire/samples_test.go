@@ -44,6 +44,7 @@ func sampleRequests() []Request {
 		&MovePrimaryRequest{Topic: "orders", TopicID: sampleTopicID, Partition: 3, TargetNodeID: 2, TimeoutMs: 30000},
 		&RebalanceRequest{DryRun: true, MovesMax: 10},
 		&DescribePartitionRequest{PartitionRef: sampleRef},
+		&AuthenticateRequest{Mechanism: MechanismSCRAMSHA256, Payload: []byte("n,,n=alice,r=fyko+d2lbbFgONRv9qkxdawL")},
 	}
 }
 
@@ -92,5 +93,7 @@ func sampleResponses() []Response {
 			SizeBytes: 1 << 30, Segments: 4, Replicas: []ReplicaProgress{
 				{NodeID: 1, LogEndOffset: 205, InSync: true, LastCaughtUpMs: 1_700_000_000_000},
 				{NodeID: 3, LogEndOffset: 120, LastCaughtUpMs: -1}}},
+		&AuthenticateResponse{Payload: []byte("r=fyko+d2lbbFgONRv9qkxdawL3rfcNHYJY1ZVvWVs7j,s=QSXCR+Q6sek8bf92,i=4096")},
+		&AuthenticateResponse{Payload: []byte("v=rmF9pqV8S7suAoZWja4dJRkFsKQ="), Complete: true, User: "alice"},
 	}
 }

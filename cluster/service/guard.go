@@ -1,0 +1,239 @@
+package service
+
+import (
+	"github.com/corestream/corestream/cluster/metadata"
+	"github.com/corestream/corestream/cluster/security"
+	"github.com/corestream/corestream/shard"
+)
+
+// Guard returns inner as seen by who: each call first checks that who's
+// permissions allow it and answers ErrAuthorization otherwise, so every
+// front end (native, HTTP, Kafka) enforces the same rules by calling the
+// service through the Guard of the principal it authenticated.
+//
+// The permissions are read from users at every call, not copied at
+// login: a permission revoked, or a user deleted, takes effect on the
+// connections and tokens already open. For the anonymous principal (auth
+// "none") Guard returns inner itself, at no cost.
+func Guard(inner Service, users Users, who security.Principal) Service {
+	if who.Superuser && who.User == "" {
+		return inner
+	}
+	return &guarded{Service: inner, users: users, who: who}
+}
+
+// GuardUsers is Guard for the user calls: listing and changing users is
+// a cluster operation, but a user may always change their own password.
+func GuardUsers(inner Users, who security.Principal) Users {
+	if who.Superuser && who.User == "" {
+		return inner
+	}
+	return &guardedUsers{Users: inner, g: guarded{users: inner, who: who}}
+}
+
+// guarded is a Service whose calls are checked first. Calls it does not
+// override (Identity, Brokers, MetadataRoute, ClusterStatus,
+// InitProducer) are open to every authenticated principal: they reveal
+// no topic and change nothing.
+type guarded struct {
+	Service
+	users Users
+	who   security.Principal
+}
+
+// check is nil when who may do op on topic now.
+func (g *guarded) check(op security.Op, topic string) error {
+	u, err := g.users.User(g.who.User)
+	if err != nil {
+		return err
+	}
+	if u == nil {
+		return Errorf(ErrAuthorization, "user %s no longer exists; log in as another user", g.who.User)
+	}
+	if u.Superuser || security.Allowed(u.Rules, op, topic) {
+		return nil
+	}
+	if op == security.OpCluster {
+		return Errorf(ErrAuthorization, "user %s may not perform cluster operations: no rule allows it (an administrator grants it with `corestream user grant %s cluster`)", u.Name, u.Name)
+	}
+	return Errorf(ErrAuthorization, "user %s may not %s topic %q: no rule allows it, or one denies it (an administrator grants it with `corestream user grant %s %s --topic %s`)", u.Name, op, topic, u.Name, op, topic)
+}
+
+func (g *guarded) Produce(from *shard.Shard, req *ProduceRequest, done func(ProduceResult, error)) {
+	if err := g.check(security.OpWrite, req.Topic); err != nil {
+		done(ProduceResult{}, err)
+		return
+	}
+	g.Service.Produce(from, req, done)
+}
+
+func (g *guarded) Fetch(from *shard.Shard, req *FetchRequest, done func(FetchResult, error)) {
+	if err := g.check(security.OpRead, req.Topic); err != nil {
+		done(FetchResult{}, err)
+		return
+	}
+	g.Service.Fetch(from, req, done)
+}
+
+func (g *guarded) ListOffsets(from *shard.Shard, req *ListOffsetsRequest, done func(ListOffsetsResult, error)) {
+	if err := g.check(security.OpDescribe, req.Topic); err != nil {
+		done(ListOffsetsResult{}, err)
+		return
+	}
+	g.Service.ListOffsets(from, req, done)
+}
+
+func (g *guarded) DescribePartition(from *shard.Shard, ref PartitionRef, done func(PartitionDetail, error)) {
+	if err := g.check(security.OpDescribe, ref.Topic); err != nil {
+		done(PartitionDetail{}, err)
+		return
+	}
+	g.Service.DescribePartition(from, ref, done)
+}
+
+func (g *guarded) Locate(topic string, partition int32) (PartitionRef, int32, error) {
+	if err := g.check(security.OpDescribe, topic); err != nil {
+		return PartitionRef{}, -1, err
+	}
+	return g.Service.Locate(topic, partition)
+}
+
+// Metadata answers a topic asked for by name that who may not describe
+// with that topic's Err (as Kafka does), and leaves such topics out of
+// an answer about every topic.
+func (g *guarded) Metadata(req MetadataRequest) (MetadataResult, error) {
+	res, err := g.Service.Metadata(req)
+	if err != nil {
+		return res, err
+	}
+	kept := make([]TopicMetadata, 0, len(res.Topics)) // a copy: the inner answer may be shared
+	for _, t := range res.Topics {
+		if cerr := g.check(security.OpDescribe, t.Name); cerr != nil {
+			if len(req.Topics) == 0 {
+				continue
+			}
+			t = TopicMetadata{Name: t.Name, Err: cerr}
+		}
+		kept = append(kept, t)
+	}
+	res.Topics = kept
+	return res, nil
+}
+
+// ListTopics leaves out the topics who may not describe.
+func (g *guarded) ListTopics() ([]TopicSummary, error) {
+	all, err := g.Service.ListTopics()
+	if err != nil {
+		return nil, err
+	}
+	kept := make([]TopicSummary, 0, len(all))
+	for _, t := range all {
+		if g.check(security.OpDescribe, t.Name) == nil {
+			kept = append(kept, t)
+		}
+	}
+	return kept, nil
+}
+
+func (g *guarded) DescribeTopic(name string) (TopicDescription, error) {
+	if err := g.check(security.OpDescribe, name); err != nil {
+		return TopicDescription{}, err
+	}
+	return g.Service.DescribeTopic(name)
+}
+
+func (g *guarded) CreateTopic(from *shard.Shard, req *CreateTopicRequest, done func(CreateTopicResult, error)) {
+	if err := g.check(security.OpCreate, req.Name); err != nil {
+		done(CreateTopicResult{}, err)
+		return
+	}
+	g.Service.CreateTopic(from, req, done)
+}
+
+func (g *guarded) DeleteTopic(from *shard.Shard, req *DeleteTopicRequest, done func(metadata.TopicID, error)) {
+	if err := g.check(security.OpDelete, req.Name); err != nil {
+		done(metadata.TopicID{}, err)
+		return
+	}
+	g.Service.DeleteTopic(from, req, done)
+}
+
+// AddPartitions needs create on the topic: it creates partitions.
+func (g *guarded) AddPartitions(from *shard.Shard, req *AddPartitionsRequest, done func(int32, error)) {
+	if err := g.check(security.OpCreate, req.Name); err != nil {
+		done(0, err)
+		return
+	}
+	g.Service.AddPartitions(from, req, done)
+}
+
+// CommitOffsets needs read on every topic committed: a consumer commits
+// what it read.
+func (g *guarded) CommitOffsets(from *shard.Shard, req *CommitOffsetsRequest, done func([]error, error)) {
+	for _, o := range req.Offsets {
+		if err := g.check(security.OpRead, o.Topic); err != nil {
+			done(nil, err)
+			return
+		}
+	}
+	g.Service.CommitOffsets(from, req, done)
+}
+
+// FetchOffsets needs describe on every topic named, and leaves out the
+// others from an answer about every partition.
+func (g *guarded) FetchOffsets(from *shard.Shard, req *FetchOffsetsRequest, done func([]CommittedOffset, error)) {
+	for _, p := range req.Partitions {
+		if err := g.check(security.OpDescribe, p.Topic); err != nil {
+			done(nil, err)
+			return
+		}
+	}
+	g.Service.FetchOffsets(from, req, func(offs []CommittedOffset, err error) {
+		kept := make([]CommittedOffset, 0, len(offs))
+		for _, o := range offs {
+			if g.check(security.OpDescribe, o.Topic) == nil {
+				kept = append(kept, o)
+			}
+		}
+		done(kept, err)
+	})
+}
+
+func (g *guarded) MovePrimary(from *shard.Shard, req *MovePrimaryRequest, done func(MovePrimaryResult, error)) {
+	if err := g.check(security.OpCluster, ""); err != nil {
+		done(MovePrimaryResult{}, err)
+		return
+	}
+	g.Service.MovePrimary(from, req, done)
+}
+
+func (g *guarded) Rebalance(from *shard.Shard, req *RebalanceRequest, done func(RebalanceResult, error)) {
+	if err := g.check(security.OpCluster, ""); err != nil {
+		done(RebalanceResult{}, err)
+		return
+	}
+	g.Service.Rebalance(from, req, done)
+}
+
+type guardedUsers struct {
+	Users
+	g guarded
+}
+
+func (u *guardedUsers) ListUsers() ([]*metadata.User, error) {
+	if err := u.g.check(security.OpCluster, ""); err != nil {
+		return nil, err
+	}
+	return u.Users.ListUsers()
+}
+
+func (u *guardedUsers) ChangeUser(from *shard.Shard, req *UserChange, done func(*metadata.User, error)) {
+	own := req.Op == metadata.OpSetPassword && req.Name == u.g.who.User
+	if !own {
+		if err := u.g.check(security.OpCluster, ""); err != nil {
+			done(nil, err)
+			return
+		}
+	}
+	u.Users.ChangeUser(from, req, done)
+}
