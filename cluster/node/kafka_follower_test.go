@@ -49,8 +49,9 @@ func kafkaCreateRetrying(t *testing.T, ctx context.Context, adm *kadm.Client, na
 // A franz-go consumer with client.rack (kgo.Rack, KIP-392) reads from
 // the follower in its rack: Metadata names every broker's rack, the
 // primary answers the first fetch with that follower as the preferred
-// read replica, and the follower serves every record (it counts them as
-// follower reads; the other nodes count none).
+// read replica, and the follower serves every record, those produced
+// before the consumer started and those produced while it reads the
+// tail (it counts them as follower reads; the other nodes count none).
 func TestKafkaFollowerReadInTheRack(t *testing.T) {
 	tc, kports, racks := startKafkaRackCluster(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 120*time.Second)
@@ -105,6 +106,31 @@ func TestKafkaFollowerReadInTheRack(t *testing.T) {
 		}
 		delete(want, string(r.Value))
 	}
+	// At the tail: records produced while the consumer polls the
+	// follower reach it once each, as the follower's high watermark
+	// moves.
+	produced := make(chan struct{})
+	go func() {
+		defer close(produced)
+		for i := 200; i < 300; i++ {
+			if err := pr.ProduceSync(ctx, &kgo.Record{Value: []byte(fmt.Sprintf("r%03d", i))}).FirstErr(); err != nil {
+				if ctx.Err() == nil { // else the test has failed and returned
+					t.Errorf("produce %d: %v", i, err)
+				}
+				return
+			}
+		}
+	}()
+	for i := 200; i < 300; i++ {
+		want[fmt.Sprintf("r%03d", i)] = true
+	}
+	for _, r := range consumeN(t, ctx, cons, 100) {
+		if !want[string(r.Value)] {
+			t.Fatalf("consumed %q at the tail, never produced or twice", r.Value)
+		}
+		delete(want, string(r.Value))
+	}
+	<-produced
 	for i, n := range tc.nodes {
 		served := n.svc.followerReads.Load() - before[i]
 		if id := int32(i + 1); id == near && served == 0 || id != near && served != 0 {
