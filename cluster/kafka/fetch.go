@@ -58,9 +58,9 @@ func (l *Listener) fetch(c *netio.Conn, req *kmsg.FetchRequest, reply func(kmsg.
 // fetchPass reads every partition of req, parking each for up to wait.
 // With wait 0 done runs once all have answered; else it runs at the
 // first answer with data, an error or a preferred read replica, or when
-// all have answered, and
-// the response holds the partitions that answered by then. bytes is the
-// record bytes in resp; failed says a partition answered an error.
+// all have answered, and the response holds the partitions that answered
+// by then. bytes is the record bytes in resp; failed says a partition
+// answered an error.
 func (l *Listener) fetchPass(c *netio.Conn, req *kmsg.FetchRequest, wait time.Duration, done func(resp *kmsg.FetchResponse, bytes int, failed bool)) {
 	resp := req.ResponseKind().(*kmsg.FetchResponse)
 	resp.SessionID = 0
