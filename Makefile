@@ -67,6 +67,21 @@ lint:
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 	$(GO) vet $(PKGS)
 
+## bench-kafka: the Kafka port with franz-go against the native port with
+## the Go SDK on one node, same workload, KAFKA_BENCH_COUNT runs of
+## KAFKA_BENCH_RECORDS records; prints the load average and the medians,
+## ranges and Kafka/native ratios (BENCHMARKS.md, "The Kafka port")
+KAFKA_BENCH_COUNT   ?= 3
+KAFKA_BENCH_RECORDS ?= 1000000
+.PHONY: bench-kafka
+bench-kafka:
+	@mkdir -p bench/.out
+	@echo "load average before: $$(cut -d' ' -f1-3 /proc/loadavg), $$(nproc) CPUs"
+	$(GO) test ./cluster/node -run '^$$' -bench KafkaVsNative -benchtime $(KAFKA_BENCH_RECORDS)x -count $(KAFKA_BENCH_COUNT) -timeout 20m \
+	  | grep -E '^(Benchmark|goos|goarch|cpu|ok|FAIL)' | tee bench/.out/kafka.txt
+	@echo "load average after: $$(cut -d' ' -f1-3 /proc/loadavg)"
+	@awk -f bench/kafka_summary.awk bench/.out/kafka.txt
+
 ## bench-peer: install the peer broker (nats-server) from the Go module
 ## proxy and build its load generator (module bench/peer) into bench/.bin
 NATS_SERVER_VERSION ?= v2.15.2

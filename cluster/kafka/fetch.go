@@ -28,7 +28,11 @@ const (
 //
 // Incremental fetch sessions (KIP-227) are session.go's.
 // isolation_level needs no work: without transactions the last stable
-// offset is the high watermark.
+// offset is the high watermark. rack_id (v11+, KIP-392) is the service's
+// Rack: the primary answers a partition with a preferred_read_replica in
+// the consumer's rack instead of records, and a follower serves the
+// fetch; such an answer is sent at once, without waiting for min_bytes,
+// so that the consumer moves to its replica without a wasted poll.
 func (l *Listener) fetch(c *netio.Conn, req *kmsg.FetchRequest, reply func(kmsg.Response)) {
 	full, s, incremental, code := l.openSession(c.Context().(*conn), req)
 	if code != 0 {
@@ -43,7 +47,7 @@ func (l *Listener) fetch(c *netio.Conn, req *kmsg.FetchRequest, reply func(kmsg.
 	}
 	wait := min(time.Duration(max(req.MaxWaitMillis, 0))*time.Millisecond, fetchWaitMax)
 	l.fetchPass(c, full, 0, func(resp *kmsg.FetchResponse, bytes int, failed bool) {
-		if wait == 0 || failed || bytes >= int(max(req.MinBytes, 1)) {
+		if wait == 0 || failed || bytes >= int(max(req.MinBytes, 1)) || redirects(resp) {
 			answer(resp)
 			return
 		}
@@ -53,17 +57,18 @@ func (l *Listener) fetch(c *netio.Conn, req *kmsg.FetchRequest, reply func(kmsg.
 
 // fetchPass reads every partition of req, parking each for up to wait.
 // With wait 0 done runs once all have answered; else it runs at the
-// first answer with data or an error, or when all have answered, and
-// the response holds the partitions that answered by then. bytes is the
-// record bytes in resp; failed says a partition answered an error.
+// first answer with data, an error or a preferred read replica, or when
+// all have answered, and the response holds the partitions that answered
+// by then. bytes is the record bytes in resp; failed says a partition
+// answered an error.
 func (l *Listener) fetchPass(c *netio.Conn, req *kmsg.FetchRequest, wait time.Duration, done func(resp *kmsg.FetchResponse, bytes int, failed bool)) {
 	resp := req.ResponseKind().(*kmsg.FetchResponse)
 	resp.SessionID = 0
-	pending, bytes, failed, answered, looped := 1, 0, false, false, false
+	pending, bytes, failed, answered, looped, redirected := 1, 0, false, false, false, false
 	var have []*kmsg.FetchResponseTopicPartition // partitions that answered
 	finish := func() {
 		pending--
-		if answered || pending > 0 && !(looped && wait > 0 && (bytes > 0 || failed)) {
+		if answered || pending > 0 && !(looped && wait > 0 && (bytes > 0 || failed || redirected)) {
 			return
 		}
 		answered = true
@@ -104,6 +109,9 @@ func (l *Listener) fetchPass(c *netio.Conn, req *kmsg.FetchRequest, wait time.Du
 			if req.Version < 9 {
 				fr.Generation = service.GenerationUnknown
 			}
+			if req.Version >= 11 {
+				fr.Rack = req.Rack
+			}
 			if wait > 0 {
 				fr.MinBytes, fr.MaxWait = 1, wait
 			}
@@ -118,6 +126,8 @@ func (l *Listener) fetchPass(c *netio.Conn, req *kmsg.FetchRequest, wait time.Du
 				} else {
 					rp.HighWatermark, rp.LastStableOffset, rp.LogStartOffset = res.HighWatermark, res.HighWatermark, res.LogStartOffset
 					rp.RecordBatches = records
+					rp.PreferredReadReplica = res.PreferredReadReplica
+					redirected = redirected || res.PreferredReadReplica >= 0
 					bytes += len(records)
 				}
 				have = append(have, rp)
@@ -127,6 +137,18 @@ func (l *Listener) fetchPass(c *netio.Conn, req *kmsg.FetchRequest, wait time.Du
 	}
 	looped = true
 	finish()
+}
+
+// redirects says a partition of resp names a preferred read replica.
+func redirects(resp *kmsg.FetchResponse) bool {
+	for _, t := range resp.Topics {
+		for _, p := range t.Partitions {
+			if p.PreferredReadReplica >= 0 {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // trimToMaxBytes keeps resp's records within the request's max_bytes, as

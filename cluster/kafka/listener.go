@@ -241,6 +241,8 @@ func (l *Listener) serve(c *netio.Conn, h RequestHeader, req kmsg.Request, reply
 		l.listOffsets(c, r, reply)
 	case *kmsg.InitProducerIDRequest:
 		l.initProducerID(r, reply)
+	case *kmsg.OffsetForLeaderEpochRequest:
+		l.offsetForLeaderEpoch(c, r, reply)
 	case *kmsg.CreateTopicsRequest:
 		l.createTopics(c, r, reply)
 	case *kmsg.DeleteTopicsRequest:

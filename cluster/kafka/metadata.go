@@ -15,9 +15,11 @@ type broker struct {
 	id   int32
 	host string
 	port int32
+	rack *string // nil: none
 }
 
-// brokers lists the roster's nodes that have a Kafka address.
+// brokers lists the roster's nodes that have a Kafka address, with
+// their racks (Metadata v1+), which consumers with client.rack match.
 func (l *Listener) brokers() []broker {
 	var out []broker
 	for _, b := range l.svc.Brokers() {
@@ -29,7 +31,11 @@ func (l *Listener) brokers() []broker {
 		if err != nil {
 			continue
 		}
-		out = append(out, broker{b.ID, host, int32(p)})
+		var rack *string
+		if b.Rack != "" {
+			rack = kmsg.StringPtr(b.Rack)
+		}
+		out = append(out, broker{b.ID, host, int32(p), rack})
 	}
 	return out
 }
@@ -52,7 +58,7 @@ func (l *Listener) metadata(req *kmsg.MetadataRequest) *kmsg.MetadataResponse {
 	resp := req.ResponseKind().(*kmsg.MetadataResponse)
 	for _, b := range l.brokers() {
 		mb := kmsg.NewMetadataResponseBroker()
-		mb.NodeID, mb.Host, mb.Port = b.id, b.host, b.port
+		mb.NodeID, mb.Host, mb.Port, mb.Rack = b.id, b.host, b.port, b.rack
 		resp.Brokers = append(resp.Brokers, mb)
 	}
 	id := l.svc.Identity().ClusterID
@@ -141,7 +147,7 @@ func (l *Listener) describeCluster(req *kmsg.DescribeClusterRequest) *kmsg.Descr
 	resp.ControllerID = l.controllerID()
 	for _, b := range l.brokers() {
 		db := kmsg.NewDescribeClusterResponseBroker()
-		db.NodeID, db.Host, db.Port = b.id, b.host, b.port
+		db.NodeID, db.Host, db.Port, db.Rack = b.id, b.host, b.port, b.rack
 		resp.Brokers = append(resp.Brokers, db)
 	}
 	return resp

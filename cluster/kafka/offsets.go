@@ -46,9 +46,11 @@ func (l *Listener) listOffsets(c *netio.Conn, req *kmsg.ListOffsetsRequest, repl
 					if err != nil {
 						rp.ErrorCode = errorCode(err)
 					} else {
-						// The answer carries no generation: leader
-						// epoch -1 is "unknown" to Kafka clients.
-						rp.Offset, rp.Timestamp, rp.LeaderEpoch = res.Offset, res.Timestamp, -1
+						// The leader epoch is the generation of the
+						// batch found (of the last one before the end
+						// for latest), which a consumer later hands to
+						// OffsetForLeaderEpoch to detect truncation.
+						rp.Offset, rp.Timestamp, rp.LeaderEpoch = res.Offset, res.Timestamp, res.Generation
 					}
 					finish()
 				})

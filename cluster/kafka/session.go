@@ -193,8 +193,11 @@ func sessionAnswer(s *fetchSession, resp *kmsg.FetchResponse, incremental bool) 
 				continue
 			}
 			sp := &s.parts[i]
+			// A preferred read replica is news too: without records
+			// or a moved watermark, it would otherwise never reach a
+			// consumer in a session.
 			changed := !sp.told || len(rp.RecordBatches) > 0 || rp.ErrorCode != 0 ||
-				rp.HighWatermark != sp.hw || rp.LogStartOffset != sp.logStart
+				rp.HighWatermark != sp.hw || rp.LogStartOffset != sp.logStart || rp.PreferredReadReplica >= 0
 			if rp.ErrorCode == 0 {
 				sp.told, sp.hw, sp.logStart = true, rp.HighWatermark, rp.LogStartOffset
 			}

@@ -82,10 +82,20 @@ func TestOpenSession(t *testing.T) {
 	}
 	again := kmsg.NewPtrFetchResponse()
 	again.Topics = []kmsg.FetchResponseTopic{{Topic: "a", Partitions: []kmsg.FetchResponseTopicPartition{
-		{Partition: 0, HighWatermark: 10, LogStartOffset: -1}, {Partition: 1, HighWatermark: 11, LogStartOffset: -1}}}}
+		{Partition: 0, HighWatermark: 10, LogStartOffset: -1, PreferredReadReplica: -1},
+		{Partition: 1, HighWatermark: 11, LogStartOffset: -1, PreferredReadReplica: -1}}}}
 	sessionAnswer(s, again, true)
 	if len(again.Topics) != 1 || len(again.Topics[0].Partitions) != 1 || again.Topics[0].Partitions[0].Partition != 1 {
 		t.Fatalf("only the moved high watermark: %+v", again.Topics)
+	}
+	// A preferred read replica is answered though nothing else moved.
+	redirect := kmsg.NewPtrFetchResponse()
+	redirect.Topics = []kmsg.FetchResponseTopic{{Topic: "a", Partitions: []kmsg.FetchResponseTopicPartition{
+		{Partition: 0, HighWatermark: 10, LogStartOffset: -1, PreferredReadReplica: 2},
+		{Partition: 1, HighWatermark: 11, LogStartOffset: -1, PreferredReadReplica: -1}}}}
+	sessionAnswer(s, redirect, true)
+	if len(redirect.Topics) != 1 || len(redirect.Topics[0].Partitions) != 1 || redirect.Topics[0].Partitions[0].PreferredReadReplica != 2 {
+		t.Fatalf("only the preferred read replica: %+v", redirect.Topics)
 	}
 	// Epoch -1 closes it.
 	if _, s3, _, code := l.openSession(st, sessionRequest(s.id, -1, nil, nil)); code != 0 || s3 != nil || st.session != nil {

@@ -12,6 +12,7 @@ const (
 	createTopicsKey     int16 = 19
 	deleteTopicsKey     int16 = 20
 	initProducerIDKey   int16 = 22
+	offsetForEpochKey   int16 = 23
 	describeConfigsKey  int16 = 32
 	createPartitionsKey int16 = 37
 	describeClusterKey  int16 = 60
@@ -26,6 +27,8 @@ const (
 // take us for Kafka 0.9. The
 // maximums stop before topic ids replaced names in requests (Produce 13,
 // Fetch 13) and before features we lack (ListOffsets 8: tiered storage).
+// OffsetForLeaderEpoch starts at 2, the first with current_leader_epoch
+// (Kafka 4 serves no older one).
 // docs/kafka.md prints this table; TestDocumentedVersions keeps the two
 // in step.
 var supported = []struct {
@@ -40,6 +43,7 @@ var supported = []struct {
 	{createTopicsKey, 2, 7},
 	{deleteTopicsKey, 1, 5},
 	{initProducerIDKey, 0, 4},
+	{offsetForEpochKey, 2, 4},
 	{describeConfigsKey, 0, 4},
 	{createPartitionsKey, 0, 3},
 	{describeClusterKey, 0, 1},

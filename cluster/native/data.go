@@ -65,7 +65,8 @@ func (h *Handler) listOffsets(c *netio.Conn, hdr wire.RequestHeader, body []byte
 		if err != nil {
 			replyErr(c, hdr, err)
 		} else {
-			resp := wire.ListOffsetsResponse(res)
+			resp := wire.ListOffsetsResponse{Offset: res.Offset, Timestamp: res.Timestamp, LogStartOffset: res.LogStartOffset,
+				HighWatermark: res.HighWatermark}
 			reply(c, hdr, &resp)
 		}
 		after()

@@ -23,6 +23,22 @@ func TestKafkaFetchSession(t *testing.T) {
 	cl := kafkaClient(t, []string{n.KafkaAddr()})
 	kafkaCreate(t, ctx, kadm.NewClient(cl), "sess", 3, 1)
 	broker := cl.Broker(1)
+	// Every primary has committed its first entry (reads are answered
+	// LEADER_NOT_AVAILABLE until then, which would make the session's
+	// next answer repeat those partitions).
+	clusterWait(t, 30*time.Second, "every partition readable", func() bool {
+		lo, err := kadm.NewClient(cl).ListEndOffsets(ctx, "sess")
+		if err != nil {
+			return false
+		}
+		ok := 0
+		lo.Each(func(o kadm.ListedOffset) {
+			if o.Err == nil {
+				ok++
+			}
+		})
+		return ok == 3
+	})
 
 	fetch := func(id, epoch int32, parts map[int32]int64) *kmsg.FetchResponse {
 		t.Helper()

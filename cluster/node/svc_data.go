@@ -3,6 +3,7 @@ package node
 import (
 	"github.com/corestream/corestream/cluster/metadata"
 	"github.com/corestream/corestream/cluster/service"
+	"github.com/corestream/corestream/segment"
 	"github.com/corestream/corestream/shard"
 	"github.com/corestream/corestream/shard/partition"
 )
@@ -131,8 +132,54 @@ func (s *nodeService) ListOffsets(from *shard.Shard, req *service.ListOffsetsReq
 	gen, ts := req.Generation, req.Timestamp
 	onReplica(s, from, req.PartitionRef, nil, func(r *partition.Replica, t *metadata.Topic, reply func(service.ListOffsetsResult, error)) {
 		o, err := r.ListOffsets(gen, ts)
-		reply(service.ListOffsetsResult{Offset: o.Offset, Timestamp: o.Timestamp, LogStartOffset: o.LogStartOffset,
-			HighWatermark: o.HighWatermark}, err)
+		reply(service.ListOffsetsResult{Offset: o.Offset, Timestamp: o.Timestamp, Generation: generationAt(r.Log(), o.Offset),
+			LogStartOffset: o.LogStartOffset, HighWatermark: o.HighWatermark}, err)
+	}, done)
+}
+
+// generationAt is the generation of the batch holding offset in l, or
+// for the log's end (or any offset past the batches) of the last batch
+// before it; the generation before the log's start when none is left;
+// -1 for offset -1.
+// REQUIRES: running on the log's shard.
+func generationAt(l *segment.Log, offset int64) int32 {
+	if offset < 0 {
+		return -1
+	}
+	if offset >= l.LogEndOffset() {
+		offset = l.LogEndOffset() - 1
+	}
+	if offset < l.LogStartOffset() {
+		if g := l.EpochBeforeStart(); g > 0 {
+			return g
+		}
+		return -1
+	}
+	g, err := l.TermAt(offset)
+	if err != nil {
+		return -1
+	}
+	return g
+}
+
+// OffsetForGeneration implements service.Data: the log's leader-epoch
+// cache answers, as a Kafka broker's does, except that the end of the
+// current generation is the high watermark rather than the log's end,
+// since no consumer read past it. It is metered as a ListOffsets (an
+// offset lookup on the primary).
+func (s *nodeService) OffsetForGeneration(from *shard.Shard, req *service.OffsetForGenerationRequest, done func(service.OffsetForGenerationResult, error)) {
+	done = metered(s.meter, apiListOffsets, done)
+	gen, asked := req.Generation, req.Asked
+	onReplica(s, from, req.PartitionRef, nil, func(r *partition.Replica, t *metadata.Topic, reply func(service.OffsetForGenerationResult, error)) {
+		if err := r.CheckRoute(gen); err != nil {
+			reply(service.OffsetForGenerationResult{Generation: -1, EndOffset: -1}, err)
+			return
+		}
+		g, end := r.Log().EndOffsetForEpoch(asked)
+		if g >= 0 {
+			end = min(end, r.HighWatermark())
+		}
+		reply(service.OffsetForGenerationResult{Generation: g, EndOffset: end}, nil)
 	}, done)
 }
 

@@ -180,9 +180,39 @@ type ListOffsetsResult struct {
 	// Offset is the offset found, -1 when no committed batch matches.
 	Offset int64
 	// Timestamp is the max timestamp of the batch found by time, else -1.
-	Timestamp      int64
+	Timestamp int64
+	// Generation is the generation (Kafka's leader epoch) of the batch
+	// holding Offset, or for an offset at the log's end of the batch
+	// before it; -1 when unknown (Offset is -1, or the log is empty and
+	// holds no generation from before its start).
+	Generation     int32
 	LogStartOffset int64
 	HighWatermark  int64
+}
+
+// OffsetForGenerationRequest asks a partition's primary where one of its
+// generations ends (Kafka's OffsetForLeaderEpoch): a consumer that read
+// up to some offset in that generation compares the answer with its
+// position to find out whether the log it read from was truncated under
+// it by a change of primary.
+type OffsetForGenerationRequest struct {
+	// PartitionRef's Generation fences, as for every data call (Kafka's
+	// current_leader_epoch).
+	PartitionRef
+	// Asked is the generation whose end is wanted (Kafka's leader_epoch).
+	Asked int32
+}
+
+// OffsetForGenerationResult answers OffsetForGeneration.
+type OffsetForGenerationResult struct {
+	// Generation is the largest generation at or below Asked that the log
+	// holds; -1 (with EndOffset -1) when Asked is negative or above every
+	// generation the log holds.
+	Generation int32
+	// EndOffset is where the next generation starts, or for the current
+	// one the high watermark (a consumer reads no further), never above
+	// the high watermark.
+	EndOffset int64
 }
 
 // PartitionDetail answers DescribePartition, from the partition's

@@ -37,6 +37,9 @@ type Data interface {
 	Fetch(from *shard.Shard, req *FetchRequest, done func(FetchResult, error))
 	// ListOffsets answers on the partition's primary.
 	ListOffsets(from *shard.Shard, req *ListOffsetsRequest, done func(ListOffsetsResult, error))
+	// OffsetForGeneration answers on the partition's primary where a
+	// generation ends in its log.
+	OffsetForGeneration(from *shard.Shard, req *OffsetForGenerationRequest, done func(OffsetForGenerationResult, error))
 	// DescribePartition answers on the partition's primary with its log
 	// and its followers' progress.
 	DescribePartition(from *shard.Shard, ref PartitionRef, done func(PartitionDetail, error))
