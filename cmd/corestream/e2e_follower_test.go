@@ -43,7 +43,7 @@ func TestE2EFollowerReadsFromTheConsumersRack(t *testing.T) {
 
 	status := c.cliOK("", "cluster", "status")
 	for i, r := range racks {
-		if !regexp.MustCompile(fmt.Sprintf(`(?m)^%d\s+\S+\s+%s\s+yes\b`, i+1, r)).MatchString(status) {
+		if !regexp.MustCompile(fmt.Sprintf(`(?m)^%d\s+\S+\s+\S+\s+%s\s+yes\b`, i+1, r)).MatchString(status) {
 			t.Fatalf("cluster status does not show node %d in rack %s:\n%s", i+1, r, status)
 		}
 	}
