@@ -10,6 +10,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/corestream/corestream/cluster/groups"
 	"github.com/corestream/corestream/cluster/service"
 	"github.com/corestream/corestream/netio"
 )
@@ -36,6 +37,10 @@ type Listener struct {
 	cfg Config
 	// sessionIDs numbers fetch sessions (session.go).
 	sessionIDs atomic.Uint32
+	// groups is the consumer group coordinator (groups.go); coordTerm
+	// the metadata term in which this node last coordinated.
+	groups    *groups.Coordinator
+	coordTerm atomic.Int32
 }
 
 // Config is what the listener needs besides the service.
@@ -45,6 +50,10 @@ type Config struct {
 	MaxFrameBytes int
 	// Log receives connection-level events at debug level.
 	Log *slog.Logger
+	// Groups is the node's consumer group coordinator, which the node
+	// ticks; nil gives the listener one of its own that nothing ticks
+	// (sessions never expire), for tests of the listener alone.
+	Groups *groups.Coordinator
 }
 
 // New returns a listener that answers through svc.
@@ -52,7 +61,10 @@ func New(svc service.Service, cfg Config) *Listener {
 	if cfg.Log == nil {
 		cfg.Log = slog.Default()
 	}
-	return &Listener{svc: svc, cfg: cfg}
+	if cfg.Groups == nil {
+		cfg.Groups = groups.New(groups.DefaultConfig)
+	}
+	return &Listener{svc: svc, cfg: cfg, groups: cfg.Groups}
 }
 
 // conn is one connection's state. Kafka clients match responses to
@@ -223,6 +235,26 @@ func (l *Listener) serve(c *netio.Conn, h RequestHeader, req kmsg.Request, reply
 		l.deleteTopics(c, r, reply)
 	case *kmsg.CreatePartitionsRequest:
 		l.createPartitions(c, r, reply)
+	case *kmsg.FindCoordinatorRequest:
+		reply(l.findCoordinator(r))
+	case *kmsg.JoinGroupRequest:
+		l.joinGroup(c, h.ClientID, r, reply)
+	case *kmsg.SyncGroupRequest:
+		l.syncGroup(c, r, reply)
+	case *kmsg.HeartbeatRequest:
+		reply(l.heartbeat(r))
+	case *kmsg.LeaveGroupRequest:
+		reply(l.leaveGroup(r))
+	case *kmsg.OffsetCommitRequest:
+		l.offsetCommit(c, r, reply)
+	case *kmsg.OffsetFetchRequest:
+		l.offsetFetch(c, r, reply)
+	case *kmsg.ListGroupsRequest:
+		reply(l.listGroups(r))
+	case *kmsg.DescribeGroupsRequest:
+		reply(l.describeGroups(r))
+	case *kmsg.DeleteGroupsRequest:
+		reply(l.deleteGroups(r))
 	default:
 		// versionRange listed a key serve does not handle: a bug here.
 		panic(fmt.Sprintf("kafka: %s is listed as supported but has no handler", kmsg.NameForKey(h.Key)))
