@@ -82,12 +82,17 @@ type Config struct {
 	MembersMax int
 	// GroupsMax bounds the groups one coordinator holds.
 	GroupsMax int
+	// InitialRebalanceDelay holds the first rebalance of an empty group
+	// this long (Kafka's group.initial.rebalance.delay.ms), so that
+	// members starting together join one generation instead of one
+	// rebalance each.
+	InitialRebalanceDelay time.Duration
 }
 
 // DefaultConfig is what a node uses.
 var DefaultConfig = Config{
 	SessionTimeoutMin: time.Second, SessionTimeoutMax: 30 * time.Minute,
-	MembersMax: 1000, GroupsMax: 100_000,
+	MembersMax: 1000, GroupsMax: 100_000, InitialRebalanceDelay: 500 * time.Millisecond,
 }
 
 // Protocol is one assignor a member supports, with its metadata (the
@@ -159,8 +164,9 @@ type group struct {
 	// they lapse unjoined.
 	pending map[string]time.Time
 	// rebalanceEnds is when a rebalance completes without the members
-	// that did not rejoin.
-	rebalanceEnds time.Time
+	// that did not rejoin; joinNotBefore when it may complete at the
+	// earliest (the initial delay of an empty group).
+	rebalanceEnds, joinNotBefore time.Time
 }
 
 // Coordinator holds groups. Its methods are safe for concurrent use;
@@ -286,6 +292,9 @@ func (c *Coordinator) Join(now time.Time, req JoinRequest, done func(JoinResult,
 	m.joinWait = done
 	g.protocolType = req.ProtocolType
 	if g.state != PreparingRebalance {
+		if g.state == Empty {
+			g.joinNotBefore = now.Add(c.cfg.InitialRebalanceDelay)
+		}
 		c.prepareRebalance(g, now)
 	}
 	c.maybeCompleteJoin(g, now, false)
@@ -311,7 +320,7 @@ func (c *Coordinator) prepareRebalance(g *group, now time.Time) {
 // maybeCompleteJoin ends the rebalance when every member rejoined, or,
 // with timedOut, without the members that did not.
 func (c *Coordinator) maybeCompleteJoin(g *group, now time.Time, timedOut bool) {
-	if g.state != PreparingRebalance {
+	if g.state != PreparingRebalance || !timedOut && now.Before(g.joinNotBefore) {
 		return
 	}
 	for id, m := range g.members {
@@ -476,7 +485,10 @@ func (c *Coordinator) Tick(now time.Time) {
 		}
 		removed := false
 		for _, m := range g.members {
-			if m.joinWait == nil && now.After(m.expires) {
+			// A member parked in a join or a sync waits on the others
+			// (the rebalance timeout, the leader's session), not on
+			// its own session.
+			if m.joinWait == nil && m.syncWait == nil && now.After(m.expires) {
 				c.remove(g, m)
 				removed = true
 			}
@@ -484,8 +496,8 @@ func (c *Coordinator) Tick(now time.Time) {
 		if removed {
 			c.afterRemoval(g, now)
 		}
-		if g.state == PreparingRebalance && now.After(g.rebalanceEnds) {
-			c.maybeCompleteJoin(g, now, true)
+		if g.state == PreparingRebalance {
+			c.maybeCompleteJoin(g, now, now.After(g.rebalanceEnds))
 		}
 	}
 }

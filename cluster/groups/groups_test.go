@@ -8,6 +8,9 @@ import (
 
 var t0 = time.Unix(1_000_000, 0)
 
+// noDelay completes an empty group's first rebalance at once.
+var noDelay = func() Config { c := DefaultConfig; c.InitialRebalanceDelay = 0; return c }()
+
 // call records what a parked call was answered, if it was.
 type joinCall struct {
 	done bool
@@ -84,7 +87,7 @@ func twoMembers(t *testing.T, c *Coordinator) (a, b string) {
 }
 
 func TestJoinSyncTwoMembers(t *testing.T) {
-	c := New(DefaultConfig)
+	c := New(noDelay)
 	a, b := twoMembers(t, c)
 	d, err := c.Describe("g")
 	if err != nil || d.State != Stable || d.Generation != 2 || len(d.Members) != 2 || d.Protocol != "range" {
@@ -98,7 +101,7 @@ func TestJoinSyncTwoMembers(t *testing.T) {
 }
 
 func TestErrors(t *testing.T) {
-	c := New(DefaultConfig)
+	c := New(noDelay)
 	a, _ := twoMembers(t, c)
 	for _, tc := range []struct {
 		name string
@@ -146,7 +149,7 @@ func TestErrors(t *testing.T) {
 // out, not before; the others are made to rejoin, and the rebalance ends
 // without it.
 func TestSessionExpiry(t *testing.T) {
-	c := New(DefaultConfig)
+	c := New(noDelay)
 	a, b := twoMembers(t, c)
 	at := t0
 	for i := 0; i < 3; i++ {
@@ -171,7 +174,7 @@ func TestSessionExpiry(t *testing.T) {
 
 // A session that has not run out keeps the member.
 func TestSessionKeptByHeartbeats(t *testing.T) {
-	c := New(DefaultConfig)
+	c := New(noDelay)
 	a, b := twoMembers(t, c)
 	at := t0
 	for i := 0; i < 10; i++ {
@@ -188,7 +191,7 @@ func TestSessionKeptByHeartbeats(t *testing.T) {
 // A member that does not rejoin within the rebalance timeout is dropped
 // and the rebalance completes with those that did.
 func TestRebalanceTimeout(t *testing.T) {
-	c := New(DefaultConfig)
+	c := New(noDelay)
 	a, b := twoMembers(t, c)
 	j3 := join(c, t0.Add(time.Second), "")
 	if j3.done {
@@ -213,7 +216,7 @@ func TestRebalanceTimeout(t *testing.T) {
 // JoinGroup v4+: an empty id is answered MEMBER_ID_REQUIRED with an id;
 // a join with it is a member; an id never used lapses.
 func TestMemberIDRequired(t *testing.T) {
-	c := New(DefaultConfig)
+	c := New(noDelay)
 	jc := &joinCall{}
 	req := JoinRequest{Group: "g", ClientID: "c", ProtocolType: "consumer", Protocols: []Protocol{{Name: "range"}},
 		SessionTimeout: 10 * time.Second, RequireKnownMember: true}
@@ -238,7 +241,7 @@ func TestMemberIDRequired(t *testing.T) {
 // Leaving rebalances the rest; the last to leave empties the group,
 // which may then be deleted.
 func TestLeave(t *testing.T) {
-	c := New(DefaultConfig)
+	c := New(noDelay)
 	a, b := twoMembers(t, c)
 	if errs := c.Leave(t0, "g", []string{b}); errs[0] != nil {
 		t.Fatal(errs[0])
@@ -270,7 +273,7 @@ func TestLeave(t *testing.T) {
 // A rebalance started while the leader's assignment is awaited answers
 // the parked syncs with REBALANCE_IN_PROGRESS.
 func TestSyncInterruptedByJoin(t *testing.T) {
-	c := New(DefaultConfig)
+	c := New(noDelay)
 	a, b := twoMembers(t, c)
 	ja := join(c, t0, a)
 	jb := join(c, t0, b)
@@ -317,7 +320,7 @@ func TestChooseProtocol(t *testing.T) {
 // Reset (the node stopped coordinating) answers parked joins and drops
 // every group.
 func TestReset(t *testing.T) {
-	c := New(DefaultConfig)
+	c := New(noDelay)
 	a, _ := twoMembers(t, c)
 	ja := join(c, t0, a)
 	c.Reset()
@@ -326,5 +329,53 @@ func TestReset(t *testing.T) {
 	}
 	if len(c.List()) != 0 {
 		t.Fatal("groups kept after reset")
+	}
+}
+
+// An empty group's first rebalance waits the initial delay, so members
+// that start together share generation 1; a Tick past it completes it.
+func TestInitialRebalanceDelay(t *testing.T) {
+	cfg := DefaultConfig
+	cfg.InitialRebalanceDelay = 3 * time.Second
+	c := New(cfg)
+	j1 := join(c, t0, "")
+	j2 := join(c, t0.Add(time.Second), "")
+	c.Tick(t0.Add(2 * time.Second))
+	if j1.done || j2.done {
+		t.Fatal("the first rebalance completed before the initial delay")
+	}
+	c.Tick(t0.Add(3*time.Second + time.Millisecond))
+	if !j1.done || !j2.done || j1.res.Generation != 1 || j2.res.Generation != 1 || len(j1.res.Members)+len(j2.res.Members) != 2 {
+		t.Fatalf("after the delay: %+v %+v", j1, j2)
+	}
+}
+
+// A follower parked in a sync longer than its session is not expired
+// while the leader's session holds; once the leader's runs out, the
+// rebalance answers the parked sync.
+func TestParkedSyncOutlivesSession(t *testing.T) {
+	c := New(noDelay)
+	a, b := twoMembers(t, c)
+	ja, jb := join(c, t0, a), join(c, t0, b)
+	if !ja.done || !jb.done {
+		t.Fatal("rejoins not answered")
+	}
+	leader, follower := ja.res.LeaderID, b
+	if leader == b {
+		follower = a
+	}
+	sf := syncg(c, t0, follower, 3, nil)
+	for at := t0.Add(5 * time.Second); at.Before(t0.Add(30 * time.Second)); at = at.Add(5 * time.Second) {
+		if err := c.Heartbeat(at, "g", leader, 3); err != nil {
+			t.Fatal(err)
+		}
+		c.Tick(at)
+	}
+	if sf.done {
+		t.Fatalf("parked sync answered while the leader lives: %+v", sf)
+	}
+	c.Tick(t0.Add(45 * time.Second))
+	if !sf.done || !errors.Is(sf.err, ErrRebalanceInProgress) {
+		t.Fatalf("after the leader expired: %+v", sf)
 	}
 }

@@ -140,7 +140,9 @@ func (l *Listener) joinGroup(c *netio.Conn, clientID string, req *kmsg.JoinGroup
 		jr.RebalanceTimeout = jr.SessionTimeout
 	}
 	for _, p := range req.Protocols {
-		jr.Protocols = append(jr.Protocols, groups.Protocol{Name: p.Name, Metadata: p.Metadata})
+		// The decoded bytes alias the read buffer, valid only until
+		// OnFrame returns; the coordinator keeps them.
+		jr.Protocols = append(jr.Protocols, groups.Protocol{Name: p.Name, Metadata: append([]byte{}, p.Metadata...)})
 	}
 	g.Join(time.Now(), jr, func(res groups.JoinResult, err error) {
 		onConnShard(c, func() {
@@ -173,7 +175,7 @@ func (l *Listener) syncGroup(c *netio.Conn, req *kmsg.SyncGroupRequest, reply fu
 	if len(req.GroupAssignment) > 0 {
 		sr.Assignments = make(map[string][]byte, len(req.GroupAssignment))
 		for _, a := range req.GroupAssignment {
-			sr.Assignments[a.MemberID] = a.MemberAssignment
+			sr.Assignments[a.MemberID] = append([]byte{}, a.MemberAssignment...) // aliases the read buffer
 		}
 	}
 	g.Sync(time.Now(), sr, func(assignment []byte, err error) {
