@@ -43,6 +43,9 @@ var (
 	ErrGroupFull = errors.New("groups: group is full")
 	// ErrTooManyGroups: the coordinator holds Config.GroupsMax groups.
 	ErrTooManyGroups = errors.New("groups: too many groups")
+	// ErrFencedInstance: a static member's instance id is held by
+	// another member id (a newer instance of it joined).
+	ErrFencedInstance = errors.New("groups: instance id fenced by a newer member")
 )
 
 // State is a group's state, named as Kafka's DescribeGroups names it.
@@ -104,7 +107,11 @@ type Protocol struct {
 
 // JoinRequest is a JoinGroup.
 type JoinRequest struct {
-	Group, MemberID    string
+	Group, MemberID string
+	// InstanceID makes a static member (KIP-345, empty: dynamic): a
+	// restart that joins with it takes the old member's place, and its
+	// assignment when the group is stable, without a rebalance.
+	InstanceID         string
 	ClientID, Host     string
 	ProtocolType       string
 	Protocols          []Protocol
@@ -140,6 +147,7 @@ type SyncRequest struct {
 // member is one member of a group.
 type member struct {
 	id, clientID, host string
+	instance           string
 	protocols          []Protocol
 	session, rebalance time.Duration
 	// expires is when the session runs out without a heartbeat.
@@ -163,6 +171,8 @@ type group struct {
 	// pending are member ids handed out by MEMBER_ID_REQUIRED, with when
 	// they lapse unjoined.
 	pending map[string]time.Time
+	// static maps static members' instance ids to their member ids.
+	static map[string]string
 	// rebalanceEnds is when a rebalance completes without the members
 	// that did not rejoin; joinNotBefore when it may complete at the
 	// earliest (the initial delay of an empty group).
@@ -247,12 +257,17 @@ func (c *Coordinator) Join(now time.Time, req JoinRequest, done func(JoinResult,
 			fail(fmt.Errorf("%w: %d", ErrTooManyGroups, c.cfg.GroupsMax))
 			return
 		}
-		g = &group{name: req.Group, members: map[string]*member{}, pending: map[string]time.Time{}}
+		g = &group{name: req.Group, members: map[string]*member{}, pending: map[string]time.Time{}, static: map[string]string{}}
 		c.groups[req.Group] = g
 	}
 	if len(g.members) > 0 {
 		if req.ProtocolType != g.protocolType || !g.supportsAny(req.Protocols) {
 			fail(fmt.Errorf("%w: type %q, protocols %v do not match the group's", ErrInconsistentProtocol, req.ProtocolType, names(req.Protocols)))
+			return
+		}
+	}
+	if req.InstanceID != "" {
+		if c.joinStatic(g, now, req, done) {
 			return
 		}
 	}
@@ -266,7 +281,12 @@ func (c *Coordinator) Join(now time.Time, req JoinRequest, done func(JoinResult,
 		}
 		c.nextID++
 		id = req.ClientID + "-" + strconv.FormatUint(c.nextID, 10)
-		if req.RequireKnownMember {
+		if req.InstanceID != "" {
+			// Kafka's form, which clients read the leader's instance
+			// from (KIP-345).
+			id = req.InstanceID + "-" + strconv.FormatUint(c.nextID, 10)
+		}
+		if req.RequireKnownMember && req.InstanceID == "" {
 			g.pending[id] = now.Add(req.SessionTimeout)
 			c.fire = append(c.fire, func() { done(JoinResult{MemberID: id, Generation: -1}, ErrMemberIDRequired) })
 			return
@@ -279,8 +299,11 @@ func (c *Coordinator) Join(now time.Time, req JoinRequest, done func(JoinResult,
 		delete(g.pending, id)
 	}
 	if m == nil {
-		m = &member{id: id}
+		m = &member{id: id, instance: req.InstanceID}
 		g.members[id] = m
+		if req.InstanceID != "" {
+			g.static[req.InstanceID] = id
+		}
 	} else if m.joinWait != nil {
 		// A rejoin replaces the parked join (the client gave up on it).
 		old := m.joinWait
@@ -298,6 +321,66 @@ func (c *Coordinator) Join(now time.Time, req JoinRequest, done func(JoinResult,
 		c.prepareRebalance(g, now)
 	}
 	c.maybeCompleteJoin(g, now, false)
+}
+
+// joinStatic handles the join of a known static instance and says
+// whether it answered it: a join with another member id than the
+// instance's is fenced; one with no member id replaces the old member
+// (whose parked calls are fenced) under a new id and, in a stable group,
+// is answered at once with the current generation and the old member's
+// assignment (its SyncGroup returns it), without a rebalance.
+func (c *Coordinator) joinStatic(g *group, now time.Time, req JoinRequest, done func(JoinResult, error)) bool {
+	oldID, ok := g.static[req.InstanceID]
+	if !ok {
+		return false
+	}
+	old := g.members[oldID]
+	if old == nil {
+		delete(g.static, req.InstanceID)
+		return false
+	}
+	if req.MemberID != "" {
+		if req.MemberID != oldID {
+			c.fire = append(c.fire, func() { done(JoinResult{MemberID: req.MemberID, Generation: -1}, ErrFencedInstance) })
+			return true
+		}
+		return false // the member itself rejoining: the usual path
+	}
+	c.failWaits(old, ErrFencedInstance)
+	c.nextID++
+	id := req.InstanceID + "-" + strconv.FormatUint(c.nextID, 10)
+	delete(g.members, oldID)
+	old.id = id
+	g.members[id] = old
+	g.static[req.InstanceID] = id
+	if g.leader == oldID {
+		g.leader = id
+	}
+	old.clientID, old.host, old.protocols = req.ClientID, req.Host, req.Protocols
+	old.session, old.rebalance = req.SessionTimeout, req.RebalanceTimeout
+	old.expires = now.Add(req.SessionTimeout)
+	if g.state != Stable {
+		old.joinWait = done
+		if g.state != PreparingRebalance {
+			c.prepareRebalance(g, now)
+		}
+		c.maybeCompleteJoin(g, now, false)
+		return true
+	}
+	res := JoinResult{Generation: g.generation, Protocol: g.protocol, LeaderID: g.leader, MemberID: id}
+	c.fire = append(c.fire, func() { done(res, nil) })
+	return true
+}
+
+// MemberOfInstance is the member id of a static instance ("" when none):
+// LeaveGroup v3+ may name a member by its instance only.
+func (c *Coordinator) MemberOfInstance(name, instance string) string {
+	c.mu.Lock()
+	defer c.run()
+	if g := c.groups[name]; g != nil {
+		return g.static[instance]
+	}
+	return ""
 }
 
 // prepareRebalance starts a rebalance: parked syncs are told to rejoin,
@@ -457,6 +540,9 @@ func (c *Coordinator) Leave(now time.Time, name string, ids []string) []error {
 func (c *Coordinator) remove(g *group, m *member) {
 	c.failWaits(m, ErrUnknownMember)
 	delete(g.members, m.id)
+	if m.instance != "" && g.static[m.instance] == m.id {
+		delete(g.static, m.instance)
+	}
 }
 
 // afterRemoval rebalances the members that remain.
@@ -529,9 +615,9 @@ func (c *Coordinator) CheckCommit(now time.Time, name, id string, gen int32) err
 
 // MemberDescription is one member as DescribeGroups shows it.
 type MemberDescription struct {
-	ID, ClientID, Host string
-	Metadata           []byte
-	Assignment         []byte
+	ID, InstanceID, ClientID, Host string
+	Metadata                       []byte
+	Assignment                     []byte
 }
 
 // Description is a group as DescribeGroups shows it.
@@ -556,7 +642,7 @@ func (c *Coordinator) Describe(name string) (Description, error) {
 	d := Description{Name: name, State: g.state, ProtocolType: g.protocolType, Protocol: g.protocol, Generation: g.generation}
 	for _, id := range g.sortedIDs() {
 		m := g.members[id]
-		d.Members = append(d.Members, MemberDescription{ID: id, ClientID: m.clientID, Host: m.host,
+		d.Members = append(d.Members, MemberDescription{ID: id, InstanceID: m.instance, ClientID: m.clientID, Host: m.host,
 			Metadata: m.metadata(g.protocol), Assignment: m.assignment})
 	}
 	return d, nil

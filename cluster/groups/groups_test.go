@@ -379,3 +379,65 @@ func TestParkedSyncOutlivesSession(t *testing.T) {
 		t.Fatalf("after the leader expired: %+v", sf)
 	}
 }
+
+// A static member that restarts (joins with its instance id and no
+// member id) takes its old place in a stable group at once, same
+// generation, same assignment, no rebalance; the old id is fenced; a
+// static member that stops is removed once its session runs out.
+func TestStaticMember(t *testing.T) {
+	c := New(noDelay)
+	static := func(at time.Time, id string) *joinCall {
+		jc := &joinCall{}
+		c.Join(at, JoinRequest{Group: "g", MemberID: id, InstanceID: "i1", ClientID: "c", ProtocolType: "consumer",
+			Protocols: []Protocol{{Name: "range"}}, SessionTimeout: 10 * time.Second, RequireKnownMember: true},
+			func(r JoinResult, err error) { jc.done, jc.res, jc.err = true, r, err })
+		return jc
+	}
+	j1 := static(t0, "")
+	if !j1.done || j1.err != nil || j1.res.Generation != 1 {
+		t.Fatalf("a static member's first join (no MEMBER_ID_REQUIRED): %+v", j1)
+	}
+	old := j1.res.MemberID
+	j2 := join(c, t0, "")
+	ja := static(t0, old)
+	if !ja.done || !j2.done || ja.res.Generation != 2 {
+		t.Fatalf("second generation: %+v %+v", ja, j2)
+	}
+	other := j2.res.MemberID
+	assign := map[string][]byte{old: []byte("p-static"), other: []byte("p-other")}
+	leader := ja.res.LeaderID
+	s1 := syncg(c, t0, leader, 2, assign)
+	s2 := syncg(c, t0, map[bool]string{true: other, false: old}[leader == old], 2, nil)
+	if !s1.done || !s2.done {
+		t.Fatalf("syncs: %+v %+v", s1, s2)
+	}
+	// The restart.
+	jr := static(t0.Add(time.Second), "")
+	if !jr.done || jr.err != nil || jr.res.Generation != 2 || jr.res.MemberID == old {
+		t.Fatalf("restart: %+v", jr)
+	}
+	if s := syncg(c, t0.Add(time.Second), jr.res.MemberID, 2, nil); !s.done || string(s.a) != "p-static" {
+		t.Fatalf("restart's sync: %+v", s)
+	}
+	if err := c.Heartbeat(t0.Add(time.Second), "g", other, 2); err != nil {
+		t.Fatalf("the other member after the restart (no rebalance): %v", err)
+	}
+	if j := static(t0.Add(time.Second), old); !errors.Is(j.err, ErrFencedInstance) {
+		t.Fatalf("the old instance: %+v", j)
+	}
+	if err := c.Heartbeat(t0.Add(time.Second), "g", old, 2); !errors.Is(err, ErrUnknownMember) {
+		t.Fatalf("the old id's heartbeat: %v", err)
+	}
+	if c.MemberOfInstance("g", "i1") != jr.res.MemberID {
+		t.Fatal("MemberOfInstance")
+	}
+	// It stops: gone after its session.
+	c.Heartbeat(t0.Add(8*time.Second), "g", other, 2)
+	c.Tick(t0.Add(12 * time.Second))
+	if c.MemberOfInstance("g", "i1") != "" {
+		t.Fatal("a static member that stopped heartbeating was kept")
+	}
+	if err := c.Heartbeat(t0.Add(12*time.Second), "g", other, 2); !errors.Is(err, ErrRebalanceInProgress) {
+		t.Fatalf("after the static member expired: %v", err)
+	}
+}

@@ -33,6 +33,7 @@ var groupCodes = []struct {
 	{groups.ErrUnknownGroup, kerr.GroupIDNotFound},
 	{groups.ErrNonEmptyGroup, kerr.NonEmptyGroup},
 	{groups.ErrGroupFull, kerr.GroupMaxSizeReached},
+	{groups.ErrFencedInstance, kerr.FencedInstanceID},
 	// Kafka has no bound on a coordinator's groups; the retriable
 	// COORDINATOR_NOT_AVAILABLE makes a client try again later.
 	{groups.ErrTooManyGroups, kerr.CoordinatorNotAvailable},
@@ -139,6 +140,9 @@ func (l *Listener) joinGroup(c *netio.Conn, clientID string, req *kmsg.JoinGroup
 	if req.Version == 0 {
 		jr.RebalanceTimeout = jr.SessionTimeout
 	}
+	if req.InstanceID != nil {
+		jr.InstanceID = *req.InstanceID
+	}
 	for _, p := range req.Protocols {
 		// The decoded bytes alias the read buffer, valid only until
 		// OnFrame returns; the coordinator keeps them.
@@ -217,6 +221,9 @@ func (l *Listener) leaveGroup(req *kmsg.LeaveGroupRequest) *kmsg.LeaveGroupRespo
 	ids := make([]string, len(req.Members))
 	for i, m := range req.Members {
 		ids[i] = m.MemberID
+		if m.MemberID == "" && m.InstanceID != nil {
+			ids[i] = g.MemberOfInstance(req.Group, *m.InstanceID)
+		}
 	}
 	for i, err := range g.Leave(time.Now(), req.Group, ids) {
 		rm := kmsg.NewLeaveGroupResponseMember()
@@ -382,6 +389,10 @@ func (l *Listener) describeGroups(req *kmsg.DescribeGroupsRequest) *kmsg.Describ
 		for _, m := range d.Members {
 			rm := kmsg.NewDescribeGroupsResponseGroupMember()
 			rm.MemberID, rm.ClientID, rm.ClientHost = m.ID, m.ClientID, m.Host
+			if m.InstanceID != "" {
+				id := m.InstanceID
+				rm.InstanceID = &id
+			}
 			rm.ProtocolMetadata, rm.MemberAssignment = m.Metadata, m.Assignment
 			rg.Members = append(rg.Members, rm)
 		}

@@ -154,7 +154,16 @@ func describeAssigned(ctx context.Context, adm *kadm.Client, group string) (stat
 				n += len(tp.Partitions)
 			}
 		}
-		perMember[m.ClientID] = n
+		// Two members of one client id (a restart while the old one
+		// lingers) are counted apart.
+		key := m.ClientID
+		for {
+			if _, dup := perMember[key]; !dup {
+				break
+			}
+			key += "'"
+		}
+		perMember[key] = n
 	}
 	return d.State, perMember, nil
 }
@@ -423,5 +432,69 @@ func TestKafkaGroupCluster(t *testing.T) {
 	// meanwhile is processed again; the offsets committed before stay.
 	if dup > 1800/2 {
 		t.Errorf("%d records processed twice", dup)
+	}
+}
+
+// A static member (group.instance.id) that restarts within its session
+// takes its old member's place at once, without waiting for that
+// member's session to run out, and the other member keeps its
+// partitions throughout.
+func TestKafkaGroupStaticRestart(t *testing.T) {
+	n := runNode(t, t.TempDir(), withKafka)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	addrs := []string{n.KafkaAddr()}
+	adm := kadm.NewClient(kafkaClient(t, addrs))
+	kafkaCreate(t, ctx, adm, "st", 4, -1)
+	var mu sync.Mutex
+	revoked := 0
+	led := newGroupLedger()
+	startGroupMember(t, ctx, addrs, "sg", "st", "dyn", led, kgo.OnPartitionsRevoked(func(context.Context, *kgo.Client, map[string][]int32) {
+		mu.Lock()
+		revoked++
+		mu.Unlock()
+	}))
+	// A session far longer than a restart: without static membership
+	// the old member would hold its place until it ran out.
+	const session = 20 * time.Second
+	s1 := startGroupMember(t, ctx, addrs, "sg", "st", "static", led, kgo.InstanceID("s"), kgo.SessionTimeout(session))
+	// staticID waits for a stable group of two members, 2 partitions
+	// each, and answers the static member's id.
+	staticID := func(not string) string {
+		var id string
+		clusterWait(t, 45*time.Second, "2 members with 2 partitions each", func() bool {
+			ds, err := adm.DescribeGroups(ctx, "sg")
+			if err != nil || ds["sg"].State != "Stable" || len(ds["sg"].Members) != 2 {
+				return false
+			}
+			for _, m := range ds["sg"].Members {
+				ca, _ := m.Assigned.AsConsumer()
+				if ca == nil || len(ca.Topics) != 1 || len(ca.Topics[0].Partitions) != 2 {
+					return false
+				}
+				if m.InstanceID != nil && *m.InstanceID == "s" {
+					id = m.MemberID
+				}
+			}
+			return id != "" && id != not
+		})
+		return id
+	}
+	first := staticID("")
+	mu.Lock()
+	before := revoked
+	mu.Unlock()
+	s1.close()
+	restarted := time.Now()
+	startGroupMember(t, ctx, addrs, "sg", "st", "static", led, kgo.InstanceID("s"), kgo.SessionTimeout(session))
+	staticID(first)
+	if took := time.Since(restarted); took > session/2 {
+		t.Fatalf("the restarted static member took its place after %v (session %v)", took, session)
+	}
+	mu.Lock()
+	after := revoked
+	mu.Unlock()
+	if after != before {
+		t.Fatalf("the other member's partitions were revoked %d times during the restart", after-before)
 	}
 }
