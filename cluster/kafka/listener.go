@@ -10,6 +10,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/corestream/corestream/cluster/groups"
 	"github.com/corestream/corestream/cluster/service"
 	"github.com/corestream/corestream/netio"
 )
@@ -35,8 +36,12 @@ type Listener struct {
 	svc service.Service
 	cfg Config
 	// sessionIDs numbers fetch sessions (session.go); shared by the
-	// views of authenticated users (sasl.go).
+	// views of authenticated users (sasl.go), as are groups and coordTerm.
 	sessionIDs *atomic.Uint32
+	// groups is the consumer group coordinator (groups.go); coordTerm
+	// the metadata term in which this node last coordinated.
+	groups    *groups.Coordinator
+	coordTerm *atomic.Int32
 }
 
 // Config is what the listener needs besides the service.
@@ -49,6 +54,10 @@ type Config struct {
 	// Auth, when set, requires SASL authentication (sasl.go); nil:
 	// security.auth = none.
 	Auth *Auth
+	// Groups is the node's consumer group coordinator, which the node
+	// ticks; nil gives the listener one of its own that nothing ticks
+	// (sessions never expire), for tests of the listener alone.
+	Groups *groups.Coordinator
 }
 
 // New returns a listener that answers through svc.
@@ -56,7 +65,10 @@ func New(svc service.Service, cfg Config) *Listener {
 	if cfg.Log == nil {
 		cfg.Log = slog.Default()
 	}
-	return &Listener{svc: svc, cfg: cfg, sessionIDs: new(atomic.Uint32)}
+	if cfg.Groups == nil {
+		cfg.Groups = groups.New(groups.DefaultConfig)
+	}
+	return &Listener{svc: svc, cfg: cfg, sessionIDs: new(atomic.Uint32), groups: cfg.Groups, coordTerm: new(atomic.Int32)}
 }
 
 // conn is one connection's state. Kafka clients match responses to
@@ -249,6 +261,26 @@ func (l *Listener) serve(c *netio.Conn, h RequestHeader, req kmsg.Request, reply
 		l.deleteTopics(c, r, reply)
 	case *kmsg.CreatePartitionsRequest:
 		l.createPartitions(c, r, reply)
+	case *kmsg.FindCoordinatorRequest:
+		reply(l.findCoordinator(r))
+	case *kmsg.JoinGroupRequest:
+		l.joinGroup(c, h.ClientID, r, reply)
+	case *kmsg.SyncGroupRequest:
+		l.syncGroup(c, r, reply)
+	case *kmsg.HeartbeatRequest:
+		reply(l.heartbeat(r))
+	case *kmsg.LeaveGroupRequest:
+		reply(l.leaveGroup(r))
+	case *kmsg.OffsetCommitRequest:
+		l.offsetCommit(c, r, reply)
+	case *kmsg.OffsetFetchRequest:
+		l.offsetFetch(c, r, reply)
+	case *kmsg.ListGroupsRequest:
+		reply(l.listGroups(r))
+	case *kmsg.DescribeGroupsRequest:
+		reply(l.describeGroups(r))
+	case *kmsg.DeleteGroupsRequest:
+		reply(l.deleteGroups(r))
 	default:
 		// versionRange listed a key serve does not handle: a bug here.
 		panic(fmt.Sprintf("kafka: %s is listed as supported but has no handler", kmsg.NameForKey(h.Key)))

@@ -8,6 +8,15 @@ const (
 	fetchKey            int16 = 1
 	listOffsetsKey      int16 = 2
 	metadataKey         int16 = 3
+	offsetCommitKey     int16 = 8
+	offsetFetchKey      int16 = 9
+	findCoordinatorKey  int16 = 10
+	joinGroupKey        int16 = 11
+	heartbeatKey        int16 = 12
+	leaveGroupKey       int16 = 13
+	syncGroupKey        int16 = 14
+	describeGroupsKey   int16 = 15
+	listGroupsKey       int16 = 16
 	apiVersionsKey      int16 = 18
 	createTopicsKey     int16 = 19
 	deleteTopicsKey     int16 = 20
@@ -15,6 +24,7 @@ const (
 	offsetForEpochKey   int16 = 23
 	describeConfigsKey  int16 = 32
 	createPartitionsKey int16 = 37
+	deleteGroupsKey     int16 = 42
 	describeClusterKey  int16 = 60
 	// saslHandshakeKey and saslAuthenticateKey are in sasl.go.
 )
@@ -39,6 +49,17 @@ var supported = []struct {
 	{fetchKey, 4, 12},
 	{listOffsetsKey, 1, 7},
 	{metadataKey, 0, 12},
+	// The group APIs (groups.go) stop before KIP-848's member epochs
+	// (OffsetCommit 9) and before batched groups (OffsetFetch 8).
+	{offsetCommitKey, 2, 8},
+	{offsetFetchKey, 1, 7},
+	{findCoordinatorKey, 0, 4},
+	{joinGroupKey, 0, 9},
+	{heartbeatKey, 0, 4},
+	{leaveGroupKey, 0, 5},
+	{syncGroupKey, 0, 5},
+	{describeGroupsKey, 0, 5},
+	{listGroupsKey, 0, 4},
 	{apiVersionsKey, 0, 4},
 	{createTopicsKey, 2, 7},
 	{deleteTopicsKey, 1, 5},
@@ -46,6 +67,7 @@ var supported = []struct {
 	{offsetForEpochKey, 2, 4},
 	{describeConfigsKey, 0, 4},
 	{createPartitionsKey, 0, 3},
+	{deleteGroupsKey, 0, 2},
 	{describeClusterKey, 0, 1},
 	{saslHandshakeKey, 1, 1},
 	{saslAuthenticateKey, 0, 2},

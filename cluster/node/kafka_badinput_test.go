@@ -97,8 +97,8 @@ func TestKafkaBadInput(t *testing.T) {
 				t.Fatalf("answer %+v, %v", resp, err)
 			}
 		}},
-		{"an API not served (FindCoordinator v1)", encoded(kmsg.NewPtrFindCoordinatorRequest(), 1, 7), func(t *testing.T, body []byte) {
-			resp := kmsg.NewPtrFindCoordinatorResponse()
+		{"an API not served (DescribeACLs v1)", encoded(kmsg.NewPtrDescribeACLsRequest(), 1, 7), func(t *testing.T, body []byte) {
+			resp := kmsg.NewPtrDescribeACLsResponse()
 			resp.SetVersion(1)
 			if err := resp.ReadFrom(body[4:]); err != nil || resp.ErrorCode != kerr.UnsupportedVersion.Code {
 				t.Fatalf("answer %+v, %v", resp, err)

@@ -312,7 +312,7 @@ func TestKafkaIdempotentProduce(t *testing.T) {
 	}
 	// A transactional InitProducerId, sent to the node itself (a client
 	// would first look for a transaction coordinator, which FindCoordinator
-	// not being served tells it there is none).
+	// answers COORDINATOR_NOT_AVAILABLE: there is none).
 	txn := kmsg.NewPtrInitProducerIDRequest()
 	txn.TransactionalID = kmsgString("txn")
 	if r, err := cl.Broker(1).Request(ctx, txn); err != nil ||

@@ -67,6 +67,9 @@ type Node struct {
 	// empty); kafkaBound its bound address when it asked for port 0.
 	kafka      *netio.Server
 	kafkaBound atomic.Pointer[string]
+	// groups coordinates consumer groups (svc_groups.go); nil until the
+	// Kafka listener starts.
+	groups *groupsRunner
 	// peers is the replication transport (nil on a single node).
 	peers Transport
 	// metaLoaded latches once the View holds everything committed this
@@ -324,6 +327,7 @@ func (n *Node) Stop(ctx context.Context) error {
 			first = err
 		}
 	}
+	n.groups.stop()
 	if n.peers != nil {
 		if err := n.peers.shutdown(ctx); err != nil && first == nil {
 			first = err

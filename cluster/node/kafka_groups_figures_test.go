@@ -1,0 +1,100 @@
+package node
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// A measurement, not a check: BENCHMARKS.md's consumer group figures.
+//
+//	go test ./cluster/node -run TestKafkaGroupFigures -v -group-figures
+var groupFiguresFlag = flag.Bool("group-figures", false, "TestKafkaGroupFigures: run the consumer group measurement")
+
+// Rebalance time of franz-go groups of 1, 5 and 10 members over 12
+// partitions (all starting together, then one more joining), and the
+// offset commits per second a coordinator stores (each commit of 12
+// partitions, from 1 and 8 concurrent committers).
+func TestKafkaGroupFigures(t *testing.T) {
+	if !*groupFiguresFlag {
+		t.Skip("a measurement: run with -group-figures")
+	}
+	n := runNode(t, t.TempDir(), withKafka)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	addrs := []string{n.KafkaAddr()}
+	adm := kadm.NewClient(kafkaClient(t, addrs))
+	kafkaCreate(t, ctx, adm, "fig", 12, -1)
+	stable := func(group string, members int) {
+		clusterWait(t, 120*time.Second, fmt.Sprintf("%d members sharing 12 partitions", members), func() bool {
+			st, per, err := describeAssigned(ctx, adm, group)
+			if err != nil || st != "Stable" || len(per) != members {
+				return false
+			}
+			sum := 0
+			for _, p := range per {
+				sum += p
+			}
+			return sum == 12
+		})
+	}
+	for _, size := range []int{1, 5, 10} {
+		group := fmt.Sprintf("fig%d", size)
+		led := newGroupLedger()
+		var ms []*groupMember
+		start := time.Now()
+		for i := 0; i < size; i++ {
+			ms = append(ms, startGroupMember(t, ctx, addrs, group, "fig", fmt.Sprintf("m%d", i), led))
+		}
+		stable(group, size)
+		formed := time.Since(start)
+		start = time.Now()
+		ms = append(ms, startGroupMember(t, ctx, addrs, group, "fig", "extra", led))
+		stable(group, size+1)
+		t.Logf("FIGURE group of %d: formed (all starting together) in %v; one more member joined in %v", size, formed.Round(time.Millisecond), time.Since(start).Round(time.Millisecond))
+		for _, m := range ms {
+			m.close()
+		}
+	}
+
+	for _, committers := range []int{1, 8} {
+		var done atomic.Int64
+		window := 3 * time.Second
+		var wg sync.WaitGroup
+		end := time.Now().Add(window)
+		for c := 0; c < committers; c++ {
+			wg.Add(1)
+			go func(c int) {
+				defer wg.Done()
+				cl := kafkaClient(t, addrs).Broker(1)
+				for off := int64(1); time.Now().Before(end); off++ {
+					r := kmsg.NewPtrOffsetCommitRequest()
+					r.Version, r.Group, r.Generation = 8, fmt.Sprintf("commits%d", c), -1
+					rt := kmsg.NewOffsetCommitRequestTopic()
+					rt.Topic = "fig"
+					for p := int32(0); p < 12; p++ {
+						rp := kmsg.NewOffsetCommitRequestTopicPartition()
+						rp.Partition, rp.Offset = p, off
+						rt.Partitions = append(rt.Partitions, rp)
+					}
+					r.Topics = append(r.Topics, rt)
+					resp, err := r.RequestWith(ctx, cl)
+					if err != nil || resp.Topics[0].Partitions[0].ErrorCode != 0 {
+						t.Errorf("commit: %v %+v", err, resp)
+						return
+					}
+					done.Add(1)
+				}
+			}(c)
+		}
+		wg.Wait()
+		t.Logf("FIGURE %d committers: %.0f commits/s of 12 partitions each (%.0f offsets/s)", committers, float64(done.Load())/window.Seconds(), 12*float64(done.Load())/window.Seconds())
+	}
+}
