@@ -42,6 +42,12 @@ type Command struct {
 	// CommitOffsets: the consumer and its offsets.
 	Consumer string        `json:"consumer,omitempty"`
 	Offsets  []OffsetEntry `json:"offsets,omitempty"`
+	// Reassign*: the move's target list, the roster it was checked
+	// against (start), the step and its node (step); see reassign.go.
+	Target []NodeID `json:"target,omitempty"`
+	Roster []NodeID `json:"roster,omitempty"`
+	Step   string   `json:"step,omitempty"`
+	Node   NodeID   `json:"node,omitempty"`
 }
 
 // Encode returns the command's bytes (JSON: the control plane is small and
@@ -96,6 +102,11 @@ func (s *State) Apply(c Command) (Result, error) {
 				delete(s.moved, k)
 			}
 		}
+		for k := range s.reassign {
+			if k.Topic == t.Name {
+				delete(s.reassign, k)
+			}
+		}
 		return Result{Topic: t}, nil
 	case OpAddPartitions:
 		return s.applyAddPartitions(c)
@@ -111,6 +122,8 @@ func (s *State) Apply(c Command) (Result, error) {
 		}
 		s.moved[OffsetKey{Topic: c.Name, Partition: c.Partition}] = c.AtMs
 		return Result{Topic: t}, nil
+	case OpReassignStart, OpReassignStep, OpReassignComplete, OpReassignCancel:
+		return s.applyReassign(c)
 	case OpAllocateProducers:
 		if c.Count < 1 || c.Count > ProducerIDsPerAllocationMax {
 			return Result{}, fmt.Errorf("%w: allocate %d producer ids", ErrInvalidCommand, c.Count)

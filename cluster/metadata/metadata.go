@@ -118,6 +118,8 @@ type State struct {
 	// moved holds when the balancer last moved each partition's primary
 	// (its mute period survives a metadata-primary change).
 	moved map[OffsetKey]int64
+	// reassign holds the replica moves in progress (reassign.go).
+	reassign map[OffsetKey]*Reassignment
 }
 
 // LastMovedMs is when partition p of topic last had its primary moved by
@@ -126,7 +128,7 @@ func (s *State) LastMovedMs(topic string, p int32) int64 { return s.moved[Offset
 
 // New returns an empty state.
 func New() *State {
-	return &State{topics: map[string]*Topic{}, byID: map[TopicID]*Topic{}, offsets: map[string]map[OffsetKey]Committed{}, moved: map[OffsetKey]int64{}}
+	return &State{topics: map[string]*Topic{}, byID: map[TopicID]*Topic{}, offsets: map[string]map[OffsetKey]Committed{}, moved: map[OffsetKey]int64{}, reassign: map[OffsetKey]*Reassignment{}}
 }
 
 // Topic returns the topic named name, or nil.

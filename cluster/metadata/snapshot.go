@@ -13,6 +13,7 @@ type snapshot struct {
 	NextProducerID int64             `json:"next_producer_id"`
 	Offsets        []consumerOffsets `json:"offsets,omitempty"`
 	Moved          []movedAt         `json:"moved,omitempty"`
+	Reassignments  []*Reassignment   `json:"reassignments,omitempty"`
 }
 
 type movedAt struct {
@@ -44,6 +45,7 @@ func (s *State) Snapshot() []byte {
 		a, b := snap.Moved[i], snap.Moved[j]
 		return a.Topic < b.Topic || a.Topic == b.Topic && a.Partition < b.Partition
 	})
+	snap.Reassignments = s.Reassignments()
 	b, err := json.Marshal(snap)
 	if err != nil {
 		panic(fmt.Sprintf("metadata: encoding a snapshot cannot fail: %v", err))
@@ -83,6 +85,14 @@ func Restore(b []byte) (*State, error) {
 	}
 	for _, m := range snap.Moved {
 		s.moved[m.OffsetKey] = m.AtMs
+	}
+	for _, r := range snap.Reassignments {
+		t := s.TopicByID(r.TopicID)
+		if t == nil || t.Name != r.Topic || r.Partition < 0 || int(r.Partition) >= len(t.Replicas) ||
+			len(r.Target) != t.ReplicationFactor || len(r.From) != t.ReplicationFactor {
+			return nil, fmt.Errorf("%w: snapshot reassignment of %s/%d does not fit its topic", ErrInvalidCommand, r.Topic, r.Partition)
+		}
+		s.reassign[OffsetKey{r.Topic, r.Partition}] = r
 	}
 	return s, nil
 }
