@@ -21,6 +21,10 @@ type View struct {
 	ByID    map[metadata.TopicID]*metadata.Topic
 	// Sorted lists the topics by name.
 	Sorted []*metadata.Topic
+	// Moving holds the replica moves in progress by partition key
+	// (reassign.go); Moves the same, by topic and partition.
+	Moving map[[20]byte]*metadata.Reassignment
+	Moves  []*metadata.Reassignment
 }
 
 func newView(s *metadata.State, applied int64) *View {
@@ -29,6 +33,11 @@ func newView(s *metadata.State, applied int64) *View {
 	for _, t := range v.Sorted {
 		v.Topics[t.Name] = t
 		v.ByID[t.ID] = t
+	}
+	v.Moves = s.Reassignments()
+	v.Moving = make(map[[20]byte]*metadata.Reassignment, len(v.Moves))
+	for _, m := range v.Moves {
+		v.Moving[shardKey(m.TopicID, m.Partition)] = m
 	}
 	return v
 }

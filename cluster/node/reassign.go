@@ -1,0 +1,369 @@
+package node
+
+import (
+	"errors"
+	"log/slog"
+	"time"
+
+	"github.com/corestream/corestream/cluster/clock"
+	"github.com/corestream/corestream/cluster/metadata"
+	"github.com/corestream/corestream/cluster/peerwire"
+	"github.com/corestream/corestream/raftlite"
+	"github.com/corestream/corestream/shard/partition"
+)
+
+// Replica reassignment (issue 16; docs/design/consensus.md, "Wiring").
+//
+// A move is a metadata command (metadata.OpReassignStart) that records the
+// target list beside the current one. The reassigner, on the metadata
+// primary like the balancer driver, asks each moving partition's primary,
+// every reassignCheckEvery, for the next membership step towards the
+// target (peerwire.Reassign); the primary takes it (reassignNext: add a
+// learner, promote it once caught up, remove an old member) and answers
+// with its configuration and the learner's lag (peerwire.ReassignState).
+// The reassigner records each step it sees as a metadata command, for the
+// operator, and completes the move (the replica list becomes the target)
+// once the committed configuration holds exactly the target's voters.
+//
+// Everything the reassigner decides is read again from the metadata and
+// the partition's own configuration, so a new metadata primary resumes a
+// move where it stands, and a new partition primary (which reads its
+// configuration from its log) continues it. The group changes one member
+// at a time and adds before it removes: it never has fewer voters than
+// the topic's factor. The reconciler opens the replica on a target node
+// as a learner, and closes an old node's replica only once the move
+// completed, which is after its removal committed.
+
+// Bounds of the reassigner.
+const (
+	// reassignCheckEvery is how often the reassigner asks each moving
+	// partition's primary for its next step.
+	reassignCheckEvery = 200 * time.Millisecond
+	// reassignPromoteWait is how long a primary waits for a learner's
+	// acknowledgement to reach the commit before it gives up a promotion
+	// (the next ask proposes it again).
+	reassignPromoteWait = 5 * time.Second
+)
+
+// reassignNext is the next membership change that brings conf towards
+// target, one member at a time, adding before removing; ok false when
+// none is due: conf is the target, or a change waits for its commit. An
+// old member to remove is another node before the primary (self), which
+// is removed last and hands over itself. Pure.
+func reassignNext(conf raftlite.Membership, committed bool, target raftlite.ReplicaSet, self raftlite.NodeID) (raftlite.ConfChange, bool) {
+	if !committed || conf.IsZero() {
+		return raftlite.ConfChange{}, false
+	}
+	for _, id := range conf.Learners.IDs() {
+		if target.Has(id) {
+			return raftlite.ConfChange{Type: raftlite.ConfPromote, Node: id}, true
+		}
+		return raftlite.ConfChange{Type: raftlite.ConfRemove, Node: id}, true // a cancelled move's learner
+	}
+	if conf.Voters.Len() <= target.Len() {
+		for _, id := range target.IDs() {
+			if !conf.Voters.Has(id) {
+				return raftlite.ConfChange{Type: raftlite.ConfAddLearner, Node: id}, true
+			}
+		}
+	}
+	removeSelf := false
+	for _, id := range conf.Voters.IDs() {
+		if target.Has(id) {
+			continue
+		}
+		if id == self {
+			removeSelf = true
+			continue
+		}
+		return raftlite.ConfChange{Type: raftlite.ConfRemove, Node: id}, true
+	}
+	if removeSelf {
+		return raftlite.ConfChange{Type: raftlite.ConfRemove, Node: self}, true
+	}
+	return raftlite.ConfChange{}, false
+}
+
+// reassignLocal takes the next step of the move m asked for on the local
+// primary of its partition and answers node m.From. A replica that does
+// not lead does nothing: the driver asks the primary the routes name
+// next. Runs on any goroutine; the work runs on the partition's shard.
+func (n *Node) reassignLocal(m peerwire.Reassign) {
+	key := shardKey(m.TopicID, m.Partition)
+	sh := n.group.Shard(n.shardOf(m.TopicID, m.Partition))
+	sh.Post(func() {
+		r := n.hosts[sh.ID()].Get(key)
+		if r == nil || !r.IsPrimary() {
+			return
+		}
+		conf, committed := r.Membership(), r.ConfCommitted()
+		if cc, ok := reassignNext(conf, committed, m.Target, n.self); ok {
+			reply := func(res partition.ConfChangeResult) {
+				if res.Err != nil && !errors.Is(res.Err, raftlite.ErrConfChangePending) {
+					n.log.Info("replica move step not taken", "topic", r.Config().Topic, "partition", m.Partition, "change", cc, "err", res.Err)
+				}
+			}
+			if cc.Type == raftlite.ConfPromote {
+				r.Promote(cc.Node, reassignPromoteWait, reply)
+			} else {
+				r.ChangeMembership(cc, reply)
+			}
+			conf, committed = r.Membership(), r.ConfCommitted()
+		}
+		st := peerwire.ReassignState{TopicID: m.TopicID, Partition: m.Partition, Conf: conf, Committed: committed}
+		if prs, err := r.MemberProgress(); err == nil {
+			for _, p := range prs {
+				if p.Learner {
+					st.EntriesBehind, st.BytesBehind = p.EntriesBehind, p.BytesBehind
+				}
+			}
+		}
+		n.group.Shard(metaShard).Post(func() {
+			if m.From == int32(n.self) {
+				n.reassignObserved(st)
+			} else if n.peers != nil {
+				n.peers.answerReassign(m.From, st)
+			}
+		})
+	})
+}
+
+// reassignObserved hands a partition primary's answer to the local
+// reassigner. Runs on any goroutine.
+func (n *Node) reassignObserved(st peerwire.ReassignState) {
+	n.group.Shard(metaShard).Post(func() {
+		if c := n.ctrl; c != nil && c.reas != nil {
+			c.reas.observe(st)
+		}
+	})
+}
+
+// requestReassign sends m to node to over link 0. REQUIRES: on shard
+// metaShard, which owns link 0.
+func (p *peers) requestReassign(to int32, m peerwire.Reassign) {
+	p.shards[p.linkShard(0)].sendFrame(linkKey{peer: to, k: 0}, peerwire.AppendReassign(nil, m))
+}
+
+// answerReassign sends st to node to over link 0. REQUIRES: on shard
+// metaShard.
+func (p *peers) answerReassign(to int32, st peerwire.ReassignState) {
+	p.shards[p.linkShard(0)].sendFrame(linkKey{peer: to, k: 0}, peerwire.AppendReassignState(nil, st))
+}
+
+// receiveReassign decodes a Reassign or ReassignState frame from a peer.
+func (p *peers) receiveReassign(from int32, body []byte) {
+	if body[0] == peerwire.KindReassign {
+		m, err := peerwire.DecodeReassign(body)
+		if err != nil || m.From != from {
+			p.d.log.Error("replication: bad reassign", "peer", from, "err", err, "from", m.From)
+			return
+		}
+		p.d.reassign(m)
+		return
+	}
+	st, err := peerwire.DecodeReassignState(body)
+	if err != nil {
+		p.d.log.Error("replication: bad reassign state", "peer", from, "err", err)
+		return
+	}
+	p.d.reassignState(st)
+}
+
+// reassignDeps is what the reassigner reads and does.
+type reassignDeps struct {
+	clock clock.Clock
+	// after arms a timer on shard metaShard.
+	after func(d time.Duration, fn func())
+	log   *slog.Logger
+	self  int32
+	// view is the applied metadata; route the route table.
+	view  func() *View
+	route func(key [20]byte) (route, bool)
+	// isPrimary says this node leads the metadata group.
+	isPrimary func() bool
+	// ask sends a step request to a partition's primary (this node
+	// included).
+	ask func(to int32, m peerwire.Reassign)
+	// propose records a step or the completion; done learns the outcome.
+	propose func(cmd metadata.Command, done func(error))
+	// concurrency is cluster.reassign_concurrency: how many moves are
+	// driven at once (the others wait, in topic and partition order).
+	concurrency int
+	stopped     func() bool
+}
+
+// reassignProgress is the latest answer of a moving partition's primary.
+type reassignProgress struct {
+	state peerwire.ReassignState
+	at    time.Time
+}
+
+// reassigner drives the moves recorded in the metadata; owned by shard
+// metaShard.
+type reassigner struct {
+	d reassignDeps
+	// progress holds each driven move's latest answer (for the operator);
+	// proposing the moves with a metadata command in flight.
+	progress  map[[20]byte]reassignProgress
+	proposing map[[20]byte]bool
+	// seen is when this node first drove each move (to log its duration).
+	seen map[[20]byte]time.Time
+}
+
+func newReassigner(d reassignDeps) *reassigner {
+	ra := &reassigner{d: d, progress: map[[20]byte]reassignProgress{}, proposing: map[[20]byte]bool{}, seen: map[[20]byte]time.Time{}}
+	var loop func()
+	loop = func() {
+		if ra.d.stopped() {
+			return
+		}
+		ra.step()
+		ra.d.after(reassignCheckEvery, loop)
+	}
+	ra.d.after(reassignCheckEvery, loop)
+	return ra
+}
+
+// startReassigner wires the reassigner to the node's parts. REQUIRES: on
+// shard metaShard, with c the started controller.
+func (c *controller) startReassigner() {
+	n := c.n
+	c.reas = newReassigner(reassignDeps{
+		clock: n.clock,
+		after: func(d time.Duration, fn func()) { c.sh.AfterFunc(d, fn) },
+		log:   n.log, self: int32(n.self),
+		view: n.view.Load, route: n.routes.get,
+		isPrimary: func() bool { return c.r.IsPrimary() },
+		ask: func(to int32, m peerwire.Reassign) {
+			if to == int32(n.self) {
+				n.reassignLocal(m)
+			} else if n.peers != nil {
+				n.peers.requestReassign(to, m)
+			}
+		},
+		propose: func(cmd metadata.Command, done func(error)) {
+			c.propose(cmd, adminTimeoutDefault, func(_ metadata.Result, err error) { done(err) })
+		},
+		concurrency: max(1, n.cfg.Cluster.ReassignConcurrency),
+		stopped:     n.stopped.Load,
+	})
+}
+
+// driven returns the moves driven now: the first concurrency of them.
+func (ra *reassigner) driven(v *View) []*metadata.Reassignment {
+	moves := v.Moves
+	if len(moves) > ra.d.concurrency {
+		moves = moves[:ra.d.concurrency]
+	}
+	return moves
+}
+
+// step asks the primary of every driven move for its next step.
+func (ra *reassigner) step() {
+	if !ra.d.isPrimary() {
+		clear(ra.progress)
+		return
+	}
+	v := ra.d.view()
+	now := ra.d.clock.Now()
+	for k := range ra.progress {
+		if v.Moving[k] == nil {
+			delete(ra.progress, k)
+			delete(ra.seen, k)
+		}
+	}
+	for _, mv := range ra.driven(v) {
+		key := shardKey(mv.TopicID, mv.Partition)
+		if _, ok := ra.seen[key]; !ok {
+			ra.seen[key] = now
+			ra.d.log.Info("replica move driven", "topic", mv.Topic, "partition", mv.Partition, "from", mv.From, "to", mv.Target, "cancelled", mv.Cancelled)
+		}
+		rt, ok := ra.d.route(key)
+		if !ok || rt.leader <= 0 {
+			continue
+		}
+		ra.d.ask(rt.leader, peerwire.Reassign{TopicID: mv.TopicID, Partition: mv.Partition, From: ra.d.self, Target: replicaSet(mv.Target)})
+	}
+}
+
+func replicaSet(ids []metadata.NodeID) raftlite.ReplicaSet {
+	var s raftlite.ReplicaSet
+	for _, id := range ids {
+		s = s.Add(raftlite.NodeID(id))
+	}
+	return s
+}
+
+// observe records what a partition primary answered: the steps it shows
+// that the metadata lacks, one command at a time, and the completion.
+func (ra *reassigner) observe(st peerwire.ReassignState) {
+	if !ra.d.isPrimary() {
+		return
+	}
+	key := shardKey(st.TopicID, st.Partition)
+	mv := ra.d.view().Moving[key]
+	if mv == nil {
+		return
+	}
+	ra.progress[key] = reassignProgress{state: st, at: ra.d.clock.Now()}
+	if ra.proposing[key] {
+		return
+	}
+	cmd, ok := reassignRecord(mv, st)
+	if !ok {
+		return
+	}
+	cmd.AtMs = ra.d.clock.Now().UnixMilli()
+	ra.proposing[key] = true
+	ra.d.propose(cmd, func(err error) {
+		delete(ra.proposing, key)
+		if err != nil {
+			ra.d.log.Warn("replica move not recorded", "topic", mv.Topic, "partition", mv.Partition, "op", cmd.Op, "step", cmd.Step, "node", cmd.Node, "err", err)
+			return
+		}
+		if cmd.Op == metadata.OpReassignComplete {
+			took := ra.d.clock.Now().Sub(ra.seen[key])
+			ra.d.log.Info("replica move finished", "topic", mv.Topic, "partition", mv.Partition, "from", mv.From, "to", mv.Target,
+				"cancelled", mv.Cancelled, "duration", took)
+		}
+	})
+}
+
+// reassignRecord is the metadata command that records what st shows of
+// move mv and the metadata lacks: a step, or the completion once the
+// committed configuration is the target's voters alone. Pure.
+func reassignRecord(mv *metadata.Reassignment, st peerwire.ReassignState) (metadata.Command, bool) {
+	recorded := func(step string, id raftlite.NodeID) bool {
+		for _, s := range mv.Steps {
+			if s.Step == step && raftlite.NodeID(s.Node) == id {
+				return true
+			}
+		}
+		return false
+	}
+	cmd := metadata.Command{Version: metadata.CommandVersion, Op: metadata.OpReassignStep, Name: mv.Topic, ID: mv.TopicID, Partition: mv.Partition}
+	from := replicaSet(mv.From)
+	for _, id := range st.Conf.Learners.IDs() {
+		if !recorded(metadata.StepLearnerAdded, id) {
+			cmd.Step, cmd.Node = metadata.StepLearnerAdded, metadata.NodeID(id)
+			return cmd, true
+		}
+	}
+	for _, id := range st.Conf.Voters.IDs() {
+		if !from.Has(id) && !recorded(metadata.StepPromoted, id) {
+			cmd.Step, cmd.Node = metadata.StepPromoted, metadata.NodeID(id)
+			return cmd, true
+		}
+	}
+	for _, id := range from.IDs() {
+		if !st.Conf.Members().Has(id) && !recorded(metadata.StepRemoved, id) {
+			cmd.Step, cmd.Node = metadata.StepRemoved, metadata.NodeID(id)
+			return cmd, true
+		}
+	}
+	if st.Committed && st.Conf.Learners == 0 && st.Conf.Voters == replicaSet(mv.Target) {
+		cmd.Op, cmd.Target = metadata.OpReassignComplete, mv.Target
+		return cmd, true
+	}
+	return metadata.Command{}, false
+}
