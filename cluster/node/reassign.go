@@ -2,6 +2,7 @@ package node
 
 import (
 	"errors"
+	"fmt"
 	"log/slog"
 	"time"
 
@@ -366,4 +367,107 @@ func reassignRecord(mv *metadata.Reassignment, st peerwire.ReassignState) (metad
 		return cmd, true
 	}
 	return metadata.Command{}, false
+}
+
+// reassignPartition starts a move of partition p of topic to target (the
+// preferred primary first), or with dryRun only checks it; done learns
+// the outcome (nil once the move is recorded: it runs in the background).
+// REQUIRES: on shard metaShard.
+func (c *controller) reassignPartition(topic string, p int32, target []metadata.NodeID, dryRun bool, done func(error)) {
+	t := c.state.Topic(topic)
+	if t == nil {
+		done(metaKindErr(fmt.Errorf("%w: %q does not exist", metadata.ErrUnknownTopic, topic)))
+		return
+	}
+	roster, _ := c.rosterIDs()
+	if err := metadata.CheckReassignment(t, p, target, roster); err != nil {
+		done(metaKindErr(err))
+		return
+	}
+	if mv := c.state.Reassignment(topic, p); mv != nil {
+		done(metaKindErr(fmt.Errorf("%w: %s/%d is moving from %v to %v", metadata.ErrReassignmentInProgress, topic, p, mv.From, mv.Target)))
+		return
+	}
+	if dryRun {
+		done(nil)
+		return
+	}
+	cmd := metadata.Command{Version: metadata.CommandVersion, Op: metadata.OpReassignStart, Name: t.Name, ID: t.ID, Partition: p,
+		Target: target, Roster: roster, AtMs: c.d.clock.Now().UnixMilli()}
+	c.propose(cmd, adminTimeoutDefault, func(_ metadata.Result, err error) {
+		if err != nil {
+			err = metaKindErr(err)
+		}
+		done(err)
+	})
+}
+
+// cancelReassign turns the move of partition p of topic back to the
+// replicas it started from. REQUIRES: on shard metaShard.
+func (c *controller) cancelReassign(topic string, p int32, done func(error)) {
+	t := c.state.Topic(topic)
+	if t == nil || c.state.Reassignment(topic, p) == nil {
+		done(metaKindErr(fmt.Errorf("%w: %s/%d", metadata.ErrNoReassignment, topic, p)))
+		return
+	}
+	cmd := metadata.Command{Version: metadata.CommandVersion, Op: metadata.OpReassignCancel, Name: t.Name, ID: t.ID, Partition: p}
+	c.propose(cmd, adminTimeoutDefault, func(_ metadata.Result, err error) {
+		if err != nil {
+			err = metaKindErr(err)
+		}
+		done(err)
+	})
+}
+
+// ReassignStatus is one move as the operator sees it.
+type ReassignStatus struct {
+	Topic     string
+	Partition int32
+	From      []int32
+	Target    []int32
+	Cancelled bool
+	// Steps lists the recorded steps as "learner_added 4".
+	Steps []string
+	// EntriesBehind and BytesBehind are the learner's lag at the last
+	// answer of the partition's primary (0: no learner, or not driven
+	// yet); Driven says the move is among the cluster.reassign_concurrency
+	// driven now.
+	EntriesBehind, BytesBehind int64
+	Driven                     bool
+}
+
+// reassignments lists the moves in progress. REQUIRES: on shard
+// metaShard.
+func (c *controller) reassignments() []ReassignStatus {
+	v := c.n.view.Load()
+	driven := map[[20]byte]bool{}
+	if c.reas != nil {
+		for _, mv := range c.reas.driven(v) {
+			driven[shardKey(mv.TopicID, mv.Partition)] = true
+		}
+	}
+	var out []ReassignStatus
+	for _, mv := range c.state.Reassignments() {
+		key := shardKey(mv.TopicID, mv.Partition)
+		st := ReassignStatus{Topic: mv.Topic, Partition: mv.Partition, From: int32s(mv.From), Target: int32s(mv.Target),
+			Cancelled: mv.Cancelled, Driven: driven[key]}
+		for _, s := range mv.Steps {
+			st.Steps = append(st.Steps, fmt.Sprintf("%s %d", s.Step, s.Node))
+		}
+		if c.reas != nil {
+			if pr, ok := c.reas.progress[key]; ok {
+				st.EntriesBehind, st.BytesBehind = pr.state.EntriesBehind, pr.state.BytesBehind
+			}
+		}
+		out = append(out, st)
+	}
+	return out
+}
+
+func int32s(ids []metadata.NodeID) []int32 {
+	out := make([]int32, len(ids))
+	for i, id := range ids {
+		out[i] = int32(id)
+	}
+	return out
 }
