@@ -1,6 +1,7 @@
 package node
 
 import (
+	"context"
 	"fmt"
 	"sort"
 	"strings"
@@ -8,6 +9,7 @@ import (
 	"time"
 
 	"github.com/corestream/corestream/client"
+	"github.com/corestream/corestream/cluster/config"
 	"github.com/corestream/corestream/cluster/metadata"
 )
 
@@ -75,13 +77,12 @@ func replicasOf(n *Node, topic string, p int) ([]metadata.NodeID, bool) {
 	return tp.Replicas[p], v.Moving[shardKey(tp.ID, int32(p))] != nil
 }
 
-// TestClusterReassignUnderProduce moves every replica of a factor-3 topic
-// from nodes 1-3 onto 2-4 while an idempotent producer writes one record
-// at a time: nothing acknowledged is lost, node 1 ends up holding
-// nothing of the topic, and bad plans are refused with what is wrong.
-func TestClusterReassignUnderProduce(t *testing.T) {
-	const parts = 6
-	tc := startCluster(t, 4, nil)
+// startMoveCluster starts 4 nodes and creates topic "move" of parts
+// partitions, factor 3, on nodes 1-3 (node 4 is down meanwhile); targets
+// are the lists with node 1 replaced by node 4.
+func startMoveCluster(t *testing.T, parts int, mutate func(*config.Config)) (*testCluster, context.Context, *client.Client, [][]metadata.NodeID) {
+	t.Helper()
+	tc := startCluster(t, 4, mutate)
 	ctx, cl := tc.dial(t, 240*time.Second)
 	// Node 4 is down while the topic is created, so its replicas land on
 	// nodes 1-3.
@@ -90,7 +91,7 @@ func TestClusterReassignUnderProduce(t *testing.T) {
 		n := tc.metaPrimary(t)
 		return n != nil && !n.alive(4)
 	})
-	createTopic(t, ctx, cl, client.TopicSpec{Name: "move", Partitions: parts, ReplicationFactor: 3})
+	createTopic(t, ctx, cl, client.TopicSpec{Name: "move", Partitions: int32(parts), ReplicationFactor: 3})
 	tc.startNode(3)
 	tc.waitLoaded()
 	clusterWait(t, 30*time.Second, "node 4 seen up", func() bool {
@@ -111,6 +112,16 @@ func TestClusterReassignUnderProduce(t *testing.T) {
 		}
 	}
 
+	return tc, ctx, cl, targets
+}
+
+// TestClusterReassignUnderProduce moves every replica of a factor-3 topic
+// from nodes 1-3 onto 2-4 while an idempotent producer writes one record
+// at a time: nothing acknowledged is lost, node 1 ends up holding
+// nothing of the topic, and bad plans are refused with what is wrong.
+func TestClusterReassignUnderProduce(t *testing.T) {
+	const parts = 6
+	tc, ctx, cl, targets := startMoveCluster(t, parts, nil)
 	// Bad plans.
 	createTopic(t, ctx, cl, client.TopicSpec{Name: "gone", Partitions: 1, ReplicationFactor: 3})
 	if _, err := cl.DeleteTopic(ctx, "gone"); err != nil {
@@ -254,7 +265,7 @@ func TestClusterReassignUnderProduce(t *testing.T) {
 			want[part] = append(want[part], m[o])
 		}
 	}
-	read := consumeAll(t, ctx, cl, "move", parts)
+	read := consumeAll(t, ctx, cl, "move", int32(parts))
 	for part, vals := range want {
 		if fmt.Sprint(read[part]) != fmt.Sprint(vals) {
 			t.Fatalf("partition %d: read %d records, %d acknowledged (lost, duplicated or reordered)", part, len(read[part]), len(vals))
@@ -273,4 +284,49 @@ func TestClusterReassignUnderProduce(t *testing.T) {
 	}
 	t.Logf("%d records acknowledged and read back; %d moves took %v in all (each done at %v); produce during the moves: %d records, p50 %v, p99 %v",
 		count, parts, took, finished, len(during), p50, p99)
+}
+
+// TestClusterReassignResumesAfterMetaFailover stops the metadata primary
+// while a plan's moves run one at a time: the next metadata primary
+// resumes them from the metadata, and every record is there after.
+func TestClusterReassignResumesAfterMetaFailover(t *testing.T) {
+	const parts = 4
+	tc, ctx, cl, targets := startMoveCluster(t, parts, func(c *config.Config) { c.Cluster.ReassignConcurrency = 1 })
+	want := produceAll(t, ctx, cl, "move", 0, 2000)
+	for p := range parts {
+		if err := tc.reassign(t, "move", int32(p), targets[p], false); err != nil {
+			t.Fatalf("reassign move/%d: %v", p, err)
+		}
+	}
+	done := func(n *Node) int {
+		c := 0
+		for p := range parts {
+			if reps, moving := replicasOf(n, "move", p); !moving && fmt.Sprint(reps) == fmt.Sprint(targets[p]) {
+				c++
+			}
+		}
+		return c
+	}
+	var old *Node
+	clusterWait(t, 60*time.Second, "the first move done", func() bool {
+		old = tc.metaPrimary(t)
+		return old != nil && done(old) >= 1
+	})
+	if done(old) == parts {
+		t.Fatal("every move finished before the metadata primary stopped: nothing to resume")
+	}
+	stopped := int(old.self) - 1
+	tc.stopNode(stopped)
+	clusterWait(t, 60*time.Second, "a new metadata primary", func() bool { return tc.metaPrimary(t) != nil })
+	tc.startNode(stopped)
+	tc.waitLoaded()
+	clusterWait(t, 120*time.Second, "every move complete on every node", func() bool {
+		for _, n := range tc.nodes {
+			if done(n) != parts {
+				return false
+			}
+		}
+		return true
+	})
+	sameValues(t, consumeAll(t, ctx, cl, "move", int32(parts)), want)
 }
