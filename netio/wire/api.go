@@ -25,6 +25,7 @@ const (
 	APIMovePrimary       APIKey = 14
 	APIRebalance         APIKey = 15
 	APIDescribePartition APIKey = 16
+	APIReassign          APIKey = 17
 )
 
 // APIVersion is one API's name and the versions this package speaks.
@@ -56,6 +57,7 @@ var apiTable = []APIVersion{
 	{APIMovePrimary, "MovePrimary", 0, 0, "move one partition's primary to another replica (metadata primary)"},
 	{APIRebalance, "Rebalance", 0, 1, "plan, or plan and start, primary moves toward balance (metadata primary)"},
 	{APIDescribePartition, "DescribePartition", 0, 0, "one partition's route, offsets and replica progress"},
+	{APIReassign, "Reassign", 0, 0, "start, cancel or list replica moves (metadata primary)"},
 }
 
 // APIs returns the table of every API this package speaks, in key order.
@@ -160,6 +162,8 @@ func NewRequest(key APIKey) Request {
 		return new(RebalanceRequest)
 	case APIDescribePartition:
 		return new(DescribePartitionRequest)
+	case APIReassign:
+		return new(ReassignRequest)
 	}
 	return nil
 }
@@ -202,6 +206,8 @@ func NewResponse(key APIKey) Response {
 		return new(RebalanceResponse)
 	case APIDescribePartition:
 		return new(DescribePartitionResponse)
+	case APIReassign:
+		return new(ReassignResponse)
 	}
 	return nil
 }

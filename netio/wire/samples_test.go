@@ -44,6 +44,8 @@ func sampleRequests() []Request {
 		&MovePrimaryRequest{Topic: "orders", TopicID: sampleTopicID, Partition: 3, TargetNodeID: 2, TimeoutMs: 30000},
 		&RebalanceRequest{DryRun: true, MovesMax: 10},
 		&DescribePartitionRequest{PartitionRef: sampleRef},
+		&ReassignRequest{Action: ReassignStart, DryRun: true, Moves: []ReassignMove{{"orders", 3, []int32{4, 2, 3}}}},
+		&ReassignRequest{Action: ReassignList},
 	}
 }
 
@@ -92,5 +94,8 @@ func sampleResponses() []Response {
 			SizeBytes: 1 << 30, Segments: 4, Replicas: []ReplicaProgress{
 				{NodeID: 1, LogEndOffset: 205, InSync: true, LastCaughtUpMs: 1_700_000_000_000},
 				{NodeID: 3, LogEndOffset: 120, LastCaughtUpMs: -1}}},
+		&ReassignResponse{Moves: []ReassignStatus{{Topic: "orders", Partition: 3, From: []int32{1, 2, 3}, Target: []int32{4, 2, 3},
+			Driven: true, EntriesBehind: 12, BytesBehind: 4096, Steps: []string{"learner_added 4"}}}},
+		&ReassignResponse{},
 	}
 }
