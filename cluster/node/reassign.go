@@ -9,6 +9,7 @@ import (
 	"github.com/corestream/corestream/cluster/clock"
 	"github.com/corestream/corestream/cluster/metadata"
 	"github.com/corestream/corestream/cluster/peerwire"
+	"github.com/corestream/corestream/cluster/service"
 	"github.com/corestream/corestream/raftlite"
 	"github.com/corestream/corestream/shard/partition"
 )
@@ -468,6 +469,99 @@ func int32s(ids []metadata.NodeID) []int32 {
 	out := make([]int32, len(ids))
 	for i, id := range ids {
 		out[i] = int32(id)
+	}
+	return out
+}
+
+// svcReassign answers the service's Reassign. A start checks every move
+// of the plan (and that it names no partition twice) before it records
+// any, then records them one after another; a failure part way (the
+// metadata primary lost its role) answers the error, and the moves
+// recorded before it run. REQUIRES: on shard metaShard.
+func (c *controller) svcReassign(req *service.ReassignRequest, done func(service.ReassignResult, error)) {
+	switch req.Action {
+	case service.ReassignList:
+		done(service.ReassignResult{Moves: statuses(c.reassignments())}, nil)
+		return
+	case service.ReassignStart, service.ReassignCancel:
+	default:
+		done(service.ReassignResult{}, service.Errorf(service.ErrInvalidRequest, "reassign action %d is not start, cancel or list", req.Action))
+		return
+	}
+	if len(req.Moves) == 0 {
+		done(service.ReassignResult{}, service.Errorf(service.ErrInvalidRequest, "the plan names no partition"))
+		return
+	}
+	seen := map[metadata.OffsetKey]bool{}
+	targets := make([][]metadata.NodeID, len(req.Moves))
+	for i, m := range req.Moves {
+		k := metadata.OffsetKey{Topic: m.Topic, Partition: m.Partition}
+		if seen[k] {
+			done(service.ReassignResult{}, service.Errorf(service.ErrInvalidRequest, "the plan names %s/%d twice", m.Topic, m.Partition))
+			return
+		}
+		seen[k] = true
+		for _, id := range m.Replicas {
+			targets[i] = append(targets[i], metadata.NodeID(id))
+		}
+	}
+	var res service.ReassignResult
+	var run func(i int, dryRun bool)
+	run = func(i int, dryRun bool) {
+		if i == len(req.Moves) {
+			if dryRun && !req.DryRun {
+				res.Moves = nil
+				run(0, false) // checked whole: now record them
+				return
+			}
+			done(res, nil)
+			return
+		}
+		m := req.Moves[i]
+		next := func(err error) {
+			if err != nil {
+				done(service.ReassignResult{}, err)
+				return
+			}
+			st := service.ReassignStatus{Topic: m.Topic, Partition: m.Partition, Target: m.Replicas}
+			if t := c.state.Topic(m.Topic); t != nil && int(m.Partition) < t.Partitions() && m.Partition >= 0 {
+				st.From = int32s(t.Replicas[m.Partition])
+			}
+			if mv := c.state.Reassignment(m.Topic, m.Partition); mv != nil {
+				st.From, st.Target, st.Cancelled = int32s(mv.From), int32s(mv.Target), mv.Cancelled
+			}
+			res.Moves = append(res.Moves, st)
+			if dryRun {
+				run(i+1, dryRun)
+				return
+			}
+			// Not from inside the previous proposal's answer: a produce
+			// on the metadata replica made from its own produce callback
+			// was never answered (its entry committed and applied, its
+			// proposer timed out).
+			c.sh.Post(func() { run(i+1, dryRun) })
+		}
+		switch {
+		case req.Action == service.ReassignCancel && dryRun:
+			if c.state.Reassignment(m.Topic, m.Partition) == nil {
+				next(metaKindErr(fmt.Errorf("%w: %s/%d", metadata.ErrNoReassignment, m.Topic, m.Partition)))
+				return
+			}
+			next(nil)
+		case req.Action == service.ReassignCancel:
+			c.cancelReassign(m.Topic, m.Partition, next)
+		default:
+			c.reassignPartition(m.Topic, m.Partition, targets[i], dryRun, next)
+		}
+	}
+	run(0, true)
+}
+
+func statuses(in []ReassignStatus) []service.ReassignStatus {
+	out := make([]service.ReassignStatus, len(in))
+	for i, s := range in {
+		out[i] = service.ReassignStatus{Topic: s.Topic, Partition: s.Partition, From: s.From, Target: s.Target, Cancelled: s.Cancelled,
+			Driven: s.Driven, EntriesBehind: s.EntriesBehind, BytesBehind: s.BytesBehind, Steps: s.Steps}
 	}
 	return out
 }

@@ -11,6 +11,8 @@ import (
 	"github.com/corestream/corestream/client"
 	"github.com/corestream/corestream/cluster/config"
 	"github.com/corestream/corestream/cluster/metadata"
+	"github.com/corestream/corestream/netio/wire"
+	"github.com/corestream/corestream/raftlite"
 )
 
 // onMeta runs fn on node n's shard metaShard and waits for it.
@@ -138,16 +140,32 @@ func TestClusterReassignUnderProduce(t *testing.T) {
 		{"gone", []metadata.NodeID{2, 3, 4}, `"gone" does not exist`},
 	}
 	for _, b := range bad {
-		err := tc.reassign(t, b.topic, 0, b.target, false)
+		var reps []int32
+		for _, id := range b.target {
+			reps = append(reps, int32(id))
+		}
+		_, err := cl.Reassign(ctx, &wire.ReassignRequest{Action: wire.ReassignStart, Moves: []wire.ReassignMove{{Topic: b.topic, Partition: 0, Replicas: reps}}})
 		if err == nil || !strings.Contains(err.Error(), b.text) {
 			t.Fatalf("reassign %s/0 to %v: %v, want an error with %q", b.topic, b.target, err, b.text)
 		}
 	}
-	if err := tc.reassign(t, "move", 0, targets[0], true); err != nil {
-		t.Fatalf("dry run: %v", err)
+	plan := &wire.ReassignRequest{Action: wire.ReassignStart}
+	for p := range parts {
+		plan.Moves = append(plan.Moves, wire.ReassignMove{Topic: "move", Partition: int32(p), Replicas: int32s(targets[p])})
 	}
-	if _, moving := replicasOf(tc.nodes[0], "move", 0); moving {
-		t.Fatal("a dry run started a move")
+	// A plan with one bad move starts none.
+	badPlan := *plan
+	badPlan.Moves = append(append([]wire.ReassignMove(nil), plan.Moves...), wire.ReassignMove{Topic: "move", Partition: 0, Replicas: []int32{2, 3, 4}})
+	if _, err := cl.Reassign(ctx, &badPlan); err == nil || !strings.Contains(err.Error(), "names move/0 twice") {
+		t.Fatalf("a plan naming a partition twice: %v", err)
+	}
+	dry := *plan
+	dry.DryRun = true
+	if resp, err := cl.Reassign(ctx, &dry); err != nil || len(resp.Moves) != parts {
+		t.Fatalf("dry run: %+v, %v", resp, err)
+	}
+	if resp, err := cl.Reassign(ctx, &wire.ReassignRequest{Action: wire.ReassignList}); err != nil || len(resp.Moves) != 0 {
+		t.Fatalf("moves after a refused plan and a dry run: %+v, %v", resp, err)
 	}
 
 	// The producer: one record at a time, keyed over every partition.
@@ -192,14 +210,18 @@ func TestClusterReassignUnderProduce(t *testing.T) {
 	clusterWait(t, 30*time.Second, "the producer under way", func() bool { return len(acks) >= 200 })
 
 	began := time.Now()
-	for p := range parts {
-		if err := tc.reassign(t, "move", int32(p), targets[p], false); err != nil {
-			t.Fatalf("reassign move/%d to %v: %v", p, targets[p], err)
-		}
+	resp, err := cl.Reassign(ctx, plan)
+	if err != nil || len(resp.Moves) != parts {
+		t.Fatalf("start the plan: %+v, %v", resp, err)
 	}
 	other := []metadata.NodeID{targets[0][2], targets[0][1], targets[0][0]}
 	if err := tc.reassign(t, "move", 0, other, false); err == nil || !strings.Contains(err.Error(), "in progress") {
 		t.Fatalf("a second move of a moving partition: %v", err)
+	}
+	if resp, err := cl.Reassign(ctx, &wire.ReassignRequest{Action: wire.ReassignList}); err != nil || len(resp.Moves) == 0 {
+		t.Fatalf("list while moving: %+v, %v", resp, err)
+	} else {
+		t.Logf("in progress: %+v", resp.Moves[0])
 	}
 	finished := make([]time.Duration, parts)
 	clusterWait(t, 180*time.Second, "every move complete on every node", func() bool {
@@ -324,6 +346,18 @@ func TestClusterReassignResumesAfterMetaFailover(t *testing.T) {
 		for _, n := range tc.nodes {
 			if done(n) != parts {
 				return false
+			}
+		}
+		return true
+	})
+	clusterWait(t, 30*time.Second, "every node's route to a primary among the new replicas", func() bool {
+		for _, n := range tc.nodes {
+			for p := range parts {
+				tp := n.view.Load().Topics["move"]
+				rt, ok := n.routes.get(shardKey(tp.ID, int32(p)))
+				if !ok || !hosts(targets[p], raftlite.NodeID(rt.leader)) {
+					return false
+				}
 			}
 		}
 		return true

@@ -99,6 +99,7 @@ type metadataAdmin interface {
 	fetchOffsets(req *service.FetchOffsetsRequest, done func([]service.CommittedOffset, error))
 	svcMovePrimary(req *service.MovePrimaryRequest, done func(service.MovePrimaryResult, error))
 	svcRebalance(req *service.RebalanceRequest, done func(service.RebalanceResult, error))
+	svcReassign(req *service.ReassignRequest, done func(service.ReassignResult, error))
 }
 
 // newService wires the service to n's parts. REQUIRES: n's shards are
