@@ -364,3 +364,48 @@ func TestClusterReassignResumesAfterMetaFailover(t *testing.T) {
 	})
 	sameValues(t, consumeAll(t, ctx, cl, "move", int32(parts)), want)
 }
+
+// TestClusterReassignCancel cancels a move that waits its turn (one move
+// at a time): it completes to the list it started from, and the target
+// node holds no replica of it after.
+func TestClusterReassignCancel(t *testing.T) {
+	const parts = 2
+	tc, ctx, cl, targets := startMoveCluster(t, parts, func(c *config.Config) { c.Cluster.ReassignConcurrency = 1 })
+	from, _ := replicasOf(tc.nodes[0], "move", 1)
+	from = append([]metadata.NodeID(nil), from...)
+	plan := &wire.ReassignRequest{Action: wire.ReassignStart}
+	for p := range parts {
+		plan.Moves = append(plan.Moves, wire.ReassignMove{Topic: "move", Partition: int32(p), Replicas: int32s(targets[p])})
+	}
+	if _, err := cl.Reassign(ctx, plan); err != nil {
+		t.Fatal(err)
+	}
+	resp, err := cl.Reassign(ctx, &wire.ReassignRequest{Action: wire.ReassignCancel, Moves: []wire.ReassignMove{{Topic: "move", Partition: 1}}})
+	if err != nil || len(resp.Moves) != 1 || !resp.Moves[0].Cancelled || fmt.Sprint(resp.Moves[0].Target) != fmt.Sprint(int32s(from)) {
+		t.Fatalf("cancel: %+v, %v", resp, err)
+	}
+	clusterWait(t, 60*time.Second, "both moves ended on every node", func() bool {
+		for _, n := range tc.nodes {
+			r0, m0 := replicasOf(n, "move", 0)
+			r1, m1 := replicasOf(n, "move", 1)
+			if m0 || m1 || fmt.Sprint(r0) != fmt.Sprint(targets[0]) || fmt.Sprint(r1) != fmt.Sprint(from) {
+				return false
+			}
+		}
+		return true
+	})
+	clusterWait(t, 30*time.Second, "node 4 without a replica of move/1", func() bool {
+		n := tc.nodes[3]
+		tp := n.view.Load().Topics["move"]
+		for _, h := range n.hosts {
+			if h.Get(shardKey(tp.ID, 1)) != nil {
+				return false
+			}
+		}
+		return true
+	})
+	if _, err := cl.Reassign(ctx, &wire.ReassignRequest{Action: wire.ReassignCancel, Moves: []wire.ReassignMove{{Topic: "move", Partition: 1}}}); err == nil ||
+		!strings.Contains(err.Error(), "no reassignment in progress") {
+		t.Fatalf("cancel of a move that ended: %v", err)
+	}
+}
