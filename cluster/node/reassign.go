@@ -264,11 +264,13 @@ func (ra *reassigner) driven(v *View) []*metadata.Reassignment {
 func (ra *reassigner) step() {
 	if !ra.d.isPrimary() {
 		clear(ra.progress)
+		clear(ra.seen)
 		return
 	}
 	v := ra.d.view()
 	now := ra.d.clock.Now()
-	for k := range ra.progress {
+	// Forget moves that ended (bounded by the moves recorded).
+	for k := range ra.seen {
 		if v.Moving[k] == nil {
 			delete(ra.progress, k)
 			delete(ra.seen, k)
