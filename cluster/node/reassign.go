@@ -205,15 +205,16 @@ type reassignProgress struct {
 type reassigner struct {
 	d reassignDeps
 	// progress holds each driven move's latest answer (for the operator);
-	// proposing the moves with a metadata command in flight.
+	// proposing the moves with a metadata command in flight, since when
+	// (one that got no answer within 2 admin timeouts is proposed again).
 	progress  map[[20]byte]reassignProgress
-	proposing map[[20]byte]bool
+	proposing map[[20]byte]time.Time
 	// seen is when this node first drove each move (to log its duration).
 	seen map[[20]byte]time.Time
 }
 
 func newReassigner(d reassignDeps) *reassigner {
-	ra := &reassigner{d: d, progress: map[[20]byte]reassignProgress{}, proposing: map[[20]byte]bool{}, seen: map[[20]byte]time.Time{}}
+	ra := &reassigner{d: d, progress: map[[20]byte]reassignProgress{}, proposing: map[[20]byte]time.Time{}, seen: map[[20]byte]time.Time{}}
 	var loop func()
 	loop = func() {
 		if ra.d.stopped() {
@@ -274,6 +275,7 @@ func (ra *reassigner) step() {
 		if v.Moving[k] == nil {
 			delete(ra.progress, k)
 			delete(ra.seen, k)
+			delete(ra.proposing, k)
 		}
 	}
 	for _, mv := range ra.driven(v) {
@@ -309,16 +311,17 @@ func (ra *reassigner) observe(st peerwire.ReassignState) {
 	if mv == nil {
 		return
 	}
-	ra.progress[key] = reassignProgress{state: st, at: ra.d.clock.Now()}
-	if ra.proposing[key] {
+	now := ra.d.clock.Now()
+	ra.progress[key] = reassignProgress{state: st, at: now}
+	if at, ok := ra.proposing[key]; ok && now.Sub(at) < 2*adminTimeoutDefault {
 		return
 	}
 	cmd, ok := reassignRecord(mv, st)
 	if !ok {
 		return
 	}
-	cmd.AtMs = ra.d.clock.Now().UnixMilli()
-	ra.proposing[key] = true
+	cmd.AtMs = now.UnixMilli()
+	ra.proposing[key] = now
 	ra.d.propose(cmd, func(err error) {
 		delete(ra.proposing, key)
 		if err != nil {
