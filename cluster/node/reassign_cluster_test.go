@@ -3,6 +3,7 @@ package node
 import (
 	"context"
 	"fmt"
+	"os"
 	"sort"
 	"strings"
 	"testing"
@@ -408,4 +409,44 @@ func TestClusterReassignCancel(t *testing.T) {
 		!strings.Contains(err.Error(), "no reassignment in progress") {
 		t.Fatalf("cancel of a move that ended: %v", err)
 	}
+}
+
+// TestClusterReassignFigures (run with CORESTREAM_REASSIGN_FIGURES=1)
+// measures one move of a partition holding 64 MiB: the new replica's
+// catch-up rate without a throttle.
+func TestClusterReassignFigures(t *testing.T) {
+	if os.Getenv("CORESTREAM_REASSIGN_FIGURES") == "" {
+		t.Skip("a measurement: set CORESTREAM_REASSIGN_FIGURES=1")
+	}
+	const valueBytes, records = 16 << 10, 4096
+	tc, ctx, cl, targets := startMoveCluster(t, 1, nil)
+	p, err := cl.NewProducer(ctx, client.ProducerConfig{Linger: 5 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	val := make([]byte, valueBytes)
+	for i := range records {
+		if err := p.ProduceAsync(ctx, client.Record{Topic: "move", Value: append([]byte(fmt.Sprint(i)), val...)}, func(_ client.Produced, err error) {
+			if err != nil {
+				t.Errorf("produce: %v", err)
+			}
+		}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := p.Flush(ctx); err != nil {
+		t.Fatal(err)
+	}
+	p.Close(ctx)
+	began := time.Now()
+	if err := tc.reassign(t, "move", 0, targets[0], false); err != nil {
+		t.Fatal(err)
+	}
+	clusterWait(t, 180*time.Second, "the move complete", func() bool {
+		reps, moving := replicasOf(tc.nodes[1], "move", 0)
+		return !moving && fmt.Sprint(reps) == fmt.Sprint(targets[0])
+	})
+	took := time.Since(began)
+	mib := float64(valueBytes*records) / (1 << 20)
+	t.Logf("moved %.0f MiB in %v: %.0f MiB/s", mib, took, mib/took.Seconds())
 }
