@@ -130,6 +130,17 @@ func (n *Node) reassignLocal(m peerwire.Reassign) {
 	})
 }
 
+// movedOff forgets a replica that a move took off this node: its group
+// and its lag state, but not its route, which this node goes on serving
+// to clients (a dropped route would answer PRIMARY_NOT_AVAILABLE until
+// the partition's primary changed again).
+func (n *Node) movedOff(key [20]byte) {
+	if n.peers != nil {
+		n.peers.closed(partition.GroupID(key))
+	}
+	n.router.lags.drop(key)
+}
+
 // reassignObserved hands a partition primary's answer to the local
 // reassigner. Runs on any goroutine.
 func (n *Node) reassignObserved(st peerwire.ReassignState) {

@@ -256,6 +256,14 @@ func TestClusterReassignUnderProduce(t *testing.T) {
 		}
 		return open == 0
 	})
+	// Node 1 hosts nothing of the topic now but still routes clients to
+	// its primaries.
+	for p := range parts {
+		tp := tc.nodes[0].view.Load().Topics["move"]
+		if rt, ok := tc.nodes[0].routes.get(shardKey(tp.ID, int32(p))); !ok || rt.leader <= 0 {
+			t.Fatalf("node 1 lost the route of move/%d when its replica moved off: %+v, %v", p, rt, ok)
+		}
+	}
 	// The producer keeps going a moment on the new replicas.
 	n0 := len(acks)
 	clusterWait(t, 30*time.Second, "the producer past the moves", func() bool { return len(acks) >= n0+200 })

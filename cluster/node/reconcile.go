@@ -61,6 +61,9 @@ type reconcileDeps struct {
 	// to the transport and routes; closed forgets a dropped one there.
 	open   func(h *partition.Host, t *metadata.Topic, p int32, reps []metadata.NodeID) error
 	closed func(key [20]byte)
+	// movedOff forgets a replica closed because a move took it off this
+	// node: the partition lives on elsewhere, so its route stays.
+	movedOff func(key [20]byte)
 }
 
 func newReconciler(d reconcileDeps, errs *openFailures, shards int) *reconciler {
@@ -159,11 +162,16 @@ func (rc *reconciler) reconcile(sh *shard.Shard) {
 		key := r.Key()
 		// Its directory goes next: nothing of it needs to be durable.
 		why := wire.Errorf(wire.ErrUnknownTopicOrPartition, "topic %s (id %x) was deleted", cfg.Topic, cfg.TopicID)
-		if t := v.ByID[cfg.TopicID]; t != nil {
+		t := v.ByID[cfg.TopicID]
+		if t != nil {
 			why = wire.Errorf(wire.ErrNotReplica, "%s/%d moved off node %d (replicas now %v)", cfg.Topic, cfg.Partition, rc.d.self, t.Replicas[cfg.Partition])
 		}
 		err := h.DropReplica(key, why)
-		rc.d.closed(key)
+		if t != nil && rc.d.movedOff != nil {
+			rc.d.movedOff(key)
+		} else {
+			rc.d.closed(key)
+		}
 		if err != nil {
 			rc.d.log.Warn("closing a deleted partition", "topic", cfg.Topic, "partition", cfg.Partition, "err", err)
 		}
