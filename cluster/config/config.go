@@ -163,6 +163,11 @@ type Cluster struct {
 	// preferred primaries (Kafka's leader.imbalance.check.interval.seconds;
 	// default 30 s).
 	LeaderImbalanceCheckIntervalMs int `toml:"leader_imbalance_check_interval_ms"`
+	// ReassignConcurrency is how many replica moves the metadata primary
+	// drives at once (the others of a plan wait their turn): each one
+	// copies a partition's log to a new node, so it bounds the catch-up
+	// traffic. Default 4, 1..64.
+	ReassignConcurrency int `toml:"reassign_concurrency"`
 	// ReplicaLagTimeMaxMs is how long a follower may go without catching
 	// up to the primary's log end and still count as in sync (Kafka's
 	// replica.lag.time.max.ms).
@@ -301,7 +306,7 @@ func Default() Config {
 		Cluster: Cluster{DefaultReplicationFactor: All, HeartbeatIntervalMs: 100, ElectionTimeoutMs: 1000,
 			AutoLeaderRebalance: true, LeaderImbalancePercent: 10, LeaderBalanceIntervalMs: 30000,
 			ReplicaLagTimeMaxMs: 30000, LeaderImbalancePercentage: 10, LeaderImbalanceCheckIntervalMs: 30000,
-			Coordinator: Coordinator{ReplicaConnectionsPerPeer: 1}},
+			ReassignConcurrency: 4, Coordinator: Coordinator{ReplicaConnectionsPerPeer: 1}},
 		Log:      Log{Level: "info"},
 		Security: Security{Auth: AuthNone, TokenTTLMs: 3600 * 1000, LoginFailuresMax: 10, LoginFailureWindowMs: 60 * 1000},
 	}
@@ -438,6 +443,7 @@ func (c *Config) Validate() error {
 		inRange("cluster.leader_balance_interval_ms", int64(c.Cluster.LeaderBalanceIntervalMs), 100, 24*3600*1000),
 		inRange("cluster.replica_lag_time_max_ms", int64(c.Cluster.ReplicaLagTimeMaxMs), 100, 3600*1000),
 		inRange("cluster.leader_imbalance_percentage", int64(c.Cluster.LeaderImbalancePercentage), 0, 100),
+		inRange("cluster.reassign_concurrency", int64(c.Cluster.ReassignConcurrency), 1, 64),
 		inRange("cluster.leader_imbalance_check_interval_ms", int64(c.Cluster.LeaderImbalanceCheckIntervalMs), 100, 24*3600*1000),
 		rack("node.rack", c.Node.Rack),
 		inRange("cluster.coordinator.replica_connections_per_peer", int64(c.Cluster.Coordinator.ReplicaConnectionsPerPeer), 1, ReplicaConnectionsPerPeerMax),

@@ -52,6 +52,12 @@ type Command struct {
 	// The user commands: the user (Grant, Revoke: its name and the rules
 	// to add or remove).
 	User *User `json:"user,omitempty"`
+	// Reassign*: the move's target list, the roster it was checked
+	// against (start), the step and its node (step); see reassign.go.
+	Target []NodeID `json:"target,omitempty"`
+	Roster []NodeID `json:"roster,omitempty"`
+	Step   string   `json:"step,omitempty"`
+	Node   NodeID   `json:"node,omitempty"`
 }
 
 // Encode returns the command's bytes (JSON: the control plane is small and
@@ -108,6 +114,11 @@ func (s *State) Apply(c Command) (Result, error) {
 				delete(s.moved, k)
 			}
 		}
+		for k := range s.reassign {
+			if k.Topic == t.Name {
+				delete(s.reassign, k)
+			}
+		}
 		return Result{Topic: t}, nil
 	case OpAddPartitions:
 		return s.applyAddPartitions(c)
@@ -125,6 +136,8 @@ func (s *State) Apply(c Command) (Result, error) {
 		return Result{Topic: t}, nil
 	case OpCreateUser, OpDeleteUser, OpSetPassword, OpGrant, OpRevoke:
 		return s.applyUser(c)
+	case OpReassignStart, OpReassignStep, OpReassignComplete, OpReassignCancel:
+		return s.applyReassign(c)
 	case OpAllocateProducers:
 		if c.Count < 1 || c.Count > ProducerIDsPerAllocationMax {
 			return Result{}, fmt.Errorf("%w: allocate %d producer ids", ErrInvalidCommand, c.Count)

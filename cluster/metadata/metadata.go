@@ -123,6 +123,8 @@ type State struct {
 	// userGen, and userGen only grows.
 	users   map[string]*User
 	userGen int64
+	// reassign holds the replica moves in progress (reassign.go).
+	reassign map[OffsetKey]*Reassignment
 }
 
 // LastMovedMs is when partition p of topic last had its primary moved by
@@ -131,7 +133,8 @@ func (s *State) LastMovedMs(topic string, p int32) int64 { return s.moved[Offset
 
 // New returns an empty state.
 func New() *State {
-	return &State{topics: map[string]*Topic{}, byID: map[TopicID]*Topic{}, offsets: map[string]map[OffsetKey]Committed{}, moved: map[OffsetKey]int64{}, users: map[string]*User{}}
+	return &State{topics: map[string]*Topic{}, byID: map[TopicID]*Topic{}, offsets: map[string]map[OffsetKey]Committed{}, moved: map[OffsetKey]int64{},
+		users: map[string]*User{}, reassign: map[OffsetKey]*Reassignment{}}
 }
 
 // Topic returns the topic named name, or nil.

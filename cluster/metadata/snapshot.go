@@ -15,6 +15,7 @@ type snapshot struct {
 	Moved          []movedAt         `json:"moved,omitempty"`
 	Users          []*User           `json:"users,omitempty"`
 	UserGeneration int64             `json:"user_generation,omitempty"`
+	Reassignments  []*Reassignment   `json:"reassignments,omitempty"`
 }
 
 type movedAt struct {
@@ -46,6 +47,7 @@ func (s *State) Snapshot() []byte {
 		a, b := snap.Moved[i], snap.Moved[j]
 		return a.Topic < b.Topic || a.Topic == b.Topic && a.Partition < b.Partition
 	})
+	snap.Reassignments = s.Reassignments()
 	b, err := json.Marshal(snap)
 	if err != nil {
 		panic(fmt.Sprintf("metadata: encoding a snapshot cannot fail: %v", err))
@@ -98,5 +100,13 @@ func Restore(b []byte) (*State, error) {
 		s.users[u.Name] = &cp
 	}
 	s.userGen = snap.UserGeneration
+	for _, r := range snap.Reassignments {
+		t := s.TopicByID(r.TopicID)
+		if t == nil || t.Name != r.Topic || r.Partition < 0 || int(r.Partition) >= len(t.Replicas) ||
+			len(r.Target) != t.ReplicationFactor || len(r.From) != t.ReplicationFactor {
+			return nil, fmt.Errorf("%w: snapshot reassignment of %s/%d does not fit its topic", ErrInvalidCommand, r.Topic, r.Partition)
+		}
+		s.reassign[OffsetKey{r.Topic, r.Partition}] = r
+	}
 	return s, nil
 }

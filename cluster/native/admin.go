@@ -89,6 +89,19 @@ func (h *Handler) admin(c *netio.Conn, hdr wire.RequestHeader, body []byte) {
 			}
 			answer(resp, err)
 		})
+	case *wire.ReassignRequest:
+		sreq := &service.ReassignRequest{Action: int(req.Action), DryRun: req.DryRun}
+		for _, m := range req.Moves {
+			sreq.Moves = append(sreq.Moves, service.ReassignMove{Topic: m.Topic, Partition: m.Partition, Replicas: m.Replicas})
+		}
+		h.svc.Reassign(from, sreq, func(res service.ReassignResult, err error) {
+			resp := &wire.ReassignResponse{}
+			for _, m := range res.Moves {
+				resp.Moves = append(resp.Moves, wire.ReassignStatus{Topic: m.Topic, Partition: m.Partition, From: m.From, Target: m.Target,
+					Cancelled: m.Cancelled, Driven: m.Driven, EntriesBehind: m.EntriesBehind, BytesBehind: m.BytesBehind, Steps: m.Steps})
+			}
+			answer(resp, err)
+		})
 	default:
 		replyErr(c, hdr, wire.Errorf(wire.ErrInvalidRequest, "%s is not an admin request", req.APIKey()))
 	}

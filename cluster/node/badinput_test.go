@@ -133,7 +133,7 @@ func TestBadInput(t *testing.T) {
 			rc.expectClosed()
 		}},
 		{"unknown API key", func(t *testing.T) {
-			answers(t, true, wire.ErrUnsupportedVersion, frame(999, 0, 0, 0, nil), frame(77, 0, 0, 0, []byte("xyz")))
+			answers(t, true, wire.ErrUnsupportedVersion, frame(999, 0, 0, 0, nil), frame(wire.APIKey(len(wire.APIs())), 0, 0, 0, []byte("xyz")))
 		}},
 		{"unknown API version", func(t *testing.T) {
 			answers(t, true, wire.ErrUnsupportedVersion, frame(wire.APIProduce, 7, 0, 0, nil), frame(wire.APIMetadata, 1, 0, 0, nil))

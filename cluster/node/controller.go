@@ -53,6 +53,8 @@ type controller struct {
 	// the service; the controller's own code reaches the node through d.
 	n   *Node
 	bal *balancer
+	// reas drives replica moves (reassign.go).
+	reas *reassigner
 	// snapshot is the latest metadata snapshot (encodeSnapshot) and
 	// snapshotAt the offset it covers (-1: none); a leader sends it to a
 	// follower that needs entries the log no longer holds.
@@ -278,6 +280,7 @@ func (n *Node) startController() error {
 		c.r = r
 		n.ctrl = c
 		c.startBalancer()
+		c.startReassigner()
 		done <- nil
 	})
 	if err != nil {

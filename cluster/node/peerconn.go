@@ -256,6 +256,8 @@ func (p *peers) receive(sh *shard.Shard, from int32, body []byte) {
 			return
 		}
 		p.d.transfer(tr)
+	case peerwire.KindReassign, peerwire.KindReassignState:
+		p.receiveReassign(from, body)
 	default:
 		p.d.log.Error("replication: unknown frame kind", "peer", from, "kind", body[0])
 	}

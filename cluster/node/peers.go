@@ -104,6 +104,10 @@ type peerDeps struct {
 	learnRoute func(peerwire.Route)
 	// transfer starts the leadership transfer a peer asked for.
 	transfer func(peerwire.Transfer)
+	// reassign takes the next step of a replica move a peer asked for;
+	// reassignState hands a partition primary's answer to the driver.
+	reassign      func(peerwire.Reassign)
+	reassignState func(peerwire.ReassignState)
 	// peerDown is told, on shard metaShard, that a peer stopped
 	// answering.
 	peerDown func(id int32)
@@ -454,7 +458,7 @@ func (n *Node) peerDown(id raftlite.NodeID) {
 				// Every live replica stops honouring the dead primary's
 				// lease, or it would ignore the campaign below.
 				r.ForgetLeader()
-				if !campaignsAfterDown(r.Config().Replicas, lead, id, n.self, alive) {
+				if !campaignsAfterDown(r.Voters(), lead, id, n.self, alive) {
 					return
 				}
 				r.Campaign()

@@ -61,6 +61,9 @@ type reconcileDeps struct {
 	// to the transport and routes; closed forgets a dropped one there.
 	open   func(h *partition.Host, t *metadata.Topic, p int32, reps []metadata.NodeID) error
 	closed func(key [20]byte)
+	// movedOff forgets a replica closed because a move took it off this
+	// node: the partition lives on elsewhere, so its route stays.
+	movedOff func(key [20]byte)
 }
 
 func newReconciler(d reconcileDeps, errs *openFailures, shards int) *reconciler {
@@ -119,10 +122,14 @@ func (rc *reconciler) reconcile(sh *shard.Shard) {
 	now := rc.d.clock.Now()
 	for _, t := range v.Sorted {
 		for p, reps := range t.Replicas {
-			if !hosts(reps, rc.d.self) || shard.ShardForPartition(t.ID, uint32(p), rc.d.group.Len()) != sh.ID() {
+			key := shardKey(t.ID, int32(p))
+			// A move's target node hosts the replica from the move's start
+			// (it joins as a learner); an old node until it completes.
+			mv := v.Moving[key]
+			if !hosts(reps, rc.d.self) && (mv == nil || !hosts(mv.Target, rc.d.self)) ||
+				shard.ShardForPartition(t.ID, uint32(p), rc.d.group.Len()) != sh.ID() {
 				continue
 			}
-			key := shardKey(t.ID, int32(p))
 			want[key] = true
 			// A partition that failed to open waits for its back-off
 			// (openfail.go), without taking a place in the batch.
@@ -154,8 +161,17 @@ func (rc *reconciler) reconcile(sh *shard.Shard) {
 		cfg := r.Config()
 		key := r.Key()
 		// Its directory goes next: nothing of it needs to be durable.
-		err := h.DropReplica(key, wire.Errorf(wire.ErrUnknownTopicOrPartition, "topic %s (id %x) was deleted", cfg.Topic, cfg.TopicID))
-		rc.d.closed(key)
+		why := wire.Errorf(wire.ErrUnknownTopicOrPartition, "topic %s (id %x) was deleted", cfg.Topic, cfg.TopicID)
+		t := v.ByID[cfg.TopicID]
+		if t != nil {
+			why = wire.Errorf(wire.ErrNotReplica, "%s/%d moved off node %d (replicas now %v)", cfg.Topic, cfg.Partition, rc.d.self, t.Replicas[cfg.Partition])
+		}
+		err := h.DropReplica(key, why)
+		if t != nil && rc.d.movedOff != nil {
+			rc.d.movedOff(key)
+		} else {
+			rc.d.closed(key)
+		}
 		if err != nil {
 			rc.d.log.Warn("closing a deleted partition", "topic", cfg.Topic, "partition", cfg.Partition, "err", err)
 		}
@@ -295,10 +311,17 @@ func (n *Node) openReplica(h *partition.Host, t *metadata.Topic, p int32, reps [
 	for i, r := range reps {
 		ids[i] = raftlite.NodeID(r)
 	}
+	// A replica on a node that is not (yet) in the list joins as a
+	// learner of a move (reassign.go): the list is the voters it starts
+	// from, until its log holds the configuration.
+	var learners []raftlite.NodeID
+	if !hosts(reps, n.self) {
+		learners = []raftlite.NodeID{n.self}
+	}
 	r, err := h.Open(partition.Config{
 		FS: n.fs, Dir: n.partitionDir(t.ID, p), Log: cfg,
 		Topic: t.Name, TopicID: t.ID, Partition: p,
-		Self: n.self, Replicas: ids, Limits: n.limits,
+		Self: n.self, Replicas: ids, Learners: learners, Limits: n.limits,
 		Send: n.sendFn(), OnRoute: n.routeChanged, Alive: n.aliveFn(),
 	})
 	if err == nil {

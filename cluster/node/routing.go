@@ -80,7 +80,7 @@ func (rt *router) inSync(r *partition.Replica) []int32 {
 	}
 	rn := r.Raft()
 	return rt.lags.sample(r.Key(), rt.clock.Now(), rt.window, sampleInput{
-		self: rt.self, term: term, replicas: r.Config().Replicas, seed: seed, end: r.Log().LogEndOffset(),
+		self: rt.self, term: term, replicas: r.Voters(), seed: seed, end: r.Log().LogEndOffset(),
 		follower: func(id raftlite.NodeID) (int64, bool, bool) {
 			m, active, ok := rn.Follower(id)
 			// A quiesced group exchanges no messages: every follower was

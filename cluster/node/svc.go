@@ -100,6 +100,7 @@ type metadataAdmin interface {
 	svcMovePrimary(req *service.MovePrimaryRequest, done func(service.MovePrimaryResult, error))
 	svcRebalance(req *service.RebalanceRequest, done func(service.RebalanceResult, error))
 	changeUser(cmd metadata.Command, timeout time.Duration, done func(*metadata.User, error))
+	svcReassign(req *service.ReassignRequest, done func(service.ReassignResult, error))
 }
 
 // newService wires the service to n's parts. REQUIRES: n's shards are

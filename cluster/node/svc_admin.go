@@ -98,3 +98,10 @@ func anyErr(v any) error {
 	}
 	return service.Errorf(service.ErrInternal, "the balancer answered %T", v)
 }
+
+// Reassign implements service.Admin.
+func (s *nodeService) Reassign(from *shard.Shard, req *service.ReassignRequest, done func(service.ReassignResult, error)) {
+	done = metered(s.meter, apiReassign, done)
+	r := *req
+	adminCall(s, from, true, func(c metadataAdmin, reply func(service.ReassignResult, error)) { c.svcReassign(&r, reply) }, done)
+}

@@ -36,12 +36,13 @@ const (
 	apiFetchOffsets
 	apiMovePrimary
 	apiRebalance
+	apiReassign
 	apiCount
 )
 
 // svcAPINames are the api label's values, by svcAPI.
 var svcAPINames = [apiCount]string{"produce", "fetch", "list_offsets", "describe_partition", "metadata", "init_producer",
-	"create_topic", "delete_topic", "add_partitions", "commit_offsets", "fetch_offsets", "move_primary", "rebalance"}
+	"create_topic", "delete_topic", "add_partitions", "commit_offsets", "fetch_offsets", "move_primary", "rebalance", "reassign"}
 
 // svcLatencyBuckets span 100 µs (a produce on the primary's shard) to
 // 26 s (a create timing out, a fetch's long poll), by factors of 4.

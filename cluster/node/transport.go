@@ -26,6 +26,10 @@ type Transport interface {
 	announce(r peerwire.Route)
 	// requestTransfer asks node from, a peer, to start the transfer t.
 	requestTransfer(from int32, t peerwire.Transfer)
+	// requestReassign and answerReassign carry a replica move's step
+	// request and its answer (reassign.go).
+	requestReassign(to int32, m peerwire.Reassign)
+	answerReassign(to int32, m peerwire.ReassignState)
 	// opened and closed register and forget a consensus group hosted on
 	// shard shardID, for incoming messages.
 	opened(g raftlite.GroupID, shardID int)
@@ -53,9 +57,11 @@ func (n *Node) startPeers(ln *netio.Listener) error {
 		learnRoute: func(r peerwire.Route) {
 			n.routes.learn(shardKey(r.TopicID, r.Partition), route{leader: r.Leader, term: r.Term, inSync: maskIDs(r.InSync)})
 		},
-		transfer: func(t peerwire.Transfer) { n.transferLocal(t.TopicID, t.Partition, t.Target) },
-		peerDown: func(id int32) { n.peerDown(raftlite.NodeID(id)) },
-		liveness: n.logNodeLiveness,
+		transfer:      func(t peerwire.Transfer) { n.transferLocal(t.TopicID, t.Partition, t.Target) },
+		reassign:      n.reassignLocal,
+		reassignState: n.reassignObserved,
+		peerDown:      func(id int32) { n.peerDown(raftlite.NodeID(id)) },
+		liveness:      n.logNodeLiveness,
 		metaApplied: func() int64 {
 			if n.ctrl == nil {
 				return -1

@@ -24,6 +24,10 @@ type View struct {
 	// Users holds the users by name (the state copies users on write, so
 	// the view may share them).
 	Users map[string]*metadata.User
+	// Moving holds the replica moves in progress by partition key
+	// (reassign.go); Moves the same, by topic and partition.
+	Moving map[[20]byte]*metadata.Reassignment
+	Moves  []*metadata.Reassignment
 }
 
 func newView(s *metadata.State, applied int64) *View {
@@ -36,6 +40,11 @@ func newView(s *metadata.State, applied int64) *View {
 	for _, t := range v.Sorted {
 		v.Topics[t.Name] = t
 		v.ByID[t.ID] = t
+	}
+	v.Moves = s.Reassignments()
+	v.Moving = make(map[[20]byte]*metadata.Reassignment, len(v.Moves))
+	for _, m := range v.Moves {
+		v.Moving[shardKey(m.TopicID, m.Partition)] = m
 	}
 	return v
 }

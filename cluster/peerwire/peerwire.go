@@ -16,6 +16,14 @@
 //	kind 4  Transfer   topic_id [16], partition i32, target i32: "move
 //	          this partition's primary to target" (sent by the metadata
 //	          primary to the partition's primary)
+//	kind 5  Reassign   topic_id [16], partition i32, from i32, target
+//	          u32 (bit i-1: node i): "take the next membership step of
+//	          this partition towards target and tell node from where it
+//	          stands" (metadata primary to the partition's primary)
+//	kind 6  ReassignState  topic_id [16], partition i32, voters u32,
+//	          learners u32, committed u8 (1: no change waits for its
+//	          commit), entries_behind i64, bytes_behind i64 (the learner
+//	          being caught up, 0 when none): the answer to Reassign
 //
 //	message: type u8, group u64, from u8, to u8, term i32, index i64,
 //	         log_term i32, commit i64, flags u8 (1 reject, 2 transfer,
@@ -48,10 +56,12 @@ const Version = 1
 
 // Frame kinds.
 const (
-	KindMessages byte = 1
-	KindPing     byte = 2
-	KindRoutes   byte = 3
-	KindTransfer byte = 4
+	KindMessages      byte = 1
+	KindPing          byte = 2
+	KindRoutes        byte = 3
+	KindTransfer      byte = 4
+	KindReassign      byte = 5
+	KindReassignState byte = 6
 )
 
 // Bounds a decoder enforces before it allocates.
@@ -450,4 +460,92 @@ func DecodeTransfer(b []byte) (Transfer, error) {
 		r.fail("%d bytes after a transfer", len(r.b))
 	}
 	return t, r.err
+}
+
+// Reassign asks a partition's primary for the next membership step of a
+// replica move towards Target, and for its state (sent to From).
+type Reassign struct {
+	TopicID   [16]byte
+	Partition int32
+	From      int32
+	Target    raftlite.ReplicaSet
+}
+
+// AppendReassign appends a Reassign frame body.
+func AppendReassign(dst []byte, m Reassign) []byte {
+	dst = append(dst, KindReassign)
+	dst = append(dst, m.TopicID[:]...)
+	dst = binary.BigEndian.AppendUint32(dst, uint32(m.Partition))
+	dst = binary.BigEndian.AppendUint32(dst, uint32(m.From))
+	return binary.BigEndian.AppendUint32(dst, uint32(m.Target))
+}
+
+// DecodeReassign decodes a Reassign frame body.
+func DecodeReassign(b []byte) (Reassign, error) {
+	r := &reader{b: b}
+	var m Reassign
+	if k := r.u8(); k != KindReassign {
+		r.fail("kind %d is not Reassign", k)
+		return m, r.err
+	}
+	copy(m.TopicID[:], r.take(16))
+	m.Partition = int32(r.u32())
+	m.From = int32(r.u32())
+	m.Target = raftlite.ReplicaSet(r.u32())
+	if r.err == nil && len(r.b) != 0 {
+		r.fail("%d bytes after a reassign", len(r.b))
+	}
+	return m, r.err
+}
+
+// ReassignState is a partition primary's answer to Reassign: the
+// configuration in force, whether it is committed, and how far the
+// learner being caught up is behind.
+type ReassignState struct {
+	TopicID       [16]byte
+	Partition     int32
+	Conf          raftlite.Membership
+	Committed     bool
+	EntriesBehind int64
+	BytesBehind   int64
+}
+
+// AppendReassignState appends a ReassignState frame body.
+func AppendReassignState(dst []byte, m ReassignState) []byte {
+	dst = append(dst, KindReassignState)
+	dst = append(dst, m.TopicID[:]...)
+	dst = binary.BigEndian.AppendUint32(dst, uint32(m.Partition))
+	dst = appendConf(dst, m.Conf)
+	c := byte(0)
+	if m.Committed {
+		c = 1
+	}
+	dst = append(dst, c)
+	dst = binary.BigEndian.AppendUint64(dst, uint64(m.EntriesBehind))
+	return binary.BigEndian.AppendUint64(dst, uint64(m.BytesBehind))
+}
+
+// DecodeReassignState decodes a ReassignState frame body.
+func DecodeReassignState(b []byte) (ReassignState, error) {
+	r := &reader{b: b}
+	var m ReassignState
+	if k := r.u8(); k != KindReassignState {
+		r.fail("kind %d is not ReassignState", k)
+		return m, r.err
+	}
+	copy(m.TopicID[:], r.take(16))
+	m.Partition = int32(r.u32())
+	m.Conf = r.conf()
+	switch c := r.u8(); c {
+	case 0, 1:
+		m.Committed = c == 1
+	default:
+		r.fail("committed flag %d", c)
+	}
+	m.EntriesBehind = int64(r.u64())
+	m.BytesBehind = int64(r.u64())
+	if r.err == nil && len(r.b) != 0 {
+		r.fail("%d bytes after a reassign state", len(r.b))
+	}
+	return m, r.err
 }

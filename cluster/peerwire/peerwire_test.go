@@ -140,3 +140,32 @@ func FuzzDecode(f *testing.F) {
 		DecodeTransfer(b)
 	})
 }
+
+func TestReassignFrames(t *testing.T) {
+	m := Reassign{TopicID: [16]byte{1, 2}, Partition: 7, From: 3, Target: raftlite.NewReplicaSet(2, 3, 4)}
+	got, err := DecodeReassign(AppendReassign(nil, m))
+	if err != nil || got != m {
+		t.Fatalf("reassign %+v, %v; want %+v", got, err, m)
+	}
+	st := ReassignState{TopicID: [16]byte{9}, Partition: 2, Committed: true, EntriesBehind: 12, BytesBehind: 1 << 40,
+		Conf: raftlite.Membership{Voters: raftlite.NewReplicaSet(1, 2, 3), Learners: raftlite.NewReplicaSet(4)}}
+	b := AppendReassignState(nil, st)
+	gs, err := DecodeReassignState(b)
+	if err != nil || gs != st {
+		t.Fatalf("state %+v, %v; want %+v", gs, err, st)
+	}
+	if _, err := DecodeReassignState(b[:len(b)-1]); err == nil {
+		t.Fatal("a short state decoded")
+	}
+	if _, err := DecodeReassignState(append(b, 0)); err == nil {
+		t.Fatal("a state with trailing bytes decoded")
+	}
+	bad := append([]byte(nil), b...)
+	bad[1+16+4+8] = 2
+	if _, err := DecodeReassignState(bad); err == nil {
+		t.Fatal("a committed flag of 2 decoded")
+	}
+	if _, err := DecodeReassign(b); err == nil {
+		t.Fatal("a state decoded as a reassign")
+	}
+}

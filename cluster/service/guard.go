@@ -75,6 +75,16 @@ func (g *guarded) Fetch(from *shard.Shard, req *FetchRequest, done func(FetchRes
 	g.Service.Fetch(from, req, done)
 }
 
+// OffsetForGeneration is a consumer's truncation check: Describe on the
+// topic, as ListOffsets (Kafka asks Describe for OffsetForLeaderEpoch).
+func (g *guarded) OffsetForGeneration(from *shard.Shard, req *OffsetForGenerationRequest, done func(OffsetForGenerationResult, error)) {
+	if err := g.check(security.OpDescribe, req.Topic); err != nil {
+		done(OffsetForGenerationResult{}, err)
+		return
+	}
+	g.Service.OffsetForGeneration(from, req, done)
+}
+
 func (g *guarded) ListOffsets(from *shard.Shard, req *ListOffsetsRequest, done func(ListOffsetsResult, error)) {
 	if err := g.check(security.OpDescribe, req.Topic); err != nil {
 		done(ListOffsetsResult{}, err)
@@ -213,6 +223,15 @@ func (g *guarded) Rebalance(from *shard.Shard, req *RebalanceRequest, done func(
 		return
 	}
 	g.Service.Rebalance(from, req, done)
+}
+
+// Reassign moves replicas: a cluster operation, as Rebalance is.
+func (g *guarded) Reassign(from *shard.Shard, req *ReassignRequest, done func(ReassignResult, error)) {
+	if err := g.check(security.OpCluster, ""); err != nil {
+		done(ReassignResult{}, err)
+		return
+	}
+	g.Service.Reassign(from, req, done)
 }
 
 type guardedUsers struct {

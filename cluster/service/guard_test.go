@@ -41,6 +41,10 @@ func (f *fakeSvc) Rebalance(_ *shard.Shard, _ *RebalanceRequest, done func(Rebal
 	f.reached++
 	done(RebalanceResult{}, nil)
 }
+func (f *fakeSvc) Reassign(_ *shard.Shard, _ *ReassignRequest, done func(ReassignResult, error)) {
+	f.reached++
+	done(ReassignResult{}, nil)
+}
 func (f *fakeSvc) ListTopics() ([]TopicSummary, error) {
 	var out []TopicSummary
 	for _, t := range f.topics {
@@ -105,12 +109,18 @@ func TestGuard(t *testing.T) {
 		s.Rebalance(nil, &RebalanceRequest{}, func(_ RebalanceResult, e error) { err = e })
 		return
 	}
+	reassign := func(s Service) (err error) {
+		s.Reassign(nil, &ReassignRequest{Action: ReassignList}, func(_ ReassignResult, e error) { err = e })
+		return
+	}
 	for _, tc := range []struct {
 		name string
 		who  security.Principal
 		call call
 		ok   bool
 	}{
+		{"reassign not granted", security.Principal{User: "app"}, reassign, false},
+		{"reassign by a superuser", security.Principal{User: "root"}, reassign, true},
 		{"write allowed", security.Principal{User: "app"}, produce("orders"), true},
 		{"write to another topic", security.Principal{User: "app"}, produce("payments"), false},
 		{"read by prefix", security.Principal{User: "app"}, fetch("public.news"), true},

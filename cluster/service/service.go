@@ -102,4 +102,7 @@ type Admin interface {
 	FetchOffsets(from *shard.Shard, req *FetchOffsetsRequest, done func([]CommittedOffset, error))
 	MovePrimary(from *shard.Shard, req *MovePrimaryRequest, done func(MovePrimaryResult, error))
 	Rebalance(from *shard.Shard, req *RebalanceRequest, done func(RebalanceResult, error))
+	// Reassign starts, cancels or lists replica moves; a start checks the
+	// whole plan before it starts any move.
+	Reassign(from *shard.Shard, req *ReassignRequest, done func(ReassignResult, error))
 }

@@ -14,8 +14,8 @@ import (
 func init() { commands = append(commands, newClusterCmd) }
 
 func newClusterCmd() *cobra.Command {
-	cmd := &cobra.Command{Use: "cluster", Short: "cluster status and primary balance", RunE: groupRun}
-	cmd.AddCommand(newClusterStatusCmd(), newClusterRebalanceCmd())
+	cmd := &cobra.Command{Use: "cluster", Short: "cluster status, primary balance and replica moves", RunE: groupRun}
+	cmd.AddCommand(newClusterStatusCmd(), newClusterRebalanceCmd(), newClusterReassignCmd())
 	return cmd
 }
 

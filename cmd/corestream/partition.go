@@ -16,8 +16,8 @@ import (
 func init() { commands = append(commands, newPartitionCmd) }
 
 func newPartitionCmd() *cobra.Command {
-	cmd := &cobra.Command{Use: "partition", Short: "describe partitions and move their primaries", RunE: groupRun}
-	cmd.AddCommand(newPartitionDescribeCmd(), newPartitionMovePrimaryCmd())
+	cmd := &cobra.Command{Use: "partition", Short: "describe partitions, move their primaries and their replicas", RunE: groupRun}
+	cmd.AddCommand(newPartitionDescribeCmd(), newPartitionMovePrimaryCmd(), newPartitionReassignCmd())
 	return cmd
 }
 

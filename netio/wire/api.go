@@ -26,6 +26,7 @@ const (
 	APIRebalance         APIKey = 15
 	APIDescribePartition APIKey = 16
 	APIAuthenticate      APIKey = 17
+	APIReassign          APIKey = 18
 )
 
 // APIVersion is one API's name and the versions this package speaks.
@@ -58,6 +59,7 @@ var apiTable = []APIVersion{
 	{APIRebalance, "Rebalance", 0, 1, "plan, or plan and start, primary moves toward balance (metadata primary)"},
 	{APIDescribePartition, "DescribePartition", 0, 0, "one partition's route, offsets and replica progress"},
 	{APIAuthenticate, "Authenticate", 0, 0, "one step of the SCRAM-SHA-256 exchange that authenticates a connection (after Handshake)"},
+	{APIReassign, "Reassign", 0, 0, "start, cancel or list replica moves (metadata primary)"},
 }
 
 // APIs returns the table of every API this package speaks, in key order.
@@ -164,6 +166,8 @@ func NewRequest(key APIKey) Request {
 		return new(DescribePartitionRequest)
 	case APIAuthenticate:
 		return new(AuthenticateRequest)
+	case APIReassign:
+		return new(ReassignRequest)
 	}
 	return nil
 }
@@ -208,6 +212,8 @@ func NewResponse(key APIKey) Response {
 		return new(DescribePartitionResponse)
 	case APIAuthenticate:
 		return new(AuthenticateResponse)
+	case APIReassign:
+		return new(ReassignResponse)
 	}
 	return nil
 }

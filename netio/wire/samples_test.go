@@ -45,6 +45,8 @@ func sampleRequests() []Request {
 		&RebalanceRequest{DryRun: true, MovesMax: 10},
 		&DescribePartitionRequest{PartitionRef: sampleRef},
 		&AuthenticateRequest{Mechanism: MechanismSCRAMSHA256, Payload: []byte("n,,n=alice,r=fyko+d2lbbFgONRv9qkxdawL")},
+		&ReassignRequest{Action: ReassignStart, DryRun: true, Moves: []ReassignMove{{"orders", 3, []int32{4, 2, 3}}}},
+		&ReassignRequest{Action: ReassignList},
 	}
 }
 
@@ -95,5 +97,8 @@ func sampleResponses() []Response {
 				{NodeID: 3, LogEndOffset: 120, LastCaughtUpMs: -1}}},
 		&AuthenticateResponse{Payload: []byte("r=fyko+d2lbbFgONRv9qkxdawL3rfcNHYJY1ZVvWVs7j,s=QSXCR+Q6sek8bf92,i=4096")},
 		&AuthenticateResponse{Payload: []byte("v=rmF9pqV8S7suAoZWja4dJRkFsKQ="), Complete: true, User: "alice"},
+		&ReassignResponse{Moves: []ReassignStatus{{Topic: "orders", Partition: 3, From: []int32{1, 2, 3}, Target: []int32{4, 2, 3},
+			Driven: true, EntriesBehind: 12, BytesBehind: 4096, Steps: []string{"learner_added 4"}}}},
+		&ReassignResponse{},
 	}
 }

@@ -299,6 +299,16 @@ func (r *Replica) Removed() bool {
 	return !st.Conf.Members().Has(r.cfg.Self) && st.ConfIndex <= r.commit
 }
 
+// ConfCommitted reports whether the configuration in force is committed
+// (no membership change waits for its commit): a driver of a move takes
+// its next step only then.
+func (r *Replica) ConfCommitted() bool {
+	if r.raft == nil {
+		return false
+	}
+	return r.raft.Status().ConfIndex <= r.commit
+}
+
 // MemberProgress is the primary's view of one member.
 type MemberProgress struct {
 	ID      raftlite.NodeID

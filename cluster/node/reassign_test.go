@@ -1,0 +1,85 @@
+package node
+
+import (
+	"testing"
+
+	"github.com/corestream/corestream/cluster/metadata"
+	"github.com/corestream/corestream/cluster/peerwire"
+	"github.com/corestream/corestream/raftlite"
+)
+
+func conf(voters []raftlite.NodeID, learners ...raftlite.NodeID) raftlite.Membership {
+	return raftlite.Membership{Voters: raftlite.NewReplicaSet(voters...), Learners: raftlite.NewReplicaSet(learners...)}
+}
+
+// TestReassignNext walks 1,2,3 -> 4,5,6 and a cancelled move back: one
+// change at a time, a learner added before a voter leaves, the primary
+// removed last, nothing while a change waits for its commit.
+func TestReassignNext(t *testing.T) {
+	ids := func(x ...raftlite.NodeID) []raftlite.NodeID { return x }
+	target := raftlite.NewReplicaSet(4, 5, 6)
+	add := func(id raftlite.NodeID) raftlite.ConfChange {
+		return raftlite.ConfChange{Type: raftlite.ConfAddLearner, Node: id}
+	}
+	promote := func(id raftlite.NodeID) raftlite.ConfChange {
+		return raftlite.ConfChange{Type: raftlite.ConfPromote, Node: id}
+	}
+	remove := func(id raftlite.NodeID) raftlite.ConfChange {
+		return raftlite.ConfChange{Type: raftlite.ConfRemove, Node: id}
+	}
+	cases := []struct {
+		name      string
+		conf      raftlite.Membership
+		committed bool
+		target    raftlite.ReplicaSet
+		self      raftlite.NodeID
+		want      raftlite.ConfChange
+		ok        bool
+	}{
+		{"waits for the commit", conf(ids(1, 2, 3)), false, target, 1, raftlite.ConfChange{}, false},
+		{"adds the first new node", conf(ids(1, 2, 3)), true, target, 1, add(4), true},
+		{"promotes the learner", conf(ids(1, 2, 3), 4), true, target, 1, promote(4), true},
+		{"removes an old follower before the primary", conf(ids(1, 2, 3, 4)), true, target, 1, remove(2), true},
+		{"adds the next", conf(ids(1, 3, 4)), true, target, 1, add(5), true},
+		{"removes the primary last", conf(ids(1, 4, 5, 6)), true, target, 1, remove(1), true},
+		{"done", conf(ids(4, 5, 6)), true, target, 4, raftlite.ConfChange{}, false},
+		{"cancelled: removes the learner", conf(ids(1, 2, 3), 4), true, raftlite.NewReplicaSet(1, 2, 3), 1, remove(4), true},
+		{"cancelled: removes the promoted node", conf(ids(1, 2, 3, 4)), true, raftlite.NewReplicaSet(1, 2, 3), 1, remove(4), true},
+		{"cancelled: adds back a removed node", conf(ids(1, 3, 4)), true, raftlite.NewReplicaSet(1, 2, 3), 1, add(2), true},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			got, ok := reassignNext(c.conf, c.committed, c.target, c.self)
+			if got != c.want || ok != c.ok {
+				t.Fatalf("reassignNext = %v, %v; want %v, %v", got, ok, c.want, c.ok)
+			}
+		})
+	}
+}
+
+// TestReassignRecord: what the metadata primary records from a
+// partition primary's answer.
+func TestReassignRecord(t *testing.T) {
+	mv := &metadata.Reassignment{Topic: "t", Partition: 0, From: []metadata.NodeID{1, 2, 3}, Target: []metadata.NodeID{2, 3, 4}}
+	st := func(c raftlite.Membership, committed bool) peerwire.ReassignState {
+		return peerwire.ReassignState{Conf: c, Committed: committed}
+	}
+	ids := func(x ...raftlite.NodeID) []raftlite.NodeID { return x }
+	check := func(s peerwire.ReassignState, op metadata.Op, step string, node metadata.NodeID, ok bool) {
+		t.Helper()
+		cmd, got := reassignRecord(mv, s)
+		if got != ok || ok && (cmd.Op != op || cmd.Step != step || cmd.Node != node) {
+			t.Fatalf("record = %+v, %v; want %s %s %d, %v", cmd, got, op, step, node, ok)
+		}
+		if ok && cmd.Op == metadata.OpReassignStep {
+			mv.Steps = append(mv.Steps, metadata.ReassignStep{Step: step, Node: node})
+		}
+	}
+	check(st(conf(ids(1, 2, 3)), true), "", "", 0, false)
+	check(st(conf(ids(1, 2, 3), 4), false), metadata.OpReassignStep, metadata.StepLearnerAdded, 4, true)
+	check(st(conf(ids(1, 2, 3), 4), true), "", "", 0, false)
+	check(st(conf(ids(1, 2, 3, 4)), true), metadata.OpReassignStep, metadata.StepPromoted, 4, true)
+	check(st(conf(ids(2, 3, 4)), false), metadata.OpReassignStep, metadata.StepRemoved, 1, true)
+	check(st(conf(ids(2, 3, 4)), false), "", "", 0, false) // not committed: no completion
+	check(st(conf(ids(2, 3, 4)), true), metadata.OpReassignComplete, "", 0, true)
+}
