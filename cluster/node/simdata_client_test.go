@@ -131,7 +131,7 @@ func (c *dsClient) answer(b *dsBatch, a int, res service.ProduceResult, err erro
 		if c.cur == b {
 			c.cur = nil
 			c.seq[b.p] += b.n
-			c.at(time.Duration(c.rng.IntN(s.p.thinkMaxMs+1))*time.Millisecond, c.next)
+			c.at(time.Duration(1+c.rng.IntN(s.p.thinkMaxMs+1))*time.Millisecond, c.next) // at least a round trip
 		}
 		return
 	}
@@ -317,7 +317,7 @@ func (r *dsReader) check(data []byte, hw int64) {
 			continue
 		}
 		if want := r.next[got.pid]; got.seq != want {
-			s.fail("partition %d: producer %d's sequence %d at offset %d follows %d: a batch repeated or lost", r.p, got.pid, got.seq, h.BaseOffset, want-1)
+			s.fail("partition %d: producer %d's sequence %d at offset %d where %d was next: a batch repeated or lost", r.p, got.pid, got.seq, h.BaseOffset, want)
 			return
 		}
 		r.next[got.pid] = got.seq + got.n

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"runtime"
+	"runtime/debug"
 	"strings"
 	"sync"
 	"testing"
@@ -17,7 +18,7 @@ var (
 	simDataFirstFlag  = flag.Int64("simdata.first-seed", 1, "first data-path simulation seed")
 	simDataNodesFlag  = flag.Int("simdata.nodes", 0, "roster size of every data-path simulation (0: drawn, 3 or 5)")
 	simDataFaultyFlag = flag.Duration("simdata.faulty", 4*time.Second, "simulated time of the adversarial phase of each data-path seed")
-	simDataSeeds32    = flag.Int("simdata.seeds32", 1, "number of 32-node data-path seeds TestSimData32 runs")
+	simDataSeeds32    = flag.Int("simdata.seeds32", 10, "number of 32-node data-path seeds TestSimData32 runs")
 )
 
 // simDataReplayCmd is the one command that replays seed exactly.
@@ -35,9 +36,16 @@ func simDataReplayCmd(seed int64, nodes int) string {
 // runDataSim runs one seed: the adversarial phase (faulty of simulated
 // time) with clients producing and reading, then the heal, then the
 // checks once the cluster has settled.
-func runDataSim(seed int64, nodes int, faulty time.Duration, trace func(string)) (dsStats, error) {
+func runDataSim(seed int64, nodes int, faulty time.Duration, trace func(string)) (st dsStats, err error) {
 	s := newDsSim(seed, nodes, trace)
 	defer s.shutdown()
+	defer func() {
+		// An assertion of the code under test (raftlite's, the log's)
+		// fails the seed, with its replay, not the whole run.
+		if r := recover(); r != nil {
+			st, err = s.stats, fmt.Errorf("at %v: panic: %v\n%s", s.now(), r, debug.Stack())
+		}
+	}()
 	for _, nd := range s.nodes {
 		nd.start()
 	}

@@ -39,6 +39,10 @@ const (
 	dsRoundsMax    = 200_000               // rounds of work at one instant before the run is failed
 	dsAttemptMax   = 3 * time.Second       // a client's wait for an answer before it retries elsewhere
 	dsDir          = "/data"
+	// dsMessagesMax bounds one seed's messages: a healthy seed sends
+	// tens of thousands; a group that never converges, and resends for
+	// the whole settle time, fails instead of running for minutes.
+	dsMessagesMax = 3_000_000
 )
 
 // dsParams are one seed's drawn parameters.
@@ -447,6 +451,10 @@ func (s *dsSim) transmit(from *dsNode, to int32, key [20]byte, p int32, m raftli
 	copy(b[16:], key[:])
 	h := xxhash.Sum64(b[:])
 	s.stats.Messages++
+	if s.stats.Messages > dsMessagesMax {
+		s.fail("more than %d messages: the replicas never converge", dsMessagesMax)
+		return
+	}
 	frac := float64(h>>11) / (1 << 53)
 	if s.cut[from.id][to] || frac < s.p.dropP {
 		s.stats.Dropped++
