@@ -14,7 +14,7 @@ import (
 
 var (
 	simDataSeedFlag   = flag.Int64("simdata.seed", -1, "run only this data-path simulation seed, with a trace (replay)")
-	simDataSeedsFlag  = flag.Int("simdata.seeds", 40, "number of data-path simulation seeds to run")
+	simDataSeedsFlag  = flag.Int("simdata.seeds", 120, "number of data-path simulation seeds to run")
 	simDataFirstFlag  = flag.Int64("simdata.first-seed", 1, "first data-path simulation seed")
 	simDataNodesFlag  = flag.Int("simdata.nodes", 0, "roster size of every data-path simulation (0: drawn, 3 or 5)")
 	simDataFaultyFlag = flag.Duration("simdata.faulty", 4*time.Second, "simulated time of the adversarial phase of each data-path seed")
