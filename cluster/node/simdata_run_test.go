@@ -18,7 +18,7 @@ var (
 	simDataFirstFlag  = flag.Int64("simdata.first-seed", 1, "first data-path simulation seed")
 	simDataNodesFlag  = flag.Int("simdata.nodes", 0, "roster size of every data-path simulation (0: drawn, 3 or 5)")
 	simDataFaultyFlag = flag.Duration("simdata.faulty", 4*time.Second, "simulated time of the adversarial phase of each data-path seed")
-	simDataSeeds32    = flag.Int("simdata.seeds32", 10, "number of 32-node data-path seeds TestSimData32 runs")
+	simDataSeeds32    = flag.Int("simdata.seeds32", 4, "number of 32-node data-path seeds TestSimData32 runs")
 )
 
 // simDataReplayCmd is the one command that replays seed exactly.
@@ -155,7 +155,7 @@ func (s *dsSim) chaos() {
 	case x < s.p.crashP+s.p.jumpP:
 		nd := s.nodes[s.rng.IntN(len(s.nodes))]
 		j := time.Duration(s.rng.IntN(4800)-1600) * time.Millisecond
-		nd.jumpN += int64(j)
+		nd.wallOffsetNs += int64(j)
 		s.stats.ClockJumps++
 		s.tracef("node %d's wall clock jumps %v", nd.id, j)
 	default:

@@ -155,16 +155,16 @@ type dsLink struct {
 // dsNode is one simulated node: its FS survives crashes, the rest is
 // rebuilt by start.
 type dsNode struct {
-	s     *dsSim
-	id    int32
-	fs    *vfs.MemFS
-	up    bool
-	inc   int   // incarnation: messages of an earlier one are lost
-	jumpN int64 // wall clock offset (clock jumps)
-	group *shard.Group
-	hosts []*partition.Host
-	rt    routes
-	svc   *nodeService
+	s            *dsSim
+	id           int32
+	fs           *vfs.MemFS
+	up           bool
+	inc          int   // incarnation: messages of an earlier one are lost
+	wallOffsetNs int64 // the wall clock's offset: the sum of its jumps
+	group        *shard.Group
+	hosts        []*partition.Host
+	rt           routes
+	svc          *nodeService
 }
 
 func (s *dsSim) now() time.Duration { return time.Duration(s.nowNs) }
@@ -374,7 +374,7 @@ func (nd *dsNode) shardOf(id [16]byte, p int32) int {
 // wallNow is the node's wall clock: the simulated time, shifted by its
 // clock jumps.
 func (nd *dsNode) wallNow() time.Time {
-	return time.UnixMilli(1_700_000_000_000).Add(nd.s.now() + time.Duration(nd.jumpN))
+	return time.UnixMilli(1_700_000_000_000).Add(nd.s.now() + time.Duration(nd.wallOffsetNs))
 }
 
 // replica is the node's open replica of partition p, or nil.
