@@ -241,6 +241,11 @@ func (r *dsReader) poll() {
 	sh := nd.group.Shard(0)
 	req := &service.FetchRequest{PartitionRef: service.PartitionRef{Topic: s.topic.Name, Partition: r.p, TopicID: s.topic.ID,
 		Generation: service.GenerationUnknown}, Offset: r.pos, MaxBytes: 64 << 10}
+	if r.rng.IntN(2) == 0 {
+		// A long poll: parked on the replica until a batch commits or
+		// the wait ends.
+		req.MinBytes, req.MaxWait = 1, time.Duration(10+r.rng.IntN(500))*time.Millisecond
+	}
 	if err := sh.Post(func() {
 		nd.svc.Fetch(sh, req, func(res service.FetchResult, err error) { r.answer(a, res, err) })
 	}); err != nil {
