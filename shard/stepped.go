@@ -55,21 +55,30 @@ func (s *Shard) NextTimerNs() (ns int64, ok bool) {
 }
 
 // StopStepped stops a stepped group as Stop stops a running one: new
-// Posts are refused, the shards run what they accepted until quiescent
-// (at most roundsMax rounds each, for a simulation whose pending calls
-// never answer), then engines are drained and OnStop runs. It returns an
-// error when a shard did not become quiescent.
+// Posts are refused, the shards run what they accepted until every one is
+// quiescent (their calls to each other answered), for at most roundsMax
+// rounds, then engines are drained and OnStop runs. It returns an error
+// when a shard did not become quiescent (a call that never answers).
 func (g *Group) StopStepped(roundsMax int) error {
 	for _, s := range g.shards {
 		s.state.CompareAndSwap(stateRunning, stateStopping)
+	}
+	for round := 0; round < roundsMax; round++ {
+		busy := false
+		for _, s := range g.shards {
+			if !s.ended() && !s.quiescent() {
+				s.runOnce()
+				busy = true
+			}
+		}
+		if !busy {
+			break
+		}
 	}
 	var first error
 	for _, s := range g.shards {
 		if s.ended() {
 			continue
-		}
-		for i := 0; i < roundsMax && !s.quiescent(); i++ {
-			s.runOnce()
 		}
 		if !s.quiescent() && first == nil {
 			first = fmt.Errorf("shard %d: not quiescent after %d rounds", s.id, roundsMax)

@@ -98,3 +98,33 @@ func TestSteppedGroupAbandon(t *testing.T) {
 		t.Fatal("an abandoned shard is not done")
 	}
 }
+
+// TestSteppedStopAnswersCalls stops a stepped group while a call from one
+// shard to the other waits in the callee's inbox: the stop runs both
+// until the reply has run, as a running group's Stop waits for its
+// shards' calls.
+func TestSteppedStopAnswersCalls(t *testing.T) {
+	g, err := NewGroup(Config{Count: 2, Clock: &manualClock{}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := g.StartStepped(); err != nil {
+		t.Fatal(err)
+	}
+	a, b := g.Shard(0), g.Shard(1)
+	answered := false
+	if err := a.Post(func() {
+		if err := Call(a, b, func(*Shard) int { return 7 }, func(v int) { answered = v == 7 }); err != nil {
+			t.Error(err)
+		}
+	}); err != nil {
+		t.Fatal(err)
+	}
+	a.Step() // the call is now in b's inbox
+	if err := g.StopStepped(100); err != nil {
+		t.Fatal(err)
+	}
+	if !answered {
+		t.Fatal("the stop ended before the call's reply ran")
+	}
+}
