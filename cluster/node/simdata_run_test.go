@@ -131,7 +131,11 @@ func (s *dsSim) chaos() {
 	case x < s.p.crashP:
 		nd := s.nodes[s.rng.IntN(len(s.nodes))]
 		if nd.up && down < (s.p.n-1)/2 {
-			nd.crash(s.rng.Float64() < s.p.powerLossP)
+			if s.rng.IntN(4) == 0 {
+				nd.stop()
+			} else {
+				nd.crash(s.rng.Float64() < s.p.powerLossP)
+			}
 			s.at(time.Duration(300+s.rng.IntN(3000))*time.Millisecond, func() {
 				if !nd.up && s.producing {
 					nd.start()
@@ -315,6 +319,7 @@ func (a *dsStats) add(b dsStats) {
 	a.Partitions += b.Partitions
 	a.Crashes += b.Crashes
 	a.PowerLosses += b.PowerLosses
+	a.Stops += b.Stops
 	a.ClockJumps += b.ClockJumps
 	a.Produced += b.Produced
 	a.Acked += b.Acked

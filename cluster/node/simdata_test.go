@@ -116,9 +116,9 @@ func (q *dsQueue) Pop() any {
 
 // dsStats are a run's figures.
 type dsStats struct {
-	Messages, Dropped, Partitions, Crashes, PowerLosses, ClockJumps int
-	Produced, Acked, Retries, Fetches, RecordsChecked               int
-	PrimaryTerms                                                    int
+	Messages, Dropped, Partitions, Crashes, PowerLosses, Stops, ClockJumps int
+	Produced, Acked, Retries, Fetches, RecordsChecked                      int
+	PrimaryTerms                                                           int
 }
 
 // dsSim is one seeded run.
@@ -303,6 +303,12 @@ func (nd *dsNode) start() {
 		s.fail("node %d: loading hard states: %v", nd.id, err)
 		return
 	}
+	// The logs closed at the last graceful stop open without a scan.
+	stopped, err := segment.LoadStopRecord(nd.fs, dsDir)
+	if err != nil {
+		s.fail("node %d: loading the stop record: %v", nd.id, err)
+		return
+	}
 	nd.hosts = make([]*partition.Host, dsShards)
 	var hostErr error
 	g, err := shard.NewGroup(shard.Config{Count: dsShards, Clock: s, CallsInFlightMax: 1 << 12,
@@ -352,7 +358,7 @@ func (nd *dsNode) start() {
 		h := nd.hosts[nd.shardOf(s.topic.ID, int32(p))]
 		cfg := partition.Config{FS: nd.fs, Dir: fmt.Sprintf("%s/partitions/%x-%d", dsDir, s.topic.ID, p),
 			Log: segment.Config{SegmentBytes: s.p.segmentBytes, IndexIntervalBytes: 1024, Fsync: segment.FsyncAlways,
-				BatchBytesMax: 1 << 20},
+				BatchBytesMax: 1 << 20, Stopped: stopped},
 			Topic: s.topic.Name, TopicID: s.topic.ID, Partition: int32(p), Self: raftlite.NodeID(nd.id),
 			Replicas: ids, Limits: lim, Send: nd.send, OnRoute: nd.routeChanged,
 			NowMs: func() int64 { return nd.wallNow().UnixMilli() }}
@@ -398,6 +404,35 @@ func (nd *dsNode) crash(powerLoss bool) {
 		nd.fs.Crash(s.rng.Uint64())
 	}
 	s.tracef("node %d crashes (power loss %v)", nd.id, powerLoss)
+}
+
+// stop stops the node gracefully, as Node.stopShards does: every host
+// closes its logs into one stop record (waiting requests are answered),
+// the shards run until quiescent, and the record is committed.
+func (nd *dsNode) stop() {
+	s := nd.s
+	rec := segment.NewStopRecord(dsDir)
+	for i, h := range nd.hosts {
+		if err := nd.group.Shard(i).Post(func() {
+			if err := h.Stop(rec); err != nil {
+				s.fail("node %d: stopping shard %d: %v", nd.id, i, err)
+			}
+		}); err != nil {
+			s.fail("node %d: posting a stop: %v", nd.id, err)
+		}
+	}
+	if err := nd.group.StopStepped(dsRoundsMax); err != nil {
+		s.fail("node %d: %v", nd.id, err)
+	}
+	if rec.Len() > 0 {
+		if err := rec.Commit(nd.fs); err != nil {
+			s.fail("node %d: committing the stop record: %v", nd.id, err)
+		}
+	}
+	nd.up = false
+	nd.inc++
+	s.stats.Stops++
+	s.tracef("node %d stops (%d logs in the stop record)", nd.id, rec.Len())
 }
 
 // routeChanged is the replicas' OnRoute: the local route, and the check
