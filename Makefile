@@ -8,7 +8,7 @@ PKGS     ?= ./...
 FUZZTIME ?= 10s
 SEEDS    ?= 20000
 
-.PHONY: all build run test test-race bench fuzz lint sim sim-cluster cluster chaos clean
+.PHONY: all build run test test-race bench fuzz lint sim sim-cluster sim-data cluster chaos clean
 
 all: build
 
@@ -61,6 +61,13 @@ sim:
 SIM_NODES ?= 0
 sim-cluster:
 	$(GO) test ./cluster/node -run 'TestSimCluster$$' -count=1 -timeout 3h -v -sim.seeds=$(SEEDS) -sim.nodes=$(SIM_NODES)
+
+## sim-data: the data-path simulator (cluster/node: real shards, replicas,
+## segment logs on in-memory FSes and the service, clients producing and
+## reading) over SEEDS seeds of 3- and 5-node clusters, or of SIM_NODES
+## nodes; a failure prints its seed and the one command that replays it
+sim-data:
+	$(GO) test ./cluster/node -run 'TestSimData$$' -count=1 -timeout 3h -v -simdata.seeds=$(SEEDS) -simdata.nodes=$(SIM_NODES)
 
 ## lint: gofmt and vet
 lint:
