@@ -333,7 +333,7 @@ func (nd *dsNode) start() {
 		return
 	}
 	nd.group, nd.up, nd.rt = g, true, routes{}
-	nd.svc = &nodeService{svcDeps{
+	nd.svc = &nodeService{svcDeps: svcDeps{
 		self: raftlite.NodeID(nd.id), clusterID: "sim",
 		addrOf: func(id int32) string { return fmt.Sprintf("node-%d:7070", id) },
 		group:  g, hosts: nd.hosts, shardOf: nd.shardOf,
