@@ -369,7 +369,9 @@ func (c *controller) onCommit(r *partition.Replica, commit int64) {
 func (c *controller) publish() { c.d.publish(c.view()) }
 
 // propose appends cmd to the metadata log and calls done on shard
-// metaShard with the outcome once it is applied (or failed).
+// metaShard with the outcome once it is applied (or failed), at the
+// latest when timeout passes. done may propose again: the replica's
+// produce waiters leave their queue before their reply runs.
 func (c *controller) propose(cmd metadata.Command, timeout time.Duration, done func(metadata.Result, error)) {
 	data, err := encodeCommand(cmd, c.d.clock.Now().UnixMilli())
 	if err != nil {

@@ -216,16 +216,16 @@ type reassignProgress struct {
 type reassigner struct {
 	d reassignDeps
 	// progress holds each driven move's latest answer (for the operator);
-	// proposing the moves with a metadata command in flight, since when
-	// (one that got no answer within 2 admin timeouts is proposed again).
+	// proposing the moves with a metadata command in flight (propose
+	// answers every command, at the latest at its timeout).
 	progress  map[[20]byte]reassignProgress
-	proposing map[[20]byte]time.Time
+	proposing map[[20]byte]bool
 	// seen is when this node first drove each move (to log its duration).
 	seen map[[20]byte]time.Time
 }
 
 func newReassigner(d reassignDeps) *reassigner {
-	ra := &reassigner{d: d, progress: map[[20]byte]reassignProgress{}, proposing: map[[20]byte]time.Time{}, seen: map[[20]byte]time.Time{}}
+	ra := &reassigner{d: d, progress: map[[20]byte]reassignProgress{}, proposing: map[[20]byte]bool{}, seen: map[[20]byte]time.Time{}}
 	var loop func()
 	loop = func() {
 		if ra.d.stopped() {
@@ -324,7 +324,7 @@ func (ra *reassigner) observe(st peerwire.ReassignState) {
 	}
 	now := ra.d.clock.Now()
 	ra.progress[key] = reassignProgress{state: st, at: now}
-	if at, ok := ra.proposing[key]; ok && now.Sub(at) < 2*adminTimeoutDefault {
+	if ra.proposing[key] {
 		return
 	}
 	cmd, ok := reassignRecord(mv, st)
@@ -332,7 +332,7 @@ func (ra *reassigner) observe(st peerwire.ReassignState) {
 		return
 	}
 	cmd.AtMs = now.UnixMilli()
-	ra.proposing[key] = now
+	ra.proposing[key] = true
 	ra.d.propose(cmd, func(err error) {
 		delete(ra.proposing, key)
 		if err != nil {
@@ -551,11 +551,7 @@ func (c *controller) svcReassign(req *service.ReassignRequest, done func(service
 				run(i+1, dryRun)
 				return
 			}
-			// Not from inside the previous proposal's answer: a produce
-			// on the metadata replica made from its own produce callback
-			// was never answered (its entry committed and applied, its
-			// proposer timed out).
-			c.sh.Post(func() { run(i+1, dryRun) })
+			run(i+1, dryRun)
 		}
 		switch {
 		case req.Action == service.ReassignCancel && dryRun:

@@ -238,30 +238,36 @@ func (r *Replica) finish(p *pendingProduce) {
 
 // completeQuorum answers the quorum waiters the commit now covers.
 func (r *Replica) completeQuorum() {
-	r.quorumQ = r.complete(r.quorumQ, r.commit)
+	r.complete(&r.quorumQ, func() int64 { return r.commit })
 }
 
 // completePrimary answers the acks=primary waiters the local write covers.
 func (r *Replica) completePrimary() {
-	r.primaryQ = r.complete(r.primaryQ, r.localDurable())
+	r.complete(&r.primaryQ, r.localDurable)
 }
 
-func (r *Replica) complete(q []*pendingProduce, upTo int64) []*pendingProduce {
-	n := 0
-	for n < len(q) && (q[n].done || q[n].last <= upTo) {
-		r.finish(q[n])
-		q[n] = nil
-		n++
+// complete answers the waiters at the head of *q that upTo covers. Each
+// leaves the queue before its reply runs, because a reply may produce
+// again (the metadata controller proposes from a proposal's answer):
+// that appends to *q and completes it re-entrantly, and a queue held in
+// a local across the reply lost the new waiter, which then heard only
+// its timeout although its batch committed.
+func (r *Replica) complete(q *[]*pendingProduce, upTo func() int64) {
+	for len(*q) > 0 && ((*q)[0].done || (*q)[0].last <= upTo()) {
+		p := (*q)[0]
+		(*q)[0] = nil
+		*q = (*q)[1:]
+		r.finish(p)
 	}
-	if n == 0 {
-		return q
-	}
-	return append(q[:0], q[n:]...)
 }
 
-// failPending answers every waiting produce with err.
+// failPending answers every waiting produce with err. The queues are
+// taken before any reply runs, so a produce made from a reply stays
+// queued (see complete).
 func (r *Replica) failPending(err error) {
-	for _, q := range [][]*pendingProduce{r.quorumQ, r.primaryQ} {
+	qs := [][]*pendingProduce{r.quorumQ, r.primaryQ}
+	r.quorumQ, r.primaryQ = nil, nil
+	for _, q := range qs {
 		for _, p := range q {
 			if !p.done {
 				p.done = true
@@ -272,7 +278,6 @@ func (r *Replica) failPending(err error) {
 			}
 		}
 	}
-	r.quorumQ, r.primaryQ = r.quorumQ[:0], r.primaryQ[:0]
 	r.failConf(err)
 }
 
