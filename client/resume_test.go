@@ -120,6 +120,13 @@ func TestProducerDialsARestartedNodeAtOnce(t *testing.T) {
 		done <- err
 	}()
 	waitFor(t, "a refused dial to node 2", func() bool { return refused.Load() > 0 })
+	// The producer must have seen node 2 down in the metadata, as it
+	// would during a real restart: two refreshes answered after the
+	// refusal (the first may have been on its way before it), so that a
+	// loaded machine cannot hide the down-then-up edge this test is about.
+	metaRequests := func() int { return e.fc.Requests(1, wire.APIMetadata) + e.fc.Requests(3, wire.APIMetadata) }
+	m0 := metaRequests()
+	waitFor(t, "two metadata refreshes while node 2 is down", func() bool { return metaRequests() >= m0+2 })
 	if err := e.fc.StartNode(2); err != nil {
 		t.Fatal(err)
 	}
