@@ -158,3 +158,44 @@ func TestOpenSessionRules(t *testing.T) {
 		})
 	}
 }
+
+// A partition this node no longer leads is answered
+// NOT_LEADER_OR_FOLLOWER in every incremental answer until the client
+// forgets it (an error is always news), its last told watermark is kept,
+// and once forgotten it is neither read nor answered.
+func TestSessionPartitionMovedAway(t *testing.T) {
+	l := New(nil, Config{})
+	st := &conn{}
+	_, s, _, _ := l.openSession(st, sessionRequest(0, 0, map[string][]int64{"a": {5, 7}}, nil))
+	answer := func(code int16) *kmsg.FetchResponse {
+		resp := kmsg.NewPtrFetchResponse()
+		resp.Topics = []kmsg.FetchResponseTopic{{Topic: "a", Partitions: []kmsg.FetchResponseTopicPartition{
+			{Partition: 0, HighWatermark: 9, LogStartOffset: 0, PreferredReadReplica: -1},
+			{Partition: 1, HighWatermark: 9, LogStartOffset: 0, PreferredReadReplica: -1, ErrorCode: code}}}}
+		return resp // the same watermark: only the error is news
+	}
+	sessionAnswer(s, answer(0), false)
+	for epoch := int32(1); epoch <= 2; epoch++ {
+		if _, _, _, code := l.openSession(st, sessionRequest(s.id, epoch, nil, nil)); code != 0 {
+			t.Fatalf("epoch %d: code %d", epoch, code)
+		}
+		resp := answer(kerr.NotLeaderForPartition.Code)
+		sessionAnswer(s, resp, true)
+		if len(resp.Topics) != 1 || len(resp.Topics[0].Partitions) != 1 ||
+			resp.Topics[0].Partitions[0].ErrorCode != kerr.NotLeaderForPartition.Code {
+			t.Fatalf("epoch %d: %+v", epoch, resp.Topics)
+		}
+	}
+	if sp := s.parts[s.index[topicPartition{"a", 1}]]; sp.hw != 9 {
+		t.Fatalf("told watermark %d after the errors, want 9", sp.hw)
+	}
+	full, _, _, code := l.openSession(st, sessionRequest(s.id, 3, nil, map[string][]int32{"a": {1}}))
+	if code != 0 || positions(full) != "a/0@5 " {
+		t.Fatalf("after forgetting: code %d, %q", code, positions(full))
+	}
+	resp := answer(kerr.NotLeaderForPartition.Code)
+	sessionAnswer(s, resp, true)
+	if len(resp.Topics) != 0 {
+		t.Fatalf("forgotten partition answered: %+v", resp.Topics)
+	}
+}
