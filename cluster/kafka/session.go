@@ -107,14 +107,26 @@ func (s *fetchSession) request(from *kmsg.FetchRequest) *kmsg.FetchRequest {
 // belongs to (nil: none, session id 0), whether the answer is
 // incremental, or a top-level error code for a request that names a
 // session it cannot have.
+//
+// The rules are KIP-227's, as a Kafka broker applies them: epoch 0 or -1
+// is a full fetch, which closes the session it names (known or not) and,
+// at epoch 0, opens a new one; any other epoch is incremental, answered
+// FETCH_SESSION_ID_NOT_FOUND when the id is not this connection's
+// session (id 0 included) and INVALID_FETCH_SESSION_EPOCH when the epoch
+// is not the next one. A client told either resets to a full fetch at
+// epoch 0 keeping its old id (franz-go does), so refusing that full
+// fetch would leave it asking in a loop.
 func (l *Listener) openSession(st *conn, req *kmsg.FetchRequest) (full *kmsg.FetchRequest, s *fetchSession, incremental bool, code int16) {
 	if req.Version < 7 {
 		return req, nil, false, 0
 	}
-	switch {
-	case req.SessionID == 0 && req.SessionEpoch == -1:
-		return req, nil, false, 0 // a full fetch without a session
-	case req.SessionID == 0 && req.SessionEpoch == 0:
+	if req.SessionEpoch == 0 || req.SessionEpoch == -1 {
+		if st.session != nil && st.session.id == req.SessionID {
+			st.session = nil // closed by the full fetch that names it
+		}
+		if req.SessionEpoch == -1 {
+			return req, nil, false, 0 // a full fetch without a session
+		}
 		s = &fetchSession{id: l.newSessionID(), epoch: 1, index: map[topicPartition]int{}}
 		for ti := range req.Topics {
 			for pi := range req.Topics[ti].Partitions {
@@ -126,16 +138,10 @@ func (l *Listener) openSession(st *conn, req *kmsg.FetchRequest) (full *kmsg.Fet
 		}
 		st.session = s
 		return req, s, false, 0
-	case req.SessionID == 0:
-		return nil, nil, false, kerr.InvalidFetchSessionEpoch.Code
 	}
 	s = st.session
-	if s == nil || s.id != req.SessionID {
+	if req.SessionID == 0 || s == nil || s.id != req.SessionID {
 		return nil, nil, false, kerr.FetchSessionIDNotFound.Code
-	}
-	if req.SessionEpoch == -1 {
-		st.session = nil // closed: this fetch is a full one without a session
-		return req, nil, false, 0
 	}
 	if req.SessionEpoch != s.epoch {
 		return nil, nil, false, kerr.InvalidFetchSessionEpoch.Code

@@ -376,11 +376,10 @@ func TestKafkaGroupCluster(t *testing.T) {
 
 	led := newGroupLedger()
 	for _, name := range []string{"m1", "m2", "m3"} {
-		// Without fetch sessions: after the failover, incremental
-		// sessions on a surviving node answered
-		// INVALID_FETCH_SESSION_EPOCH in a loop, a fetch matter this
-		// test is not about.
-		startGroupMember(t, ctx, kports, "gcg", "gc", name, led, kgo.DisableFetchSessions())
+		// With fetch sessions (franz-go's default): a member whose
+		// fetch was cut short by the rebalance resets its session with
+		// epoch 0 and its old id, which must open a new one.
+		startGroupMember(t, ctx, kports, "gcg", "gc", name, led)
 	}
 	clusterWait(t, 60*time.Second, "3 members with 4 partitions each", func() bool {
 		st, per, err := describeAssigned(ctx, adm, "gcg")

@@ -93,6 +93,25 @@ func TestKafkaFetchSession(t *testing.T) {
 	if got := fetch(id+1000, 1, nil); got.ErrorCode != kerr.FetchSessionIDNotFound.Code {
 		t.Fatalf("an unknown session: error %d", got.ErrorCode)
 	}
+	// franz-go's reset after either error: epoch 0 with the old id, a
+	// full fetch that replaces the session (refused, it looped).
+	reset := fetch(id, 0, map[int32]int64{0: 0, 1: 0, 2: 0})
+	if reset.ErrorCode != 0 || reset.SessionID == 0 || reset.SessionID == id || len(partitions(reset)) != 3 {
+		t.Fatalf("a reset: session %d (was %d), error %d, partitions %v", reset.SessionID, id, reset.ErrorCode, partitions(reset))
+	}
+	if got := fetch(id, 1, nil); got.ErrorCode != kerr.FetchSessionIDNotFound.Code {
+		t.Fatalf("the session the reset replaced: error %d", got.ErrorCode)
+	}
+	id = reset.SessionID
+	var end int64 // partition 1's, past its record
+	for _, rp := range reset.Topics[0].Partitions {
+		if rp.Partition == 1 {
+			end = rp.HighWatermark
+		}
+	}
+	if got := fetch(id, 1, map[int32]int64{1: end}); got.ErrorCode != 0 || got.SessionID != id || len(got.Topics) != 0 {
+		t.Fatalf("nothing new after the reset: session %d, error %d, partitions %v", got.SessionID, got.ErrorCode, partitions(got))
+	}
 	// Closing the session (epoch -1) answers in full, without a session.
 	if got := fetch(id, -1, map[int32]int64{0: 0}); got.ErrorCode != 0 || got.SessionID != 0 || len(partitions(got)) != 1 {
 		t.Fatalf("closing: session %d, error %d, partitions %v", got.SessionID, got.ErrorCode, partitions(got))
