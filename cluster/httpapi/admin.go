@@ -93,26 +93,16 @@ func (statsAnswer) httpAnswer()        {}
 func (clusterStatsAnswer) httpAnswer() {}
 
 func (h *API) rebalance(w http.ResponseWriter, r *http.Request) {
-	if err := checkQuery(r.URL.Query()); err != nil {
-		h.fail(w, err)
-		return
-	}
-	body, err := readBody(w, r, h.bodyTimeout)
-	if err != nil {
-		h.fail(w, err)
-		return
-	}
 	var in rebalanceBody
-	if err := decodeBody(body, &in); err != nil {
-		h.fail(w, err)
+	body, ok := h.readJSON(w, r, &in)
+	if !ok {
 		return
 	}
 	if in.MovesMax < 0 || in.MovesMax > wire.PartitionsPerTopicMax {
 		h.fail(w, wire.Errorf(wire.ErrInvalidRequest, "body field \"moves_max\" is %d; give 0 (no bound but the plan's) or 1..%d", in.MovesMax, wire.PartitionsPerTopicMax))
 		return
 	}
-	lead, _ := h.svc.MetadataRoute()
-	if !h.route(w, r, body, lead, wire.ErrNotMetadataPrimary) {
+	if !h.onMetadataPrimary(w, r, body) {
 		return
 	}
 	res, err := await(func(done func(service.RebalanceResult, error)) {
@@ -135,29 +125,21 @@ func (h *API) movePrimary(w http.ResponseWriter, r *http.Request) {
 	if err == nil {
 		p, err = pathPartition(r.PathValue("partition"))
 	}
-	if err == nil {
-		err = checkQuery(r.URL.Query())
-	}
 	if err != nil {
 		h.fail(w, err)
 		return
 	}
-	body, err := readBody(w, r, h.bodyTimeout)
-	if err != nil {
-		h.fail(w, err)
-		return
-	}
+	// readJSON checks the query: after the path, as on every route.
 	var in movePrimaryBody
-	if err := decodeBody(body, &in); err != nil {
-		h.fail(w, err)
+	body, ok := h.readJSON(w, r, &in)
+	if !ok {
 		return
 	}
 	if in.NodeID < 1 || in.NodeID > wire.NodesMax {
 		h.fail(w, wire.Errorf(wire.ErrInvalidRequest, "body field \"node_id\" is %d; give the id (1..%d) of an in-sync replica", in.NodeID, wire.NodesMax))
 		return
 	}
-	lead, _ := h.svc.MetadataRoute()
-	if !h.route(w, r, body, lead, wire.ErrNotMetadataPrimary) {
+	if !h.onMetadataPrimary(w, r, body) {
 		return
 	}
 	res, err := await(func(done func(service.MovePrimaryResult, error)) {

@@ -237,6 +237,40 @@ func (h *API) route(w http.ResponseWriter, r *http.Request, body []byte, target 
 	return false
 }
 
+// onMetadataPrimary is route for a change that runs on the metadata
+// primary (topics, users, operator actions). The route is read from
+// h.svc: the caller's guarded view passes MetadataRoute through
+// unchecked, so it would answer the same.
+func (h *API) onMetadataPrimary(w http.ResponseWriter, r *http.Request, body []byte) bool {
+	lead, _ := h.svc.MetadataRoute()
+	return h.route(w, r, body, lead, wire.ErrNotMetadataPrimary)
+}
+
+// requestBody refuses any query parameter, then reads the body within
+// the body timeout (readBody); the bytes are kept for a forward, which
+// sends them as they came.
+func (h *API) requestBody(w http.ResponseWriter, r *http.Request) ([]byte, error) {
+	if err := checkQuery(r.URL.Query()); err != nil {
+		return nil, err
+	}
+	return readBody(w, r, h.bodyTimeout)
+}
+
+// readJSON is requestBody then decodeBody into in (a pointer to the
+// route's body struct). It answers the first error itself and returns
+// false; true means in is filled and body may be forwarded.
+func (h *API) readJSON(w http.ResponseWriter, r *http.Request, in any) (body []byte, ok bool) {
+	body, err := h.requestBody(w, r)
+	if err == nil {
+		err = decodeBody(body, in)
+	}
+	if err != nil {
+		h.fail(w, err)
+		return nil, false
+	}
+	return body, true
+}
+
 // notThere is the error for a request that must run on target.
 func notThere(code *wire.Error, target int32, msg string) error {
 	e := wire.Errorf(code, "%s", msg)

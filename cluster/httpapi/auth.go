@@ -160,18 +160,8 @@ func (h *API) login(w http.ResponseWriter, r *http.Request) {
 		h.fail(w, wire.Errorf(wire.ErrInvalidRequest, "this node requires no authentication (security.auth = none): send requests without a token"))
 		return
 	}
-	if err := checkQuery(r.URL.Query()); err != nil {
-		h.fail(w, err)
-		return
-	}
-	body, err := readBody(w, r, h.bodyTimeout)
-	if err != nil {
-		h.fail(w, err)
-		return
-	}
 	var req loginBody
-	if err := decodeBody(body, &req); err != nil {
-		h.fail(w, err)
+	if _, ok := h.readJSON(w, r, &req); !ok {
 		return
 	}
 	a := h.auth

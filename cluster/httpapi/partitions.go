@@ -296,18 +296,8 @@ func (h *API) remoteLogs(ctx context.Context, addr string, names []partitionName
 }
 
 func (h *API) partitionsLog(w http.ResponseWriter, r *http.Request) {
-	if err := checkQuery(r.URL.Query()); err != nil {
-		h.fail(w, err)
-		return
-	}
-	body, err := readBody(w, r, h.bodyTimeout)
-	if err != nil {
-		h.fail(w, err)
-		return
-	}
 	var in partitionsLogBody
-	if err := decodeBody(body, &in); err != nil {
-		h.fail(w, err)
+	if _, ok := h.readJSON(w, r, &in); !ok {
 		return
 	}
 	if len(in.Partitions) > partitionsPageMax {

@@ -260,11 +260,7 @@ func nonNil(s []int32) []int32 {
 }
 
 func (h *API) createTopic(w http.ResponseWriter, r *http.Request) {
-	if err := checkQuery(r.URL.Query()); err != nil {
-		h.fail(w, err)
-		return
-	}
-	body, err := readBody(w, r, h.bodyTimeout)
+	body, err := h.requestBody(w, r)
 	if err != nil {
 		h.fail(w, err)
 		return
@@ -276,8 +272,7 @@ func (h *API) createTopic(w http.ResponseWriter, r *http.Request) {
 		h.fail(w, err)
 		return
 	}
-	lead, _ := h.svcOf(r).MetadataRoute()
-	if !h.route(w, r, body, lead, wire.ErrNotMetadataPrimary) {
+	if !h.onMetadataPrimary(w, r, body) {
 		return
 	}
 	res, err := await(func(done func(service.CreateTopicResult, error)) { h.svcOf(r).CreateTopic(nil, req, done) })
@@ -298,8 +293,7 @@ func (h *API) deleteTopic(w http.ResponseWriter, r *http.Request) {
 		h.fail(w, err)
 		return
 	}
-	lead, _ := h.svcOf(r).MetadataRoute()
-	if !h.route(w, r, nil, lead, wire.ErrNotMetadataPrimary) {
+	if !h.onMetadataPrimary(w, r, nil) {
 		return
 	}
 	id, err := await(func(done func(metadata.TopicID, error)) {

@@ -6,7 +6,6 @@ import (
 	"github.com/corestream/corestream/cluster/metadata"
 	"github.com/corestream/corestream/cluster/security"
 	"github.com/corestream/corestream/cluster/service"
-	"github.com/corestream/corestream/netio/wire"
 )
 
 // The user routes (docs/http.md, docs/security.md): list, create and
@@ -84,14 +83,9 @@ func (h *API) listUsers(w http.ResponseWriter, r *http.Request) {
 }
 
 func (h *API) createUser(w http.ResponseWriter, r *http.Request) {
-	body, err := h.userBody(w, r)
-	if err != nil {
-		h.fail(w, err)
-		return
-	}
 	var req createUserBody
-	if err := decodeBody(body, &req); err != nil {
-		h.fail(w, err)
+	body, ok := h.readJSON(w, r, &req)
+	if !ok {
 		return
 	}
 	h.changeUser(w, r, body, http.StatusCreated, &service.UserChange{Op: metadata.OpCreateUser, Name: req.Name,
@@ -104,12 +98,8 @@ func (h *API) userChange(op metadata.Op) http.HandlerFunc {
 		var body []byte
 		var req userChangeBody
 		if op != metadata.OpDeleteUser {
-			var err error
-			if body, err = h.userBody(w, r); err == nil {
-				err = decodeBody(body, &req)
-			}
-			if err != nil {
-				h.fail(w, err)
+			var ok bool
+			if body, ok = h.readJSON(w, r, &req); !ok {
 				return
 			}
 		} else if err := checkQuery(r.URL.Query()); err != nil {
@@ -120,18 +110,10 @@ func (h *API) userChange(op metadata.Op) http.HandlerFunc {
 	}
 }
 
-func (h *API) userBody(w http.ResponseWriter, r *http.Request) ([]byte, error) {
-	if err := checkQuery(r.URL.Query()); err != nil {
-		return nil, err
-	}
-	return readBody(w, r, h.bodyTimeout)
-}
-
 // changeUser runs req on the metadata primary and answers the user.
 func (h *API) changeUser(w http.ResponseWriter, r *http.Request, body []byte, status int, req *service.UserChange) {
 	users := h.usersOf(r)
-	lead, _ := h.svc.MetadataRoute()
-	if !h.route(w, r, body, lead, wire.ErrNotMetadataPrimary) {
+	if !h.onMetadataPrimary(w, r, body) {
 		return
 	}
 	u, err := await(func(done func(*metadata.User, error)) { users.ChangeUser(nil, req, done) })
