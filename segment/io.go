@@ -3,6 +3,7 @@ package segment
 import (
 	"errors"
 	"fmt"
+	"time"
 
 	"golang.org/x/sys/unix"
 )
@@ -54,6 +55,8 @@ type IO struct {
 	// delivering is true while notify callbacks run (they must not
 	// re-enter Flush, Poll or Wait).
 	delivering bool
+	// syncs times the syncs the engine completes (SyncStats).
+	syncs SyncStats
 }
 
 // opsInFlightMax bounds the operations one IO keeps queued or in flight:
@@ -342,6 +345,9 @@ func (d *IO) start(o *op) {
 		_ = d.waitFor(func() bool { return d.eng.InFlight() < opsInFlightMax })
 	}
 	tok := d.token(o)
+	if o.standalone || o.sync {
+		o.syncStart = time.Now()
+	}
 	var err error
 	switch {
 	case o.standalone:
@@ -366,5 +372,8 @@ func (d *IO) complete(tok uint64, err error) {
 	o := d.ops[tok]
 	d.ops[tok] = nil
 	d.freeTokens = append(d.freeTokens, tok)
+	if err == nil && !o.syncStart.IsZero() {
+		d.syncs.observe(time.Since(o.syncStart))
+	}
 	o.log.complete(o, err)
 }

@@ -2,6 +2,7 @@ package segment
 
 import (
 	"fmt"
+	"time"
 
 	"github.com/corestream/corestream/segment/batch"
 	"github.com/corestream/corestream/segment/vfs"
@@ -135,6 +136,9 @@ type op struct {
 	cleanup bool
 	done    bool
 	err     error
+	// syncStart is when the IO queued this op's sync (zero: no sync, or
+	// the background worker runs it); SyncStats times it.
+	syncStart time.Time
 }
 
 // OpenLog opens (creating when needed) the log in dir and recovers it:

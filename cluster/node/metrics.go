@@ -4,7 +4,9 @@ import (
 	"net/http"
 	"strconv"
 
+	"github.com/corestream/corestream/segment"
 	"github.com/corestream/corestream/shard"
+	"github.com/corestream/corestream/shard/partition"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
@@ -109,6 +111,9 @@ func (n *Node) registerRuntimeMetrics(reg *prometheus.Registry) {
 	if n.group != nil {
 		reg.MustRegister(&shardCollector{group: n.group})
 	}
+	if len(n.hosts) > 0 {
+		reg.MustRegister(&logSyncCollector{hosts: n.hosts})
+	}
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 }
 
@@ -188,4 +193,28 @@ func (n *Node) leadership() leadershipCounts {
 		}
 	}
 	return c
+}
+
+// logSyncCollector reads the segment logs' sync timings of every shard's
+// IO at a scrape, summed into one histogram: the shards observe with
+// atomics (segment.SyncStats) and never touch a Prometheus object.
+type logSyncCollector struct{ hosts []*partition.Host }
+
+var logFsyncDesc = prometheus.NewDesc("corestream_log_fsync_duration_seconds",
+	"Time of the segment logs' data syncs (fdatasync, with the write linked to it), from queueing to completion; _count is the syncs.", nil, nil)
+
+func (c *logSyncCollector) Describe(ch chan<- *prometheus.Desc) { ch <- logFsyncDesc }
+
+func (c *logSyncCollector) Collect(ch chan<- prometheus.Metric) {
+	var sum segment.SyncSnapshot
+	for _, h := range c.hosts {
+		if h != nil {
+			sum.Add(h.IO().SyncStats().Snapshot())
+		}
+	}
+	buckets := make(map[float64]uint64, len(segment.SyncBucketBounds))
+	for i, b := range segment.SyncBucketBounds {
+		buckets[b.Seconds()] = sum.Cumulative[i]
+	}
+	ch <- prometheus.MustNewConstHistogram(logFsyncDesc, sum.Count, sum.Sum.Seconds(), buckets)
 }

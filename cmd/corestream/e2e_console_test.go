@@ -6,8 +6,11 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -337,4 +340,114 @@ func cpuShare(t *testing.T, s *server, d time.Duration) float64 {
 	before, start := ticks(), time.Now()
 	time.Sleep(d) // the measurement's window, not a synchronisation
 	return float64(ticks()-before) * 10 * float64(time.Millisecond) / float64(time.Since(start)) * 100
+}
+
+// A node with security.auth = scram: the console's data calls answer 401,
+// so the page shows its login form; a wrong password is refused on the
+// form, the bootstrap administrator's login shows the nodes, with the
+// token in the tab's sessionStorage and nothing in localStorage; a user
+// without the cluster permission sees a rebalance's refusal (403), and
+// logging out brings the form back.
+func TestConsoleLoginInBrowser(t *testing.T) {
+	browser := chromiumPath()
+	if browser == "" {
+		t.Skip("no chromium on PATH: install Debian's chromium (apt-get install chromium) to run the console's browser test")
+	}
+	dir := t.TempDir()
+	cfg := filepath.Join(dir, "corestream.toml")
+	if err := os.WriteFile(cfg, []byte("[security]\nauth = \"scram\"\nadmin_user = \"root\"\nadmin_password = \"rootpw\"\n[http]\njwt_secret = \"j\"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	srv := exec.Command(corestreamBin(t), "serve", "--config", cfg, "--data", filepath.Join(dir, "data"),
+		"--client-addr", "127.0.0.1:0", "--http-addr", "127.0.0.1:0", "--shards", "1")
+	stdout, stderr := &syncBuf{}, &syncBuf{}
+	srv.Stdout, srv.Stderr = stdout, stderr
+	if err := srv.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		srv.Process.Signal(syscall.SIGKILL)
+		srv.Wait()
+		if t.Failed() {
+			t.Logf("server stderr:\n%s", tail(stderr.String(), 8<<10))
+		}
+	})
+	httpRE := regexp.MustCompile(`HTTP API on http://(\S+)`)
+	var httpAddr string
+	eventually(t, e2eStartTimeout, "the node serving", func() bool {
+		h := httpRE.FindStringSubmatch(stdout.String())
+		if h == nil {
+			return false
+		}
+		httpAddr = h[1]
+		return true
+	})
+	root := []string{"--user", "root", "--password", "rootpw", "user", "--http", httpAddr}
+	// The administrator may not be created yet the instant the node
+	// serves: wait for its first login to work.
+	eventually(t, 20*time.Second, "the administrator created", func() bool {
+		code, _, _ := runBin(t, "", append(root, "list")...)
+		return code == 0
+	})
+	if code, out, errs := runBin(t, "", append(root, "create", "viewer", "--new-password", "viewerpw")...); code != 0 {
+		t.Fatalf("creating user viewer: exit %d\n%s%s", code, out, errs)
+	}
+
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	actx, cancelAlloc := chromedp.NewExecAllocator(ctx, append(chromedp.DefaultExecAllocatorOptions[:],
+		chromedp.ExecPath(browser), chromedp.NoSandbox)...)
+	defer cancelAlloc()
+	bctx, cancelBrowser := chromedp.NewContext(actx)
+	defer cancelBrowser()
+	page := "http://" + httpAddr + "/"
+	if err := chromedp.Do(bctx, chromedp.Navigate(page), chromedp.WaitVisible(chromedp.CSS("#login"))); err != nil {
+		t.Fatalf("opening %s: the login form never showed: %v", page, err)
+	}
+	if why := evalIn[string](t, bctx, `document.getElementById('login-why').textContent`); !strings.Contains(why, "AUTHENTICATION_FAILED") {
+		t.Errorf("the login form says %q; want the 401's reason", why)
+	}
+	logIn := func(user, password string) {
+		t.Helper()
+		if err := chromedp.Do(bctx, chromedp.SetValue(chromedp.CSS("#login-user"), user),
+			chromedp.SetValue(chromedp.CSS("#login-password"), password),
+			chromedp.Click(chromedp.CSS("#login-submit"))); err != nil {
+			t.Fatal(err)
+		}
+	}
+	logIn("root", "wrong")
+	eventually(t, 15*time.Second, "the wrong password refused on the form", func() bool {
+		return strings.Contains(evalIn[string](t, bctx, `document.getElementById('login-result').textContent`), "AUTHENTICATION_FAILED")
+	})
+	logIn("root", "rootpw")
+	eventually(t, 20*time.Second, "the nodes shown after the login", func() bool {
+		shown := evalIn[[]consoleNode](t, bctx, consoleNodesJS)
+		return len(shown) == 1 && shown[0].Node == 1 && shown[0].Alive
+	})
+	if hidden := evalIn[bool](t, bctx, `document.getElementById('login').hidden`); !hidden {
+		t.Error("the login form still shows after a login")
+	}
+	stored := evalIn[[]int](t, bctx, `[(sessionStorage.getItem('corestream.token') || '').length, localStorage.length]`)
+	if stored[0] == 0 || stored[1] != 0 {
+		t.Errorf("token length in sessionStorage %d, localStorage entries %d; want a token in the tab's session only", stored[0], stored[1])
+	}
+
+	// A user without the cluster permission: the rebalance's refusal
+	// is shown, and logging out asks for a login again.
+	if err := chromedp.Do(bctx, chromedp.Click(chromedp.CSS("#logout")), chromedp.WaitVisible(chromedp.CSS("#login"))); err != nil {
+		t.Fatalf("logging out: %v", err)
+	}
+	if n := evalIn[int](t, bctx, `(sessionStorage.getItem('corestream.token') || '').length`); n != 0 {
+		t.Errorf("the token is still in sessionStorage after logging out")
+	}
+	logIn("viewer", "viewerpw")
+	eventually(t, 15*time.Second, "the login form gone", func() bool {
+		return evalIn[bool](t, bctx, `document.getElementById('login').hidden`)
+	})
+	if err := chromedp.Do(bctx, chromedp.Click(chromedp.CSS("#rebalance"))); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 15*time.Second, "the rebalance's refusal on the page", func() bool {
+		return strings.Contains(evalIn[string](t, bctx, `document.getElementById('rebalance-result').textContent`), "AUTHORIZATION_FAILED")
+	})
 }

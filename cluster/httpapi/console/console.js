@@ -15,21 +15,69 @@ function esc(v) {
   return String(v).replace(/[&<>"']/g, (c) => ({ "&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;", "'": "&#39;" })[c]);
 }
 
+// The login token (docs/console.md "Logging in"): with security.auth =
+// scram every data route needs "Authorization: Bearer TOKEN". It lives
+// in this tab's sessionStorage, never localStorage, so it dies with the
+// tab and no other tab or later visit can read it.
+const tokenKey = "corestream.token";
+let token = sessionStorage.getItem(tokenKey) || "";
+
 // api calls a route and answers its JSON; an error answer throws its
-// message with its code, as docs/http.md shapes it.
+// message with its code, as docs/http.md shapes it. A 401 asks for a
+// login; a 403 throws the refusal's message for the view to show.
 async function api(method, path, body) {
   const init = { method, headers: {} };
   if (body !== undefined) {
     init.body = JSON.stringify(body);
     init.headers["Content-Type"] = "application/json";
   }
+  if (token) init.headers["Authorization"] = "Bearer " + token;
   const resp = await fetch(path, init);
   const json = await resp.json();
   if (!resp.ok) {
     const e = json.error || {};
-    throw new Error((e.code || resp.status) + ": " + (e.message || resp.statusText));
+    const msg = (e.code || resp.status) + ": " + (e.message || resp.statusText);
+    if (resp.status === 401) showLogin(msg);
+    const err = new Error(msg);
+    err.status = resp.status;
+    throw err;
   }
   return json;
+}
+
+// showLogin shows the login form with why it is needed (no token, or
+// the token expired or was revoked); the token in hand is dropped.
+function showLogin(why) {
+  token = "";
+  sessionStorage.removeItem(tokenKey);
+  $("login-why").textContent = why;
+  $("who").textContent = "";
+  $("logout").hidden = true;
+  if ($("login").hidden) {
+    $("login").hidden = false;
+    $("login-user").focus();
+  }
+}
+
+// login trades a username and password for a token (POST /v1/login)
+// and refreshes every view with it.
+async function login(user, password) {
+  token = "";
+  const r = await api("POST", "/v1/login", { username: user, password });
+  token = r.token;
+  sessionStorage.setItem(tokenKey, token);
+  $("login").hidden = true;
+  $("login-password").value = "";
+  $("who").textContent = r.user;
+  $("logout").hidden = false;
+  pollCluster();
+  pollTopics();
+  pollPartitions();
+}
+
+// logout forgets the token; the next data call asks for a login again.
+function logout() {
+  showLogin("logged out");
 }
 
 function bytes(n) {
@@ -135,7 +183,9 @@ async function pollTopics() {
   try {
     renderTopics(await api("GET", "/v1/topics"));
   } catch (e) {
-    // The cluster poll reports a node that does not answer.
+    // The cluster poll reports a node that does not answer; a refusal
+    // of the topic list alone (403) is said here.
+    if (e.status === 403) $("create-result").textContent = String(e.message);
   }
 }
 
@@ -236,6 +286,16 @@ async function act(resultId, fn) {
 }
 
 function wire() {
+  $("login").addEventListener("submit", (ev) => {
+    ev.preventDefault();
+    $("login-result").textContent = "…";
+    login($("login-user").value, $("login-password").value).then(() => {
+      $("login-result").textContent = "";
+    }).catch((e) => {
+      $("login-result").textContent = String(e.message || e);
+    });
+  });
+  $("logout").addEventListener("click", logout);
   $("rebalance-form").addEventListener("submit", (ev) => {
     ev.preventDefault();
     act("rebalance-result", async () => {

@@ -1,0 +1,90 @@
+package segment
+
+import (
+	"testing"
+	"time"
+
+	"github.com/corestream/corestream/segment/vfs"
+)
+
+// A sync lands in the first bucket whose bound it does not exceed; the
+// snapshot's buckets are cumulative and the last bound's count misses
+// only the syncs slower than every bound.
+func TestSyncStatsBuckets(t *testing.T) {
+	cases := []struct {
+		d    time.Duration
+		want int // first cumulative bucket counting it (len: none)
+	}{
+		{0, 0},
+		{50 * time.Microsecond, 0},
+		{51 * time.Microsecond, 1},
+		{time.Millisecond, 3},
+		{3276800 * time.Microsecond, len(SyncBucketBounds) - 1},
+		{10 * time.Second, len(SyncBucketBounds)},
+	}
+	for _, c := range cases {
+		var s SyncStats
+		s.observe(c.d)
+		snap := s.Snapshot()
+		if snap.Count != 1 || snap.Sum != c.d {
+			t.Errorf("%v: count %d sum %v", c.d, snap.Count, snap.Sum)
+		}
+		for i, n := range snap.Cumulative {
+			if want := uint64(0); i >= c.want {
+				want = 1
+				if n != want {
+					t.Errorf("%v: bucket ≤%v counts %d, want 1", c.d, SyncBucketBounds[i], n)
+				}
+			} else if n != want {
+				t.Errorf("%v: bucket ≤%v counts %d, want 0", c.d, SyncBucketBounds[i], n)
+			}
+		}
+	}
+	var a, b SyncStats
+	a.observe(time.Millisecond)
+	b.observe(time.Minute)
+	sum := a.Snapshot()
+	sum.Add(b.Snapshot())
+	if sum.Count != 2 || sum.Cumulative[len(SyncBucketBounds)-1] != 1 || sum.Sum != time.Minute+time.Millisecond {
+		t.Errorf("added snapshots: %+v", sum)
+	}
+}
+
+// The IO times the syncs its engine runs and nothing else: appends under
+// FsyncNever are not timed, Sync is, and under FsyncAlways every write
+// the log submits carries a timed sync.
+func TestSyncStatsCountsSyncs(t *testing.T) {
+	forEach(t, func(t *testing.T, fsys vfs.FS, dir string, newEngine func() Engine) {
+		rng := newRNG(7)
+		never := openLog(t, fsys, dir+"-never", Config{Fsync: FsyncNever, Preallocate: PreallocKeepSize}, newEngine())
+		defer never.Close()
+		for range 5 {
+			if _, _, err := never.AppendLeader(makeBatch(rng, 1, 100, 1), 0); err != nil {
+				t.Fatal(err)
+			}
+			mustFlush(t, never)
+		}
+		if got := never.IO().SyncStats().Snapshot().Count; got != 0 {
+			t.Fatalf("FsyncNever: %d syncs timed after appends alone", got)
+		}
+		if err := never.Sync(); err != nil {
+			t.Fatal(err)
+		}
+		if got := never.IO().SyncStats().Snapshot().Count; got == 0 {
+			t.Fatal("FsyncNever: Sync was not timed")
+		}
+
+		always := openLog(t, fsys, dir+"-always", Config{Fsync: FsyncAlways, Preallocate: PreallocKeepSize}, newEngine())
+		defer always.Close()
+		for range 5 {
+			if _, _, err := always.AppendLeader(makeBatch(rng, 1, 100, 1), 0); err != nil {
+				t.Fatal(err)
+			}
+			mustFlush(t, always)
+		}
+		snap := always.IO().SyncStats().Snapshot()
+		if snap.Count < 5 || snap.Sum <= 0 || snap.Cumulative[len(SyncBucketBounds)-1] > snap.Count {
+			t.Fatalf("FsyncAlways, 5 flushed appends: %+v", snap)
+		}
+	})
+}
