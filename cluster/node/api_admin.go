@@ -11,6 +11,7 @@ import (
 	"github.com/corestream/corestream/cluster/metadata"
 	"github.com/corestream/corestream/cluster/service"
 	"github.com/corestream/corestream/netio/wire"
+	"github.com/corestream/corestream/shard/partition"
 )
 
 // The controller's side of the service's admin calls (svc_admin.go):
@@ -52,12 +53,42 @@ var metadataKinds = []struct{ is, kind error }{
 	{metadata.ErrInvalidConfig, service.ErrInvalidConfig},
 }
 
+// ruleKinds are the service's kinds of the codes the protocol's request
+// rules answer with (netio/wire's naming rule and bounds, which the admin
+// calls apply so that they are defined once): only those validators'
+// codes, not a front end's table read backwards.
+var ruleKinds = []struct {
+	code *wire.Error
+	kind error
+}{
+	{wire.ErrInvalidTopicName, service.ErrInvalidTopicName},
+	{wire.ErrInvalidPartitions, service.ErrInvalidPartitions},
+	{wire.ErrInvalidReplicationFactor, service.ErrInvalidReplicationFactor},
+	{wire.ErrInvalidConfig, service.ErrInvalidConfig},
+	{wire.ErrInvalidConsumerName, service.ErrInvalidConsumerName},
+}
+
+// ruleErr gives a protocol rule's refusal its service kind, message kept
+// (INVALID_REQUEST for a code the rules do not use).
+func ruleErr(err error) error {
+	var we *wire.ErrorResponse
+	if !errors.As(err, &we) {
+		return err
+	}
+	for _, r := range ruleKinds {
+		if we.Err == r.code {
+			return service.Errorf(r.kind, "%s", we.Message)
+		}
+	}
+	return service.Errorf(service.ErrInvalidRequest, "%s", we.Message)
+}
+
 // metaKindErr gives a metadata error its service kind (INVALID_REQUEST
 // when it has none); an error that already has one passes.
 func metaKindErr(err error) error {
 	var se *service.Error
-	var we *wire.ErrorResponse
-	if errors.As(err, &se) || errors.As(err, &we) {
+	var pe *partition.Error
+	if errors.As(err, &se) || errors.As(err, &pe) {
 		return err
 	}
 	for _, m := range metadataKinds {
@@ -117,7 +148,7 @@ func (c *controller) createTopic(req *service.CreateTopicRequest, done func(serv
 		wr.Configs = append(wr.Configs, wire.Config{Key: e.Key, Value: e.Value})
 	}
 	if err := wr.Validate(); err != nil {
-		fail(err)
+		fail(ruleErr(err))
 		return
 	}
 	tc, err := topicConfig(req.Configs)
@@ -222,7 +253,7 @@ func (c *controller) deleteTopic(req *service.DeleteTopicRequest, done func(meta
 
 func (c *controller) addPartitions(req *service.AddPartitionsRequest, done func(int32, error)) {
 	if err := (&wire.AddPartitionsRequest{Name: req.Name, Partitions: req.Partitions}).Validate(); err != nil {
-		done(0, err)
+		done(0, ruleErr(err))
 		return
 	}
 	// The count a topic already has is refused (INVALID_PARTITIONS), as
@@ -261,7 +292,7 @@ func (c *controller) addPartitions(req *service.AddPartitionsRequest, done func(
 
 func (c *controller) commitOffsets(req *service.CommitOffsetsRequest, done func([]error, error)) {
 	if err := wire.ValidateConsumerName(req.Consumer); err != nil {
-		done(nil, err)
+		done(nil, ruleErr(err))
 		return
 	}
 	results := make([]error, len(req.Offsets))
@@ -307,7 +338,7 @@ func offsetErr(err error) error {
 // metadata (the controller's state, current to what it has applied).
 func (c *controller) fetchOffsets(req *service.FetchOffsetsRequest, done func([]service.CommittedOffset, error)) {
 	if err := wire.ValidateConsumerName(req.Consumer); err != nil {
-		done(nil, err)
+		done(nil, ruleErr(err))
 		return
 	}
 	var out []service.CommittedOffset

@@ -13,6 +13,7 @@ import (
 	"github.com/corestream/corestream/cluster/config"
 	"github.com/corestream/corestream/cluster/metadata"
 	"github.com/corestream/corestream/cluster/peerwire"
+	"github.com/corestream/corestream/cluster/service"
 	"github.com/corestream/corestream/netio/wire"
 	"github.com/corestream/corestream/raftlite"
 	"github.com/corestream/corestream/shard/partition"
@@ -234,7 +235,7 @@ func (b *balancer) check(mv *move) {
 		d.stats.Failed.Add(1)
 		d.log.Warn("primary move failed", "partition", mv.Key, "from", mv.From, "to", mv.To, "why", mv.Why,
 			"duration", now.Sub(mv.started), "primary_now", rt.leader)
-		b.finish(mv, wire.Errorf(wire.ErrRequestTimedOut, "moving %s's primary from node %d to node %d did not finish within %v (primary now %d)",
+		b.finish(mv, service.Errorf(partition.ErrTimedOut, "moving %s's primary from node %d to node %d did not finish within %v (primary now %d)",
 			mv.Key, mv.From, mv.To, d.moveTimeout, rt.leader))
 	default:
 		d.after(moveCheckEvery, func() { b.check(mv) })
@@ -307,7 +308,7 @@ func (n *Node) transferLocal(topicID [16]byte, p int32, to int32) {
 func (c *controller) rebalance(req *wire.RebalanceRequest, done func(any)) {
 	b := c.bal
 	if b.inFlight != nil && !req.DryRun {
-		done(wire.Errorf(wire.ErrRebalanceInProgress, "a primary move (%s from node %d to node %d) is running", b.inFlight.Key, b.inFlight.From, b.inFlight.To))
+		done(service.Errorf(service.ErrRebalanceInProgress, "a primary move (%s from node %d to node %d) is running", b.inFlight.Key, b.inFlight.From, b.inFlight.To))
 		return
 	}
 	movesMax := int(req.MovesMax)
@@ -347,15 +348,15 @@ func (c *controller) movePrimary(req *wire.MovePrimaryRequest, done func(any)) {
 	key := shardKey(t.ID, req.Partition)
 	rt, _ := d.route(key)
 	if !hosts(t.Replicas[req.Partition], raftlite.NodeID(req.TargetNodeID)) {
-		done(wire.Errorf(wire.ErrNotReplica, "node %d holds no replica of %s/%d (replicas %v)", req.TargetNodeID, t.Name, req.Partition, t.Replicas[req.Partition]))
+		done(service.Errorf(service.ErrNotReplica, "node %d holds no replica of %s/%d (replicas %v)", req.TargetNodeID, t.Name, req.Partition, t.Replicas[req.Partition]))
 		return
 	}
 	if !d.alive(req.TargetNodeID) {
-		done(wire.Errorf(wire.ErrNodeNotAvailable, "node %d is down", req.TargetNodeID))
+		done(service.Errorf(service.ErrNodeNotAvailable, "node %d is down", req.TargetNodeID))
 		return
 	}
 	if rt.leader <= 0 || !d.alive(rt.leader) {
-		done(wire.Errorf(wire.ErrPrimaryNotAvailable, "%s/%d has no primary to move right now", t.Name, req.Partition))
+		done(service.Errorf(partition.ErrPrimaryNotAvailable, "%s/%d has no primary to move right now", t.Name, req.Partition))
 		return
 	}
 	if rt.leader == req.TargetNodeID {
@@ -363,11 +364,11 @@ func (c *controller) movePrimary(req *wire.MovePrimaryRequest, done func(any)) {
 		return
 	}
 	if rt.inSync != nil && !containsID(rt.inSync, req.TargetNodeID) {
-		done(wire.Errorf(wire.ErrNotInSyncReplica, "node %d is not an in-sync replica of %s/%d (in sync: %v)", req.TargetNodeID, t.Name, req.Partition, rt.inSync))
+		done(service.Errorf(service.ErrNotInSyncReplica, "node %d is not an in-sync replica of %s/%d (in sync: %v)", req.TargetNodeID, t.Name, req.Partition, rt.inSync))
 		return
 	}
 	if b.inFlight != nil {
-		done(wire.Errorf(wire.ErrRebalanceInProgress, "a primary move (%s from node %d to node %d) is running", b.inFlight.Key, b.inFlight.From, b.inFlight.To))
+		done(service.Errorf(service.ErrRebalanceInProgress, "a primary move (%s from node %d to node %d) is running", b.inFlight.Key, b.inFlight.From, b.inFlight.To))
 		return
 	}
 	m := balance.Move{Key: t.Name + "/" + strconv.Itoa(int(req.Partition)), From: rt.leader, To: req.TargetNodeID, Why: "requested by an operator"}
@@ -380,6 +381,6 @@ func (c *controller) movePrimary(req *wire.MovePrimaryRequest, done func(any)) {
 		done(&wire.MovePrimaryResponse{PrimaryID: rt.leader, Generation: rt.term})
 	})
 	if err != nil {
-		done(wire.Errorf(wire.ErrInvalidRequest, "%v", err))
+		done(service.Errorf(service.ErrInvalidRequest, "%v", err))
 	}
 }

@@ -11,7 +11,7 @@ import (
 
 	"github.com/corestream/corestream/cluster/clock"
 	"github.com/corestream/corestream/cluster/metadata"
-	"github.com/corestream/corestream/netio/wire"
+	"github.com/corestream/corestream/cluster/service"
 	"github.com/corestream/corestream/raftlite"
 	"github.com/corestream/corestream/segment"
 	"github.com/corestream/corestream/segment/batch"
@@ -182,7 +182,7 @@ func (m *metaCore) keep(off int64, a applied) {
 func (m *metaCore) answer(off int64, done func(metadata.Result, error)) {
 	a, ok := m.results[off]
 	if !ok {
-		done(metadata.Result{}, wire.Errorf(wire.ErrUnknownServerError, "metadata command at offset %d committed but its result is gone", off))
+		done(metadata.Result{}, service.Errorf(service.ErrInternal, "metadata command at offset %d committed but its result is gone", off))
 		return
 	}
 	delete(m.results, off)
@@ -375,7 +375,7 @@ func (c *controller) publish() { c.d.publish(c.view()) }
 func (c *controller) propose(cmd metadata.Command, timeout time.Duration, done func(metadata.Result, error)) {
 	data, err := encodeCommand(cmd, c.d.clock.Now().UnixMilli())
 	if err != nil {
-		done(metadata.Result{}, wire.Errorf(wire.ErrInvalidRequest, "metadata command: %v", err))
+		done(metadata.Result{}, service.Errorf(service.ErrInvalidRequest, "metadata command: %v", err))
 		return
 	}
 	req := &partition.ProduceArgs{Generation: partition.GenerationUnknown, Timeout: timeout, Records: data}
@@ -399,22 +399,23 @@ func (c *controller) propose(cmd metadata.Command, timeout time.Duration, done f
 func (c *controller) answer(off int64, done func(metadata.Result, error)) {
 	a, ok := c.results[off]
 	if !ok {
-		done(metadata.Result{}, wire.Errorf(wire.ErrUnknownServerError, "metadata command at offset %d committed but its result is gone", off))
+		done(metadata.Result{}, service.Errorf(service.ErrInternal, "metadata command at offset %d committed but its result is gone", off))
 		return
 	}
 	delete(c.results, off)
 	done(a.res, a.err)
 }
 
-// metaErr turns a metadata replica's NOT_PRIMARY into NOT_METADATA_PRIMARY
-// with the metadata primary's address.
+// metaErr turns a metadata replica's ErrNotPrimary into
+// ErrNotMetadataPrimary with the metadata primary's address; the
+// replica's other errors keep their kind (the service adds addresses to
+// their hints).
 func (n *Node) metaErr(err error) error {
-	err = wireError(err)
-	var er *wire.ErrorResponse
-	if errors.As(err, &er) && er.Err == wire.ErrNotPrimary {
-		e := wire.Errorf(wire.ErrNotMetadataPrimary, "node %d is not the metadata primary", n.self)
-		if er.Hint != nil {
-			e.Hint = &wire.Hint{NodeID: er.Hint.NodeID, Address: n.addrOf(er.Hint.NodeID), Generation: er.Hint.Generation}
+	var pe *partition.Error
+	if errors.As(err, &pe) && pe.Kind == partition.ErrNotPrimary {
+		e := service.Errorf(service.ErrNotMetadataPrimary, "node %d is not the metadata primary", n.self)
+		if pe.Leader > 0 {
+			e.Hint = &service.Hint{NodeID: pe.Leader, ClientAddr: n.addrOf(pe.Leader), Generation: pe.Generation}
 		}
 		return e
 	}
