@@ -31,7 +31,7 @@ func (c *controller) admit(needPrimary bool) error {
 	// A primary plans from its state: until its term's first entry is
 	// applied that state may lack committed commands (a topic it would
 	// create twice, offsets it would not return).
-	return c.n.metadataReady()
+	return c.d.ready()
 }
 
 // timeoutOf is an admin call's timeout: adminTimeoutDefault for 0.
@@ -101,9 +101,9 @@ func metaKindErr(err error) error {
 
 // rosterIDs lists the roster's ids; eligible lists the live ones.
 func (c *controller) rosterIDs() (roster, eligible []metadata.NodeID) {
-	for _, m := range c.n.roster {
+	for _, m := range c.d.roster {
 		roster = append(roster, metadata.NodeID(m.ID))
-		if c.n.alive(int32(m.ID)) {
+		if c.d.alive(int32(m.ID)) {
 			eligible = append(eligible, metadata.NodeID(m.ID))
 		}
 	}
@@ -114,7 +114,7 @@ func (c *controller) rosterIDs() (roster, eligible []metadata.NodeID) {
 // placement spreads a partition's replicas.
 func (c *controller) rosterRacks() map[metadata.NodeID]string {
 	racks := map[metadata.NodeID]string{}
-	for _, m := range c.n.roster {
+	for _, m := range c.d.roster {
 		racks[metadata.NodeID(m.ID)] = m.Rack
 	}
 	return racks
@@ -157,7 +157,7 @@ func (c *controller) createTopic(req *service.CreateTopicRequest, done func(serv
 		return
 	}
 	roster, eligible := c.rosterIDs()
-	defRF := c.n.cfg.Cluster.DefaultReplicationFactor.Resolve(len(roster))
+	defRF := c.d.defaultRF.Resolve(len(roster))
 	cmd, err := c.state.PlanCreateTopic(metadata.CreateRequest{Name: req.Name, Partitions: int(req.Partitions),
 		ReplicationFactor: int(req.ReplicationFactor), Config: tc, Racks: c.rosterRacks()}, roster, eligible, defRF, time.Now().UnixMilli())
 	if err != nil {
@@ -205,11 +205,11 @@ func (c *controller) whenRoutable(t *metadata.Topic, first int, deadline time.Ti
 	examples := map[string]string{}
 	for p := first; p < len(t.Replicas); p++ {
 		key := shardKey(t.ID, int32(p))
-		if rt, ok := c.n.routes.get(key); ok && rt.leader > 0 {
+		if rt, ok := c.d.route(key); ok && rt.leader > 0 {
 			continue
 		}
 		reps := len(t.Replicas[p])
-		if f, ok := c.n.openErrs.get(key); ok && reps-1 < reps/2+1 {
+		if f, ok := c.d.openFailed(key); ok && reps-1 < reps/2+1 {
 			failed++
 			if causes[f.kind]++; causes[f.kind] == 1 {
 				examples[f.kind] = fmt.Sprintf("partition %d: %v", p, f.err)
@@ -233,7 +233,7 @@ func (c *controller) whenRoutable(t *metadata.Topic, first int, deadline time.Ti
 	sort.Strings(list)
 	fn(fmt.Errorf("%d of its %d partitions cannot be opened on node %d and stay offline: %s. "+
 		"The node retries each with a back-off of up to %v, so they come online once the cause is fixed; or delete the topic",
-		failed, len(t.Replicas)-first, c.n.self, strings.Join(list, "; "), openBackoffMax))
+		failed, len(t.Replicas)-first, c.d.self, strings.Join(list, "; "), openBackoffMax))
 }
 
 func (c *controller) deleteTopic(req *service.DeleteTopicRequest, done func(metadata.TopicID, error)) {

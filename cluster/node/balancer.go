@@ -124,10 +124,10 @@ func newBalancer(d balancerDeps, stopped func() bool) *balancer {
 	return b
 }
 
-// startBalancer wires the driver to the node's parts. REQUIRES: on shard
-// metaShard, with c the started controller.
-func (c *controller) startBalancer() {
-	n := c.n
+// startBalancer wires controller c's balancer driver to the node's
+// parts (composition root glue). REQUIRES: on shard metaShard, with c
+// the started controller.
+func (n *Node) startBalancer(c *controller) {
 	c.bal = newBalancer(balancerDeps{
 		clock: n.clock,
 		after: func(d time.Duration, fn func()) { c.sh.AfterFunc(d, fn) },

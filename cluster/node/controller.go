@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/corestream/corestream/cluster/clock"
+	"github.com/corestream/corestream/cluster/config"
 	"github.com/corestream/corestream/cluster/metadata"
 	"github.com/corestream/corestream/cluster/service"
 	"github.com/corestream/corestream/raftlite"
@@ -51,7 +52,6 @@ type controller struct {
 	r  *partition.Replica
 	// n is for the admin front end (api_admin.go) only, until it calls
 	// the service; the controller's own code reaches the node through d.
-	n   *Node
 	bal *balancer
 	// reas drives replica moves (reassign.go).
 	reas *reassigner
@@ -86,6 +86,18 @@ type ctrlDeps struct {
 	loaded *atomic.Bool
 	// metaErr turns a metadata replica's error into the one clients see.
 	metaErr func(error) error
+	// What the admin calls (api_admin.go) read: this node, the roster
+	// and who is up, the readiness latch's answer (ready.go), the
+	// published View, the routes, the partitions that failed to open
+	// here, and cluster.default_replication_factor.
+	self       raftlite.NodeID
+	roster     []config.RosterNode
+	alive      func(id int32) bool
+	ready      func() error
+	view       func() *View
+	route      func(key [20]byte) (route, bool)
+	openFailed func(key [20]byte) (openFailure, bool)
+	defaultRF  config.ReplicationFactor
 }
 
 // metaCore is the controller's pure core: committed metadata log
@@ -224,8 +236,10 @@ func (n *Node) startController() error {
 	err = sh.Do(func(sh *shard.Shard) {
 		core := newMetaCore(n.log)
 		core.changed = n.logMetadataChange
-		c := &controller{metaCore: core, n: n, sh: sh, snapshotAt: -1, d: ctrlDeps{
+		c := &controller{metaCore: core, sh: sh, snapshotAt: -1, d: ctrlDeps{
 			log: n.log, clock: n.clock, fs: n.fs, dir: n.dir, loaded: &n.metaLoaded, metaErr: n.metaErr,
+			self: n.self, roster: n.roster, alive: n.alive, ready: n.metadataReady, view: n.view.Load,
+			route: n.routes.get, openFailed: n.openErrs.get, defaultRF: n.cfg.Cluster.DefaultReplicationFactor,
 			publish: func(v *View) {
 				n.view.Store(v)
 				for i := range n.hosts {
@@ -279,8 +293,8 @@ func (n *Node) startController() error {
 		n.opened(r, metaShard)
 		c.r = r
 		n.ctrl = c
-		c.startBalancer()
-		c.startReassigner()
+		n.startBalancer(c)
+		n.startReassigner(c)
 		done <- nil
 	})
 	if err != nil {
