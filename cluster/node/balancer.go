@@ -1,7 +1,6 @@
 package node
 
 import (
-	"errors"
 	"fmt"
 	"log/slog"
 	"strconv"
@@ -280,27 +279,12 @@ func (n *Node) moveTimeout() time.Duration {
 // REQUIRES: on shard metaShard.
 func (n *Node) requestTransfer(topicID [16]byte, p int32, from, to int32) {
 	if from == int32(n.self) {
-		n.transferLocal(topicID, p, to)
+		n.replicas.transfer(topicID, p, to)
 		return
 	}
 	if n.peers != nil {
 		n.peers.requestTransfer(from, peerwire.Transfer{TopicID: topicID, Partition: p, Target: to})
 	}
-}
-
-// transferLocal starts a leadership transfer on the local primary.
-func (n *Node) transferLocal(topicID [16]byte, p int32, to int32) {
-	key := shardKey(topicID, p)
-	sh := n.group.Shard(n.shardOf(topicID, p))
-	sh.Post(func() {
-		r := n.hosts[sh.ID()].Get(key)
-		if r == nil {
-			return
-		}
-		if err := r.TransferLeadership(raftlite.NodeID(to)); err != nil && !errors.Is(err, partition.ErrClosed) {
-			n.log.Warn("leadership transfer refused", "topic", r.Config().Topic, "partition", p, "to", to, "err", err)
-		}
-	})
 }
 
 // rebalance answers a Rebalance request: the plan, and unless a dry run,

@@ -12,7 +12,7 @@ import (
 // closure is not visible to this check.
 func TestPartsHoldNoNode(t *testing.T) {
 	node := reflect.TypeOf(Node{})
-	for _, part := range []any{controller{}, balancer{}, reassigner{}, reconciler{}, peers{}, liveness{}, downWatch{}, router{}} {
+	for _, part := range []any{controller{}, balancer{}, reassigner{}, reconciler{}, peers{}, liveness{}, downWatch{}, router{}, replicaHost{}} {
 		seen := map[reflect.Type]bool{}
 		var walk func(typ reflect.Type, path string)
 		walk = func(typ reflect.Type, path string) {
