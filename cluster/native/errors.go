@@ -19,8 +19,8 @@ var codes = []struct {
 	kind error
 	code *wire.Error
 }{
-	// The service's own kinds come first: where a code has two kinds,
-	// KindOfCode reads the first.
+	// The service's own kinds come first, then the replica's; a code may
+	// serve two kinds (INVALID_REQUEST), as the table is read one way only.
 	{service.ErrUnknownTopicOrPartition, wire.ErrUnknownTopicOrPartition},
 	{service.ErrMetadataNotReady, wire.ErrMetadataNotReady},
 	{service.ErrNotMetadataPrimary, wire.ErrNotMetadataPrimary},
@@ -82,18 +82,6 @@ func CodeOf(kind error) *wire.Error {
 		}
 	}
 	return wire.ErrUnknownServerError
-}
-
-// KindOfCode is the kind of a native code, the table read backwards: for
-// the parts of the node that still answer in native codes. A code with no
-// kind is service.ErrInternal.
-func KindOfCode(code *wire.Error) error {
-	for _, c := range codes {
-		if c.code == code {
-			return c.kind
-		}
-	}
-	return service.ErrInternal
 }
 
 // Error turns the service's *service.Error, or a replica's

@@ -48,19 +48,3 @@ func TestCodesCoverEveryKind(t *testing.T) {
 		t.Fatal("other errors pass through")
 	}
 }
-
-// Read backwards, the table gives the service's own kind where two kinds
-// share a code, and ErrInternal for a code with none.
-func TestKindOfCode(t *testing.T) {
-	for _, c := range codes {
-		if got := CodeOf(KindOfCode(c.code)); got != c.code {
-			t.Errorf("%s reads as %v, which maps to %s", c.code.Name, KindOfCode(c.code), got.Name)
-		}
-	}
-	if k := KindOfCode(wire.ErrInvalidRequest); k != service.ErrInvalidRequest {
-		t.Fatalf("INVALID_REQUEST reads as %v", k)
-	}
-	if k := KindOfCode(wire.ErrNotCoordinator); k != service.ErrInternal {
-		t.Fatalf("a code with no kind reads as %v", k)
-	}
-}

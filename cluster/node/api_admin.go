@@ -11,6 +11,7 @@ import (
 	"github.com/corestream/corestream/cluster/metadata"
 	"github.com/corestream/corestream/cluster/service"
 	"github.com/corestream/corestream/netio/wire"
+	"github.com/corestream/corestream/shard/partition"
 )
 
 // The controller's side of the service's admin calls (svc_admin.go):
@@ -30,7 +31,7 @@ func (c *controller) admit(needPrimary bool) error {
 	// A primary plans from its state: until its term's first entry is
 	// applied that state may lack committed commands (a topic it would
 	// create twice, offsets it would not return).
-	return c.n.metadataReady()
+	return c.d.ready()
 }
 
 // timeoutOf is an admin call's timeout: adminTimeoutDefault for 0.
@@ -52,12 +53,42 @@ var metadataKinds = []struct{ is, kind error }{
 	{metadata.ErrInvalidConfig, service.ErrInvalidConfig},
 }
 
+// ruleKinds are the service's kinds of the codes the protocol's request
+// rules answer with (netio/wire's naming rule and bounds, which the admin
+// calls apply so that they are defined once): only those validators'
+// codes, not a front end's table read backwards.
+var ruleKinds = []struct {
+	code *wire.Error
+	kind error
+}{
+	{wire.ErrInvalidTopicName, service.ErrInvalidTopicName},
+	{wire.ErrInvalidPartitions, service.ErrInvalidPartitions},
+	{wire.ErrInvalidReplicationFactor, service.ErrInvalidReplicationFactor},
+	{wire.ErrInvalidConfig, service.ErrInvalidConfig},
+	{wire.ErrInvalidConsumerName, service.ErrInvalidConsumerName},
+}
+
+// ruleErr gives a protocol rule's refusal its service kind, message kept
+// (INVALID_REQUEST for a code the rules do not use).
+func ruleErr(err error) error {
+	var we *wire.ErrorResponse
+	if !errors.As(err, &we) {
+		return err
+	}
+	for _, r := range ruleKinds {
+		if we.Err == r.code {
+			return service.Errorf(r.kind, "%s", we.Message)
+		}
+	}
+	return service.Errorf(service.ErrInvalidRequest, "%s", we.Message)
+}
+
 // metaKindErr gives a metadata error its service kind (INVALID_REQUEST
 // when it has none); an error that already has one passes.
 func metaKindErr(err error) error {
 	var se *service.Error
-	var we *wire.ErrorResponse
-	if errors.As(err, &se) || errors.As(err, &we) {
+	var pe *partition.Error
+	if errors.As(err, &se) || errors.As(err, &pe) {
 		return err
 	}
 	for _, m := range metadataKinds {
@@ -70,9 +101,9 @@ func metaKindErr(err error) error {
 
 // rosterIDs lists the roster's ids; eligible lists the live ones.
 func (c *controller) rosterIDs() (roster, eligible []metadata.NodeID) {
-	for _, m := range c.n.roster {
+	for _, m := range c.d.roster {
 		roster = append(roster, metadata.NodeID(m.ID))
-		if c.n.alive(int32(m.ID)) {
+		if c.d.alive(int32(m.ID)) {
 			eligible = append(eligible, metadata.NodeID(m.ID))
 		}
 	}
@@ -83,7 +114,7 @@ func (c *controller) rosterIDs() (roster, eligible []metadata.NodeID) {
 // placement spreads a partition's replicas.
 func (c *controller) rosterRacks() map[metadata.NodeID]string {
 	racks := map[metadata.NodeID]string{}
-	for _, m := range c.n.roster {
+	for _, m := range c.d.roster {
 		racks[metadata.NodeID(m.ID)] = m.Rack
 	}
 	return racks
@@ -117,7 +148,7 @@ func (c *controller) createTopic(req *service.CreateTopicRequest, done func(serv
 		wr.Configs = append(wr.Configs, wire.Config{Key: e.Key, Value: e.Value})
 	}
 	if err := wr.Validate(); err != nil {
-		fail(err)
+		fail(ruleErr(err))
 		return
 	}
 	tc, err := topicConfig(req.Configs)
@@ -126,7 +157,7 @@ func (c *controller) createTopic(req *service.CreateTopicRequest, done func(serv
 		return
 	}
 	roster, eligible := c.rosterIDs()
-	defRF := c.n.cfg.Cluster.DefaultReplicationFactor.Resolve(len(roster))
+	defRF := c.d.defaultRF.Resolve(len(roster))
 	cmd, err := c.state.PlanCreateTopic(metadata.CreateRequest{Name: req.Name, Partitions: int(req.Partitions),
 		ReplicationFactor: int(req.ReplicationFactor), Config: tc, Racks: c.rosterRacks()}, roster, eligible, defRF, time.Now().UnixMilli())
 	if err != nil {
@@ -174,11 +205,11 @@ func (c *controller) whenRoutable(t *metadata.Topic, first int, deadline time.Ti
 	examples := map[string]string{}
 	for p := first; p < len(t.Replicas); p++ {
 		key := shardKey(t.ID, int32(p))
-		if rt, ok := c.n.routes.get(key); ok && rt.leader > 0 {
+		if rt, ok := c.d.route(key); ok && rt.leader > 0 {
 			continue
 		}
 		reps := len(t.Replicas[p])
-		if f, ok := c.n.openErrs.get(key); ok && reps-1 < reps/2+1 {
+		if f, ok := c.d.openFailed(key); ok && reps-1 < reps/2+1 {
 			failed++
 			if causes[f.kind]++; causes[f.kind] == 1 {
 				examples[f.kind] = fmt.Sprintf("partition %d: %v", p, f.err)
@@ -202,7 +233,7 @@ func (c *controller) whenRoutable(t *metadata.Topic, first int, deadline time.Ti
 	sort.Strings(list)
 	fn(fmt.Errorf("%d of its %d partitions cannot be opened on node %d and stay offline: %s. "+
 		"The node retries each with a back-off of up to %v, so they come online once the cause is fixed; or delete the topic",
-		failed, len(t.Replicas)-first, c.n.self, strings.Join(list, "; "), openBackoffMax))
+		failed, len(t.Replicas)-first, c.d.self, strings.Join(list, "; "), openBackoffMax))
 }
 
 func (c *controller) deleteTopic(req *service.DeleteTopicRequest, done func(metadata.TopicID, error)) {
@@ -222,7 +253,7 @@ func (c *controller) deleteTopic(req *service.DeleteTopicRequest, done func(meta
 
 func (c *controller) addPartitions(req *service.AddPartitionsRequest, done func(int32, error)) {
 	if err := (&wire.AddPartitionsRequest{Name: req.Name, Partitions: req.Partitions}).Validate(); err != nil {
-		done(0, err)
+		done(0, ruleErr(err))
 		return
 	}
 	// The count a topic already has is refused (INVALID_PARTITIONS), as
@@ -261,7 +292,7 @@ func (c *controller) addPartitions(req *service.AddPartitionsRequest, done func(
 
 func (c *controller) commitOffsets(req *service.CommitOffsetsRequest, done func([]error, error)) {
 	if err := wire.ValidateConsumerName(req.Consumer); err != nil {
-		done(nil, err)
+		done(nil, ruleErr(err))
 		return
 	}
 	results := make([]error, len(req.Offsets))
@@ -307,7 +338,7 @@ func offsetErr(err error) error {
 // metadata (the controller's state, current to what it has applied).
 func (c *controller) fetchOffsets(req *service.FetchOffsetsRequest, done func([]service.CommittedOffset, error)) {
 	if err := wire.ValidateConsumerName(req.Consumer); err != nil {
-		done(nil, err)
+		done(nil, ruleErr(err))
 		return
 	}
 	var out []service.CommittedOffset

@@ -1,7 +1,6 @@
 package node
 
 import (
-	"errors"
 	"fmt"
 	"log/slog"
 	"strconv"
@@ -13,6 +12,7 @@ import (
 	"github.com/corestream/corestream/cluster/config"
 	"github.com/corestream/corestream/cluster/metadata"
 	"github.com/corestream/corestream/cluster/peerwire"
+	"github.com/corestream/corestream/cluster/service"
 	"github.com/corestream/corestream/netio/wire"
 	"github.com/corestream/corestream/raftlite"
 	"github.com/corestream/corestream/shard/partition"
@@ -123,10 +123,10 @@ func newBalancer(d balancerDeps, stopped func() bool) *balancer {
 	return b
 }
 
-// startBalancer wires the driver to the node's parts. REQUIRES: on shard
-// metaShard, with c the started controller.
-func (c *controller) startBalancer() {
-	n := c.n
+// startBalancer wires controller c's balancer driver to the node's
+// parts (composition root glue). REQUIRES: on shard metaShard, with c
+// the started controller.
+func (n *Node) startBalancer(c *controller) {
 	c.bal = newBalancer(balancerDeps{
 		clock: n.clock,
 		after: func(d time.Duration, fn func()) { c.sh.AfterFunc(d, fn) },
@@ -234,7 +234,7 @@ func (b *balancer) check(mv *move) {
 		d.stats.Failed.Add(1)
 		d.log.Warn("primary move failed", "partition", mv.Key, "from", mv.From, "to", mv.To, "why", mv.Why,
 			"duration", now.Sub(mv.started), "primary_now", rt.leader)
-		b.finish(mv, wire.Errorf(wire.ErrRequestTimedOut, "moving %s's primary from node %d to node %d did not finish within %v (primary now %d)",
+		b.finish(mv, service.Errorf(partition.ErrTimedOut, "moving %s's primary from node %d to node %d did not finish within %v (primary now %d)",
 			mv.Key, mv.From, mv.To, d.moveTimeout, rt.leader))
 	default:
 		d.after(moveCheckEvery, func() { b.check(mv) })
@@ -279,7 +279,7 @@ func (n *Node) moveTimeout() time.Duration {
 // REQUIRES: on shard metaShard.
 func (n *Node) requestTransfer(topicID [16]byte, p int32, from, to int32) {
 	if from == int32(n.self) {
-		n.transferLocal(topicID, p, to)
+		n.replicas.transfer(topicID, p, to)
 		return
 	}
 	if n.peers != nil {
@@ -287,27 +287,12 @@ func (n *Node) requestTransfer(topicID [16]byte, p int32, from, to int32) {
 	}
 }
 
-// transferLocal starts a leadership transfer on the local primary.
-func (n *Node) transferLocal(topicID [16]byte, p int32, to int32) {
-	key := shardKey(topicID, p)
-	sh := n.group.Shard(n.shardOf(topicID, p))
-	sh.Post(func() {
-		r := n.hosts[sh.ID()].Get(key)
-		if r == nil {
-			return
-		}
-		if err := r.TransferLeadership(raftlite.NodeID(to)); err != nil && !errors.Is(err, partition.ErrClosed) {
-			n.log.Warn("leadership transfer refused", "topic", r.Config().Topic, "partition", p, "to", to, "err", err)
-		}
-	})
-}
-
 // rebalance answers a Rebalance request: the plan, and unless a dry run,
 // the start of its moves (one at a time, in the background).
 func (c *controller) rebalance(req *wire.RebalanceRequest, done func(any)) {
 	b := c.bal
 	if b.inFlight != nil && !req.DryRun {
-		done(wire.Errorf(wire.ErrRebalanceInProgress, "a primary move (%s from node %d to node %d) is running", b.inFlight.Key, b.inFlight.From, b.inFlight.To))
+		done(service.Errorf(service.ErrRebalanceInProgress, "a primary move (%s from node %d to node %d) is running", b.inFlight.Key, b.inFlight.From, b.inFlight.To))
 		return
 	}
 	movesMax := int(req.MovesMax)
@@ -347,15 +332,15 @@ func (c *controller) movePrimary(req *wire.MovePrimaryRequest, done func(any)) {
 	key := shardKey(t.ID, req.Partition)
 	rt, _ := d.route(key)
 	if !hosts(t.Replicas[req.Partition], raftlite.NodeID(req.TargetNodeID)) {
-		done(wire.Errorf(wire.ErrNotReplica, "node %d holds no replica of %s/%d (replicas %v)", req.TargetNodeID, t.Name, req.Partition, t.Replicas[req.Partition]))
+		done(service.Errorf(service.ErrNotReplica, "node %d holds no replica of %s/%d (replicas %v)", req.TargetNodeID, t.Name, req.Partition, t.Replicas[req.Partition]))
 		return
 	}
 	if !d.alive(req.TargetNodeID) {
-		done(wire.Errorf(wire.ErrNodeNotAvailable, "node %d is down", req.TargetNodeID))
+		done(service.Errorf(service.ErrNodeNotAvailable, "node %d is down", req.TargetNodeID))
 		return
 	}
 	if rt.leader <= 0 || !d.alive(rt.leader) {
-		done(wire.Errorf(wire.ErrPrimaryNotAvailable, "%s/%d has no primary to move right now", t.Name, req.Partition))
+		done(service.Errorf(partition.ErrPrimaryNotAvailable, "%s/%d has no primary to move right now", t.Name, req.Partition))
 		return
 	}
 	if rt.leader == req.TargetNodeID {
@@ -363,11 +348,11 @@ func (c *controller) movePrimary(req *wire.MovePrimaryRequest, done func(any)) {
 		return
 	}
 	if rt.inSync != nil && !containsID(rt.inSync, req.TargetNodeID) {
-		done(wire.Errorf(wire.ErrNotInSyncReplica, "node %d is not an in-sync replica of %s/%d (in sync: %v)", req.TargetNodeID, t.Name, req.Partition, rt.inSync))
+		done(service.Errorf(service.ErrNotInSyncReplica, "node %d is not an in-sync replica of %s/%d (in sync: %v)", req.TargetNodeID, t.Name, req.Partition, rt.inSync))
 		return
 	}
 	if b.inFlight != nil {
-		done(wire.Errorf(wire.ErrRebalanceInProgress, "a primary move (%s from node %d to node %d) is running", b.inFlight.Key, b.inFlight.From, b.inFlight.To))
+		done(service.Errorf(service.ErrRebalanceInProgress, "a primary move (%s from node %d to node %d) is running", b.inFlight.Key, b.inFlight.From, b.inFlight.To))
 		return
 	}
 	m := balance.Move{Key: t.Name + "/" + strconv.Itoa(int(req.Partition)), From: rt.leader, To: req.TargetNodeID, Why: "requested by an operator"}
@@ -380,6 +365,6 @@ func (c *controller) movePrimary(req *wire.MovePrimaryRequest, done func(any)) {
 		done(&wire.MovePrimaryResponse{PrimaryID: rt.leader, Generation: rt.term})
 	})
 	if err != nil {
-		done(wire.Errorf(wire.ErrInvalidRequest, "%v", err))
+		done(service.Errorf(service.ErrInvalidRequest, "%v", err))
 	}
 }

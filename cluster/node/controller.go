@@ -10,8 +10,9 @@ import (
 	"time"
 
 	"github.com/corestream/corestream/cluster/clock"
+	"github.com/corestream/corestream/cluster/config"
 	"github.com/corestream/corestream/cluster/metadata"
-	"github.com/corestream/corestream/netio/wire"
+	"github.com/corestream/corestream/cluster/service"
 	"github.com/corestream/corestream/raftlite"
 	"github.com/corestream/corestream/segment"
 	"github.com/corestream/corestream/segment/batch"
@@ -51,7 +52,6 @@ type controller struct {
 	r  *partition.Replica
 	// n is for the admin front end (api_admin.go) only, until it calls
 	// the service; the controller's own code reaches the node through d.
-	n   *Node
 	bal *balancer
 	// reas drives replica moves (reassign.go).
 	reas *reassigner
@@ -86,6 +86,18 @@ type ctrlDeps struct {
 	loaded *atomic.Bool
 	// metaErr turns a metadata replica's error into the one clients see.
 	metaErr func(error) error
+	// What the admin calls (api_admin.go) read: this node, the roster
+	// and who is up, the readiness latch's answer (ready.go), the
+	// published View, the routes, the partitions that failed to open
+	// here, and cluster.default_replication_factor.
+	self       raftlite.NodeID
+	roster     []config.RosterNode
+	alive      func(id int32) bool
+	ready      func() error
+	view       func() *View
+	route      func(key [20]byte) (route, bool)
+	openFailed func(key [20]byte) (openFailure, bool)
+	defaultRF  config.ReplicationFactor
 }
 
 // metaCore is the controller's pure core: committed metadata log
@@ -182,7 +194,7 @@ func (m *metaCore) keep(off int64, a applied) {
 func (m *metaCore) answer(off int64, done func(metadata.Result, error)) {
 	a, ok := m.results[off]
 	if !ok {
-		done(metadata.Result{}, wire.Errorf(wire.ErrUnknownServerError, "metadata command at offset %d committed but its result is gone", off))
+		done(metadata.Result{}, service.Errorf(service.ErrInternal, "metadata command at offset %d committed but its result is gone", off))
 		return
 	}
 	delete(m.results, off)
@@ -224,8 +236,10 @@ func (n *Node) startController() error {
 	err = sh.Do(func(sh *shard.Shard) {
 		core := newMetaCore(n.log)
 		core.changed = n.logMetadataChange
-		c := &controller{metaCore: core, n: n, sh: sh, snapshotAt: -1, d: ctrlDeps{
+		c := &controller{metaCore: core, sh: sh, snapshotAt: -1, d: ctrlDeps{
 			log: n.log, clock: n.clock, fs: n.fs, dir: n.dir, loaded: &n.metaLoaded, metaErr: n.metaErr,
+			self: n.self, roster: n.roster, alive: n.alive, ready: n.metadataReady, view: n.view.Load,
+			route: n.routes.get, openFailed: n.openErrs.get, defaultRF: n.cfg.Cluster.DefaultReplicationFactor,
 			publish: func(v *View) {
 				n.view.Store(v)
 				for i := range n.hosts {
@@ -279,8 +293,8 @@ func (n *Node) startController() error {
 		n.opened(r, metaShard)
 		c.r = r
 		n.ctrl = c
-		c.startBalancer()
-		c.startReassigner()
+		n.startBalancer(c)
+		n.startReassigner(c)
 		done <- nil
 	})
 	if err != nil {
@@ -375,7 +389,7 @@ func (c *controller) publish() { c.d.publish(c.view()) }
 func (c *controller) propose(cmd metadata.Command, timeout time.Duration, done func(metadata.Result, error)) {
 	data, err := encodeCommand(cmd, c.d.clock.Now().UnixMilli())
 	if err != nil {
-		done(metadata.Result{}, wire.Errorf(wire.ErrInvalidRequest, "metadata command: %v", err))
+		done(metadata.Result{}, service.Errorf(service.ErrInvalidRequest, "metadata command: %v", err))
 		return
 	}
 	req := &partition.ProduceArgs{Generation: partition.GenerationUnknown, Timeout: timeout, Records: data}
@@ -399,22 +413,23 @@ func (c *controller) propose(cmd metadata.Command, timeout time.Duration, done f
 func (c *controller) answer(off int64, done func(metadata.Result, error)) {
 	a, ok := c.results[off]
 	if !ok {
-		done(metadata.Result{}, wire.Errorf(wire.ErrUnknownServerError, "metadata command at offset %d committed but its result is gone", off))
+		done(metadata.Result{}, service.Errorf(service.ErrInternal, "metadata command at offset %d committed but its result is gone", off))
 		return
 	}
 	delete(c.results, off)
 	done(a.res, a.err)
 }
 
-// metaErr turns a metadata replica's NOT_PRIMARY into NOT_METADATA_PRIMARY
-// with the metadata primary's address.
+// metaErr turns a metadata replica's ErrNotPrimary into
+// ErrNotMetadataPrimary with the metadata primary's address; the
+// replica's other errors keep their kind (the service adds addresses to
+// their hints).
 func (n *Node) metaErr(err error) error {
-	err = wireError(err)
-	var er *wire.ErrorResponse
-	if errors.As(err, &er) && er.Err == wire.ErrNotPrimary {
-		e := wire.Errorf(wire.ErrNotMetadataPrimary, "node %d is not the metadata primary", n.self)
-		if er.Hint != nil {
-			e.Hint = &wire.Hint{NodeID: er.Hint.NodeID, Address: n.addrOf(er.Hint.NodeID), Generation: er.Hint.Generation}
+	var pe *partition.Error
+	if errors.As(err, &pe) && pe.Kind == partition.ErrNotPrimary {
+		e := service.Errorf(service.ErrNotMetadataPrimary, "node %d is not the metadata primary", n.self)
+		if pe.Leader > 0 {
+			e.Hint = &service.Hint{NodeID: pe.Leader, ClientAddr: n.addrOf(pe.Leader), Generation: pe.Generation}
 		}
 		return e
 	}

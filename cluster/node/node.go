@@ -44,12 +44,15 @@ type Node struct {
 	hosts  []*partition.Host
 	server *netio.Server
 	ctrl   *controller
-	view   atomic.Pointer[View]
-	routes routes
-	pids   *producerIDs
-	limits *raftlite.Limits
-	self   raftlite.NodeID
-	roster []config.RosterNode
+	// replicas hands the transport's and the balancer's requests to the
+	// shards' replicas and applies the failover rule (replicas.go).
+	replicas *replicaHost
+	view     atomic.Pointer[View]
+	routes   routes
+	pids     *producerIDs
+	limits   *raftlite.Limits
+	self     raftlite.NodeID
+	roster   []config.RosterNode
 	// boundAddr is the client listener's bound address, advertised for
 	// this node when node.client_addr asks for port 0 (the roster then
 	// holds an address no client can dial). Set once Listen returns.
@@ -221,6 +224,15 @@ func (n *Node) Start() error {
 		n.stopShards()
 		return *p
 	}
+	n.replicas = &replicaHost{d: replicaDeps{
+		self: n.self, log: n.log, group: g, hosts: n.hosts, shardOf: n.shardOf, alive: n.alive,
+		heartbeat: tick,
+		observeMeta: func(r *partition.Replica, m *raftlite.Message) {
+			if n.ctrl != nil {
+				n.ctrl.observe(r, m)
+			}
+		},
+	}}
 	// Reconciliation opens partitions only once the controller publishes
 	// a View (below); what a crash left half-deleted goes first.
 	n.rec = newReconciler(reconcileDeps{

@@ -8,8 +8,9 @@ import (
 	"time"
 
 	"github.com/corestream/corestream/cluster/clock"
-	"github.com/corestream/corestream/netio/wire"
+	"github.com/corestream/corestream/cluster/service"
 	"github.com/corestream/corestream/shard"
+	"github.com/corestream/corestream/shard/partition"
 	"golang.org/x/sys/unix"
 )
 
@@ -267,7 +268,7 @@ func (rc *reconciler) logSuppressedOpenErrors(now time.Time) {
 // openErr is the answer to a request for a partition that failed to open
 // here: STORAGE_ERROR with the cause (retriable: it is retried here).
 func (n *Node) openErr(topic string, p int32, f openFailure) error {
-	e := wire.Errorf(wire.ErrStorageError, "%s/%d could not be opened on node %d: %s; %d attempts, next in %v",
+	e := service.Errorf(partition.ErrStorage, "%s/%d could not be opened on node %d: %s; %d attempts, next in %v",
 		topic, p, n.self, f.describe(), f.attempts, clock.Until(n.clock, f.retryAt).Round(time.Millisecond))
 	// Another replica may be primary (a refresh finds it): wait at most
 	// a second, not the whole back-off.

@@ -3,7 +3,6 @@ package node
 import (
 	"context"
 	"encoding/binary"
-	"errors"
 	"fmt"
 	"log/slog"
 	"slices"
@@ -433,54 +432,6 @@ func (p *peers) pingLoop(sh *shard.Shard) {
 		sh.AfterFunc(every, beat)
 	}
 	beat()
-}
-
-// peerDown wakes every quiesced group with a replica on node id, and in
-// the groups node id led, the first live replica in replica-set order
-// (preferred first) campaigns at once instead of waiting for an election
-// timeout (campaignsAfterDown): failover takes the liveness timeout plus
-// one election round. REQUIRES: on shard metaShard.
-func (n *Node) peerDown(id raftlite.NodeID) {
-	alive := func(m raftlite.NodeID) bool { return n.alive(int32(m)) }
-	for i := 0; i < n.group.Len(); i++ {
-		sh := n.group.Shard(i)
-		h := n.hosts[i]
-		n.postRetry(sh, func() {
-			h.Each(func(r *partition.Replica) {
-				if !r.HasMember(id) {
-					return
-				}
-				r.Unquiesce()
-				lead, _ := r.Route()
-				if lead != id && lead != raftlite.None {
-					return
-				}
-				// Every live replica stops honouring the dead primary's
-				// lease, or it would ignore the campaign below.
-				r.ForgetLeader()
-				if !campaignsAfterDown(r.Voters(), lead, id, n.self, alive) {
-					return
-				}
-				r.Campaign()
-				// A peer that notices the death up to a beat after this
-				// node still honoured the lease and ignored that
-				// pre-vote: ask again once it has forgotten.
-				sh.AfterFunc(2*time.Duration(n.cfg.Cluster.HeartbeatIntervalMs)*time.Millisecond, func() {
-					if lead, _ := r.Route(); lead == raftlite.None {
-						r.Campaign()
-					}
-				})
-			})
-		})
-	}
-}
-
-// postRetry posts fn to sh, retrying from shard metaShard while sh's inbox
-// is full (fn must not be lost). REQUIRES: on shard metaShard.
-func (n *Node) postRetry(sh *shard.Shard, fn func()) {
-	if err := sh.Post(fn); errors.Is(err, shard.ErrInboxFull) {
-		n.group.Shard(metaShard).AfterFunc(5*time.Millisecond, func() { n.postRetry(sh, fn) })
-	}
 }
 
 // announce queues a route change of a partition this node leads.

@@ -3,7 +3,7 @@ package node
 import (
 	"fmt"
 
-	"github.com/corestream/corestream/netio/wire"
+	"github.com/corestream/corestream/cluster/service"
 	"github.com/corestream/corestream/raftlite"
 	"github.com/corestream/corestream/shard/partition"
 )
@@ -130,9 +130,9 @@ func (n *Node) metadataReady() error {
 	default:
 		why = "the metadata group is electing a primary"
 	}
-	e := wire.Errorf(wire.ErrMetadataNotReady, "node %d has not loaded the committed cluster metadata yet (%s); retry shortly or ask another node", n.self, why)
+	e := service.Errorf(service.ErrMetadataNotReady, "node %d has not loaded the committed cluster metadata yet (%s); retry shortly or ask another node", n.self, why)
 	if lead > 0 && lead != int32(n.self) {
-		e.Hint = &wire.Hint{NodeID: lead, Address: n.addrOf(lead), Generation: gen}
+		e.Hint = &service.Hint{NodeID: lead, ClientAddr: n.addrOf(lead), Generation: gen}
 	}
 	return e
 }

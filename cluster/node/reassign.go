@@ -238,10 +238,9 @@ func newReassigner(d reassignDeps) *reassigner {
 	return ra
 }
 
-// startReassigner wires the reassigner to the node's parts. REQUIRES: on
-// shard metaShard, with c the started controller.
-func (c *controller) startReassigner() {
-	n := c.n
+// startReassigner wires controller c's reassigner to the node's parts.
+// REQUIRES: on shard metaShard, with c the started controller.
+func (n *Node) startReassigner(c *controller) {
 	c.reas = newReassigner(reassignDeps{
 		clock: n.clock,
 		after: func(d time.Duration, fn func()) { c.sh.AfterFunc(d, fn) },
@@ -456,7 +455,7 @@ type ReassignStatus struct {
 // reassignments lists the moves in progress. REQUIRES: on shard
 // metaShard.
 func (c *controller) reassignments() []ReassignStatus {
-	v := c.n.view.Load()
+	v := c.d.view()
 	driven := map[[20]byte]bool{}
 	if c.reas != nil {
 		for _, mv := range c.reas.driven(v) {

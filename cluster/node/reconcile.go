@@ -13,7 +13,7 @@ import (
 
 	"github.com/corestream/corestream/cluster/clock"
 	"github.com/corestream/corestream/cluster/metadata"
-	"github.com/corestream/corestream/netio/wire"
+	"github.com/corestream/corestream/cluster/service"
 	"github.com/corestream/corestream/raftlite"
 	"github.com/corestream/corestream/segment/vfs"
 	"github.com/corestream/corestream/shard"
@@ -161,10 +161,10 @@ func (rc *reconciler) reconcile(sh *shard.Shard) {
 		cfg := r.Config()
 		key := r.Key()
 		// Its directory goes next: nothing of it needs to be durable.
-		why := wire.Errorf(wire.ErrUnknownTopicOrPartition, "topic %s (id %x) was deleted", cfg.Topic, cfg.TopicID)
+		why := service.Errorf(service.ErrUnknownTopicOrPartition, "topic %s (id %x) was deleted", cfg.Topic, cfg.TopicID)
 		t := v.ByID[cfg.TopicID]
 		if t != nil {
-			why = wire.Errorf(wire.ErrNotReplica, "%s/%d moved off node %d (replicas now %v)", cfg.Topic, cfg.Partition, rc.d.self, t.Replicas[cfg.Partition])
+			why = service.Errorf(service.ErrNotReplica, "%s/%d moved off node %d (replicas now %v)", cfg.Topic, cfg.Partition, rc.d.self, t.Replicas[cfg.Partition])
 		}
 		err := h.DropReplica(key, why)
 		if t != nil && rc.d.movedOff != nil {

@@ -254,7 +254,7 @@ func (nd *simNode) sampleInSync(g *simGroup) []int32 {
 	})
 }
 
-// peerDown is the node's failover reaction (peers.go's peerDown, on the
+// peerDown is the node's failover reaction (replicaHost.peerDown, on the
 // same rule).
 func (nd *simNode) peerDown(id raftlite.NodeID) {
 	alive := func(m raftlite.NodeID) bool { return nd.alive(int32(m)) }

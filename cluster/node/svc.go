@@ -10,7 +10,6 @@ import (
 	"github.com/corestream/corestream/cluster/metadata"
 	"github.com/corestream/corestream/cluster/native"
 	"github.com/corestream/corestream/cluster/service"
-	"github.com/corestream/corestream/netio/wire"
 	"github.com/corestream/corestream/raftlite"
 	"github.com/corestream/corestream/shard"
 	"github.com/corestream/corestream/shard/partition"
@@ -135,17 +134,16 @@ func (n *Node) clusterID() string {
 
 // svcErr turns any error met while serving into the service's *Error:
 // a replica's *partition.Error keeps its kind (its hint gains the
-// address); an answer some part still gives in native codes
-// (*wire.ErrorResponse: ready.go, controller.go, balancer.go,
-// openfail.go) gets its kind from the one table read backwards
-// (native.KindOfCode); anything else is ErrInternal with its text.
+// address); the node's parts (ready.go, controller.go, balancer.go,
+// openfail.go, reconcile.go) answer in the service's kinds already, so no
+// front end's code table is read backwards; anything else is ErrInternal
+// with its text.
 func (s *nodeService) svcErr(err error) error {
 	if err == nil {
 		return nil
 	}
 	var se *service.Error
 	var pe *partition.Error
-	var we *wire.ErrorResponse
 	switch {
 	case errors.As(err, &se):
 		return se
@@ -153,19 +151,6 @@ func (s *nodeService) svcErr(err error) error {
 		e := &service.Error{Kind: pe.Kind, Message: pe.Message, RetryAfterMs: pe.RetryAfterMs}
 		if pe.Leader > 0 {
 			e.Hint = &service.Hint{NodeID: pe.Leader, Generation: pe.Generation, ClientAddr: s.addrOf(pe.Leader)}
-		}
-		return e
-	case errors.As(err, &we):
-		msg := we.Message
-		if msg == "" {
-			msg = we.Err.Description
-		}
-		e := &service.Error{Kind: native.KindOfCode(we.Err), Message: msg, RetryAfterMs: we.RetryAfterMs}
-		if h := we.Hint; h != nil {
-			e.Hint = &service.Hint{NodeID: h.NodeID, Generation: h.Generation, ClientAddr: h.Address}
-			if e.Hint.ClientAddr == "" && h.NodeID > 0 {
-				e.Hint.ClientAddr = s.addrOf(h.NodeID)
-			}
 		}
 		return e
 	}
@@ -251,7 +236,7 @@ func (n *Node) alive(id int32) bool { return id == int32(n.self) || n.peerAlive(
 // peerAlive reports whether peer id was heard from recently.
 func (n *Node) peerAlive(id int32) bool { return n.peers != nil && n.peers.alive(id) }
 
-// wireError is the native table's conversion (native.Error), for the
-// parts that answer in native codes (controller.go) and for HTTP, which
-// names its errors by those codes.
+// wireError is the native table's conversion (native.Error): what a
+// native client or the HTTP API (which names its errors by the native
+// codes) is answered for a service error.
 var wireError = native.Error

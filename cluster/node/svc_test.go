@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/corestream/corestream/cluster/config"
 	"github.com/corestream/corestream/cluster/metadata"
 	"github.com/corestream/corestream/cluster/native"
 	"github.com/corestream/corestream/cluster/service"
@@ -217,23 +218,52 @@ func TestServiceProduceDetachesTheCallersBuffer(t *testing.T) {
 	}
 }
 
-// An answer a part still gives in native codes becomes the service's
-// kind and, through the native table, the same code again, hint and
-// message kept, so a front end sees what the part meant.
-func TestNativeCodesRoundTripThroughKinds(t *testing.T) {
-	s := &nodeService{svcDeps: svcDeps{addrOf: func(id int32) string { return map[int32]string{2: "10.0.0.2:7070"}[id] }}}
-	for _, k := range service.ErrorKinds() {
-		code := native.CodeOf(k)
-		in := wire.Errorf(code, "because")
-		in.Hint = &wire.Hint{NodeID: 2, Generation: 9}
-		err := s.svcErr(in)
-		var se *service.Error
-		if !errors.As(err, &se) || se.Message != "because" || se.Hint == nil || se.Hint.ClientAddr != "10.0.0.2:7070" {
-			t.Fatalf("%s: %#v", code.Name, err)
+// The parts answer in the service's kinds, so the service reads no front
+// end's code table backwards: the metadata replica's NOT_PRIMARY becomes
+// ErrNotMetadataPrimary with the primary's address, its other errors keep
+// their kind through metaKindErr (not INVALID_REQUEST), and every kind
+// crosses svcErr and the native table with its message and hint; the
+// protocol's request rules' refusals get their kinds (ruleErr).
+func TestPartsAnswerInKinds(t *testing.T) {
+	n := &Node{self: 1, roster: []config.RosterNode{{ID: 1, ClientAddr: "10.0.0.1:7070"}, {ID: 2, ClientAddr: "10.0.0.2:7070"}}}
+	err := metaKindErr(n.metaErr(&partition.Error{Kind: partition.ErrNotPrimary, Message: "not primary", Leader: 2, Generation: 9}))
+	var se *service.Error
+	if !errors.As(err, &se) || se.Kind != service.ErrNotMetadataPrimary || se.Message != "node 1 is not the metadata primary" ||
+		se.Hint == nil || se.Hint.NodeID != 2 || se.Hint.Generation != 9 || se.Hint.ClientAddr != "10.0.0.2:7070" {
+		t.Fatalf("NOT_PRIMARY of the metadata replica: %#v", err)
+	}
+	if err := metaKindErr(n.metaErr(&partition.Error{Kind: partition.ErrTimedOut, Message: "slow"})); !errors.Is(err, partition.ErrTimedOut) || err.Error() != "slow" {
+		t.Fatalf("a timed-out proposal: %#v", err)
+	}
+
+	for _, c := range []struct {
+		err  error
+		kind error
+	}{
+		{wire.ValidateTopicName("a/b"), service.ErrInvalidTopicName},
+		{wire.ValidateConsumerName(""), service.ErrInvalidConsumerName},
+		{(&wire.CreateTopicRequest{Name: "t", Partitions: 0, ReplicationFactor: 1}).Validate(), service.ErrInvalidPartitions},
+		{(&wire.CreateTopicRequest{Name: "t", Partitions: 1, ReplicationFactor: -1}).Validate(), service.ErrInvalidReplicationFactor},
+		{(&wire.CreateTopicRequest{Name: "t", Partitions: 1, Configs: []wire.Config{{}}}).Validate(), service.ErrInvalidConfig},
+	} {
+		var we *wire.ErrorResponse
+		if !errors.As(c.err, &we) {
+			t.Fatalf("the rule refused with %#v", c.err)
 		}
+		if err := ruleErr(c.err); !errors.Is(err, c.kind) || err.Error() != we.Message {
+			t.Fatalf("%v became %#v, want %v", c.err, err, c.kind)
+		}
+	}
+
+	s := &nodeService{svcDeps: svcDeps{addrOf: n.addrOf}}
+	for _, k := range service.ErrorKinds() {
+		in := service.Errorf(k, "because")
+		in.Hint = &service.Hint{NodeID: 2, Generation: 9, ClientAddr: "10.0.0.2:7070"}
+		err := s.svcErr(in)
 		var er *wire.ErrorResponse
-		if !errors.As(wireError(err), &er) || er.Err != code || er.Hint == nil || er.Hint.Address != "10.0.0.2:7070" {
-			t.Fatalf("%s came back as %v", code.Name, wireError(err))
+		if !errors.Is(err, k) || !errors.As(wireError(err), &er) || er.Err != native.CodeOf(k) || er.Message != "because" ||
+			er.Hint == nil || er.Hint.Address != "10.0.0.2:7070" {
+			t.Fatalf("%v came back as %v", k, wireError(err))
 		}
 	}
 	if err := s.svcErr(errors.New("boom")); !errors.Is(err, service.ErrInternal) || err.Error() != "boom" {

@@ -120,7 +120,7 @@ func credentials(password string) (scram.Credential, *scram.Credential, error) {
 // commit; two nodes that both try (a primary change meanwhile) are
 // harmless, the second is refused as USER_ALREADY_EXISTS.
 func (c *controller) maybeBootstrap() {
-	if c.bootstrap == nil || c.bootstrapping || c.state.UserGeneration() > 0 || c.r == nil || !c.r.IsPrimary() || c.n.metadataReady() != nil {
+	if c.bootstrap == nil || c.bootstrapping || c.state.UserGeneration() > 0 || c.r == nil || !c.r.IsPrimary() || c.d.ready() != nil {
 		return
 	}
 	c.bootstrapping = true

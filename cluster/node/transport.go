@@ -2,7 +2,6 @@ package node
 
 import (
 	"context"
-	"errors"
 	"time"
 
 	"github.com/corestream/corestream/cluster/peerauth"
@@ -53,14 +52,14 @@ func (n *Node) startPeers(ln *netio.Listener) error {
 		live:      newLiveness(n.clock, timeout),
 		heartbeat: time.Duration(n.cfg.Cluster.HeartbeatIntervalMs) * time.Millisecond,
 		stopped:   n.stopped.Load,
-		step:      n.stepPeerMessage,
+		step:      n.replicas.step,
 		learnRoute: func(r peerwire.Route) {
 			n.routes.learn(shardKey(r.TopicID, r.Partition), route{leader: r.Leader, term: r.Term, inSync: maskIDs(r.InSync)})
 		},
-		transfer:      func(t peerwire.Transfer) { n.transferLocal(t.TopicID, t.Partition, t.Target) },
+		transfer:      func(t peerwire.Transfer) { n.replicas.transfer(t.TopicID, t.Partition, t.Target) },
 		reassign:      n.reassignLocal,
 		reassignState: n.reassignObserved,
-		peerDown:      func(id int32) { n.peerDown(raftlite.NodeID(id)) },
+		peerDown:      func(id int32) { n.replicas.peerDown(raftlite.NodeID(id)) },
 		liveness:      n.logNodeLiveness,
 		metaApplied: func() int64 {
 			if n.ctrl == nil {
@@ -82,26 +81,6 @@ func (n *Node) startPeers(ln *netio.Listener) error {
 	}
 	n.peers = p
 	return nil
-}
-
-// stepPeerMessage steps a peer's message into its group on shard
-// shardID. Runs on that shard.
-func (n *Node) stepPeerMessage(shardID int, m *raftlite.Message) {
-	h := n.hosts[shardID]
-	if h == nil {
-		return
-	}
-	r := h.Group(m.Group)
-	if r == nil {
-		return
-	}
-	if err := r.Step(*m); err != nil && !errors.Is(err, partition.ErrClosed) {
-		n.log.Debug("replication: message refused", "group", m.Group, "type", m.Type, "err", err)
-		return
-	}
-	if shardID == metaShard && n.ctrl != nil {
-		n.ctrl.observe(r, m)
-	}
 }
 
 // requestTransfer sends t to node from over its link 0. REQUIRES: on
