@@ -490,13 +490,8 @@ func TestBalancerUnderLoad(t *testing.T) {
 
 	// The producer: one record at a time (so each latency is one
 	// produce), keyed over every partition, until told to stop.
-	type ack struct {
-		part int32
-		off  int64
-		val  string
-	}
 	stop := make(chan struct{})
-	acks := make(chan ack, 1<<16)
+	acks := make(chan ackedRecord, 1<<16)
 	// lat records each produce's start and duration (producer goroutine
 	// only until done is read).
 	type sample struct {
@@ -527,7 +522,7 @@ func TestBalancerUnderLoad(t *testing.T) {
 				return
 			}
 			lat = append(lat, sample{start, time.Since(start)})
-			acks <- ack{pr.Partition, pr.Offset, v}
+			acks <- ackedRecord{pr.Partition, pr.Offset, v}
 		}
 	}()
 	checkStats := func() {
@@ -560,35 +555,7 @@ func TestBalancerUnderLoad(t *testing.T) {
 		t.Fatal(err)
 	}
 	close(acks)
-	want := map[int32][]string{}
-	got := map[int32]map[int64]string{}
-	n := 0
-	for a := range acks {
-		if got[a.part] == nil {
-			got[a.part] = map[int64]string{}
-		}
-		if prev, dup := got[a.part][a.off]; dup {
-			t.Fatalf("offset %d/%d acknowledged twice: %s and %s", a.part, a.off, prev, a.val)
-		}
-		got[a.part][a.off] = a.val
-		n++
-	}
-	for part, m := range got {
-		offs := make([]int64, 0, len(m))
-		for o := range m {
-			offs = append(offs, o)
-		}
-		sortInt64s(offs)
-		for _, o := range offs {
-			want[part] = append(want[part], m[o])
-		}
-	}
-	read := consumeAll(t, ctx, cl, "load", 12)
-	for part, vals := range want {
-		if fmt.Sprint(read[part]) != fmt.Sprint(vals) {
-			t.Fatalf("partition %d: read %d records, %d acknowledged (lost, duplicated or reordered)", part, len(read[part]), len(vals))
-		}
-	}
+	n := checkAckedRead(t, ctx, cl, "load", 12, acks)
 	var worst time.Duration
 	for _, s := range lat {
 		if !s.at.Before(returned) {
@@ -720,4 +687,49 @@ func TestClusterRebalancePreferredOnDemand(t *testing.T) {
 		d, err := cl.DescribeTopic(ctx, "orders")
 		return err == nil && d.Topic.Partitions[pref1].PrimaryID == 1
 	})
+}
+
+// ackedRecord is one acknowledged write: its partition, offset and value.
+type ackedRecord struct {
+	part int32
+	off  int64
+	val  string
+}
+
+// checkAckedRead reads every partition of topic back and fails unless it
+// holds exactly the acknowledged writes, each once, in offset order (lost,
+// duplicated or reordered writes fail). acks must be closed; it returns
+// how many writes were acknowledged.
+func checkAckedRead(t *testing.T, ctx context.Context, cl *client.Client, topic string, parts int32, acks <-chan ackedRecord) int {
+	t.Helper()
+	got := map[int32]map[int64]string{}
+	n := 0
+	for a := range acks {
+		if got[a.part] == nil {
+			got[a.part] = map[int64]string{}
+		}
+		if prev, dup := got[a.part][a.off]; dup {
+			t.Fatalf("offset %d/%d acknowledged twice: %s and %s", a.part, a.off, prev, a.val)
+		}
+		got[a.part][a.off] = a.val
+		n++
+	}
+	want := map[int32][]string{}
+	for part, m := range got {
+		offs := make([]int64, 0, len(m))
+		for o := range m {
+			offs = append(offs, o)
+		}
+		sortInt64s(offs)
+		for _, o := range offs {
+			want[part] = append(want[part], m[o])
+		}
+	}
+	read := consumeAll(t, ctx, cl, topic, parts)
+	for part, vals := range want {
+		if fmt.Sprint(read[part]) != fmt.Sprint(vals) {
+			t.Fatalf("partition %d: read %d records, %d acknowledged (lost, duplicated or reordered)", part, len(read[part]), len(vals))
+		}
+	}
+	return n
 }

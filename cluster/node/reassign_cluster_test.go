@@ -170,17 +170,12 @@ func TestClusterReassignUnderProduce(t *testing.T) {
 	}
 
 	// The producer: one record at a time, keyed over every partition.
-	type ack struct {
-		part int32
-		off  int64
-		val  string
-	}
 	type sample struct {
 		at time.Time
 		d  time.Duration
 	}
 	stop := make(chan struct{})
-	acks := make(chan ack, 1<<18)
+	acks := make(chan ackedRecord, 1<<18)
 	var lat []sample
 	done := make(chan error, 1)
 	go func() {
@@ -205,7 +200,7 @@ func TestClusterReassignUnderProduce(t *testing.T) {
 				return
 			}
 			lat = append(lat, sample{start, time.Since(start)})
-			acks <- ack{pr.Partition, pr.Offset, v}
+			acks <- ackedRecord{pr.Partition, pr.Offset, v}
 		}
 	}()
 	clusterWait(t, 30*time.Second, "the producer under way", func() bool { return len(acks) >= 200 })
@@ -272,36 +267,7 @@ func TestClusterReassignUnderProduce(t *testing.T) {
 		t.Fatal(err)
 	}
 	close(acks)
-
-	want := map[int32][]string{}
-	got := map[int32]map[int64]string{}
-	count := 0
-	for a := range acks {
-		if got[a.part] == nil {
-			got[a.part] = map[int64]string{}
-		}
-		if prev, dup := got[a.part][a.off]; dup {
-			t.Fatalf("offset %d/%d acknowledged twice: %s and %s", a.part, a.off, prev, a.val)
-		}
-		got[a.part][a.off] = a.val
-		count++
-	}
-	for part, m := range got {
-		offs := make([]int64, 0, len(m))
-		for o := range m {
-			offs = append(offs, o)
-		}
-		sortInt64s(offs)
-		for _, o := range offs {
-			want[part] = append(want[part], m[o])
-		}
-	}
-	read := consumeAll(t, ctx, cl, "move", int32(parts))
-	for part, vals := range want {
-		if fmt.Sprint(read[part]) != fmt.Sprint(vals) {
-			t.Fatalf("partition %d: read %d records, %d acknowledged (lost, duplicated or reordered)", part, len(read[part]), len(vals))
-		}
-	}
+	count := checkAckedRead(t, ctx, cl, "move", int32(parts), acks)
 	var during []time.Duration
 	for _, s := range lat {
 		if !s.at.Before(began) && s.at.Before(began.Add(took)) {
