@@ -490,41 +490,7 @@ func TestBalancerUnderLoad(t *testing.T) {
 
 	// The producer: one record at a time (so each latency is one
 	// produce), keyed over every partition, until told to stop.
-	stop := make(chan struct{})
-	acks := make(chan ackedRecord, 1<<16)
-	// lat records each produce's start and duration (producer goroutine
-	// only until done is read).
-	type sample struct {
-		at time.Time
-		d  time.Duration
-	}
-	var lat []sample
-	done := make(chan error, 1)
-	go func() {
-		p, err := cl.NewProducer(ctx, client.ProducerConfig{Linger: -1})
-		if err != nil {
-			done <- err
-			return
-		}
-		defer p.Close(ctx)
-		for i := 0; ; i++ {
-			select {
-			case <-stop:
-				done <- nil
-				return
-			default:
-			}
-			v := fmt.Sprintf("r%07d", i)
-			start := time.Now()
-			pr, err := p.Produce(ctx, client.Record{Topic: "load", Key: []byte(fmt.Sprint(i % 48)), Value: []byte(v)})
-			if err != nil {
-				done <- fmt.Errorf("produce %s: %w", v, err)
-				return
-			}
-			lat = append(lat, sample{start, time.Since(start)})
-			acks <- ackedRecord{pr.Partition, pr.Offset, v}
-		}
-	}()
+	load := startSteadyLoad(ctx, cl, "load", 1<<16)
 	checkStats := func() {
 		for _, n := range tc.nodes {
 			if n == nil {
@@ -536,7 +502,7 @@ func TestBalancerUnderLoad(t *testing.T) {
 			}
 		}
 	}
-	clusterWait(t, 30*time.Second, "the producer under way", func() bool { return len(acks) >= 50 })
+	clusterWait(t, 30*time.Second, "the producer under way", func() bool { return len(load.acks) >= 50 })
 	tc.stopNode(2)
 	clusterWait(t, 30*time.Second, "primaries on the two live nodes", func() bool {
 		checkStats()
@@ -550,14 +516,12 @@ func TestBalancerUnderLoad(t *testing.T) {
 		return balanced()
 	})
 	toBalance := time.Since(returned)
-	close(stop)
-	if err := <-done; err != nil {
+	if err := load.stop(); err != nil {
 		t.Fatal(err)
 	}
-	close(acks)
-	n := checkAckedRead(t, ctx, cl, "load", 12, acks)
+	n := checkAckedRead(t, ctx, cl, "load", 12, load.acks)
 	var worst time.Duration
-	for _, s := range lat {
+	for _, s := range load.lat {
 		if !s.at.Before(returned) {
 			worst = max(worst, s.d)
 		}
@@ -732,4 +696,63 @@ func checkAckedRead(t *testing.T, ctx context.Context, cl *client.Client, topic 
 		}
 	}
 	return n
+}
+
+// producedSample is one write's start and how long it took to be
+// acknowledged.
+type producedSample struct {
+	at time.Time
+	d  time.Duration
+}
+
+// steadyLoad produces to a topic one synchronous write at a time (so each
+// latency is one produce), keyed over 48 values so that every partition
+// gets writes, until stopped.
+type steadyLoad struct {
+	// acks receives every acknowledged write; stop closes it.
+	acks chan ackedRecord
+	// lat is each write's start and latency; read it after stop.
+	lat  []producedSample
+	quit chan struct{}
+	done chan error
+}
+
+// startSteadyLoad starts the producer; acksMax bounds the writes it may
+// make before stop (acks is buffered that deep and never read meanwhile).
+func startSteadyLoad(ctx context.Context, cl *client.Client, topic string, acksMax int) *steadyLoad {
+	l := &steadyLoad{acks: make(chan ackedRecord, acksMax), quit: make(chan struct{}), done: make(chan error, 1)}
+	go func() {
+		p, err := cl.NewProducer(ctx, client.ProducerConfig{Linger: -1})
+		if err != nil {
+			l.done <- err
+			return
+		}
+		defer p.Close(ctx)
+		for i := 0; ; i++ {
+			select {
+			case <-l.quit:
+				l.done <- nil
+				return
+			default:
+			}
+			v := fmt.Sprintf("r%07d", i)
+			start := time.Now()
+			pr, err := p.Produce(ctx, client.Record{Topic: topic, Key: []byte(fmt.Sprint(i % 48)), Value: []byte(v)})
+			if err != nil {
+				l.done <- fmt.Errorf("produce %s: %w", v, err)
+				return
+			}
+			l.lat = append(l.lat, producedSample{start, time.Since(start)})
+			l.acks <- ackedRecord{pr.Partition, pr.Offset, v}
+		}
+	}()
+	return l
+}
+
+// stop ends the producer, closes acks and returns the producer's error.
+func (l *steadyLoad) stop() error {
+	close(l.quit)
+	err := <-l.done
+	close(l.acks)
+	return err
 }

@@ -170,40 +170,8 @@ func TestClusterReassignUnderProduce(t *testing.T) {
 	}
 
 	// The producer: one record at a time, keyed over every partition.
-	type sample struct {
-		at time.Time
-		d  time.Duration
-	}
-	stop := make(chan struct{})
-	acks := make(chan ackedRecord, 1<<18)
-	var lat []sample
-	done := make(chan error, 1)
-	go func() {
-		p, err := cl.NewProducer(ctx, client.ProducerConfig{Linger: -1})
-		if err != nil {
-			done <- err
-			return
-		}
-		defer p.Close(ctx)
-		for i := 0; ; i++ {
-			select {
-			case <-stop:
-				done <- nil
-				return
-			default:
-			}
-			v := fmt.Sprintf("r%07d", i)
-			start := time.Now()
-			pr, err := p.Produce(ctx, client.Record{Topic: "move", Key: []byte(fmt.Sprint(i % 48)), Value: []byte(v)})
-			if err != nil {
-				done <- fmt.Errorf("produce %s: %w", v, err)
-				return
-			}
-			lat = append(lat, sample{start, time.Since(start)})
-			acks <- ackedRecord{pr.Partition, pr.Offset, v}
-		}
-	}()
-	clusterWait(t, 30*time.Second, "the producer under way", func() bool { return len(acks) >= 200 })
+	load := startSteadyLoad(ctx, cl, "move", 1<<18)
+	clusterWait(t, 30*time.Second, "the producer under way", func() bool { return len(load.acks) >= 200 })
 
 	began := time.Now()
 	resp, err := cl.Reassign(ctx, plan)
@@ -260,16 +228,14 @@ func TestClusterReassignUnderProduce(t *testing.T) {
 		}
 	}
 	// The producer keeps going a moment on the new replicas.
-	n0 := len(acks)
-	clusterWait(t, 30*time.Second, "the producer past the moves", func() bool { return len(acks) >= n0+200 })
-	close(stop)
-	if err := <-done; err != nil {
+	n0 := len(load.acks)
+	clusterWait(t, 30*time.Second, "the producer past the moves", func() bool { return len(load.acks) >= n0+200 })
+	if err := load.stop(); err != nil {
 		t.Fatal(err)
 	}
-	close(acks)
-	count := checkAckedRead(t, ctx, cl, "move", int32(parts), acks)
+	count := checkAckedRead(t, ctx, cl, "move", int32(parts), load.acks)
 	var during []time.Duration
-	for _, s := range lat {
+	for _, s := range load.lat {
 		if !s.at.Before(began) && s.at.Before(began.Add(took)) {
 			during = append(during, s.d)
 		}
