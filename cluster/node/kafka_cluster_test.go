@@ -11,8 +11,6 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
-
-	"github.com/corestream/corestream/cluster/config"
 )
 
 // A 3-node cluster behind franz-go: the metadata names our primaries as
@@ -21,26 +19,11 @@ import (
 // the new leader on its own, and every acknowledged record is consumed
 // exactly once, none lost, none twice.
 func TestKafkaClusterFailover(t *testing.T) {
-	kports := freePorts(t, 3)
-	tc := startCluster(t, 3, func(c *config.Config) {
-		c.Node.KafkaAddr = kports[c.Node.ID-1]
-		for i := range c.Cluster.Nodes {
-			c.Cluster.Nodes[i].KafkaAddr = kports[i]
-		}
-	})
+	tc, kports := startKafkaCluster(t, nil)
 	ctx, cancel := context.WithTimeout(context.Background(), 120*time.Second)
 	defer cancel()
 	adm := kadm.NewClient(kafkaClient(t, kports))
-	for {
-		res, err := adm.CreateTopic(ctx, 3, 3, nil, "fo")
-		if err == nil && res.Err == nil {
-			break
-		}
-		if ctx.Err() != nil {
-			t.Fatalf("create: %v %v", err, res.Err)
-		}
-		time.Sleep(50 * time.Millisecond) // the metadata primary may still be elected
-	}
+	kafkaCreateRetrying(t, ctx, adm, "fo", 3, 3)
 	var leader0 int32
 	clusterWait(t, 30*time.Second, "a leader for every partition", func() bool {
 		md, err := adm.Metadata(ctx, "fo")

@@ -18,16 +18,30 @@ import (
 func startKafkaRackCluster(t *testing.T) (*testCluster, []string, []string) {
 	t.Helper()
 	racks := []string{"a", "b", "c"}
-	kports := freePorts(t, 3)
-	tc := startCluster(t, 3, func(c *config.Config) {
-		c.Node.KafkaAddr = kports[c.Node.ID-1]
+	tc, kports := startKafkaCluster(t, func(c *config.Config) {
 		c.Node.Rack = racks[c.Node.ID-1]
 		for i := range c.Cluster.Nodes {
-			c.Cluster.Nodes[i].KafkaAddr = kports[i]
 			c.Cluster.Nodes[i].Rack = racks[c.Cluster.Nodes[i].ID-1]
 		}
 	})
 	return tc, kports, racks
+}
+
+// startKafkaCluster starts 3 nodes each serving Kafka on a free port
+// (advertised in the roster), after edit, if any, changes their configs.
+func startKafkaCluster(t *testing.T, edit func(*config.Config)) (*testCluster, []string) {
+	t.Helper()
+	kports := freePorts(t, 3)
+	tc := startCluster(t, 3, func(c *config.Config) {
+		c.Node.KafkaAddr = kports[c.Node.ID-1]
+		for i := range c.Cluster.Nodes {
+			c.Cluster.Nodes[i].KafkaAddr = kports[i]
+		}
+		if edit != nil {
+			edit(c)
+		}
+	})
+	return tc, kports
 }
 
 // kafkaCreateRetrying creates a topic through the Kafka port, retrying

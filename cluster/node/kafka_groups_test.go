@@ -11,8 +11,6 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
-
-	"github.com/corestream/corestream/cluster/config"
 )
 
 // groupLedger counts what a test's group members processed.
@@ -340,26 +338,11 @@ func TestKafkaGroupErrors(t *testing.T) {
 // node (the metadata primary) is stopped, the members rejoin at the new
 // one and every record, old and new, is processed.
 func TestKafkaGroupCluster(t *testing.T) {
-	kports := freePorts(t, 3)
-	tc := startCluster(t, 3, func(c *config.Config) {
-		c.Node.KafkaAddr = kports[c.Node.ID-1]
-		for i := range c.Cluster.Nodes {
-			c.Cluster.Nodes[i].KafkaAddr = kports[i]
-		}
-	})
+	tc, kports := startKafkaCluster(t, nil)
 	ctx, cancel := context.WithTimeout(context.Background(), 150*time.Second)
 	defer cancel()
 	adm := kadm.NewClient(kafkaClient(t, kports))
-	for {
-		res, err := adm.CreateTopic(ctx, 12, 3, nil, "gc")
-		if err == nil && res.Err == nil {
-			break
-		}
-		if ctx.Err() != nil {
-			t.Fatalf("create: %v %v", err, res.Err)
-		}
-		time.Sleep(50 * time.Millisecond) // the metadata primary may still be elected
-	}
+	kafkaCreateRetrying(t, ctx, adm, "gc", 12, 3)
 	clusterWait(t, 30*time.Second, "a leader for every partition", func() bool {
 		md, err := adm.Metadata(ctx, "gc")
 		if err != nil || len(md.Topics["gc"].Partitions) != 12 {
