@@ -6,11 +6,8 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
-	"path/filepath"
-	"regexp"
 	"strconv"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -353,35 +350,7 @@ func TestConsoleLoginInBrowser(t *testing.T) {
 	if browser == "" {
 		t.Skip("no chromium on PATH: install Debian's chromium (apt-get install chromium) to run the console's browser test")
 	}
-	dir := t.TempDir()
-	cfg := filepath.Join(dir, "corestream.toml")
-	if err := os.WriteFile(cfg, []byte("[security]\nauth = \"scram\"\nadmin_user = \"root\"\nadmin_password = \"rootpw\"\n[http]\njwt_secret = \"j\"\n"), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	srv := exec.Command(corestreamBin(t), "serve", "--config", cfg, "--data", filepath.Join(dir, "data"),
-		"--client-addr", "127.0.0.1:0", "--http-addr", "127.0.0.1:0", "--shards", "1")
-	stdout, stderr := &syncBuf{}, &syncBuf{}
-	srv.Stdout, srv.Stderr = stdout, stderr
-	if err := srv.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		srv.Process.Signal(syscall.SIGKILL)
-		srv.Wait()
-		if t.Failed() {
-			t.Logf("server stderr:\n%s", tail(stderr.String(), 8<<10))
-		}
-	})
-	httpRE := regexp.MustCompile(`HTTP API on http://(\S+)`)
-	var httpAddr string
-	eventually(t, e2eStartTimeout, "the node serving", func() bool {
-		h := httpRE.FindStringSubmatch(stdout.String())
-		if h == nil {
-			return false
-		}
-		httpAddr = h[1]
-		return true
-	})
+	_, httpAddr := startSecuredNode(t)
 	root := []string{"--user", "root", "--password", "rootpw", "user", "--http", httpAddr}
 	// The administrator may not be created yet the instant the node
 	// serves: wait for its first login to work.

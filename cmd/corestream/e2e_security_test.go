@@ -16,35 +16,7 @@ import (
 // it a topic over HTTP, the native commands authenticate with --user and
 // --password, and the refusals name their reason.
 func TestCLIUsersAndPermissions(t *testing.T) {
-	dir := t.TempDir()
-	cfg := filepath.Join(dir, "corestream.toml")
-	if err := os.WriteFile(cfg, []byte("[security]\nauth = \"scram\"\nadmin_user = \"root\"\nadmin_password = \"rootpw\"\n[http]\njwt_secret = \"j\"\n"), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	srv := exec.Command(corestreamBin(t), "serve", "--config", cfg, "--data", filepath.Join(dir, "data"),
-		"--client-addr", "127.0.0.1:0", "--http-addr", "127.0.0.1:0", "--shards", "1")
-	stdout, stderr := &syncBuf{}, &syncBuf{}
-	srv.Stdout, srv.Stderr = stdout, stderr
-	if err := srv.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		srv.Process.Signal(syscall.SIGKILL)
-		srv.Wait()
-		if t.Failed() {
-			t.Logf("server stderr:\n%s", tail(stderr.String(), 8<<10))
-		}
-	})
-	httpRE := regexp.MustCompile(`HTTP API on http://(\S+)`)
-	var addr, httpAddr string
-	eventually(t, e2eStartTimeout, "the node serving", func() bool {
-		m, h := servingRE.FindStringSubmatch(stdout.String()), httpRE.FindStringSubmatch(stdout.String())
-		if m == nil || h == nil {
-			return false
-		}
-		addr, httpAddr = m[1], h[1]
-		return true
-	})
+	addr, httpAddr := startSecuredNode(t)
 	run := func(wantCode int, wantOut string, args ...string) string {
 		t.Helper()
 		code, out, errs := runBin(t, "", append([]string{"--brokers", addr, "--timeout", "20s"}, args...)...)
@@ -81,4 +53,40 @@ func TestCLIUsersAndPermissions(t *testing.T) {
 	}
 	run(0, "deleted user app", user(root, "delete", "app")...)
 	run(1, "AUTHENTICATION_FAILED", user(app, "list")...)
+}
+
+// startSecuredNode runs `corestream serve` with security.auth = scram, the
+// bootstrap administrator root/rootpw and HTTP on, and returns its client
+// and HTTP addresses once it serves both.
+func startSecuredNode(t *testing.T) (addr, httpAddr string) {
+	t.Helper()
+	dir := t.TempDir()
+	cfg := filepath.Join(dir, "corestream.toml")
+	if err := os.WriteFile(cfg, []byte("[security]\nauth = \"scram\"\nadmin_user = \"root\"\nadmin_password = \"rootpw\"\n[http]\njwt_secret = \"j\"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	srv := exec.Command(corestreamBin(t), "serve", "--config", cfg, "--data", filepath.Join(dir, "data"),
+		"--client-addr", "127.0.0.1:0", "--http-addr", "127.0.0.1:0", "--shards", "1")
+	stdout, stderr := &syncBuf{}, &syncBuf{}
+	srv.Stdout, srv.Stderr = stdout, stderr
+	if err := srv.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		srv.Process.Signal(syscall.SIGKILL)
+		srv.Wait()
+		if t.Failed() {
+			t.Logf("server stderr:\n%s", tail(stderr.String(), 8<<10))
+		}
+	})
+	httpRE := regexp.MustCompile(`HTTP API on http://(\S+)`)
+	eventually(t, e2eStartTimeout, "the node serving", func() bool {
+		m, h := servingRE.FindStringSubmatch(stdout.String()), httpRE.FindStringSubmatch(stdout.String())
+		if m == nil || h == nil {
+			return false
+		}
+		addr, httpAddr = m[1], h[1]
+		return true
+	})
+	return addr, httpAddr
 }
