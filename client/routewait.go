@@ -165,11 +165,15 @@ func (b *broker) dialNow() {
 type dialBackoffError struct {
 	addr  string
 	until time.Time
+	wait  time.Duration // the backoff left when the attempt was refused
 	last  error
 }
 
 func (e *dialBackoffError) Error() string {
-	return fmt.Sprintf("%s refused the last dial; redialling in %v: %v", e.addr, time.Until(e.until).Round(time.Millisecond), e.last)
+	// The wait is the one left when the attempt was refused: printed
+	// later (in a delivery timeout's report), time.Until would be
+	// negative.
+	return fmt.Sprintf("%s refused the last dial; the next dial was %v away: %v", e.addr, e.wait.Round(time.Millisecond), e.last)
 }
 
 func (e *dialBackoffError) Unwrap() error { return e.last }
@@ -184,5 +188,5 @@ func (c *Client) dialBackoff(addr string) error {
 	if live || b.dialing != nil || b.dialErr == nil || !time.Now().Before(b.nextDial) {
 		return nil
 	}
-	return &dialBackoffError{addr: addr, until: b.nextDial, last: b.dialErr}
+	return &dialBackoffError{addr: addr, until: b.nextDial, wait: time.Until(b.nextDial), last: b.dialErr}
 }

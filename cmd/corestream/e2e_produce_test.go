@@ -93,7 +93,11 @@ func TestE2EProduceCLIBrokerKilled(t *testing.T) {
 	}
 	t.Logf("report: sent %d, acknowledged %d (through line %d), first failed line %d; stderr:\n%s",
 		rep.Sent, rep.Acknowledged, rep.AcknowledgedThrough, rep.FirstFailedLine, tail(stderr.String(), 2000))
-	if rep.FirstFailedLine == 0 || !rep.UnreadInput || rep.Acknowledged < 20_000 {
+	// The broker held 20,000 lines before the kill, but the answers for
+	// the last of them may still have been on their way (CI saw 18,879
+	// acknowledged): the floor only shows that produce got answers for
+	// most of them; checkReportMatchesLog below is the exact check.
+	if rep.FirstFailedLine == 0 || !rep.UnreadInput || rep.Acknowledged < 10_000 {
 		t.Fatalf("report %+v", rep)
 	}
 
