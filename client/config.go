@@ -2,6 +2,7 @@ package client
 
 import (
 	"context"
+	"crypto/tls"
 	"net"
 	"time"
 )
@@ -83,6 +84,12 @@ type Config struct {
 	// unauthenticated; a node with security.auth = none accepts the
 	// connection as it accepts every other. Default none.
 	Username, Password string
+	// TLS, when set, runs a TLS handshake on every connection before
+	// anything else (a node whose security.tls_listeners names client).
+	// Its ServerName, when empty, is the host of each node's address; its
+	// RootCAs the CA of the nodes' certificates (nil: the system's);
+	// TLSConfig builds one from files. Default none: plaintext.
+	TLS *tls.Config
 	// Dialer opens connections; tests put faults here. Default a
 	// net.Dialer.
 	Dialer func(ctx context.Context, network, addr string) (net.Conn, error)

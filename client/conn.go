@@ -138,9 +138,20 @@ func dialConn(ctx context.Context, cfg *Config, addr string) (*conn, error) {
 		return nil, fmt.Errorf("%w: %w", ErrUnreachable, err)
 	}
 	capRetransmit(nc, cfg.RetransmitBackoffMax)
+	if cfg.TLS != nil {
+		tc, err := startTLS(ctx, nc, cfg.TLS, addr)
+		if err != nil {
+			nc.Close()
+			return nil, err
+		}
+		nc = tc
+	}
 	hs, err := handshake(ctx, nc, cfg.ClientID)
 	if err != nil {
 		nc.Close()
+		if cfg.TLS == nil {
+			err = plaintextHint(err)
+		}
 		return nil, fmt.Errorf("handshake with %s: %w", addr, err)
 	}
 	if cfg.Username != "" {

@@ -110,6 +110,10 @@ type Server struct {
 	open    atomic.Int64 // every connection open (accepted and dialed)
 	nextID  atomic.Uint64
 	addr    atomic.Pointer[net.TCPAddr]
+	// elsewhere is the listener ServeElsewhere handed out (closed at
+	// Shutdown); nextAdopt picks the shard of the next Adopt.
+	elsewhere atomic.Pointer[net.Listener]
+	nextAdopt atomic.Uint64
 
 	drainOnce sync.Once
 	drained   chan struct{} // closed when draining and no connection is open
@@ -347,6 +351,7 @@ func (s *Server) Shutdown(ctx context.Context) error {
 			s.logSuppressed(s.logLimit.drain())
 		}
 	}()
+	s.closeElsewhere()
 	stopped := s.forEachLoop(ctx, func(lp *loop) {
 		lp.closeListener()
 		for c := range lp.conns {

@@ -12,6 +12,7 @@ import (
 	"net"
 	"os"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -236,6 +237,38 @@ type Security struct {
 	TLSCertFile string `toml:"tls_cert_file"`
 	TLSKeyFile  string `toml:"tls_key_file"`
 	TLSCAFile   string `toml:"tls_ca_file"`
+	// TLSListeners names the listeners that serve TLS with that
+	// certificate: any of client, kafka, replication, http (default
+	// http alone, as before the others could). Replication TLS is both
+	// ways: this node dials its peers over TLS too, trusting TLSCAFile.
+	TLSListeners []string `toml:"tls_listeners"`
+	// TLSClientAuth asks TLS clients of the client, Kafka and
+	// replication listeners for a certificate signed by TLSCAFile: none
+	// (default), request (checked when given), require.
+	TLSClientAuth string `toml:"tls_client_auth"`
+	// TLSHandshakeTimeoutMs bounds a TLS handshake on those listeners.
+	TLSHandshakeTimeoutMs int64 `toml:"tls_handshake_timeout_ms"`
+}
+
+// The listeners of security.tls_listeners.
+const (
+	ListenerClient      = "client"
+	ListenerKafka       = "kafka"
+	ListenerReplication = "replication"
+	ListenerHTTP        = "http"
+)
+
+// The values of security.tls_client_auth.
+const (
+	ClientAuthNone    = "none"
+	ClientAuthRequest = "request"
+	ClientAuthRequire = "require"
+)
+
+// TLSOn reports whether listener (ListenerClient, …) serves TLS: it is
+// named in tls_listeners and a certificate is configured.
+func (s Security) TLSOn(listener string) bool {
+	return s.TLSCertFile != "" && slices.Contains(s.TLSListeners, listener)
 }
 
 // Log configures the server's own log output.
@@ -307,8 +340,9 @@ func Default() Config {
 			AutoLeaderRebalance: true, LeaderImbalancePercent: 10, LeaderBalanceIntervalMs: 30000,
 			ReplicaLagTimeMaxMs: 30000, LeaderImbalancePercentage: 10, LeaderImbalanceCheckIntervalMs: 30000,
 			ReassignConcurrency: 4, Coordinator: Coordinator{ReplicaConnectionsPerPeer: 1}},
-		Log:      Log{Level: "info"},
-		Security: Security{Auth: AuthNone, TokenTTLMs: 3600 * 1000, LoginFailuresMax: 10, LoginFailureWindowMs: 60 * 1000},
+		Log: Log{Level: "info"},
+		Security: Security{Auth: AuthNone, TokenTTLMs: 3600 * 1000, LoginFailuresMax: 10, LoginFailureWindowMs: 60 * 1000,
+			TLSListeners: []string{ListenerHTTP}, TLSClientAuth: ClientAuthNone, TLSHandshakeTimeoutMs: 10_000},
 	}
 }
 
@@ -539,12 +573,43 @@ func (c *Config) validateRoster() error {
 	return nil
 }
 
+func (c *Config) validateTLS() error {
+	s := c.Security
+	seen := map[string]bool{}
+	for _, l := range s.TLSListeners {
+		switch l {
+		case ListenerClient, ListenerKafka, ListenerReplication, ListenerHTTP:
+		default:
+			return bad("security.tls_listeners", "%q is not one of client, kafka, replication, http", l)
+		}
+		if seen[l] {
+			return bad("security.tls_listeners", "%q is named twice", l)
+		}
+		seen[l] = true
+		if l != ListenerHTTP && s.TLSCertFile == "" {
+			return bad("security.tls_listeners", "%q needs security.tls_cert_file and tls_key_file (the certificate it serves)", l)
+		}
+	}
+	switch s.TLSClientAuth {
+	case ClientAuthNone:
+	case ClientAuthRequest, ClientAuthRequire:
+		if s.TLSCAFile == "" {
+			return bad("security.tls_client_auth", "%q needs security.tls_ca_file, the CA that signs the clients' certificates", s.TLSClientAuth)
+		}
+	default:
+		return bad("security.tls_client_auth", "%q is not one of none, request, require", s.TLSClientAuth)
+	}
+	return nil
+}
+
 func (c *Config) validateSecurity() error {
 	s := c.Security
 	checks := []error{
 		inRange("security.token_ttl_ms", s.TokenTTLMs, 1000, 30*24*3600*1000),
 		inRange("security.login_failures_max", int64(s.LoginFailuresMax), 1, 1<<20),
 		inRange("security.login_failure_window_ms", s.LoginFailureWindowMs, 1000, 24*3600*1000),
+		inRange("security.tls_handshake_timeout_ms", s.TLSHandshakeTimeoutMs, 100, 60_000),
+		c.validateTLS(),
 	}
 	for _, err := range checks {
 		if err != nil {

@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -91,6 +92,12 @@ replication_addr = "127.0.0.1:6"
 		{"scram without a token secret", "[security]\nauth = \"scram\"\nadmin_user = \"a\"\nadmin_password = \"p\"\n", "http.jwt_secret: auth = scram with an HTTP API"},
 		{"token ttl", "[security]\ntoken_ttl_ms = 5\n", "security.token_ttl_ms: 5 is outside"},
 		{"tls cert without key", "[security]\ntls_cert_file = \"c.pem\"\n", "security.tls_cert_file and security.tls_key_file go together"},
+		{"tls listener unknown", "[security]\ntls_listeners = [\"admin\"]\n", "security.tls_listeners: \"admin\" is not one of"},
+		{"tls listener twice", "[security]\ntls_cert_file = \"c\"\ntls_key_file = \"k\"\ntls_listeners = [\"kafka\", \"kafka\"]\n", "\"kafka\" is named twice"},
+		{"tls listener without a certificate", "[security]\ntls_listeners = [\"client\"]\n", "security.tls_listeners: \"client\" needs security.tls_cert_file"},
+		{"tls client auth unknown", "[security]\ntls_client_auth = \"maybe\"\n", "security.tls_client_auth: \"maybe\" is not one of none, request, require"},
+		{"tls client auth without a CA", "[security]\ntls_cert_file = \"c\"\ntls_key_file = \"k\"\ntls_client_auth = \"require\"\n", "\"require\" needs security.tls_ca_file"},
+		{"tls handshake timeout", "[security]\ntls_handshake_timeout_ms = 5\n", "security.tls_handshake_timeout_ms: 5 is outside 100..60000"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -200,4 +207,26 @@ func keys(t reflect.Type, prefix string) []string {
 		out = append(out, full)
 	}
 	return out
+}
+
+// TLSOn needs both a listener named and a certificate; the default names
+// the HTTP API alone, as before the other listeners could serve TLS.
+func TestTLSOn(t *testing.T) {
+	c, err := Parse("[security]\ntls_cert_file = \"c\"\ntls_key_file = \"k\"\ntls_listeners = [\"client\", \"replication\"]\ntls_client_auth = \"request\"\ntls_ca_file = \"ca\"\n")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for l, want := range map[string]bool{ListenerClient: true, ListenerReplication: true, ListenerKafka: false, ListenerHTTP: false} {
+		if got := c.Security.TLSOn(l); got != want {
+			t.Errorf("TLSOn(%s) = %v, want %v", l, got, want)
+		}
+	}
+	d := Default()
+	if d.Security.TLSOn(ListenerHTTP) || !slices.Equal(d.Security.TLSListeners, []string{ListenerHTTP}) {
+		t.Errorf("default: %v", d.Security.TLSListeners)
+	}
+	d.Security.TLSCertFile, d.Security.TLSKeyFile = "c", "k"
+	if !d.Security.TLSOn(ListenerHTTP) || d.Security.TLSOn(ListenerClient) {
+		t.Error("default with a certificate: HTTP alone serves TLS")
+	}
 }

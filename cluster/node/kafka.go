@@ -5,6 +5,7 @@ import (
 	"net"
 	"time"
 
+	"github.com/corestream/corestream/cluster/config"
 	"github.com/corestream/corestream/cluster/kafka"
 	"github.com/corestream/corestream/netio"
 )
@@ -27,11 +28,11 @@ func (n *Node) startKafka(l *netio.Listener) error {
 		MaxConnections: n.cfg.Network.MaxConnections, OutboundBytesMax: int64(n.cfg.Network.OutboundBytesMax),
 		RetransmitBackoffMax: time.Duration(n.cfg.Network.TCPRetransmitMaxMs) * time.Millisecond,
 		Logf:                 func(format string, args ...any) { n.log.Info("kafka: " + fmt.Sprintf(format, args...)) },
-	}, kafka.New(n.svc, kafka.Config{MaxFrameBytes: n.cfg.Network.MaxFrameBytes, Log: n.log, Auth: n.kafkaAuth(), Groups: n.groups.coord}))
+	}, n.guardPlain(kafka.New(n.svc, kafka.Config{MaxFrameBytes: n.cfg.Network.MaxFrameBytes, Log: n.log, Auth: n.kafkaAuth(), Groups: n.groups.coord}), config.ListenerKafka))
 	if err != nil {
 		return err
 	}
-	if err := srv.Serve(l); err != nil {
+	if err := n.serveListener(srv, l, config.ListenerKafka); err != nil {
 		return err
 	}
 	n.kafka = srv

@@ -72,6 +72,7 @@ func (n *Node) metricsHandler() http.Handler {
 	gauge("partitions_open_failed", "Partitions this node should host but could not open (retried with back-off; see the log for the cause).",
 		func() float64 { return float64(n.openErrs.count()) })
 	n.registerRuntimeMetrics(reg)
+	n.registerTLSMetrics(reg)
 	return promhttp.HandlerFor(reg, promhttp.HandlerOpts{})
 }
 

@@ -109,6 +109,9 @@ type Node struct {
 	// certs and clientTLS are the HTTP API's TLS (nil: plain HTTP).
 	certs     *security.CertStore
 	clientTLS *tls.Config
+	// tls is the client, Kafka and replication listeners' TLS and its
+	// counters (tlsbridge.go).
+	tls *nodeTLS
 }
 
 // New validates cfg and prepares a node; Start runs it.
@@ -271,13 +274,13 @@ func (n *Node) Start() error {
 		MaxConnections: n.cfg.Network.MaxConnections, OutboundBytesMax: int64(n.cfg.Network.OutboundBytesMax),
 		RetransmitBackoffMax: time.Duration(n.cfg.Network.TCPRetransmitMaxMs) * time.Millisecond,
 		Logf:                 func(format string, args ...any) { n.log.Info(fmt.Sprintf(format, args...)) },
-	}, native.New(native.Config{Service: n.svc, Log: n.log, MaxFrameBytes: n.cfg.Network.MaxFrameBytes, Group: g,
-		OwnerShard: n.ownerShard, Migrations: &n.migrations, Auth: n.nativeAuth()}))
+	}, n.guardPlain(native.New(native.Config{Service: n.svc, Log: n.log, MaxFrameBytes: n.cfg.Network.MaxFrameBytes, Group: g,
+		OwnerShard: n.ownerShard, Migrations: &n.migrations, Auth: n.nativeAuth()}), config.ListenerClient))
 	if err != nil {
 		n.stopShards()
 		return err
 	}
-	if err := srv.Serve(ls.client); err != nil {
+	if err := n.serveListener(srv, ls.client, config.ListenerClient); err != nil {
 		n.stopShards()
 		return fmt.Errorf("node: node.client_addr %s: %w", n.cfg.Node.ClientAddr, err)
 	}

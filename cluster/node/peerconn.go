@@ -29,7 +29,7 @@ func (p *peers) dial(ps *peerShard, l *link) {
 		return
 	}
 	l.timer, l.dialing = nil, true
-	err := p.server.Dial(ps.sh, l.addr, &outbound{p: p, ps: ps, l: l}, func(c *netio.Conn, err error) {
+	err := p.dialConn(ps.sh, l.addr, &outbound{p: p, ps: ps, l: l}, func(c *netio.Conn, err error) {
 		if err != nil {
 			p.redial(ps, l)
 		}

@@ -14,6 +14,7 @@ import (
 	"github.com/corestream/corestream/cluster/config"
 	"github.com/corestream/corestream/cluster/peerauth"
 	"github.com/corestream/corestream/cluster/peerwire"
+	"github.com/corestream/corestream/cluster/tlsbridge"
 	"github.com/corestream/corestream/netio"
 	"github.com/corestream/corestream/raftlite"
 	"github.com/corestream/corestream/segment"
@@ -120,12 +121,16 @@ type peerDeps struct {
 	metaSnapshot func() []byte
 	// ledRoutes lists, as announcements, the routes this node leads.
 	ledRoutes func() []peerwire.Route
+	// tls, when set, serves and dials the links over TLS (tlsbridge.go).
+	tls *nodeTLS
 }
 
 // peers is the node's replication transport (the Transport over TCP).
 type peers struct {
 	d      peerDeps
 	server *netio.Server
+	// dialer dials the links over TLS (nil: plaintext, server.Dial).
+	dialer *tlsbridge.Dialer
 	k      int
 	secret peerauth.Secrets
 	shards []*peerShard
@@ -168,7 +173,7 @@ func newPeers(d peerDeps, k int, secret peerauth.Secrets, netCfg config.Network,
 		p.shards[i] = &peerShard{sh: d.group.Shard(i), links: map[linkKey]*link{}, out: map[linkKey][]netio.Response{},
 			pending: map[linkKey][]byte{}, pendingN: map[linkKey]int{}}
 	}
-	if err := srv.Serve(ln); err != nil {
+	if err := p.serve(ln); err != nil {
 		return nil, err
 	}
 	d.log.Info("replication listening", "addr", srv.Addr().String(), "links_per_peer", p.k)

@@ -78,10 +78,14 @@ func loopback(addr string) bool {
 func (n *Node) loadTLS() error {
 	s := n.cfg.Security
 	if s.TLSCertFile == "" {
+		n.tls, _ = newNodeTLS(s, nil)
 		return nil
 	}
 	certs, err := security.LoadCertStore(s.TLSCertFile, s.TLSKeyFile)
 	if err != nil {
+		return err
+	}
+	if n.tls, err = newNodeTLS(s, certs); err != nil {
 		return err
 	}
 	client, err := security.ClientConfig(s.TLSCAFile)
@@ -94,7 +98,7 @@ func (n *Node) loadTLS() error {
 
 // serverTLS is the HTTP API's TLS configuration (nil: plain HTTP).
 func (n *Node) serverTLS() *tls.Config {
-	if n.certs == nil {
+	if n.certs == nil || !n.cfg.Security.TLSOn(config.ListenerHTTP) {
 		return nil
 	}
 	return n.certs.ServerConfig()

@@ -74,6 +74,7 @@ func (n *Node) startPeers(ln *netio.Listener) error {
 			return n.ctrl.snapshot
 		},
 		ledRoutes: func() []peerwire.Route { return n.routes.ledBy(int32(n.self)) },
+		tls:       n.peerTLS(),
 	}, n.cfg.Cluster.Coordinator.ReplicaConnectionsPerPeer,
 		peerauth.Secrets{Cluster: []byte(n.cfg.Cluster.Secret), HTTP: []byte(n.cfg.HTTP.JWTSecret)}, n.cfg.Network, ln)
 	if err != nil {
