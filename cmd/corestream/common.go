@@ -24,10 +24,14 @@ func (a *app) dial(ctx context.Context) (*client.Client, error) {
 	if len(brokers) == 0 {
 		return nil, usageErrorf("--brokers names no broker")
 	}
+	tc, err := a.tls.config(a.getenv)
+	if err != nil {
+		return nil, err
+	}
 	ctx, cancel := context.WithTimeout(ctx, a.timeout)
 	defer cancel()
 	c, err := client.DialConfig(ctx, client.Config{Brokers: brokers, ClientID: "corestream-cli", RequestTimeout: a.timeout,
-		Username: a.user, Password: a.password})
+		Username: a.user, Password: a.password, TLS: tc})
 	if err != nil {
 		return nil, fmt.Errorf("connecting to %s: %w", strings.Join(brokers, ","), err)
 	}

@@ -70,12 +70,14 @@ type app struct {
 	// user and password authenticate to the cluster (--user,
 	// --password or $CORESTREAM_USER, $CORESTREAM_PASSWORD).
 	user, password string
-	json           bool
-	timeout        time.Duration
-	getenv         func(string) string
-	stdin          io.Reader
-	stdout         io.Writer
-	stderr         io.Writer
+	// tls is --tls, --tls-ca, --tls-cert, --tls-key.
+	tls     tlsFlags
+	json    bool
+	timeout time.Duration
+	getenv  func(string) string
+	stdin   io.Reader
+	stdout  io.Writer
+	stderr  io.Writer
 }
 
 type appKey struct{}
@@ -162,6 +164,7 @@ func newRootCmd(a *app) *cobra.Command {
 	f.BoolVar(&a.json, "json", false, "print machine-readable JSON")
 	f.StringVar(&a.user, "user", "", "authenticate as this user (default $"+envUser+"); needed by a cluster with security.auth = scram")
 	f.StringVar(&a.password, "password", "", "the user's password (default $"+envPassword+", which keeps it out of the process list)")
+	a.tls.register(f)
 	f.DurationVar(&a.timeout, "timeout", defaultTimeout, "how long to wait for the cluster: connecting, each admin command, each produced line's answer, consume's next message")
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return fmt.Errorf("%w: %w", errUsage, err) })
 	for _, build := range commands {
