@@ -80,6 +80,7 @@ func parseFlags(args []string, stderr io.Writer) (flags, error) {
 	fs.IntVar(&f.opts.HeartbeatIntervalMs, "heartbeat-ms", 100, "cluster.heartbeat_interval_ms")
 	fs.IntVar(&f.opts.ElectionTimeoutMs, "election-ms", 1000, "cluster.election_timeout_ms")
 	fs.StringVar(&f.opts.LogLevel, "log-level", "info", "log.level of every node")
+	fs.BoolVar(&f.opts.TLS, "tls", false, "serve TLS on every listener with a test CA generated into DIR/tls/ca.pem (the JSON's ca_file; corestream --tls-ca)")
 	racks := fs.String("racks", "", "comma-separated racks dealt to the nodes in turn (node i gets rack (i-1) mod count; e.g. a,b,c)")
 	fs.StringVar(&f.bin, "bin", "", "the corestream binary (default: build ./cmd/corestream into DIR/bin)")
 	fs.DurationVar(&f.formedWait, "timeout", time.Minute, "how long to wait for the cluster to form")
@@ -125,9 +126,11 @@ type nodeDoc struct {
 
 // document is what the launcher prints once the cluster has formed.
 type document struct {
-	Dir     string    `json:"dir"`
-	Brokers string    `json:"brokers"`
-	Nodes   []nodeDoc `json:"nodes"`
+	Dir     string `json:"dir"`
+	Brokers string `json:"brokers"`
+	// CAFile is the test CA of -tls, which clients trust.
+	CAFile string    `json:"ca_file,omitempty"`
+	Nodes  []nodeDoc `json:"nodes"`
 }
 
 // run is main without the process: it returns the exit code. A signal on
@@ -179,7 +182,7 @@ func run(args []string, stdout, stderr io.Writer, sigs <-chan os.Signal) int {
 		stopAll(procs, syscall.SIGTERM, sigs, stderr)
 		return 1
 	}
-	doc := document{Dir: plan.Options.Dir, Brokers: plan.Brokers()}
+	doc := document{Dir: plan.Options.Dir, Brokers: plan.Brokers(), CAFile: plan.CAFile}
 	for _, p := range procs {
 		n := p.Node
 		doc.Nodes = append(doc.Nodes, nodeDoc{n.ID, p.Pid(), n.ClientAddr, n.ReplicationAddr, n.HTTPAddr, n.KafkaAddr, n.Rack, n.DataDir, n.Config, n.Log})
@@ -189,7 +192,11 @@ func run(args []string, stdout, stderr io.Writer, sigs <-chan os.Signal) int {
 	if err := enc.Encode(doc); err != nil {
 		fmt.Fprintf(stderr, "localcluster: %v\n", err)
 	}
-	fmt.Fprintf(stderr, "localcluster: %d nodes up; try: corestream --brokers %s cluster status\n", len(procs), plan.Brokers())
+	try := "--brokers " + plan.Brokers()
+	if plan.CAFile != "" {
+		try += " --tls-ca " + plan.CAFile
+	}
+	fmt.Fprintf(stderr, "localcluster: %d nodes up; try: corestream %s cluster status\n", len(procs), try)
 	fmt.Fprintln(stderr, "localcluster: Ctrl-C (SIGINT) or SIGTERM stops every node")
 	code := supervise(procs, f.bin, sigs, stderr)
 	fmt.Fprintf(stderr, "localcluster: data and logs kept in %s\n", plan.Options.Dir)

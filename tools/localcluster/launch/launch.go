@@ -10,6 +10,7 @@ package launch
 
 import (
 	"crypto/rand"
+	"crypto/tls"
 	"encoding/hex"
 	"errors"
 	"fmt"
@@ -71,6 +72,10 @@ type Options struct {
 	// Racks are the racks nodes are dealt into in turn: node i (from 1)
 	// gets node.rack Racks[(i-1) mod len(Racks)]. Empty: no racks.
 	Racks []string
+	// TLS serves TLS on every listener (client, Kafka, replication,
+	// HTTP): Write generates a test CA (Dir/tls/ca.pem, Plan.CAFile) and
+	// a certificate for each node, signed by it, for Host and localhost.
+	TLS bool
 }
 
 func (o Options) withDefaults() (Options, error) {
@@ -147,6 +152,11 @@ type Node struct {
 type Plan struct {
 	Options Options
 	Nodes   []Node
+	// CAFile is the test CA that signed the nodes' certificates, with
+	// Options.TLS ("" without): clients trust it (corestream --tls-ca).
+	CAFile string
+	// clientTLS trusts CAFile, for the readiness probes (nil without TLS).
+	clientTLS *tls.Config
 }
 
 // New plans a cluster: free ports on Options.Host for every listener and
@@ -171,6 +181,9 @@ func New(o Options) (*Plan, error) {
 		return nil, err
 	}
 	p := &Plan{Options: o}
+	if o.TLS {
+		p.CAFile = filepath.Join(dir, "tls", "ca.pem")
+	}
 	for i := 0; i < o.Nodes; i++ {
 		id := i + 1
 		data := filepath.Join(dir, "node-"+strconv.Itoa(id))
@@ -274,6 +287,10 @@ func (p *Plan) TOML(i int) string {
 	fmt.Fprintf(&b, "[http]\njwt_secret = %q\n\n", o.JWTSecret)
 	fmt.Fprintf(&b, "[cluster]\nsecret = %q\ndefault_replication_factor = %s\nheartbeat_interval_ms = %d\nelection_timeout_ms = %d\n\n",
 		n.Secret, rf, o.HeartbeatIntervalMs, o.ElectionTimeoutMs)
+	if o.TLS {
+		fmt.Fprintf(&b, "[security]\ntls_cert_file = %q\ntls_key_file = %q\ntls_ca_file = %q\ntls_listeners = [\"client\", \"kafka\", \"replication\", \"http\"]\n\n",
+			nodeCertFile(n), nodeKeyFile(n), p.CAFile)
+	}
 	fmt.Fprintf(&b, "[cluster.coordinator]\nreplica_connections_per_peer = %d\n", n.K)
 	for _, m := range p.Nodes {
 		fmt.Fprintf(&b, "\n[[cluster.nodes]]\nid = %d\nclient_addr = %q\nreplication_addr = %q\nhttp_addr = %q\nkafka_addr = %q\nrack = %q\n",
@@ -287,6 +304,11 @@ func (p *Plan) TOML(i int) string {
 // bad option is reported here with the key it sets, before any process
 // starts.
 func (p *Plan) Write() error {
+	if p.Options.TLS {
+		if err := p.writeTLS(); err != nil {
+			return err
+		}
+	}
 	for i, n := range p.Nodes {
 		text := p.TOML(i)
 		if _, err := config.Parse(text); err != nil {

@@ -3,6 +3,7 @@ package launch
 import (
 	"bufio"
 	"context"
+	"crypto/tls"
 	"encoding/binary"
 	"fmt"
 	"io"
@@ -17,8 +18,13 @@ const readyPollEvery = 50 * time.Millisecond
 
 // Status asks the node at addr for its view of the cluster.
 func Status(ctx context.Context, addr string) (*wire.ClusterStatusResponse, error) {
+	return StatusTLS(ctx, addr, nil)
+}
+
+// StatusTLS is Status over TLS with tc (nil: plaintext).
+func StatusTLS(ctx context.Context, addr string, tc *tls.Config) (*wire.ClusterStatusResponse, error) {
 	var st wire.ClusterStatusResponse
-	if err := Request(ctx, addr, &wire.ClusterStatusRequest{}, &st); err != nil {
+	if err := RequestTLS(ctx, addr, tc, &wire.ClusterStatusRequest{}, &st); err != nil {
 		return nil, err
 	}
 	return &st, nil
@@ -30,8 +36,20 @@ func Status(ctx context.Context, addr string) (*wire.ClusterStatusResponse, erro
 // routes requests to whichever node it likes; probes of one node's view
 // use this instead.
 func Request(ctx context.Context, addr string, req wire.Request, resp wire.Response) error {
-	var d net.Dialer
-	c, err := d.DialContext(ctx, "tcp", addr)
+	return RequestTLS(ctx, addr, nil, req, resp)
+}
+
+// RequestTLS is Request over TLS with tc (nil: plaintext).
+func RequestTLS(ctx context.Context, addr string, tc *tls.Config, req wire.Request, resp wire.Response) error {
+	var c net.Conn
+	var err error
+	if tc != nil {
+		d := tls.Dialer{Config: tc}
+		c, err = d.DialContext(ctx, "tcp", addr)
+	} else {
+		var d net.Dialer
+		c, err = d.DialContext(ctx, "tcp", addr)
+	}
 	if err != nil {
 		return err
 	}
@@ -112,7 +130,7 @@ func (p *Plan) WaitFormed(ctx context.Context, exited func() error) error {
 		why := ""
 		for _, n := range p.Nodes {
 			pctx, cancel := context.WithTimeout(ctx, time.Second)
-			st, err := Status(pctx, n.ClientAddr)
+			st, err := StatusTLS(pctx, n.ClientAddr, p.clientTLS)
 			cancel()
 			switch {
 			case err != nil:
