@@ -5,6 +5,7 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"errors"
+	"net"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
@@ -26,7 +27,7 @@ type testPKI struct {
 	caFile, certFile, keyFile string
 }
 
-func newTestPKI(t *testing.T, dir string) *testPKI {
+func newTestPKI(t testing.TB, dir string) *testPKI {
 	t.Helper()
 	ca, err := tlsbridge.NewCA("corestream test CA", time.Now().Add(-time.Hour), time.Now().Add(24*time.Hour))
 	if err != nil {
@@ -42,7 +43,7 @@ func newTestPKI(t *testing.T, dir string) *testPKI {
 
 // clientTLS trusts the PKI's CA, presenting a certificate issued for
 // name valid until notAfter when name is not empty.
-func (p *testPKI) clientTLS(t *testing.T, name string, notAfter time.Time) *tls.Config {
+func (p *testPKI) clientTLS(t testing.TB, name string, notAfter time.Time) *tls.Config {
 	t.Helper()
 	pool := x509.NewCertPool()
 	pool.AddCert(p.ca.Cert)
@@ -67,7 +68,7 @@ func (p *testPKI) tlsOn(c *config.Config, listeners ...string) {
 	c.Security.TLSListeners = listeners
 }
 
-func writeFile(t *testing.T, path string, b []byte) {
+func writeFile(t testing.TB, path string, b []byte) {
 	t.Helper()
 	if err := os.WriteFile(path, b, 0o600); err != nil {
 		t.Fatal(err)
@@ -282,6 +283,40 @@ func TestTLSReplicationCluster(t *testing.T) {
 	for i, n := range tc.nodes {
 		if n.tls.stats[config.ListenerReplication].Handshakes.Load() == 0 || n.tls.stats[replicationOut].Handshakes.Load() == 0 {
 			t.Errorf("node %d: no replication handshake counted", i+1)
+		}
+	}
+}
+
+// SIGHUP's reload (ReloadTLS) applies to the native and Kafka listeners'
+// new sessions: after the files are replaced, a new session is served
+// the new certificate.
+func TestTLSListenersReload(t *testing.T) {
+	pki := newTestPKI(t, t.TempDir())
+	n := runNode(t, t.TempDir(), func(c *config.Config) {
+		withKafka(c)
+		pki.tlsOn(c, config.ListenerClient, config.ListenerKafka)
+	})
+	served := func(addr string) string {
+		t.Helper()
+		c, err := tls.DialWithDialer(&net.Dialer{Timeout: 10 * time.Second}, "tcp", addr, pki.clientTLS(t, "", time.Time{}))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		return c.ConnectionState().PeerCertificates[0].Subject.CommonName
+	}
+	if cn := served(n.ClientAddr()); cn != "node" {
+		t.Fatalf("first certificate %q", cn)
+	}
+	if err := pki.ca.WriteIssued(pki.certFile, pki.keyFile, "renewed", []string{"127.0.0.1"}, time.Hour); err != nil {
+		t.Fatal(err)
+	}
+	if err := n.ReloadTLS(); err != nil {
+		t.Fatal(err)
+	}
+	for _, addr := range []string{n.ClientAddr(), n.KafkaAddr()} {
+		if cn := served(addr); cn != "renewed" {
+			t.Errorf("%s after the reload: %q", addr, cn)
 		}
 	}
 }
