@@ -53,6 +53,16 @@
 // Config.LogLinesMax per Config.LogInterval, past which lines are counted
 // and summed up in one line when the interval ends.
 //
+// # Adopted connections
+//
+// The loops serve plain sockets only. A listener whose sessions need
+// user-space work first (TLS: cluster/tlsbridge) is handed out with
+// Server.ServeElsewhere; that part accepts, and gives each connection back
+// with Adopt (AdoptDialed for one it dialled) as a connected socket — one
+// end of a unix socketpair — with the peer's real address. From then on it
+// is a Conn like any other; nothing on the path of plain connections
+// changes.
+//
 // # Responses
 //
 // A Response is header bytes followed by file ranges sent with

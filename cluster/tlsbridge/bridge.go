@@ -236,7 +236,17 @@ func (d *Dialer) dial(sh *shard.Shard, addr string, h netio.Handler, done func(*
 		_ = unix.Close(shardFd)
 		adopted <- false
 	})
-	if !<-adopted {
+	var ok bool
+	select {
+	case ok = <-adopted:
+	case <-sh.Done(): // stopped before it ran the adoption
+		select {
+		case ok = <-adopted:
+		default:
+			_ = unix.Close(shardFd)
+		}
+	}
+	if !ok {
 		_ = bridge.Close()
 		_ = tc.Close()
 		d.cfg.Stats.Open.Add(-1)
