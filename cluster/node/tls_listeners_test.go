@@ -263,7 +263,7 @@ func TestTLSClientCertificates(t *testing.T) {
 // A cluster whose replication links (and client ports) run TLS, with
 // client certificates required: each node dials its peers with its own
 // certificate, partitions replicate and every acknowledged record reads
-// back; a node with the wrong CA cannot join (its dials are refused).
+// back. (A dial refused for its CA is tlsbridge's TestDialer.)
 func TestTLSReplicationCluster(t *testing.T) {
 	pki := newTestPKI(t, t.TempDir())
 	tc := startCluster(t, 3, func(c *config.Config) {
