@@ -242,8 +242,8 @@ type Security struct {
 	// http alone, as before the others could). Replication TLS is both
 	// ways: this node dials its peers over TLS too, trusting TLSCAFile.
 	TLSListeners []string `toml:"tls_listeners"`
-	// TLSClientAuth asks TLS clients of the client, Kafka and
-	// replication listeners for a certificate signed by TLSCAFile: none
+	// TLSClientAuth asks TLS clients of every TLS listener (client,
+	// Kafka, replication, HTTP) for a certificate signed by TLSCAFile: none
 	// (default), request (checked when given), require.
 	TLSClientAuth string `toml:"tls_client_auth"`
 	// TLSHandshakeTimeoutMs bounds a TLS handshake on those listeners.

@@ -92,16 +92,25 @@ func (n *Node) loadTLS() error {
 	if err != nil {
 		return err
 	}
+	if certs != nil {
+		// A node forwarding an HTTP request to another presents its own
+		// certificate when asked (security.tls_client_auth on HTTP).
+		client.GetClientCertificate = func(*tls.CertificateRequestInfo) (*tls.Certificate, error) {
+			return certs.ServerConfig().GetCertificate(nil)
+		}
+	}
 	n.certs, n.clientTLS = certs, client
 	return nil
 }
 
-// serverTLS is the HTTP API's TLS configuration (nil: plain HTTP).
+// serverTLS is the HTTP API's TLS configuration (nil: plain HTTP): the
+// same as the framed listeners', so security.tls_client_auth asks HTTPS
+// clients for a certificate too, and SIGHUP's reload reaches it.
 func (n *Node) serverTLS() *tls.Config {
 	if n.certs == nil || !n.cfg.Security.TLSOn(config.ListenerHTTP) {
 		return nil
 	}
-	return n.certs.ServerConfig()
+	return n.tls.server.Clone()
 }
 
 // ReloadTLS reads the certificate and key files again (on SIGHUP): new

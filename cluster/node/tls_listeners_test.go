@@ -4,8 +4,10 @@ import (
 	"context"
 	"crypto/tls"
 	"crypto/x509"
+	"encoding/json"
 	"errors"
 	"net"
+	"net/http"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
@@ -318,5 +320,67 @@ func TestTLSListenersReload(t *testing.T) {
 		if cn := served(addr); cn != "renewed" {
 			t.Errorf("%s after the reload: %q", addr, cn)
 		}
+	}
+}
+
+// security.tls_client_auth = "require" reaches HTTPS too: a client
+// without a certificate is refused at the handshake, one with a
+// certificate of the cluster's CA is served, and a request that reaches a
+// node which is not the partition's primary is forwarded to it in one hop
+// (the forwarding node presents its own certificate).
+func TestTLSHTTPClientCertificates(t *testing.T) {
+	pki := newTestPKI(t, t.TempDir())
+	ports := freePorts(t, 3)
+	tc := startCluster(t, 3, func(c *config.Config) {
+		pki.tlsOn(c, config.ListenerHTTP)
+		c.Security.TLSClientAuth = config.ClientAuthRequire
+		c.HTTP.JWTSecret = "jwt"
+		for i := range c.Cluster.Nodes {
+			c.Cluster.Nodes[i].HTTPAddr = ports[i]
+		}
+		c.Node.HTTPAddr = ports[c.Node.ID-1]
+	})
+	httpsClient := func(cert string) *http.Client {
+		return &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{
+			TLSClientConfig: pki.clientTLS(t, cert, time.Now().Add(time.Hour)), DisableKeepAlives: true}}
+	}
+	if _, err := httpsClient("").Get("https://" + tc.nodes[0].HTTPAddr() + "/v1/health"); err == nil {
+		t.Fatal("an HTTPS client without a certificate was served")
+	}
+	app := httpsClient("app")
+	do := func(method, url, body string) (int, map[string]any) {
+		t.Helper()
+		req, err := http.NewRequest(method, url, strings.NewReader(body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		req.Header.Set("Content-Type", "application/json")
+		resp, err := app.Do(req)
+		if err != nil {
+			return 0, nil
+		}
+		defer resp.Body.Close()
+		var out map[string]any
+		json.NewDecoder(resp.Body).Decode(&out)
+		return resp.StatusCode, out
+	}
+	base := func(i int) string { return "https://" + tc.nodes[i].HTTPAddr() }
+	clusterWait(t, 30*time.Second, "create over HTTPS", func() bool {
+		code, _ := do("POST", base(2)+"/v1/topics", `{"name":"web","partitions":1,"replication_factor":3}`)
+		return code == http.StatusCreated
+	})
+	served := map[float64]bool{}
+	for i := 0; i < 3; i++ {
+		clusterWait(t, 20*time.Second, "produce over HTTPS", func() bool {
+			code, body := do("POST", base(i)+"/v1/topics/web/partitions/0/records", `{"records":[{"value_text":"v"}]}`)
+			if code != http.StatusOK {
+				return false
+			}
+			served[body["served_by"].(float64)] = true
+			return true
+		})
+	}
+	if len(served) != 1 {
+		t.Fatalf("produce through every node served by %v, want the one primary", served)
 	}
 }
