@@ -196,25 +196,33 @@ func (n *Node) leadership() leadershipCounts {
 }
 
 // logSyncCollector reads the segment logs' sync timings of every shard's
-// IO at a scrape, summed into one histogram: the shards observe with
-// atomics (segment.SyncStats) and never touch a Prometheus object.
+// IO at a scrape, summed into one histogram per worker: the shards and
+// their background workers observe with atomics (segment.SyncStats) and
+// never touch a Prometheus object.
 type logSyncCollector struct{ hosts []*partition.Host }
 
 var logFsyncDesc = prometheus.NewDesc("corestream_log_fsync_duration_seconds",
-	"Time of the segment logs' data syncs (fdatasync, with the write linked to it), from queueing to completion; _count is the syncs.", nil, nil)
+	"Time of the segment logs' data syncs, from queueing to completion, by worker: engine (fdatasync with the write linked to it, or standalone; acks wait for these), background (sealed segments, writeback); _count is the syncs.",
+	[]string{"worker"}, nil)
 
 func (c *logSyncCollector) Describe(ch chan<- *prometheus.Desc) { ch <- logFsyncDesc }
 
 func (c *logSyncCollector) Collect(ch chan<- prometheus.Metric) {
-	var sum segment.SyncSnapshot
+	var engine, background segment.SyncSnapshot
 	for _, h := range c.hosts {
 		if h != nil {
-			sum.Add(h.IO().SyncStats().Snapshot())
+			engine.Add(h.IO().SyncStats().Snapshot())
+			background.Add(h.IO().BackgroundSyncStats().Snapshot())
 		}
 	}
-	buckets := make(map[float64]uint64, len(segment.SyncBucketBounds))
-	for i, b := range segment.SyncBucketBounds {
-		buckets[b.Seconds()] = sum.Cumulative[i]
+	for _, w := range []struct {
+		name string
+		snap *segment.SyncSnapshot
+	}{{"engine", &engine}, {"background", &background}} {
+		buckets := make(map[float64]uint64, len(segment.SyncBucketBounds))
+		for i, b := range segment.SyncBucketBounds {
+			buckets[b.Seconds()] = w.snap.Cumulative[i]
+		}
+		ch <- prometheus.MustNewConstHistogram(logFsyncDesc, w.snap.Count, w.snap.Sum.Seconds(), buckets, w.name)
 	}
-	ch <- prometheus.MustNewConstHistogram(logFsyncDesc, sum.Count, sum.Sum.Seconds(), buckets)
 }
