@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/corestream/corestream/cluster/service"
+	"github.com/corestream/corestream/netio/uring"
 	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
@@ -183,7 +184,9 @@ func TestMetricDocs(t *testing.T) {
 						base = b
 					}
 				}
-				if fams[base] == nil {
+				if fams[base] == nil && !(strings.HasPrefix(base, "corestream_uring_") && uring.Available() != nil) {
+					// (Without io_uring the shards write with pwrite and
+					// have no ring to count.)
 					t.Errorf("the dashboard queries %s, which /metrics does not serve", name)
 				}
 			}
