@@ -111,6 +111,7 @@ func (n *Node) registerRuntimeMetrics(reg *prometheus.Registry) {
 		}))
 	if n.group != nil {
 		reg.MustRegister(&shardCollector{group: n.group})
+		reg.MustRegister(&groupLagCollector{n: n, seriesMax: n.cfg.HTTP.GroupLagSeriesMax})
 	}
 	if len(n.hosts) > 0 {
 		reg.MustRegister(&logSyncCollector{hosts: n.hosts})

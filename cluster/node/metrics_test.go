@@ -145,10 +145,17 @@ func TestMetricNames(t *testing.T) {
 // dashboard queries exists.
 func TestMetricDocs(t *testing.T) {
 	n := runNode(t, t.TempDir(), nil)
-	// One error, so that the error counter has a series.
+	// One error, so that the error counter has a series, and a group's
+	// committed offset, so that the lag series exist.
 	await(func(done func(service.FetchResult, error)) {
 		n.svc.Fetch(nil, &service.FetchRequest{PartitionRef: service.PartitionRef{Topic: "missing", Generation: service.GenerationUnknown}}, done)
 	})
+	svcCreate(t, n.svc, "documented", 1)
+	if _, err := await(func(done func([]error, error)) {
+		n.svc.CommitOffsets(nil, &service.CommitOffsetsRequest{Consumer: "docs", Offsets: []service.OffsetCommit{{Topic: "documented", Offset: 0}}}, done)
+	}); err != nil {
+		t.Fatal(err)
+	}
 	fams := scrape(t, n.Node)
 	table, err := os.ReadFile("../../docs/operations.md")
 	if err != nil {
