@@ -39,35 +39,48 @@ type groupOffsets struct {
 	offsets []metadata.OffsetEntry
 }
 
-// committedGroups reads, on the metadata shard, the committed offsets of
-// the first groupsMax consumers by name, and how many consumers have
-// offsets in all.
-func (n *Node) committedGroups(ctx context.Context, groupsMax int) ([]groupOffsets, int, error) {
-	type answer struct {
-		groups []groupOffsets
-		total  int
-	}
-	ch := make(chan answer, 1) // buffered: a late answer never blocks the shard
+// onMetaState runs read on the metadata shard with the applied state
+// (nil before the metadata group opens) and waits for it within ctx.
+func (n *Node) onMetaState(ctx context.Context, read func(st *metadata.State)) error {
+	done := make(chan struct{})
 	err := n.group.Shard(metaShard).Post(func() {
-		var a answer
-		if c := n.ctrl; c != nil && c.state != nil {
-			names := c.state.Consumers()
-			a.total = len(names)
-			for _, name := range names[:min(len(names), groupsMax)] {
-				a.groups = append(a.groups, groupOffsets{name: name, offsets: c.state.CommittedAll(name)})
-			}
+		defer close(done)
+		if c := n.ctrl; c != nil {
+			read(c.state)
+			return
 		}
-		ch <- a
+		read(nil)
+	})
+	if err != nil {
+		return err
+	}
+	select {
+	case <-done:
+		return nil
+	case <-ctx.Done():
+		return errGroupLagTimeout
+	}
+}
+
+// committedGroups reads the committed offsets of the first groupsMax
+// consumers by name, and how many consumers have offsets in all.
+func (n *Node) committedGroups(ctx context.Context, groupsMax int) ([]groupOffsets, int, error) {
+	var groups []groupOffsets
+	total := 0
+	err := n.onMetaState(ctx, func(st *metadata.State) {
+		if st == nil {
+			return
+		}
+		names := st.Consumers()
+		total = len(names)
+		for _, name := range names[:min(len(names), groupsMax)] {
+			groups = append(groups, groupOffsets{name: name, offsets: st.CommittedAll(name)})
+		}
 	})
 	if err != nil {
 		return nil, 0, err
 	}
-	select {
-	case a := <-ch:
-		return a.groups, a.total, nil
-	case <-ctx.Done():
-		return nil, 0, errGroupLagTimeout
-	}
+	return groups, total, nil
 }
 
 // ledWatermark is a partition this node leads: its topic's id and high
@@ -251,13 +264,17 @@ type groupsSource struct{ n *Node }
 
 // GroupNames implements httpapi.GroupsSource.
 func (g groupsSource) GroupNames(ctx context.Context) ([]string, error) {
-	groups, _, err := g.n.committedGroups(ctx, metadata.ConsumersMax)
-	if err != nil {
+	var consumers []string
+	if err := g.n.onMetaState(ctx, func(st *metadata.State) {
+		if st != nil {
+			consumers = st.Consumers()
+		}
+	}); err != nil {
 		return nil, err
 	}
-	names := make(map[string]bool, len(groups))
-	for _, c := range groups {
-		names[c.name] = true
+	names := make(map[string]bool, len(consumers))
+	for _, c := range consumers {
+		names[c] = true
 	}
 	if r := g.n.groups; r != nil {
 		for _, d := range r.coord.List() {
