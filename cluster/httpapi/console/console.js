@@ -25,20 +25,24 @@ let token = sessionStorage.getItem(tokenKey) || "";
 
 // api calls a route and answers its JSON; an error answer throws its
 // message with its code, as docs/http.md shapes it. A 401 asks for a
-// login; a 403 throws the refusal's message for the view to show.
+// login, unless the token changed while the request was out: a poll
+// sent before a login (without a token) answers 401 after it, and must
+// not drop the new token. A 403 throws the refusal's message for the
+// view to show.
 async function api(method, path, body) {
   const init = { method, headers: {} };
   if (body !== undefined) {
     init.body = JSON.stringify(body);
     init.headers["Content-Type"] = "application/json";
   }
-  if (token) init.headers["Authorization"] = "Bearer " + token;
+  const sent = token;
+  if (sent) init.headers["Authorization"] = "Bearer " + sent;
   const resp = await fetch(path, init);
   const json = await resp.json();
   if (!resp.ok) {
     const e = json.error || {};
     const msg = (e.code || resp.status) + ": " + (e.message || resp.statusText);
-    if (resp.status === 401) showLogin(msg);
+    if (resp.status === 401 && token === sent) showLogin(msg);
     const err = new Error(msg);
     err.status = resp.status;
     throw err;
@@ -74,6 +78,7 @@ async function login(user, password) {
   pollCluster();
   pollTopics();
   pollPartitions();
+  pollGroups();
 }
 
 // logout forgets the token; the next data call asks for a login again.
