@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"strconv"
 	"testing"
+	"time"
 
 	"github.com/corestream/corestream/cluster/config"
 	"github.com/corestream/corestream/cluster/service"
@@ -189,5 +190,62 @@ func TestHTTPGroups(t *testing.T) {
 		if code, _, raw := httpRaw(t, "GET", base+bad, "", nil); code != http.StatusBadRequest {
 			t.Errorf("GET %s: %d %s, want 400", bad, code, raw)
 		}
+	}
+}
+
+// In a cluster the groups routes run on the metadata primary, the
+// groups' coordinator: asked of any node they are forwarded there (the
+// answer names it as coordinator and was served by it), and every node
+// answers the same lag, gathered from the partitions' primaries.
+func TestHTTPGroupsForwardedToCoordinator(t *testing.T) {
+	ports := freePorts(t, 3)
+	tc := startCluster(t, 3, func(c *config.Config) {
+		c.HTTP.JWTSecret = "jwt"
+		for i := range c.Cluster.Nodes {
+			c.Cluster.Nodes[i].HTTPAddr = ports[i]
+		}
+		c.Node.HTTPAddr = ports[c.Node.ID-1]
+	})
+	base := func(i int) string { return "http://" + tc.nodes[i].HTTPAddr() }
+	clusterWait(t, 30*time.Second, "create over HTTP", func() bool {
+		code, _ := httpDo(t, "POST", base(0)+"/v1/topics", map[string]any{"name": "web", "partitions": 2, "replication_factor": 3}, nil)
+		return code == http.StatusCreated
+	})
+	for p := range 2 {
+		clusterWait(t, 20*time.Second, "produce over HTTP", func() bool {
+			code, _ := httpDo(t, "POST", base(0)+"/v1/topics/web/partitions/"+strconv.Itoa(p)+"/records",
+				map[string]any{"records": []map[string]any{{"value_text": "a"}, {"value_text": "b"}, {"value_text": "c"}}}, nil)
+			return code == http.StatusOK
+		})
+	}
+	clusterWait(t, 20*time.Second, "a commit on the metadata primary", func() bool {
+		for _, n := range tc.nodes {
+			entries, err := await(func(done func([]error, error)) {
+				n.svc.CommitOffsets(nil, &service.CommitOffsetsRequest{Consumer: "web-readers",
+					Offsets: []service.OffsetCommit{{Topic: "web", Partition: 0, Offset: 1}, {Topic: "web", Partition: 1, Offset: 2}}}, done)
+			})
+			if err == nil && entries[0] == nil && entries[1] == nil {
+				return true
+			}
+		}
+		return false
+	})
+	lead, _ := tc.nodes[0].metaRoute()
+	var lags []float64
+	for i := range tc.nodes {
+		var body map[string]any
+		var hdr http.Header
+		clusterWait(t, 20*time.Second, "the group on node "+strconv.Itoa(i+1), func() bool {
+			code, h, raw := httpRaw(t, "GET", base(i)+"/v1/groups/web-readers", "", nil)
+			hdr = h
+			return code == http.StatusOK && json.Unmarshal(raw, &body) == nil && body["end_unknown"] == float64(0)
+		})
+		if body["coordinator_id"] != float64(lead) || (int32(i+1) != lead && hdr.Get("X-Corestream-Served-By") != strconv.Itoa(int(lead))) {
+			t.Fatalf("node %d answered %v, served by %q; want the metadata primary %d", i+1, body, hdr.Get("X-Corestream-Served-By"), lead)
+		}
+		lags = append(lags, body["lag"].(float64))
+	}
+	if lags[0] <= 0 || lags[1] != lags[0] || lags[2] != lags[0] {
+		t.Fatalf("the nodes answered lags %v; want one positive lag", lags)
 	}
 }
