@@ -98,3 +98,28 @@ func TestLoopTimesMonotonic(t *testing.T) {
 	close(stop)
 	<-done
 }
+
+// BenchmarkLoopTimesPark is what the loop timing adds to one park: the
+// marks around epoll_wait (two clock reads, four atomic adds), against
+// the clock reads alone in the same run; a park itself is an epoll_wait
+// and a wake-up (microseconds: BenchmarkCallRoundTrip/park).
+func BenchmarkLoopTimesPark(b *testing.B) {
+	b.Run("marks", func(b *testing.B) {
+		var lt loopTimes
+		clk := monoClock{}
+		lt.begin(clk.Now())
+		for i := 0; i < b.N; i++ {
+			lt.park(clk)
+			lt.wake(clk)
+		}
+	})
+	b.Run("clock-reads-only", func(b *testing.B) {
+		clk := monoClock{}
+		var sum int64
+		for i := 0; i < b.N; i++ {
+			sum += clk.Now()
+			sum -= clk.Now()
+		}
+		_ = sum
+	})
+}
