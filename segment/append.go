@@ -330,13 +330,13 @@ func (l *Log) roll() error {
 // files. It touches only the file system and what it captured now, never
 // the log.
 func (l *Log) sealJob(s *segment, syncDir bool) func() error {
-	f, size, fsys, dir := s.file.f, s.size, l.fs, l.dir
+	f, size, fsys, dir, stats := s.file.f, s.size, l.fs, l.dir, &l.io.bgSyncs
 	files := l.indexFiles(s)
 	return func() error {
 		if err := f.Truncate(size); err != nil {
 			return &sealError{err: fmt.Errorf("trimming the sealed segment: %w", err)}
 		}
-		if err := f.Sync(); err != nil {
+		if err := timedSync(stats, f); err != nil {
 			return &sealError{err: &vfs.SyncError{Err: err}}
 		}
 		if syncDir {
@@ -465,8 +465,9 @@ func (l *Log) writeback(n int64) {
 		l.io.start(o)
 	default:
 		s.droppedEnd = to
+		stats := &l.io.bgSyncs
 		l.io.startBackground(o, func() error {
-			if err := o.file.f.Sync(); err != nil {
+			if err := timedSync(stats, o.file.f); err != nil {
 				return err
 			}
 			dropCached(o.file.f, from, to)

@@ -55,8 +55,9 @@ type IO struct {
 	// delivering is true while notify callbacks run (they must not
 	// re-enter Flush, Poll or Wait).
 	delivering bool
-	// syncs times the syncs the engine completes (SyncStats).
-	syncs SyncStats
+	// syncs times the syncs the engine completes (SyncStats); bgSyncs
+	// those the background worker runs (BackgroundSyncStats).
+	syncs, bgSyncs SyncStats
 }
 
 // opsInFlightMax bounds the operations one IO keeps queued or in flight:

@@ -3,6 +3,8 @@ package segment
 import (
 	"sync/atomic"
 	"time"
+
+	"github.com/corestream/corestream/segment/vfs"
 )
 
 // SyncBucketBounds are the upper bounds of SyncStats' buckets: 50 µs (a
@@ -18,10 +20,13 @@ var SyncBucketBounds = [...]time.Duration{
 // to its fdatasync (the io_uring engine; pwrite's write then fdatasync)
 // or a standalone fdatasync, from the moment the IO queued it to its
 // completion, so a linked write's own time is included. The background
-// worker's syncs (a sealed segment, the directory) are not counted.
+// worker's fdatasyncs of a file (a sealed segment, a writeback sync) are
+// timed into a second SyncStats (IO.BackgroundSyncStats); its directory
+// syncs are not timed.
 // The owner goroutine observes with uncontended atomics (one clock read
 // when a sync is queued, one when it completes; appends that carry no
-// sync read no clock); a scrape reads them from any goroutine.
+// sync read no clock), the worker with its own two around the call; a
+// scrape reads them from any goroutine.
 type SyncStats struct {
 	// buckets[i] counts syncs that took at most SyncBucketBounds[i] and
 	// more than the bound before; buckets[len] those over every bound.
@@ -77,3 +82,23 @@ func (s *SyncSnapshot) Add(o SyncSnapshot) {
 // SyncStats are the syncs this IO's engine completed; the pointer stays
 // valid for the IO's life and may be read from any goroutine.
 func (d *IO) SyncStats() *SyncStats { return &d.syncs }
+
+// BackgroundSyncStats are the fdatasyncs this IO's background worker ran
+// (the seal of a segment under the policies other than always, a
+// writeback sync; see background): a sealed segment's sync can flush a
+// gigabyte of page cache and take seconds, which a slow disk shows here
+// first. Kept apart from SyncStats, whose syncs an acknowledgement waits
+// for. The pointer stays valid for the IO's life.
+func (d *IO) BackgroundSyncStats() *SyncStats { return &d.bgSyncs }
+
+// timedSync runs f.Sync, timing it into s when it succeeds (a failed
+// sync poisons the log; its time says nothing about the disk's latency).
+// It may run on any goroutine.
+func timedSync(s *SyncStats, f vfs.File) error {
+	start := time.Now()
+	if err := f.Sync(); err != nil {
+		return err
+	}
+	s.observe(time.Since(start))
+	return nil
+}

@@ -88,3 +88,38 @@ func TestSyncStatsCountsSyncs(t *testing.T) {
 		}
 	})
 }
+
+// A sealed segment's sync on the background worker is timed into
+// BackgroundSyncStats, apart from the engine's: under FsyncNever with
+// the io_uring engine (whose completions wake the worker's owner) a roll
+// seals in the background, and the appends alone time no engine sync.
+func TestSyncStatsBackgroundSeal(t *testing.T) {
+	for _, ef := range testEngines {
+		if ef.name != "io_uring" {
+			continue
+		}
+		dir := t.TempDir() + "/topic-0"
+		l := openLog(t, vfs.OS(), dir, Config{Fsync: FsyncNever, SegmentBytes: 4096, Preallocate: PreallocKeepSize}, ef.new(t))
+		defer l.Close()
+		if l.io.bg == nil {
+			t.Skip("the engine completes inside Submit: no background worker")
+		}
+		rng := newRNG(3)
+		for l.SegmentCount() < 3 {
+			if _, _, err := l.AppendLeader(makeBatch(rng, 1, 1000, 1), 0); err != nil {
+				t.Fatal(err)
+			}
+			mustFlush(t, l)
+		}
+		if err := l.drain(); err != nil {
+			t.Fatal(err)
+		}
+		bg := l.IO().BackgroundSyncStats().Snapshot()
+		if bg.Count < 2 || bg.Sum <= 0 {
+			t.Fatalf("two sealed segments: %d background syncs timed (%v)", bg.Count, bg.Sum)
+		}
+		if got := l.IO().SyncStats().Snapshot().Count; got != 0 {
+			t.Fatalf("the engine's stats counted %d syncs; the seals ran on the worker", got)
+		}
+	}
+}

@@ -53,6 +53,8 @@ const timerSlackNs = 20_000
 // loop runs work until the shard is asked to stop and has nothing left.
 func (s *Shard) loop() error {
 	lastPoll := s.clock.Now()
+	s.times.begin(lastPoll)
+	defer func() { s.times.finish(s.clock.Now()) }()
 	for {
 		if s.runOnce() > 0 {
 			if now := s.clock.Now(); now-lastPoll >= busyPollNs {
@@ -203,7 +205,9 @@ func (s *Shard) park() error {
 		return err
 	}
 	s.stats.Parks.Add(1)
+	s.times.park(s.clock)
 	evs, err := s.poll.wait(-1)
+	s.times.wake(s.clock)
 	s.inbox.Disarm()
 	s.replies.Disarm()
 	if err != nil {

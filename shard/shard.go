@@ -102,6 +102,7 @@ type Shard struct {
 	err     error // why the loop ended abnormally; read after done
 
 	stats Stats
+	times loopTimes
 }
 
 // Stats are counters a shard keeps about itself. They are written on the

@@ -204,7 +204,15 @@ type RosterNode struct {
 type HTTP struct {
 	// JWTSecret signs forwarding proofs; every node must share it.
 	JWTSecret string `toml:"jwt_secret"`
+	// GroupLagSeriesMax bounds the consumer-group lag series /metrics
+	// serves: at most this many groups' totals and this many group and
+	// partition series (the rest are counted in
+	// corestream_group_lag_series_omitted); 0 serves none.
+	GroupLagSeriesMax int `toml:"group_lag_series_max"`
 }
+
+// GroupLagSeriesMaxDefault is http.group_lag_series_max's default.
+const GroupLagSeriesMaxDefault = 1000
 
 // The values of security.auth.
 const (
@@ -340,7 +348,8 @@ func Default() Config {
 			AutoLeaderRebalance: true, LeaderImbalancePercent: 10, LeaderBalanceIntervalMs: 30000,
 			ReplicaLagTimeMaxMs: 30000, LeaderImbalancePercentage: 10, LeaderImbalanceCheckIntervalMs: 30000,
 			ReassignConcurrency: 4, Coordinator: Coordinator{ReplicaConnectionsPerPeer: 1}},
-		Log: Log{Level: "info"},
+		Log:  Log{Level: "info"},
+		HTTP: HTTP{GroupLagSeriesMax: GroupLagSeriesMaxDefault},
 		Security: Security{Auth: AuthNone, TokenTTLMs: 3600 * 1000, LoginFailuresMax: 10, LoginFailureWindowMs: 60 * 1000,
 			TLSListeners: []string{ListenerHTTP}, TLSClientAuth: ClientAuthNone, TLSHandshakeTimeoutMs: 10_000},
 	}
@@ -456,6 +465,7 @@ func (c *Config) Validate() error {
 		addr("node.kafka_addr", c.Node.KafkaAddr, true),
 		inRange("shard.count", int64(c.Shard.Count), 0, ShardsMax),
 		inRange("shard.inbox_depth", int64(c.Shard.InboxDepth), 16, 1<<20),
+		inRange("http.group_lag_series_max", int64(c.HTTP.GroupLagSeriesMax), 0, 100000),
 		inRange("network.max_frame_bytes", int64(c.Network.MaxFrameBytes), FrameBytesMin, FrameBytesMax),
 		inRange("network.max_inflight_per_conn", int64(c.Network.MaxInflightPerConn), 1, 65536),
 		inRange("network.max_connections", int64(c.Network.MaxConnections), 1, 1<<20),

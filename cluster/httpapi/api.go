@@ -76,6 +76,8 @@ type API struct {
 	scheme string
 	// stats are this node's traffic figures (nil: all 0).
 	stats func() Stats
+	// groups serves the groups routes (groups.go); nil: none.
+	groups GroupsSource
 }
 
 // httpMethods are the methods any route serves; an unknown path or
@@ -106,6 +108,9 @@ type Config struct {
 	Auth *Auth
 	// Users serves the user routes (users.go); nil: no such routes.
 	Users service.Users
+	// Groups serves the consumer groups routes (groups.go); nil: no
+	// such routes.
+	Groups GroupsSource
 	// TLS, when set, serves HTTPS (security.tls_cert_file), and
 	// ClientTLS is how this node calls the others then (every node of a
 	// cluster serves HTTPS or none does).
@@ -142,6 +147,7 @@ func New(cfg Config, ln net.Listener) *API {
 	}
 	h.mux.HandleFunc("POST /v1/login", h.login)
 	h.registerUsers()
+	h.registerGroups(cfg.Groups)
 	// Everything else: ServeMux would answer 404 and 405 in plain text.
 	h.mux.HandleFunc("/", h.notRouted)
 	h.scheme = "http"

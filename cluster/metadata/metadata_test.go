@@ -225,10 +225,16 @@ func TestCommitOffsets(t *testing.T) {
 	if err != nil || !reflect.DeepEqual(s2.CommittedAll("c1"), s.CommittedAll("c1")) {
 		t.Fatalf("restore: %v", err)
 	}
+	if got := s.Consumers(); !reflect.DeepEqual(got, []string{"c1"}) {
+		t.Fatalf("Consumers = %v, want [c1]", got)
+	}
 	del, _ := s.PlanDeleteTopic("t", id)
 	apply(t, s, del)
 	if len(s.CommittedAll("c1")) != 0 {
 		t.Fatal("offsets outlived their topic")
+	}
+	if got := s.Consumers(); len(got) != 0 {
+		t.Fatalf("Consumers = %v after their only topic was deleted", got)
 	}
 }
 

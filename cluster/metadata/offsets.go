@@ -42,6 +42,17 @@ func (s *State) Committed(consumer string, key OffsetKey) (Committed, bool) {
 	return c, ok
 }
 
+// Consumers returns the names of the consumers (named consumers and
+// consumer groups) with committed offsets, sorted.
+func (s *State) Consumers() []string {
+	out := make([]string, 0, len(s.offsets))
+	for c := range s.offsets {
+		out = append(out, c)
+	}
+	sort.Strings(out)
+	return out
+}
+
 // CommittedAll returns every offset consumer committed, sorted by key.
 func (s *State) CommittedAll(consumer string) []OffsetEntry {
 	m := s.offsets[consumer]

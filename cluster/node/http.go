@@ -18,7 +18,7 @@ func (n *Node) startHTTP(ln net.Listener) {
 // httpConfig wires the HTTP API to this node.
 func (n *Node) httpConfig() httpapi.Config {
 	return httpapi.Config{Service: n.svc, Self: int32(n.self), JWTSecret: n.cfg.HTTP.JWTSecret,
-		HTTPAddrOf: n.httpAddrOf, Metrics: n.metricsHandler(), Stats: n.svc.meter.stats, Users: n.svc, Auth: n.httpAuth(),
+		HTTPAddrOf: n.httpAddrOf, Metrics: n.metricsHandler(), Stats: n.svc.meter.stats, Users: n.svc, Groups: groupsSource{n}, Auth: n.httpAuth(),
 		TLS: n.serverTLS(), ClientTLS: n.clientTLS}
 }
 

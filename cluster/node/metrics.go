@@ -4,6 +4,7 @@ import (
 	"net/http"
 	"strconv"
 
+	"github.com/corestream/corestream/netio/uring"
 	"github.com/corestream/corestream/segment"
 	"github.com/corestream/corestream/shard"
 	"github.com/corestream/corestream/shard/partition"
@@ -111,9 +112,11 @@ func (n *Node) registerRuntimeMetrics(reg *prometheus.Registry) {
 		}))
 	if n.group != nil {
 		reg.MustRegister(&shardCollector{group: n.group})
+		reg.MustRegister(&groupLagCollector{n: n, seriesMax: n.cfg.HTTP.GroupLagSeriesMax})
 	}
 	if len(n.hosts) > 0 {
 		reg.MustRegister(&logSyncCollector{hosts: n.hosts})
+		reg.MustRegister(&ringCollector{hosts: n.hosts})
 	}
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 }
@@ -134,10 +137,14 @@ var (
 		"Posts a shard refused because its inbox was full (answered BUSY).", []string{"shard"}, nil)
 	shardInboxDesc = prometheus.NewDesc("corestream_shard_inbox_depth",
 		"Messages waiting in a shard's inbox at the scrape.", []string{"shard"}, nil)
+	shardBusyDesc = prometheus.NewDesc("corestream_shard_busy_seconds_total",
+		"Time a shard's loop ran work (spinning before a park included); its rate is the shard's utilisation of one CPU.", []string{"shard"}, nil)
+	shardWaitDesc = prometheus.NewDesc("corestream_shard_wait_seconds_total",
+		"Time a shard's loop waited for work, blocked in epoll_wait.", []string{"shard"}, nil)
 )
 
 func (c *shardCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{shardTasksDesc, shardTimersDesc, shardParksDesc, shardRefusedDesc, shardInboxDesc} {
+	for _, d := range []*prometheus.Desc{shardTasksDesc, shardTimersDesc, shardParksDesc, shardRefusedDesc, shardInboxDesc, shardBusyDesc, shardWaitDesc} {
 		ch <- d
 	}
 }
@@ -152,6 +159,9 @@ func (c *shardCollector) Collect(ch chan<- prometheus.Metric) {
 		ch <- prometheus.MustNewConstMetric(shardParksDesc, prometheus.CounterValue, float64(st.Parks.Load()), id)
 		ch <- prometheus.MustNewConstMetric(shardRefusedDesc, prometheus.CounterValue, float64(st.Refused.Load()), id)
 		ch <- prometheus.MustNewConstMetric(shardInboxDesc, prometheus.GaugeValue, float64(sh.InboxDepth()), id)
+		busy, wait := sh.LoopTimes()
+		ch <- prometheus.MustNewConstMetric(shardBusyDesc, prometheus.CounterValue, busy.Seconds(), id)
+		ch <- prometheus.MustNewConstMetric(shardWaitDesc, prometheus.CounterValue, wait.Seconds(), id)
 	}
 }
 
@@ -197,25 +207,73 @@ func (n *Node) leadership() leadershipCounts {
 }
 
 // logSyncCollector reads the segment logs' sync timings of every shard's
-// IO at a scrape, summed into one histogram: the shards observe with
-// atomics (segment.SyncStats) and never touch a Prometheus object.
+// IO at a scrape, summed into one histogram per worker: the shards and
+// their background workers observe with atomics (segment.SyncStats) and
+// never touch a Prometheus object.
 type logSyncCollector struct{ hosts []*partition.Host }
 
 var logFsyncDesc = prometheus.NewDesc("corestream_log_fsync_duration_seconds",
-	"Time of the segment logs' data syncs (fdatasync, with the write linked to it), from queueing to completion; _count is the syncs.", nil, nil)
+	"Time of the segment logs' data syncs, from queueing to completion, by worker: engine (fdatasync with the write linked to it, or standalone; acks wait for these), background (sealed segments, writeback); _count is the syncs.",
+	[]string{"worker"}, nil)
 
 func (c *logSyncCollector) Describe(ch chan<- *prometheus.Desc) { ch <- logFsyncDesc }
 
 func (c *logSyncCollector) Collect(ch chan<- prometheus.Metric) {
-	var sum segment.SyncSnapshot
+	var engine, background segment.SyncSnapshot
 	for _, h := range c.hosts {
 		if h != nil {
-			sum.Add(h.IO().SyncStats().Snapshot())
+			engine.Add(h.IO().SyncStats().Snapshot())
+			background.Add(h.IO().BackgroundSyncStats().Snapshot())
 		}
 	}
-	buckets := make(map[float64]uint64, len(segment.SyncBucketBounds))
-	for i, b := range segment.SyncBucketBounds {
-		buckets[b.Seconds()] = sum.Cumulative[i]
+	for _, w := range []struct {
+		name string
+		snap *segment.SyncSnapshot
+	}{{"engine", &engine}, {"background", &background}} {
+		buckets := make(map[float64]uint64, len(segment.SyncBucketBounds))
+		for i, b := range segment.SyncBucketBounds {
+			buckets[b.Seconds()] = w.snap.Cumulative[i]
+		}
+		ch <- prometheus.MustNewConstHistogram(logFsyncDesc, w.snap.Count, w.snap.Sum.Seconds(), buckets, w.name)
 	}
-	ch <- prometheus.MustNewConstHistogram(logFsyncDesc, sum.Count, sum.Sum.Seconds(), buckets)
+}
+
+// ringCollector reads the io_uring counters of every shard whose IO runs
+// on the ring (none on the pwrite fallback), labelled by shard: the ring
+// counts with atomics where it already submits and reaps.
+type ringCollector struct{ hosts []*partition.Host }
+
+// ringStater is the io_uring engine's counters (uring.Engine).
+type ringStater interface{ RingStats() uring.RingStats }
+
+var (
+	ringInFlightDesc = prometheus.NewDesc("corestream_uring_in_flight",
+		"io_uring submissions (SQEs; a write linked to its fdatasync is two) the kernel took and the shard has not reaped: the queue depth.", []string{"shard"}, nil)
+	ringSubmittedDesc = prometheus.NewDesc("corestream_uring_submitted_total",
+		"io_uring submissions (SQEs) the kernel took from a shard's ring.", []string{"shard"}, nil)
+	ringCompletionsDesc = prometheus.NewDesc("corestream_uring_completions_total",
+		"io_uring completions (CQEs) a shard reaped from its ring.", []string{"shard"}, nil)
+)
+
+func (c *ringCollector) Describe(ch chan<- *prometheus.Desc) {
+	ch <- ringInFlightDesc
+	ch <- ringSubmittedDesc
+	ch <- ringCompletionsDesc
+}
+
+func (c *ringCollector) Collect(ch chan<- prometheus.Metric) {
+	for i, h := range c.hosts {
+		if h == nil {
+			continue
+		}
+		r, ok := h.IO().Engine().(ringStater)
+		if !ok {
+			continue
+		}
+		st := r.RingStats()
+		id := strconv.Itoa(i)
+		ch <- prometheus.MustNewConstMetric(ringInFlightDesc, prometheus.GaugeValue, float64(st.InFlight()), id)
+		ch <- prometheus.MustNewConstMetric(ringSubmittedDesc, prometheus.CounterValue, float64(st.Submitted), id)
+		ch <- prometheus.MustNewConstMetric(ringCompletionsDesc, prometheus.CounterValue, float64(st.Reaped), id)
+	}
 }

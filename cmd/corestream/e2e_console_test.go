@@ -214,6 +214,9 @@ func TestConsoleInBrowser(t *testing.T) {
 	eventually(t, 15*time.Second, "the topic's partitions drawn again", func() bool {
 		return len(evalIn[[]consolePartition](t, bctx, consolePartitionsJS)) == parts
 	})
+	// Consumer groups and their lag, as the CLI gives them
+	// (e2e_console_groups_test.go), before more records arrive.
+	checkConsoleGroups(t, c, bctx, "orders", parts)
 	// Live rates: with records flowing, the page shows produce and
 	// fetch rates.
 	stop, stopped := make(chan struct{}), make(chan struct{})

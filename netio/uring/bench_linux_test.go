@@ -241,7 +241,10 @@ func appendStrict(b *testing.B, fd int, buf []byte, chains int) {
 }
 
 // BenchmarkWrite4K measures per-operation overhead on the page cache (no
-// sync): a pwrite per 4 KiB vs the Engine submitting batches of 1 and 32.
+// sync): a pwrite per 4 KiB vs the Engine submitting batches of 1 and 32,
+// with its small writes made inline (the default) and with every write
+// sent through the ring (ring-batch: the ring's own cost per operation,
+// its counters included).
 // Run: go test -run '^$' -bench Write4K ./netio/uring/
 func BenchmarkWrite4K(b *testing.B) {
 	skipUnavailable(b)
@@ -257,31 +260,36 @@ func BenchmarkWrite4K(b *testing.B) {
 			}
 		}
 	})
-	for _, batch := range []int{1, 32} {
-		b.Run(fmt.Sprintf("engine-batch=%d", batch), func(b *testing.B) {
-			f := newTestFile(b, dir, fmt.Sprintf("e%d", batch))
-			e := newTestEngine(b, Options{QueueDepth: batch})
-			b.SetBytes(int64(len(buf)))
-			fail := func(_ uint64, err error) {
-				if err != nil {
-					b.Fatal(err)
-				}
-			}
-			for i := 0; i < b.N; i++ {
-				if err := e.Write(f, buf, int64(i*4096%span), false, uint64(i)); err != nil {
-					b.Fatal(err)
-				}
-				if (i+1)%batch == 0 || i == b.N-1 {
-					if err := e.Submit(); err != nil {
+	for _, mode := range []struct {
+		name   string
+		inline int
+	}{{"engine", 0}, {"ring", -1}} {
+		for _, batch := range []int{1, 32} {
+			b.Run(fmt.Sprintf("%s-batch=%d", mode.name, batch), func(b *testing.B) {
+				f := newTestFile(b, dir, fmt.Sprintf("%s%d", mode.name, batch))
+				e := newTestEngine(b, Options{QueueDepth: batch, InlineWriteMax: mode.inline})
+				b.SetBytes(int64(len(buf)))
+				fail := func(_ uint64, err error) {
+					if err != nil {
 						b.Fatal(err)
 					}
-					for e.InFlight() > 0 {
-						if _, err := e.Reap(true, fail); err != nil {
+				}
+				for i := 0; i < b.N; i++ {
+					if err := e.Write(f, buf, int64(i*4096%span), false, uint64(i)); err != nil {
+						b.Fatal(err)
+					}
+					if (i+1)%batch == 0 || i == b.N-1 {
+						if err := e.Submit(); err != nil {
 							b.Fatal(err)
+						}
+						for e.InFlight() > 0 {
+							if _, err := e.Reap(true, fail); err != nil {
+								b.Fatal(err)
+							}
 						}
 					}
 				}
-			}
-		})
+			})
+		}
 	}
 }

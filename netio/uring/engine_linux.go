@@ -199,6 +199,11 @@ func (e *Engine) Name() string { return "io_uring" }
 // took (the next Reap clears it).
 func (e *Engine) WakeFd() int { return e.wakeFd }
 
+// RingStats are the counters of the engine's ring (the queue depth and
+// the completions reaped); any goroutine may call it, also after Close.
+// Writes served inline (Options.InlineWriteMax) never reach the ring.
+func (e *Engine) RingStats() RingStats { return e.ring.Stats() }
+
 // InFlight is the number of operations written but not yet reported by Reap.
 func (e *Engine) InFlight() int { return e.active + len(e.ready) }
 

@@ -58,6 +58,9 @@ func (e *Engine) Reap(bool, func(uint64, error)) (int, error) { return 0, errNot
 // InFlight is always 0.
 func (e *Engine) InFlight() int { return 0 }
 
+// RingStats are all 0: there is no ring.
+func (e *Engine) RingStats() RingStats { return RingStats{} }
+
 // WakeFd is always -1.
 func (e *Engine) WakeFd() int { return -1 }
 

@@ -76,6 +76,22 @@ type Ring struct {
 
 	eventfd int // registered eventfd, or -1
 	closed  bool
+
+	// submitted counts the SQEs the kernel consumed (io_uring_enter's
+	// answer) and reaped the CQEs copied out. The owner adds to them once
+	// per io_uring_enter and once per reap, not per entry: an uncontended
+	// atomic add beside a system call, no lock, no allocation. Any
+	// goroutine may read them (Stats). Invariant: reaped <= submitted
+	// as long as every SQE posts one CQE (no IOSQE_CQE_SKIP_SUCCESS).
+	submitted, reaped atomic.Uint64
+}
+
+// Stats reads the ring's counters; safe from any goroutine, also after
+// Close. Reaped is read first, so a reap racing the read never makes it
+// pass Submitted.
+func (r *Ring) Stats() RingStats {
+	reaped := r.reaped.Load()
+	return RingStats{Submitted: r.submitted.Load(), Reaped: reaped}
 }
 
 // NewRing creates a ring. Errors that mean io_uring is refused here match
@@ -288,6 +304,9 @@ func (r *Ring) enter(submit bool, minComplete uint32, wait bool) (int, error) {
 		if errno != 0 {
 			return 0, fmt.Errorf("uring: io_uring_enter: %w", errno)
 		}
+		if submit && n > 0 {
+			r.submitted.Add(uint64(n))
+		}
 		return int(n), nil
 	}
 }
@@ -337,6 +356,9 @@ func (r *Ring) copyCQEs(dst []CQE) int {
 		head++
 	}
 	atomic.StoreUint32(r.cqHead, head)
+	if n > 0 {
+		r.reaped.Add(uint64(n))
+	}
 	return n
 }
 

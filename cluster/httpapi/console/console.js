@@ -7,6 +7,7 @@
 const clusterPollMs = 1000;    // nodes, liveness and rates
 const partitionsPollMs = 2000; // the partition page
 const topicsPollMs = 5000;     // the topic list
+const groupsPollMs = 2000;     // the consumer groups and their lag
 
 const $ = (id) => document.getElementById(id);
 
@@ -24,20 +25,24 @@ let token = sessionStorage.getItem(tokenKey) || "";
 
 // api calls a route and answers its JSON; an error answer throws its
 // message with its code, as docs/http.md shapes it. A 401 asks for a
-// login; a 403 throws the refusal's message for the view to show.
+// login, unless the token changed while the request was out: a poll
+// sent before a login (without a token) answers 401 after it, and must
+// not drop the new token. A 403 throws the refusal's message for the
+// view to show.
 async function api(method, path, body) {
   const init = { method, headers: {} };
   if (body !== undefined) {
     init.body = JSON.stringify(body);
     init.headers["Content-Type"] = "application/json";
   }
-  if (token) init.headers["Authorization"] = "Bearer " + token;
+  const sent = token;
+  if (sent) init.headers["Authorization"] = "Bearer " + sent;
   const resp = await fetch(path, init);
   const json = await resp.json();
   if (!resp.ok) {
     const e = json.error || {};
     const msg = (e.code || resp.status) + ": " + (e.message || resp.statusText);
-    if (resp.status === 401) showLogin(msg);
+    if (resp.status === 401 && token === sent) showLogin(msg);
     const err = new Error(msg);
     err.status = resp.status;
     throw err;
@@ -73,6 +78,7 @@ async function login(user, password) {
   pollCluster();
   pollTopics();
   pollPartitions();
+  pollGroups();
 }
 
 // logout forgets the token; the next data call asks for a login again.
@@ -270,6 +276,60 @@ async function pollPartitions() {
   }
 }
 
+// The consumer groups: one page of GET /v1/groups (filtered by name on
+// the node), and the partitions of the group clicked, from GET
+// /v1/groups/{group}. A null figure (no coordinator answer, a primary
+// that did not answer) shows as "–".
+const groupsPageSize = 100;
+let selectedGroup = "";
+const orDash = (v) => (v === null || v === undefined ? "–" : esc(v));
+
+function renderGroups(list) {
+  $("groups").tBodies[0].innerHTML = list.groups.map((g) =>
+    `<tr data-group="${esc(g.group)}" class="${g.group === selectedGroup ? "selected" : ""}">` +
+    `<td>${esc(g.group)}</td><td>${orDash(g.state)}</td><td>${orDash(g.members)}</td><td>${g.partitions}</td>` +
+    `<td class="${g.lag > 0 ? "warn" : ""}">${g.error ? `<span class="bad">${esc(g.error)}</span>` : g.lag}</td>` +
+    `<td>${g.end_unknown || ""}</td></tr>`).join("");
+  $("groups-info").textContent = list.total > list.groups.length ?
+    `${list.groups.length} of ${list.total} (narrow the filter)` : `${list.total} group${list.total === 1 ? "" : "s"}`;
+}
+
+function renderGroupDetail(g) {
+  $("group-detail").hidden = false;
+  $("group-detail-name").textContent = `${g.group}: lag ${g.lag}` + (g.end_unknown ? ` (${g.end_unknown} partitions unknown)` : "");
+  $("group-members").textContent = g.members === null ?
+    "members: not known here (the coordinator, the metadata primary, did not answer, or the group has none)" :
+    `${g.state}, generation ${g.generation}, ${g.members.length} member${g.members.length === 1 ? "" : "s"}: ` +
+    g.members.map((m) => `${m.client_id} (${m.host})`).join(", ");
+  $("group-partitions").tBodies[0].innerHTML = g.partitions.map((p) =>
+    `<tr data-topic="${esc(p.topic)}" data-partition="${p.partition}"><td>${esc(p.topic)}</td><td>${p.partition}</td>` +
+    `<td>${p.committed}</td><td>${orDash(p.end)}</td><td class="${p.lag > 0 ? "warn" : ""}">${orDash(p.lag)}</td></tr>`).join("");
+}
+
+let groupsBusy = false;
+
+async function pollGroups() {
+  if (groupsBusy) return;
+  groupsBusy = true;
+  try {
+    const q = new URLSearchParams({ limit: groupsPageSize });
+    if ($("groups-filter").value) q.set("filter", $("groups-filter").value);
+    renderGroups(await api("GET", "/v1/groups?" + q.toString()));
+    if (selectedGroup) {
+      try {
+        renderGroupDetail(await api("GET", "/v1/groups/" + encodeURIComponent(selectedGroup)));
+      } catch (e) {
+        $("group-members").textContent = String(e.message || e);
+        $("group-partitions").tBodies[0].innerHTML = "";
+      }
+    }
+  } catch (e) {
+    $("groups-info").textContent = String(e.message || e);
+  } finally {
+    groupsBusy = false;
+  }
+}
+
 async function act(resultId, fn) {
   const out = $(resultId);
   out.textContent = "…";
@@ -344,6 +404,17 @@ function wire() {
     drawQueued = true;
     requestAnimationFrame(() => { drawQueued = false; drawPartitionRows(); });
   });
+  $("groups").addEventListener("click", (ev) => {
+    const row = ev.target.closest("tr[data-group]");
+    if (!row) return;
+    selectedGroup = row.dataset.group;
+    pollGroups();
+  });
+  let filterTimer = 0;
+  $("groups-filter").addEventListener("input", () => {
+    clearTimeout(filterTimer);
+    filterTimer = setTimeout(pollGroups, 200);
+  });
   $("page-next").addEventListener("click", () => {
     pageOffset += Number($("page-size").value);
     $("partitions-scroll").scrollTop = 0;
@@ -362,6 +433,8 @@ wire();
 pollCluster();
 pollTopics();
 pollPartitions();
+pollGroups();
 setInterval(pollCluster, clusterPollMs);
+setInterval(pollGroups, groupsPollMs);
 setInterval(pollTopics, topicsPollMs);
 setInterval(pollPartitions, partitionsPollMs);

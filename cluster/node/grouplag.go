@@ -1,0 +1,313 @@
+package node
+
+import (
+	"context"
+	"errors"
+	"sort"
+	"strconv"
+	"time"
+
+	"github.com/corestream/corestream/cluster/httpapi"
+	"github.com/corestream/corestream/cluster/metadata"
+	"github.com/corestream/corestream/shard"
+
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// Consumer-group lag: a group's (or named consumer's) committed offset
+// of a partition against the partition's high watermark. The committed
+// offsets are in every node's applied metadata; a high watermark is
+// known on the partition's primary. So /metrics serves, on each node,
+// the lag of the partitions this node leads, and the cluster's lag of a
+// group is the sum over nodes, as for partitions_offline: a scrape asks
+// each of this node's shards once and no other node. The HTTP API
+// (cluster/httpapi, groups.go) gathers the watermarks from every primary
+// instead, as its partition listing does.
+
+// groupLagScrapeTimeout bounds the scrape's wait for the metadata shard
+// and the shards' watermarks: a shard that does not answer in time
+// leaves its partitions out of this scrape.
+const groupLagScrapeTimeout = 2 * time.Second
+
+// errGroupLagTimeout is the wait for the metadata shard running past
+// the scrape's deadline.
+var errGroupLagTimeout = errors.New("node: the metadata shard did not answer the group offsets in time")
+
+// groupOffsets is one consumer's committed offsets.
+type groupOffsets struct {
+	name    string
+	offsets []metadata.OffsetEntry
+}
+
+// onMetaState runs read on the metadata shard with the applied state
+// (nil before the metadata group opens) and waits for it within ctx.
+func (n *Node) onMetaState(ctx context.Context, read func(st *metadata.State)) error {
+	done := make(chan struct{})
+	err := n.group.Shard(metaShard).Post(func() {
+		defer close(done)
+		if c := n.ctrl; c != nil {
+			read(c.state)
+			return
+		}
+		read(nil)
+	})
+	if err != nil {
+		return err
+	}
+	select {
+	case <-done:
+		return nil
+	case <-ctx.Done():
+		return errGroupLagTimeout
+	}
+}
+
+// committedGroups reads the committed offsets of the first groupsMax
+// consumers by name, and how many consumers have offsets in all.
+func (n *Node) committedGroups(ctx context.Context, groupsMax int) ([]groupOffsets, int, error) {
+	var groups []groupOffsets
+	total := 0
+	err := n.onMetaState(ctx, func(st *metadata.State) {
+		if st == nil {
+			return
+		}
+		names := st.Consumers()
+		total = len(names)
+		for _, name := range names[:min(len(names), groupsMax)] {
+			groups = append(groups, groupOffsets{name: name, offsets: st.CommittedAll(name)})
+		}
+	})
+	if err != nil {
+		return nil, 0, err
+	}
+	return groups, total, nil
+}
+
+// ledWatermark is a partition this node leads: its topic's id and high
+// watermark.
+type ledWatermark struct {
+	topicID metadata.TopicID
+	hw      int64
+}
+
+// ledWatermarks are the high watermarks of the partitions among keys
+// that this node leads, asked of each owning shard once; a shard that
+// does not answer within ctx leaves its partitions out.
+func (n *Node) ledWatermarks(ctx context.Context, keys []metadata.OffsetKey) map[metadata.OffsetKey]ledWatermark {
+	view := n.view.Load()
+	byShard := map[int][]metadata.OffsetKey{}
+	for _, k := range keys {
+		t := view.Topics[k.Topic]
+		if t == nil || k.Partition < 0 || int(k.Partition) >= t.Partitions() {
+			continue
+		}
+		i := n.shardOf(t.ID, k.Partition)
+		byShard[i] = append(byShard[i], k)
+	}
+	type answer map[metadata.OffsetKey]ledWatermark
+	ch := make(chan answer, len(byShard)) // buffered: a late answer never blocks its shard
+	asked := 0
+	for i, ks := range byShard {
+		sh := n.group.Shard(i)
+		if sh.Post(func() { ch <- n.shardWatermarks(sh, view, ks) }) == nil {
+			asked++
+		}
+	}
+	out := map[metadata.OffsetKey]ledWatermark{}
+	for range asked {
+		select {
+		case a := <-ch:
+			for k, w := range a {
+				out[k] = w
+			}
+		case <-ctx.Done():
+			return out
+		}
+	}
+	return out
+}
+
+// shardWatermarks reads, on sh, the high watermarks of the partitions
+// among keys that sh's replicas lead.
+// REQUIRES: running on sh.
+func (n *Node) shardWatermarks(sh *shard.Shard, view *View, keys []metadata.OffsetKey) map[metadata.OffsetKey]ledWatermark {
+	out := map[metadata.OffsetKey]ledWatermark{}
+	h := n.hosts[sh.ID()]
+	if h == nil {
+		return out
+	}
+	for _, k := range keys {
+		t := view.Topics[k.Topic]
+		if r := h.Get(shardKey(t.ID, k.Partition)); r != nil && r.IsPrimary() {
+			out[k] = ledWatermark{topicID: t.ID, hw: r.HighWatermark()}
+		}
+	}
+	return out
+}
+
+// groupLagOf is a group's lag on a partition: the records between its
+// committed offset and the high watermark, 0 when it is at or past it
+// (a commit past the end is possible after a truncation).
+func groupLagOf(committed, hw int64) int64 { return max(hw-committed, 0) }
+
+// groupLagCollector serves the lag of the consumers' committed offsets
+// on the partitions this node leads, bounded by seriesMax
+// (http.group_lag_series_max): the totals of the first seriesMax groups
+// by name, and at most seriesMax group and partition series.
+type groupLagCollector struct {
+	n         *Node
+	seriesMax int
+}
+
+var (
+	groupLagDesc = prometheus.NewDesc("corestream_group_lag_records",
+		"Records between a consumer group's (or named consumer's) committed offsets and the high watermarks, summed over the partitions this node leads; sum by group over nodes for the group's lag.",
+		[]string{"group"}, nil)
+	groupPartitionLagDesc = prometheus.NewDesc("corestream_group_partition_lag_records",
+		"Records between a group's committed offset of a partition this node leads and its high watermark.",
+		[]string{"group", "topic", "partition"}, nil)
+	groupLagOmittedDesc = prometheus.NewDesc("corestream_group_lag_series_omitted",
+		"Group lag series this node left out of the scrape by http.group_lag_series_max (groups past the bound, partitions past it).",
+		nil, nil)
+)
+
+func (c *groupLagCollector) Describe(ch chan<- *prometheus.Desc) {
+	ch <- groupLagDesc
+	ch <- groupPartitionLagDesc
+	ch <- groupLagOmittedDesc
+}
+
+func (c *groupLagCollector) Collect(ch chan<- prometheus.Metric) {
+	ctx, cancel := context.WithTimeout(context.Background(), groupLagScrapeTimeout)
+	defer cancel()
+	s := c.n.groupLagSeries(ctx, c.seriesMax)
+	for _, g := range s.groups {
+		ch <- prometheus.MustNewConstMetric(groupLagDesc, prometheus.GaugeValue, float64(g.lag), g.name)
+	}
+	for _, p := range s.partitions {
+		ch <- prometheus.MustNewConstMetric(groupPartitionLagDesc, prometheus.GaugeValue, float64(p.lag),
+			p.group, p.topic, strconv.Itoa(int(p.partition)))
+	}
+	ch <- prometheus.MustNewConstMetric(groupLagOmittedDesc, prometheus.GaugeValue, float64(s.omitted))
+}
+
+// groupLagSet is what a scrape serves: groups' totals and partitions'
+// lags, and how many series the bound left out.
+type groupLagSet struct {
+	groups     []groupLagTotal
+	partitions []groupPartitionLag
+	omitted    int
+}
+
+type groupLagTotal struct {
+	name string
+	lag  int64
+}
+
+type groupPartitionLag struct {
+	group, topic string
+	partition    int32
+	lag          int64
+}
+
+// groupLagSeries computes the lag series of the partitions this node
+// leads, within seriesMax.
+func (n *Node) groupLagSeries(ctx context.Context, seriesMax int) groupLagSet {
+	var out groupLagSet
+	if seriesMax <= 0 || n.group == nil {
+		return out
+	}
+	groups, total, err := n.committedGroups(ctx, seriesMax)
+	if err != nil {
+		return out
+	}
+	out.omitted = total - len(groups)
+	seen := map[metadata.OffsetKey]bool{}
+	var keys []metadata.OffsetKey
+	for _, g := range groups {
+		for _, e := range g.offsets {
+			if !seen[e.OffsetKey] {
+				seen[e.OffsetKey] = true
+				keys = append(keys, e.OffsetKey)
+			}
+		}
+	}
+	hws := n.ledWatermarks(ctx, keys)
+	for _, g := range groups {
+		var sum int64
+		led := false
+		for _, e := range g.offsets {
+			w, ok := hws[e.OffsetKey]
+			if !ok || (!e.TopicID.IsZero() && e.TopicID != w.topicID) {
+				continue
+			}
+			lag := groupLagOf(e.Offset, w.hw)
+			sum += lag
+			led = true
+			if len(out.partitions) < seriesMax {
+				out.partitions = append(out.partitions, groupPartitionLag{group: g.name, topic: e.Topic, partition: e.Partition, lag: lag})
+			} else {
+				out.omitted++
+			}
+		}
+		if led {
+			out.groups = append(out.groups, groupLagTotal{name: g.name, lag: sum})
+		}
+	}
+	return out
+}
+
+// groupsSource is the node's side of the HTTP API's groups routes
+// (httpapi.GroupsSource): the names come from the applied metadata and
+// this node's coordinator, membership from the coordinator.
+type groupsSource struct{ n *Node }
+
+// GroupNames implements httpapi.GroupsSource.
+func (g groupsSource) GroupNames(ctx context.Context) ([]string, error) {
+	var consumers []string
+	if err := g.n.onMetaState(ctx, func(st *metadata.State) {
+		if st != nil {
+			consumers = st.Consumers()
+		}
+	}); err != nil {
+		return nil, err
+	}
+	names := make(map[string]bool, len(consumers))
+	for _, c := range consumers {
+		names[c] = true
+	}
+	if r := g.n.groups; r != nil {
+		for _, d := range r.coord.List() {
+			names[d.Name] = true
+		}
+	}
+	out := make([]string, 0, len(names))
+	for name := range names {
+		out = append(out, name)
+	}
+	sort.Strings(out)
+	return out, nil
+}
+
+// GroupMembers implements httpapi.GroupsSource: the group as this
+// node's coordinator holds it, when this node is the metadata primary
+// (the coordinator of every group).
+func (g groupsSource) GroupMembers(name string) (httpapi.GroupMembership, bool) {
+	r := g.n.groups
+	if r == nil {
+		return httpapi.GroupMembership{}, false
+	}
+	if lead, _ := g.n.metaRoute(); lead != int32(g.n.self) {
+		return httpapi.GroupMembership{}, false
+	}
+	d, err := r.coord.Describe(name)
+	if err != nil {
+		return httpapi.GroupMembership{}, false
+	}
+	m := httpapi.GroupMembership{State: d.State.String(), ProtocolType: d.ProtocolType, Protocol: d.Protocol,
+		Generation: d.Generation, Members: make([]httpapi.GroupMember, 0, len(d.Members))}
+	for _, mb := range d.Members {
+		m.Members = append(m.Members, httpapi.GroupMember{MemberID: mb.ID, InstanceID: mb.InstanceID, ClientID: mb.ClientID, Host: mb.Host})
+	}
+	return m, true
+}

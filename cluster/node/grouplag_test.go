@@ -1,0 +1,251 @@
+package node
+
+import (
+	"encoding/json"
+	"net/http"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/corestream/corestream/cluster/config"
+	"github.com/corestream/corestream/cluster/service"
+	dto "github.com/prometheus/client_model/go"
+)
+
+// lagFixture is a node with topic "lagged" of two partitions, five
+// records produced to partition 0 and two to partition 1 (each log also
+// starts with its primary's control batch), group "g1" committed at 1 on
+// partition 0 and 2 on partition 1, and "g2" at 0 on partition 0. It
+// returns the node and the partitions' high watermarks.
+func lagFixture(t *testing.T, mutate func(*config.Config)) (*testNode, [2]int64) {
+	t.Helper()
+	n := runNode(t, t.TempDir(), mutate)
+	s := service.Service(n.svc)
+	created := svcCreate(t, s, "lagged", 2)
+	for p, count := range []int{5, 2} {
+		ref := service.PartitionRef{Topic: "lagged", Partition: int32(p), TopicID: created.ID, Generation: service.GenerationUnknown}
+		for i := range count {
+			if _, err := await(func(done func(service.ProduceResult, error)) {
+				s.Produce(nil, &service.ProduceRequest{PartitionRef: ref, Records: oneBatch(t, strconv.Itoa(i))}, done)
+			}); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	commit := func(group string, offs ...service.OffsetCommit) {
+		t.Helper()
+		entries, err := await(func(done func([]error, error)) {
+			s.CommitOffsets(nil, &service.CommitOffsetsRequest{Consumer: group, Offsets: offs}, done)
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, e := range entries {
+			if e != nil {
+				t.Fatal(e)
+			}
+		}
+	}
+	commit("g1", service.OffsetCommit{Topic: "lagged", Partition: 0, Offset: 1}, service.OffsetCommit{Topic: "lagged", Partition: 1, Offset: 2})
+	commit("g2", service.OffsetCommit{Topic: "lagged", Partition: 0, Offset: 0})
+	var hw [2]int64
+	for p := range hw {
+		d, err := await(func(done func(service.PartitionDetail, error)) {
+			s.DescribePartition(nil, service.PartitionRef{Topic: "lagged", Partition: int32(p), Generation: service.GenerationUnknown}, done)
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		hw[p] = d.HighWatermark
+	}
+	if hw[0] < 5 || hw[1] < 2 {
+		t.Fatalf("high watermarks %v after 5 and 2 records", hw)
+	}
+	return n, hw
+}
+
+// lagSeries reads the lag families of a scrape: group totals by group,
+// partition lags by "group/topic/partition", and the omitted count.
+func lagSeries(fams map[string]*dto.MetricFamily) (groups, parts map[string]float64, omitted float64) {
+	label := func(m *dto.Metric, name string) string {
+		for _, l := range m.GetLabel() {
+			if l.GetName() == name {
+				return l.GetValue()
+			}
+		}
+		return ""
+	}
+	groups, parts = map[string]float64{}, map[string]float64{}
+	for _, m := range fams["corestream_group_lag_records"].GetMetric() {
+		groups[label(m, "group")] = m.GetGauge().GetValue()
+	}
+	for _, m := range fams["corestream_group_partition_lag_records"].GetMetric() {
+		parts[label(m, "group")+"/"+label(m, "topic")+"/"+label(m, "partition")] = m.GetGauge().GetValue()
+	}
+	for _, m := range fams["corestream_group_lag_series_omitted"].GetMetric() {
+		omitted = m.GetGauge().GetValue()
+	}
+	return groups, parts, omitted
+}
+
+// A group's lag on /metrics is the high watermark minus its committed
+// offset, per partition and summed per group, for the partitions this
+// node leads (all of them on one node).
+func TestMetricGroupLag(t *testing.T) {
+	n, hw := lagFixture(t, nil)
+	groups, parts, omitted := lagSeries(scrape(t, n.Node))
+	g1, g2 := float64(hw[0]-1+hw[1]-2), float64(hw[0])
+	wantParts := map[string]float64{"g1/lagged/0": float64(hw[0] - 1), "g1/lagged/1": float64(hw[1] - 2), "g2/lagged/0": g2}
+	if len(parts) != len(wantParts) {
+		t.Errorf("partition series %v, want %v", parts, wantParts)
+	}
+	for k, v := range wantParts {
+		if parts[k] != v {
+			t.Errorf("%s: lag %v, want %v (all %v)", k, parts[k], v, parts)
+		}
+	}
+	if groups["g1"] != g1 || groups["g2"] != g2 || len(groups) != 2 || omitted != 0 {
+		t.Errorf("group totals %v omitted %v, want g1 %v, g2 %v, none omitted", groups, omitted, g1, g2)
+	}
+}
+
+// http.group_lag_series_max bounds the series: with 1, one group's
+// total and one partition series are served and the rest counted as
+// omitted; with 0, none.
+func TestMetricGroupLagBounded(t *testing.T) {
+	n, hw := lagFixture(t, func(c *config.Config) { c.HTTP.GroupLagSeriesMax = 1 })
+	groups, parts, omitted := lagSeries(scrape(t, n.Node))
+	// g1 is first by name; g2 is past the bound (1 omitted), and of
+	// g1's two partitions one is served (1 omitted).
+	if g1 := float64(hw[0] - 1 + hw[1] - 2); len(groups) != 1 || groups["g1"] != g1 || len(parts) != 1 || omitted != 2 {
+		t.Fatalf("bound 1: groups %v, partitions %v, omitted %v; want g1 = %v, one partition, 2 omitted", groups, parts, omitted, g1)
+	}
+	n.cfg.HTTP.GroupLagSeriesMax = 0
+	groups, parts, _ = lagSeries(scrape(t, n.Node))
+	if len(groups)+len(parts) != 0 {
+		t.Fatalf("bound 0: groups %v, partitions %v; want none", groups, parts)
+	}
+}
+
+// GET /v1/groups lists the groups with their partitions and total lag,
+// filtered and paged; GET /v1/groups/{group} answers committed, end and
+// lag per partition; an unknown group is 404 UNKNOWN_CONSUMER.
+func TestHTTPGroups(t *testing.T) {
+	n, hw := lagFixture(t, func(c *config.Config) { c.Node.HTTPAddr = "127.0.0.1:0" })
+	g1 := hw[0] - 1 + hw[1] - 2
+	base := "http://" + n.HTTPAddr()
+	var list struct {
+		Total  int `json:"total"`
+		Groups []struct {
+			Group      string  `json:"group"`
+			Partitions int     `json:"partitions"`
+			Lag        int64   `json:"lag"`
+			EndUnknown int     `json:"end_unknown"`
+			Members    *int    `json:"members"`
+			Error      *string `json:"error"`
+		} `json:"groups"`
+	}
+	code, _, raw := httpRaw(t, "GET", base+"/v1/groups", "", nil)
+	if code != http.StatusOK || json.Unmarshal(raw, &list) != nil {
+		t.Fatalf("GET /v1/groups: %d %s", code, raw)
+	}
+	if list.Total != 2 || len(list.Groups) != 2 || list.Groups[0].Group != "g1" || list.Groups[0].Lag != g1 || list.Groups[0].Partitions != 2 ||
+		list.Groups[1].Group != "g2" || list.Groups[1].Lag != hw[0] || list.Groups[0].EndUnknown != 0 || list.Groups[0].Error != nil {
+		t.Fatalf("GET /v1/groups: %s", raw)
+	}
+	code, _, raw = httpRaw(t, "GET", base+"/v1/groups?filter=2&limit=5", "", nil)
+	if code != http.StatusOK || json.Unmarshal(raw, &list) != nil || list.Total != 1 || len(list.Groups) != 1 || list.Groups[0].Group != "g2" {
+		t.Fatalf("GET /v1/groups?filter=2: %d %s", code, raw)
+	}
+	var detail struct {
+		Group      string `json:"group"`
+		Lag        int64  `json:"lag"`
+		Partitions []struct {
+			Topic     string `json:"topic"`
+			Partition int32  `json:"partition"`
+			Committed int64  `json:"committed"`
+			End       *int64 `json:"end"`
+			Lag       *int64 `json:"lag"`
+		} `json:"partitions"`
+		Members []any `json:"members"`
+	}
+	code, _, raw = httpRaw(t, "GET", base+"/v1/groups/g1", "", nil)
+	if code != http.StatusOK || json.Unmarshal(raw, &detail) != nil {
+		t.Fatalf("GET /v1/groups/g1: %d %s", code, raw)
+	}
+	if detail.Lag != g1 || len(detail.Partitions) != 2 || detail.Members != nil {
+		t.Fatalf("GET /v1/groups/g1: %s", raw)
+	}
+	for i, want := range []struct{ committed, end, lag int64 }{{1, hw[0], hw[0] - 1}, {2, hw[1], hw[1] - 2}} {
+		p := detail.Partitions[i]
+		if p.Partition != int32(i) || p.Committed != want.committed || p.End == nil || *p.End != want.end || p.Lag == nil || *p.Lag != want.lag {
+			t.Errorf("partition %d: %s", i, raw)
+		}
+	}
+	code, _, raw = httpRaw(t, "GET", base+"/v1/groups/nobody", "", nil)
+	if c, _, _ := errorOf(t, raw); code != http.StatusNotFound || c != "UNKNOWN_CONSUMER" {
+		t.Fatalf("GET /v1/groups/nobody: %d %s", code, raw)
+	}
+	for _, bad := range []string{"/v1/groups?limit=0", "/v1/groups?sort=name", "/v1/groups/g1?x=1"} {
+		if code, _, raw := httpRaw(t, "GET", base+bad, "", nil); code != http.StatusBadRequest {
+			t.Errorf("GET %s: %d %s, want 400", bad, code, raw)
+		}
+	}
+}
+
+// In a cluster the groups routes run on the metadata primary, the
+// groups' coordinator: asked of any node they are forwarded there (the
+// answer names it as coordinator and was served by it), and every node
+// answers the same lag, gathered from the partitions' primaries.
+func TestHTTPGroupsForwardedToCoordinator(t *testing.T) {
+	ports := freePorts(t, 3)
+	tc := startCluster(t, 3, func(c *config.Config) {
+		c.HTTP.JWTSecret = "jwt"
+		for i := range c.Cluster.Nodes {
+			c.Cluster.Nodes[i].HTTPAddr = ports[i]
+		}
+		c.Node.HTTPAddr = ports[c.Node.ID-1]
+	})
+	base := func(i int) string { return "http://" + tc.nodes[i].HTTPAddr() }
+	clusterWait(t, 30*time.Second, "create over HTTP", func() bool {
+		code, _ := httpDo(t, "POST", base(0)+"/v1/topics", map[string]any{"name": "web", "partitions": 2, "replication_factor": 3}, nil)
+		return code == http.StatusCreated
+	})
+	for p := range 2 {
+		clusterWait(t, 20*time.Second, "produce over HTTP", func() bool {
+			code, _ := httpDo(t, "POST", base(0)+"/v1/topics/web/partitions/"+strconv.Itoa(p)+"/records",
+				map[string]any{"records": []map[string]any{{"value_text": "a"}, {"value_text": "b"}, {"value_text": "c"}}}, nil)
+			return code == http.StatusOK
+		})
+	}
+	clusterWait(t, 20*time.Second, "a commit on the metadata primary", func() bool {
+		for _, n := range tc.nodes {
+			entries, err := await(func(done func([]error, error)) {
+				n.svc.CommitOffsets(nil, &service.CommitOffsetsRequest{Consumer: "web-readers",
+					Offsets: []service.OffsetCommit{{Topic: "web", Partition: 0, Offset: 1}, {Topic: "web", Partition: 1, Offset: 2}}}, done)
+			})
+			if err == nil && entries[0] == nil && entries[1] == nil {
+				return true
+			}
+		}
+		return false
+	})
+	lead, _ := tc.nodes[0].metaRoute()
+	var lags []float64
+	for i := range tc.nodes {
+		var body map[string]any
+		var hdr http.Header
+		clusterWait(t, 20*time.Second, "the group on node "+strconv.Itoa(i+1), func() bool {
+			code, h, raw := httpRaw(t, "GET", base(i)+"/v1/groups/web-readers", "", nil)
+			hdr = h
+			return code == http.StatusOK && json.Unmarshal(raw, &body) == nil && body["end_unknown"] == float64(0)
+		})
+		if body["coordinator_id"] != float64(lead) || (int32(i+1) != lead && hdr.Get("X-Corestream-Served-By") != strconv.Itoa(int(lead))) {
+			t.Fatalf("node %d answered %v, served by %q; want the metadata primary %d", i+1, body, hdr.Get("X-Corestream-Served-By"), lead)
+		}
+		lags = append(lags, body["lag"].(float64))
+	}
+	if lags[0] <= 0 || lags[1] != lags[0] || lags[2] != lags[0] {
+		t.Fatalf("the nodes answered lags %v; want one positive lag", lags)
+	}
+}
