@@ -64,6 +64,15 @@ func metaConf(t *testing.T, n *Node) raftlite.Membership {
 // current roster plus itself, as an operator would.
 func (tc *testCluster) addJoiningNode(t *testing.T, id int) config.RosterNode {
 	t.Helper()
+	self := tc.joiningConfig(t, id)
+	tc.startNode(len(tc.cfgs) - 1)
+	return self
+}
+
+// joiningConfig appends node id's configuration (cluster.join) to the
+// cluster's, without starting it.
+func (tc *testCluster) joiningConfig(t *testing.T, id int) config.RosterNode {
+	t.Helper()
 	ports := freePorts(t, 2)
 	self := config.RosterNode{ID: id, ClientAddr: ports[0], ReplicationAddr: ports[1]}
 	cfg := tc.cfgs[0]
@@ -73,7 +82,6 @@ func (tc *testCluster) addJoiningNode(t *testing.T, id int) config.RosterNode {
 	cfg.Cluster.Nodes = append(append([]config.RosterNode(nil), tc.cfgs[0].Cluster.Nodes...), self)
 	cfg.Cluster.Join = true
 	tc.cfgs = append(tc.cfgs, cfg)
-	tc.startNode(len(tc.cfgs) - 1)
 	return self
 }
 
@@ -182,4 +190,47 @@ func TestClusterGrowsAndShrinks(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "a quorum needs 2") {
 		t.Fatalf("removing node 2 with node 3 down: %v", err)
 	}
+}
+
+// TestClusterAddResumesAfterMetadataPrimaryStops: the metadata primary
+// stops while node 4 is a learner that cannot catch up (it is not
+// started yet). The two nodes left keep a quorum (a learner does not
+// count), the new metadata primary resumes the add, and once node 4
+// starts it is promoted and made active; the stopped node comes back into
+// a group of four voters.
+func TestClusterAddResumesAfterMetadataPrimaryStops(t *testing.T) {
+	tc := startCluster(t, 3, nil)
+	clusterWait(t, 30*time.Second, "the roster to be recorded", func() bool { return rosterOf(tc.nodes[0]) == "1:active 2:active 3:active" })
+	four := tc.joiningConfig(t, 4)
+	if _, err := tc.changeRoster(t, service.RosterRequest{Action: service.RosterAdd, Member: member(four)}); err != nil {
+		t.Fatalf("add node 4: %v", err)
+	}
+	var old *Node
+	clusterWait(t, 30*time.Second, "node 4 to be a learner of the metadata group", func() bool {
+		old = tc.metaPrimary(t)
+		return old != nil && metaConf(t, old).Learners.Has(4)
+	})
+	oldIdx := int(old.self) - 1
+	tc.stopNode(oldIdx)
+	var next *Node
+	clusterWait(t, 60*time.Second, "a new metadata primary among the two nodes left", func() bool {
+		next = tc.metaPrimary(t)
+		return next != nil
+	})
+	if c := metaConf(t, next); !c.Learners.Has(4) || c.Voters.Len() != 3 {
+		t.Fatalf("the new metadata primary's configuration is %v, want 3 voters and learner 4", c)
+	}
+	if got := rosterOf(next); got != "1:active 2:active 3:active 4:joining" {
+		t.Fatalf("roster on the new metadata primary: %s", got)
+	}
+	tc.startNode(3)
+	clusterWait(t, 60*time.Second, "node 4 to be promoted and active", func() bool {
+		p := tc.metaPrimary(t)
+		return p != nil && metaConf(t, p).Voters.Has(4) && rosterOf(p) == "1:active 2:active 3:active 4:active"
+	})
+	tc.startNode(oldIdx)
+	clusterWait(t, 60*time.Second, "the stopped node to rejoin a group of four voters", func() bool {
+		n := tc.nodes[oldIdx]
+		return n.metaLoaded.Load() && rosterOf(n) == "1:active 2:active 3:active 4:active" && metaConf(t, n).Voters.Len() == 4
+	})
 }
