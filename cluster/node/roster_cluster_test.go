@@ -11,6 +11,7 @@ import (
 	"github.com/corestream/corestream/cluster/config"
 	"github.com/corestream/corestream/cluster/metadata"
 	"github.com/corestream/corestream/cluster/service"
+	"github.com/corestream/corestream/netio/wire"
 	"github.com/corestream/corestream/raftlite"
 )
 
@@ -104,8 +105,15 @@ func TestClusterGrowsAndShrinks(t *testing.T) {
 		return true
 	})
 	four := tc.addJoiningNode(t, 4)
-	if _, err := tc.changeRoster(t, service.RosterRequest{Action: service.RosterAdd, Member: member(four)}); err != nil {
+	// The add goes through the native protocol, as the CLI sends it.
+	ctx, cl := tc.dial(t, 120*time.Second)
+	added, err := cl.ChangeRoster(ctx, &wire.ChangeRosterRequest{Action: wire.RosterAdd,
+		Member: wire.RosterMember{ID: 4, ClientAddr: four.ClientAddr, ReplicationAddr: four.ReplicationAddr}})
+	if err != nil {
 		t.Fatalf("add node 4: %v", err)
+	}
+	if n := len(added.Members); n != 4 || added.Members[3].State != "joining" {
+		t.Fatalf("the add answered the roster %+v", added.Members)
 	}
 	clusterWait(t, 60*time.Second, "node 4 to be active on every node and a voter of the metadata group", func() bool {
 		for _, n := range tc.nodes {
@@ -136,8 +144,12 @@ func TestClusterGrowsAndShrinks(t *testing.T) {
 		}
 	}
 
+	listed, err := cl.ChangeRoster(ctx, &wire.ChangeRosterRequest{Action: wire.RosterList})
+	if err != nil || len(listed.Members) != 4 || listed.Members[3].State != "active" || listed.Members[3].ReplicationAddr != four.ReplicationAddr {
+		t.Fatalf("roster listed by a client: %+v, %v", listed, err)
+	}
+
 	// Placement and the balancer use node 4.
-	ctx, cl := tc.dial(t, 90*time.Second)
 	createTopic(t, ctx, cl, client.TopicSpec{Name: "grown", Partitions: 8, ReplicationFactor: 3})
 	tp := tc.nodes[0].view.Load().Topics["grown"]
 	on4 := 0
