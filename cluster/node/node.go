@@ -169,6 +169,9 @@ func (n *Node) Start() error {
 	if err := recordIdentity(n.fs, n.dir, int32(n.self)); err != nil {
 		return err
 	}
+	if err := n.loadRoster(); err != nil {
+		return err
+	}
 	pids, err := openProducerIDs(n.fs, n.dir, int32(n.self))
 	if err != nil {
 		return err

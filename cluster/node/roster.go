@@ -1,8 +1,11 @@
 package node
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
+	"io/fs"
+	"path/filepath"
 	"sort"
 	"sync/atomic"
 	"time"
@@ -11,6 +14,7 @@ import (
 	"github.com/corestream/corestream/cluster/metadata"
 	"github.com/corestream/corestream/cluster/service"
 	"github.com/corestream/corestream/raftlite"
+	"github.com/corestream/corestream/segment/checkpoint"
 	"github.com/corestream/corestream/shard/partition"
 )
 
@@ -135,12 +139,49 @@ func metaMembers(ids []raftlite.NodeID, self raftlite.NodeID, join bool) (voters
 	return voters, []raftlite.NodeID{self}
 }
 
+// The last committed roster this node learned is kept in a checkpoint
+// file, so that after a restart the transport dials every member at once:
+// a node added since the cluster's first start is in no one's
+// cluster.nodes, and if the restarted nodes needed its vote to elect a
+// metadata primary, they could not learn its address from the metadata
+// log, which only a metadata primary commits.
+//
+// Payload (checkpoint kind "RSTR", version 1): the members as
+// metadata.Member JSON, by id.
+var rosterFileKind = checkpoint.Kind{'R', 'S', 'T', 'R'}
+
+const rosterFile = "roster.checkpoint"
+
+// loadRoster starts the book from the roster file, when there is one.
+// REQUIRES: before the transport starts.
+func (n *Node) loadRoster() error {
+	v, p, err := checkpoint.Read(n.fs, filepath.Join(n.dir, rosterFile), rosterFileKind)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	if err == nil && v != 1 {
+		err = fmt.Errorf("version %d", v)
+	}
+	var members []*metadata.Member
+	if err == nil {
+		err = json.Unmarshal(p, &members)
+	}
+	if err != nil {
+		return fmt.Errorf("node: %s: %w", rosterFile, err)
+	}
+	n.roster.learn(members)
+	return nil
+}
+
 // learnRoster takes the roster of a newly published View: the book, the
-// transport's links, and a warning when cluster.nodes says otherwise.
-// REQUIRES: on shard metaShard.
+// roster file, the transport's links, and a warning when cluster.nodes
+// says otherwise. REQUIRES: on shard metaShard.
 func (n *Node) learnRoster(v *View) {
 	if !n.roster.learn(v.Roster) {
 		return
+	}
+	if b, err := json.Marshal(v.Roster); err != nil || checkpoint.Write(n.fs, filepath.Join(n.dir, rosterFile), rosterFileKind, 1, b) != nil {
+		n.log.Error("roster: writing the roster file failed; after a restart this node dials only cluster.nodes until it replays the metadata", "file", rosterFile)
 	}
 	nodes := n.roster.nodes()
 	var desc []string

@@ -246,3 +246,39 @@ func TestClusterAddResumesAfterMetadataPrimaryStops(t *testing.T) {
 		return n.metaLoaded.Load() && rosterOf(n) == "1:active 2:active 3:active 4:active" && metaConf(t, n).Voters.Len() == 4
 	})
 }
+
+// TestClusterRestartsWithAnAddedNode: after node 4 joined, the whole
+// cluster stops and only nodes 1, 2 and 4 start again. The metadata group
+// has four voters, so 1 and 2 need node 4's vote, and their cluster.nodes
+// does not name it: they dial it from the roster file they kept.
+func TestClusterRestartsWithAnAddedNode(t *testing.T) {
+	tc := startCluster(t, 3, nil)
+	clusterWait(t, 30*time.Second, "the roster to be recorded", func() bool { return rosterOf(tc.nodes[0]) == "1:active 2:active 3:active" })
+	four := tc.addJoiningNode(t, 4)
+	if _, err := tc.changeRoster(t, service.RosterRequest{Action: service.RosterAdd, Member: member(four)}); err != nil {
+		t.Fatalf("add node 4: %v", err)
+	}
+	clusterWait(t, 60*time.Second, "node 4 to be active on every node", func() bool {
+		for _, n := range tc.nodes {
+			if rosterOf(n) != "1:active 2:active 3:active 4:active" {
+				return false
+			}
+		}
+		return true
+	})
+	for i := range tc.nodes {
+		tc.stopNode(i)
+	}
+	for _, i := range []int{0, 1, 3} {
+		tc.startNode(i)
+	}
+	clusterWait(t, 60*time.Second, "nodes 1, 2 and 4 to elect a metadata primary and load the metadata", func() bool {
+		for _, i := range []int{0, 1, 3} {
+			if !tc.nodes[i].metaLoaded.Load() {
+				return false
+			}
+		}
+		p := tc.metaPrimary(t)
+		return p != nil && metaConf(t, p).Voters.Len() == 4
+	})
+}
