@@ -185,6 +185,9 @@ func (s *State) applyCreate(c Command) (Result, error) {
 	if err := checkReplicas(t.Replicas, t.ReplicationFactor, 1); err != nil {
 		return Result{}, err
 	}
+	if err := s.checkPlaceable(t.Replicas); err != nil {
+		return Result{}, err
+	}
 	cp := *t
 	cp.Replicas = cloneReplicas(t.Replicas)
 	s.topics[cp.Name] = &cp
@@ -201,6 +204,9 @@ func (s *State) applyAddPartitions(c Command) (Result, error) {
 		return Result{}, fmt.Errorf("%w: %d + %d exceeds %d", ErrInvalidPartitions, len(t.Replicas), len(c.NewReplicas), PartitionsPerTopicMax)
 	}
 	if err := checkReplicas(c.NewReplicas, t.ReplicationFactor, 1); err != nil {
+		return Result{}, err
+	}
+	if err := s.checkPlaceable(c.NewReplicas); err != nil {
 		return Result{}, err
 	}
 	// Copy on write: readers may hold the old *Topic.

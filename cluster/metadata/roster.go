@@ -141,6 +141,28 @@ func (s *State) ReplicasOn(id NodeID) (replicas int, example string) {
 	return replicas, example
 }
 
+// checkPlaceable refuses replicas on a node that is not an active member,
+// once a roster is recorded: a placement planned from a roster read just
+// before a node started leaving must not commit after it, or the node
+// would be dropped while holding a replica.
+func (s *State) checkPlaceable(reps [][]NodeID) error {
+	if len(s.roster) == 0 {
+		return nil
+	}
+	for p, r := range reps {
+		for _, n := range r {
+			if m := s.roster[n]; m == nil || m.State != MemberActive {
+				state := "not in the roster"
+				if m != nil {
+					state = string(m.State)
+				}
+				return fmt.Errorf("%w: partition %d would have a replica on node %d, which is %s", ErrInvalidReplication, p, n, state)
+			}
+		}
+	}
+	return nil
+}
+
 // checkMember checks m's id and addresses against the members in roster
 // (other than m's own id).
 func checkMember(m *Member, roster map[NodeID]*Member) error {

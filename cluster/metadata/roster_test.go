@@ -159,3 +159,29 @@ func TestPlanRemoveNodeQuorum(t *testing.T) {
 		t.Fatalf("planning changed the roster: %s", states(s))
 	}
 }
+
+// TestNoReplicaOnANodeNotActive: a creation or a partition growth planned
+// before a node started leaving (or placed on a joining or unknown node)
+// is refused when applied.
+func TestNoReplicaOnANodeNotActive(t *testing.T) {
+	s := seeded(t, 3)
+	create := mustPlanCreate(t, s, "orders", 3, 3) // placed on 1, 2, 3
+	if _, err := apply(t, s, nodeCmd(OpNodeLeaving, 3)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := apply(t, s, create); !errors.Is(err, ErrInvalidReplication) || !strings.Contains(err.Error(), "node 3, which is leaving") {
+		t.Fatalf("create onto a leaving node: %v", err)
+	}
+	if s.Topic("orders") != nil {
+		t.Fatal("the topic was created")
+	}
+	other := seeded(t, 3)
+	if _, err := apply(t, other, mustPlanCreate(t, other, "orders", 1, 3)); err != nil {
+		t.Fatal(err)
+	}
+	tp := other.Topic("orders")
+	grow := Command{Version: CommandVersion, Op: OpAddPartitions, Name: "orders", ID: tp.ID, NewReplicas: [][]NodeID{{1, 2, 7}}}
+	if _, err := apply(t, other, grow); !errors.Is(err, ErrInvalidReplication) || !strings.Contains(err.Error(), "node 7, which is not in the roster") {
+		t.Fatalf("add a partition on an unknown node: %v", err)
+	}
+}
