@@ -165,6 +165,18 @@ func TestClusterGrowsAndShrinks(t *testing.T) {
 	}
 	t.Logf("new topic replicas: %v (%d on node 4)", tp.Replicas, on4)
 	clusterWait(t, 60*time.Second, "node 4 to lead partitions", func() bool { return primaries(t, cl)[4] > 0 })
+	// The balancer weighs node 4 among the nodes it moves primaries to.
+	var p *Node
+	clusterWait(t, 30*time.Second, "a metadata primary", func() bool { p = tc.metaPrimary(t); return p != nil })
+	var balanced []int32
+	onMeta(t, p, func() {
+		for _, bn := range p.ctrl.bal.view().Nodes {
+			balanced = append(balanced, bn.ID)
+		}
+	})
+	if fmt.Sprint(balanced) != "[1 2 3 4]" {
+		t.Fatalf("the balancer looks at nodes %v", balanced)
+	}
 	produced := produceAll(t, ctx, cl, "grown", 0, 200)
 	sameValues(t, consumeAll(t, ctx, cl, "grown", 8), produced)
 
