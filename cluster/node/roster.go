@@ -282,9 +282,12 @@ func (n *Node) startRosterDriver(c *controller) {
 // maybeSeedRoster records cluster.nodes when this node leads a metadata
 // group that has no roster yet (the cluster's first start, or one that
 // ran a version without a committed roster). Two primaries that both try
-// are harmless: the second is refused.
+// are harmless: the second is refused. A node running alone records
+// none: it cannot grow, and its own [node] stays its roster, so that a
+// node first started on port 0 and later on a fixed port advertises the
+// port it has now.
 func (c *controller) maybeSeedRoster() {
-	if c.rd.seeding || len(c.rd.seed) == 0 || c.state.Roster() != nil || c.r == nil || !c.r.IsPrimary() || c.d.ready() != nil {
+	if !c.rd.clustered || c.rd.seeding || len(c.rd.seed) == 0 || c.state.Roster() != nil || c.r == nil || !c.r.IsPrimary() || c.d.ready() != nil {
 		return
 	}
 	cmd := metadata.Command{Version: metadata.CommandVersion, Op: metadata.OpRosterSeed}

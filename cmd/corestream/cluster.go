@@ -85,7 +85,7 @@ func newClusterStatusCmd() *cobra.Command {
 					fmt.Fprintf(w, "partitions: %d (under-replicated %d, offline %d)\n", out.Partitions, out.UnderReplicated, out.Offline)
 					fmt.Fprintf(w, "rebalance in progress: %s\n", yesNo(out.RebalanceInProgress))
 					tw := table(w)
-					fmt.Fprintln(tw, "NODE\tCLIENT ADDRESS\tKAFKA ADDRESS\tRACK\tSTATE\tALIVE\tPRIMARIES\tPREFERRED\tREPLICAS")
+					fmt.Fprintln(tw, "NODE\tCLIENT ADDRESS\tKAFKA ADDRESS\tRACK\tALIVE\tPRIMARIES\tPREFERRED\tREPLICAS\tSTATE")
 					for _, n := range out.Nodes {
 						kafka, rack, state := n.KafkaAddr, n.Rack, n.State
 						if state == "" {
@@ -97,7 +97,7 @@ func newClusterStatusCmd() *cobra.Command {
 						if rack == "" {
 							rack = "-"
 						}
-						fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\t%d\t%d\t%d\n", n.ID, n.ClientAddr, kafka, rack, state, yesNo(n.Alive), n.Primaries, n.PreferredPrimaries, n.Replicas)
+						fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%d\t%d\t%d\t%s\n", n.ID, n.ClientAddr, kafka, rack, yesNo(n.Alive), n.Primaries, n.PreferredPrimaries, n.Replicas, state)
 					}
 					tw.Flush()
 				})
