@@ -199,16 +199,26 @@ func (n *Node) learnRoster(v *View) {
 }
 
 // setPeers dials the links of peers new to the roster and drops those of
-// peers that left it. REQUIRES: on shard metaShard (it owns dialed).
+// peers that left it; a peer whose replication address changed (removed
+// and added again between two publishes) is dropped and dialed anew.
+// REQUIRES: on shard metaShard (it owns dialed).
 func (p *peers) setPeers(nodes []config.RosterNode) {
-	in := map[int32]bool{}
+	want := map[int32]string{}
+	for _, m := range nodes {
+		if id := int32(m.ID); id != p.d.self {
+			want[id] = m.ReplicationAddr
+		}
+	}
+	for id, addr := range p.dialed {
+		if want[id] != addr {
+			delete(p.dialed, id)
+			p.d.log.Info("replication: closing the links of a node gone from the roster", "peer", id, "addr", addr)
+			p.dropLinks(id)
+		}
+	}
 	for _, m := range nodes {
 		id := int32(m.ID)
-		in[id] = true
-		if id == p.d.self {
-			continue
-		}
-		if _, ok := p.dialed[id]; ok {
+		if _, ok := p.dialed[id]; ok || id == p.d.self {
 			continue
 		}
 		p.dialed[id] = m.ReplicationAddr
@@ -222,31 +232,31 @@ func (p *peers) setPeers(nodes []config.RosterNode) {
 			})
 		}
 	}
-	for id := range p.dialed {
-		if in[id] {
-			continue
-		}
-		delete(p.dialed, id)
-		p.d.log.Info("replication: closing the links of a node gone from the roster", "peer", id)
-		for k := 0; k < p.k; k++ {
-			key := linkKey{peer: id, k: k}
-			ps := p.shards[p.linkShard(k)]
-			ps.sh.Post(func() {
-				l := ps.links[key]
-				if l == nil {
-					return
-				}
-				l.gone = true
-				if l.timer != nil {
-					ps.sh.Stop(l.timer)
-					l.timer = nil
-				}
-				if l.conn != nil {
-					l.conn.Close()
-				}
-				delete(ps.links, key)
-			})
-		}
+}
+
+// dropLinks closes peer id's outbound links and stops their redials.
+// Each runs on its link's shard, posted before any new link of the same
+// key (shards run their posts in order), so a re-added peer's new link
+// replaces the closed one.
+func (p *peers) dropLinks(id int32) {
+	for k := 0; k < p.k; k++ {
+		key := linkKey{peer: id, k: k}
+		ps := p.shards[p.linkShard(k)]
+		ps.sh.Post(func() {
+			l := ps.links[key]
+			if l == nil {
+				return
+			}
+			l.gone = true
+			if l.timer != nil {
+				ps.sh.Stop(l.timer)
+				l.timer = nil
+			}
+			if l.conn != nil {
+				l.conn.Close()
+			}
+			delete(ps.links, key)
+		})
 	}
 }
 
