@@ -175,8 +175,16 @@ type Cluster struct {
 	ReplicaLagTimeMaxMs int `toml:"replica_lag_time_max_ms"`
 	// Coordinator configures node-to-node connections.
 	Coordinator Coordinator `toml:"coordinator"`
-	// Nodes is the roster; empty means a single node made of [node].
+	// Nodes is the roster at the cluster's first start (the metadata
+	// records it then, and the committed roster wins afterwards:
+	// docs/design/membership.md); empty means a single node made of
+	// [node]. A joining node lists itself and the nodes it first reaches.
 	Nodes []RosterNode `toml:"nodes"`
+	// Join says this node joins a running cluster that an operator adds
+	// it to (corestream cluster add-node): it opens the metadata group as
+	// a learner and never seeds the roster nor campaigns before it is a
+	// voter. Harmless once the node has joined. Default false.
+	Join bool `toml:"join"`
 }
 
 // Coordinator configures node-to-node connections.
@@ -536,6 +544,9 @@ func (c *Config) validateRoster() error {
 		}
 	}
 	if len(nodes) == 0 {
+		if c.Cluster.Join {
+			return bad("cluster.join", "a joining node must list itself and at least one node of the running cluster in cluster.nodes")
+		}
 		return nil
 	}
 	ids := map[int]bool{}
@@ -579,6 +590,9 @@ func (c *Config) validateRoster() error {
 	}
 	if len(nodes) > 1 && c.Cluster.Secret == "" {
 		return bad("cluster.secret", "must be set for a roster of %d nodes", len(nodes))
+	}
+	if c.Cluster.Join && len(nodes) < 2 {
+		return bad("cluster.join", "a joining node must list itself and at least one node of the running cluster in cluster.nodes")
 	}
 	return nil
 }

@@ -91,6 +91,7 @@ replication_addr = "127.0.0.1:6"
 		{"scram without an admin", "[security]\nauth = \"scram\"\n", "security.admin_user: auth = scram needs"},
 		{"scram without a token secret", "[security]\nauth = \"scram\"\nadmin_user = \"a\"\nadmin_password = \"p\"\n", "http.jwt_secret: auth = scram with an HTTP API"},
 		{"token ttl", "[security]\ntoken_ttl_ms = 5\n", "security.token_ttl_ms: 5 is outside"},
+		{"join without a roster", "[cluster]\njoin = true\n", "cluster.join: a joining node must list itself and at least one node"},
 		{"tls cert without key", "[security]\ntls_cert_file = \"c.pem\"\n", "security.tls_cert_file and security.tls_key_file go together"},
 		{"tls listener unknown", "[security]\ntls_listeners = [\"admin\"]\n", "security.tls_listeners: \"admin\" is not one of"},
 		{"tls listener twice", "[security]\ntls_cert_file = \"c\"\ntls_key_file = \"k\"\ntls_listeners = [\"kafka\", \"kafka\"]\n", "\"kafka\" is named twice"},
@@ -115,6 +116,9 @@ replication_addr = "127.0.0.1:6"
 	}
 	if _, err := Parse(roster3); err != nil {
 		t.Fatalf("valid roster refused: %v", err)
+	}
+	if c, err := Parse(strings.Replace(roster3, "secret = \"s\"", "secret = \"s\"\njoin = true", 1)); err != nil || !c.Cluster.Join {
+		t.Fatalf("a joining node's roster refused: %v", err)
 	}
 }
 

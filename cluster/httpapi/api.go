@@ -127,6 +127,9 @@ func New(cfg Config, ln net.Listener) *API {
 		auth: cfg.Auth, users: cfg.Users, stats: cfg.Stats}
 	h.mux.HandleFunc("GET /v1/health", h.health)
 	h.mux.HandleFunc("GET /v1/cluster", h.cluster)
+	h.mux.HandleFunc("GET /v1/cluster/nodes", h.listNodes)
+	h.mux.HandleFunc("POST /v1/cluster/nodes", h.addNode)
+	h.mux.HandleFunc("DELETE /v1/cluster/nodes/{id}", h.removeNode)
 	h.mux.HandleFunc("GET /v1/topics", h.listTopics)
 	h.mux.HandleFunc("POST /v1/topics", h.createTopic)
 	h.mux.HandleFunc("GET /v1/topics/{topic}", h.describeTopic)

@@ -58,6 +58,10 @@ type Command struct {
 	Roster []NodeID `json:"roster,omitempty"`
 	Step   string   `json:"step,omitempty"`
 	Node   NodeID   `json:"node,omitempty"`
+	// RosterSeed: every member; NodeAdd: the new member (roster.go).
+	// NodeActive, NodeLeaving, NodeRemove name theirs in Node.
+	Members []Member `json:"members,omitempty"`
+	Member  *Member  `json:"member,omitempty"`
 }
 
 // Encode returns the command's bytes (JSON: the control plane is small and
@@ -92,6 +96,8 @@ type Result struct {
 	Errors []error
 	// User is the user created, changed or deleted.
 	User *User
+	// Member is the roster member added, changed or removed.
+	Member *Member
 }
 
 // Apply applies c. A command that is invalid against the current state
@@ -138,6 +144,8 @@ func (s *State) Apply(c Command) (Result, error) {
 		return s.applyUser(c)
 	case OpReassignStart, OpReassignStep, OpReassignComplete, OpReassignCancel:
 		return s.applyReassign(c)
+	case OpRosterSeed, OpNodeAdd, OpNodeActive, OpNodeLeaving, OpNodeRemove:
+		return s.applyRoster(c)
 	case OpAllocateProducers:
 		if c.Count < 1 || c.Count > ProducerIDsPerAllocationMax {
 			return Result{}, fmt.Errorf("%w: allocate %d producer ids", ErrInvalidCommand, c.Count)
@@ -177,6 +185,9 @@ func (s *State) applyCreate(c Command) (Result, error) {
 	if err := checkReplicas(t.Replicas, t.ReplicationFactor, 1); err != nil {
 		return Result{}, err
 	}
+	if err := s.checkPlaceable(t.Replicas); err != nil {
+		return Result{}, err
+	}
 	cp := *t
 	cp.Replicas = cloneReplicas(t.Replicas)
 	s.topics[cp.Name] = &cp
@@ -193,6 +204,9 @@ func (s *State) applyAddPartitions(c Command) (Result, error) {
 		return Result{}, fmt.Errorf("%w: %d + %d exceeds %d", ErrInvalidPartitions, len(t.Replicas), len(c.NewReplicas), PartitionsPerTopicMax)
 	}
 	if err := checkReplicas(c.NewReplicas, t.ReplicationFactor, 1); err != nil {
+		return Result{}, err
+	}
+	if err := s.checkPlaceable(c.NewReplicas); err != nil {
 		return Result{}, err
 	}
 	// Copy on write: readers may hold the old *Topic.

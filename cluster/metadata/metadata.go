@@ -125,6 +125,10 @@ type State struct {
 	userGen int64
 	// reassign holds the replica moves in progress (reassign.go).
 	reassign map[OffsetKey]*Reassignment
+	// roster holds the recorded nodes by id (roster.go); empty until
+	// seeded. Invariant: at most RosterNodesMax members, at most one
+	// not active.
+	roster map[NodeID]*Member
 }
 
 // LastMovedMs is when partition p of topic last had its primary moved by
@@ -134,7 +138,7 @@ func (s *State) LastMovedMs(topic string, p int32) int64 { return s.moved[Offset
 // New returns an empty state.
 func New() *State {
 	return &State{topics: map[string]*Topic{}, byID: map[TopicID]*Topic{}, offsets: map[string]map[OffsetKey]Committed{}, moved: map[OffsetKey]int64{},
-		users: map[string]*User{}, reassign: map[OffsetKey]*Reassignment{}}
+		users: map[string]*User{}, reassign: map[OffsetKey]*Reassignment{}, roster: map[NodeID]*Member{}}
 }
 
 // Topic returns the topic named name, or nil.

@@ -16,6 +16,7 @@ type snapshot struct {
 	Users          []*User           `json:"users,omitempty"`
 	UserGeneration int64             `json:"user_generation,omitempty"`
 	Reassignments  []*Reassignment   `json:"reassignments,omitempty"`
+	Roster         []*Member         `json:"roster,omitempty"`
 }
 
 type movedAt struct {
@@ -48,6 +49,7 @@ func (s *State) Snapshot() []byte {
 		return a.Topic < b.Topic || a.Topic == b.Topic && a.Partition < b.Partition
 	})
 	snap.Reassignments = s.Reassignments()
+	snap.Roster = s.Roster()
 	b, err := json.Marshal(snap)
 	if err != nil {
 		panic(fmt.Sprintf("metadata: encoding a snapshot cannot fail: %v", err))
@@ -107,6 +109,9 @@ func Restore(b []byte) (*State, error) {
 			return nil, fmt.Errorf("%w: snapshot reassignment of %s/%d does not fit its topic", ErrInvalidCommand, r.Topic, r.Partition)
 		}
 		s.reassign[OffsetKey{r.Topic, r.Partition}] = r
+	}
+	if err := s.restoreRoster(snap.Roster); err != nil {
+		return nil, fmt.Errorf("snapshot roster: %w", err)
 	}
 	return s, nil
 }

@@ -102,6 +102,18 @@ func (h *Handler) admin(c *netio.Conn, hdr wire.RequestHeader, body []byte) {
 			}
 			answer(resp, err)
 		})
+	case *wire.ChangeRosterRequest:
+		m := req.Member
+		sreq := &service.RosterRequest{Action: int(req.Action), Member: service.RosterMember{ID: m.ID, ClientAddr: m.ClientAddr,
+			ReplicationAddr: m.ReplicationAddr, HTTPAddr: m.HTTPAddr, KafkaAddr: m.KafkaAddr, Rack: m.Rack}}
+		h.svcOf(c).ChangeRoster(from, sreq, func(res service.RosterResult, err error) {
+			resp := &wire.ChangeRosterResponse{}
+			for _, m := range res.Members {
+				resp.Members = append(resp.Members, wire.RosterMember{ID: m.ID, ClientAddr: m.ClientAddr, ReplicationAddr: m.ReplicationAddr,
+					HTTPAddr: m.HTTPAddr, KafkaAddr: m.KafkaAddr, Rack: m.Rack, State: m.State})
+			}
+			answer(resp, err)
+		})
 	default:
 		replyErr(c, hdr, wire.Errorf(wire.ErrInvalidRequest, "%s is not an admin request", req.APIKey()))
 	}

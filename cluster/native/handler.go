@@ -149,7 +149,7 @@ func (h *Handler) OnFrame(c *netio.Conn, body []byte) {
 	case wire.APIInitProducer:
 		h.initProducer(c, hdr, req)
 	case wire.APICreateTopic, wire.APIDeleteTopic, wire.APIAddPartitions, wire.APICommitOffsets,
-		wire.APIFetchOffsets, wire.APIMovePrimary, wire.APIRebalance, wire.APIReassign:
+		wire.APIFetchOffsets, wire.APIMovePrimary, wire.APIRebalance, wire.APIReassign, wire.APIChangeRoster:
 		h.admin(c, hdr, req)
 	default:
 		replyErr(c, hdr, wire.Errorf(wire.ErrUnsupportedVersion, "API %d is not served by this node", hdr.APIKey))

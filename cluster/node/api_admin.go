@@ -51,6 +51,7 @@ var metadataKinds = []struct{ is, kind error }{
 	{metadata.ErrInvalidReplication, service.ErrInvalidReplicationFactor},
 	{metadata.ErrInvalidTopicName, service.ErrInvalidTopicName},
 	{metadata.ErrInvalidConfig, service.ErrInvalidConfig},
+	{metadata.ErrRosterNotSeeded, service.ErrMetadataNotReady},
 }
 
 // ruleKinds are the service's kinds of the codes the protocol's request
@@ -101,7 +102,7 @@ func metaKindErr(err error) error {
 
 // rosterIDs lists the roster's ids; eligible lists the live ones.
 func (c *controller) rosterIDs() (roster, eligible []metadata.NodeID) {
-	for _, m := range c.d.roster {
+	for _, m := range c.d.roster() {
 		roster = append(roster, metadata.NodeID(m.ID))
 		if c.d.alive(int32(m.ID)) {
 			eligible = append(eligible, metadata.NodeID(m.ID))
@@ -114,7 +115,7 @@ func (c *controller) rosterIDs() (roster, eligible []metadata.NodeID) {
 // placement spreads a partition's replicas.
 func (c *controller) rosterRacks() map[metadata.NodeID]string {
 	racks := map[metadata.NodeID]string{}
-	for _, m := range c.d.roster {
+	for _, m := range c.d.roster() {
 		racks[metadata.NodeID(m.ID)] = m.Rack
 	}
 	return racks

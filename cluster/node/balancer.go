@@ -59,8 +59,9 @@ type balancerDeps struct {
 	// after arms a timer on the driver's owner (shard metaShard).
 	after func(d time.Duration, fn func())
 	log   *slog.Logger
-	// roster lists every node id.
-	roster []int32
+	// roster lists every node id placement may use (it changes at run
+	// time: roster.go).
+	roster func() []int32
 	// alive is the liveness signal.
 	alive func(id int32) bool
 	// view is the applied metadata; route the route table.
@@ -130,7 +131,7 @@ func (n *Node) startBalancer(c *controller) {
 	c.bal = newBalancer(balancerDeps{
 		clock: n.clock,
 		after: func(d time.Duration, fn func()) { c.sh.AfterFunc(d, fn) },
-		log:   n.log, roster: rosterIDs(n.roster), alive: n.alive,
+		log:   n.log, roster: func() []int32 { return rosterIDs(n.roster.active()) }, alive: n.alive,
 		view: n.view.Load, route: n.routes.get,
 		// c.state is replaced when a snapshot is installed: read it late.
 		lastMovedMs: func(topic string, p int32) int64 { return c.state.LastMovedMs(topic, p) },
@@ -165,7 +166,7 @@ func (b *balancer) view() *balance.View {
 	if b.preferredOnly {
 		v.PreferredImbalancePercent = 0 // on demand: every partition led away goes back
 	}
-	for _, id := range d.roster {
+	for _, id := range d.roster() {
 		v.Nodes = append(v.Nodes, balance.Node{ID: id, Alive: d.alive(id)})
 	}
 	for _, t := range d.view().Sorted {

@@ -70,6 +70,8 @@ type controller struct {
 	// auth is none); bootstrapping says its command is in flight.
 	bootstrap     *metadata.User
 	bootstrapping bool
+	// rd drives roster changes (roster.go).
+	rd rosterDriver
 }
 
 // ctrlDeps is what the controller needs from the rest of the node.
@@ -91,7 +93,7 @@ type ctrlDeps struct {
 	// published View, the routes, the partitions that failed to open
 	// here, and cluster.default_replication_factor.
 	self       raftlite.NodeID
-	roster     []config.RosterNode
+	roster     func() []config.RosterNode
 	alive      func(id int32) bool
 	ready      func() error
 	view       func() *View
@@ -238,9 +240,10 @@ func (n *Node) startController() error {
 		core.changed = n.logMetadataChange
 		c := &controller{metaCore: core, sh: sh, snapshotAt: -1, d: ctrlDeps{
 			log: n.log, clock: n.clock, fs: n.fs, dir: n.dir, loaded: &n.metaLoaded, metaErr: n.metaErr,
-			self: n.self, roster: n.roster, alive: n.alive, ready: n.metadataReady, view: n.view.Load,
+			self: n.self, roster: n.roster.active, alive: n.alive, ready: n.metadataReady, view: n.view.Load,
 			route: n.routes.get, openFailed: n.openErrs.get, defaultRF: n.cfg.Cluster.DefaultReplicationFactor,
 			publish: func(v *View) {
+				n.learnRoster(v)
 				n.view.Store(v)
 				for i := range n.hosts {
 					n.requestReconcile(i)
@@ -254,9 +257,10 @@ func (n *Node) startController() error {
 			return
 		}
 		var reps []raftlite.NodeID
-		for _, m := range n.roster {
+		for _, m := range n.cfg.Roster() {
 			reps = append(reps, raftlite.NodeID(m.ID))
 		}
+		reps, learners := metaMembers(reps, n.self, n.cfg.Cluster.Join)
 		sort.Slice(reps, func(i, j int) bool { return reps[i] < reps[j] })
 		cfg := n.segmentConfig()
 		// Compaction, not retention, shortens the metadata log: a
@@ -267,7 +271,7 @@ func (n *Node) startController() error {
 		r, err := n.hosts[metaShard].Open(partition.Config{
 			FS: n.fs, Dir: filepath.Join(n.dir, metadata.MetaTopic), Log: cfg,
 			Topic: metadata.MetaTopic, TopicID: metaTopicID, Partition: 0,
-			Self: n.self, Replicas: reps, Limits: n.limits,
+			Self: n.self, Replicas: reps, Learners: learners, Limits: n.limits,
 			Send: n.sendFn(), OnCommit: c.onCommit, OnRoute: n.routeChanged, Alive: n.aliveFn(),
 			OnReset: c.onReset,
 		})
@@ -295,6 +299,7 @@ func (n *Node) startController() error {
 		n.ctrl = c
 		n.startBalancer(c)
 		n.startReassigner(c)
+		n.startRosterDriver(c)
 		done <- nil
 	})
 	if err != nil {
@@ -307,7 +312,7 @@ func (n *Node) startController() error {
 	// node starts with its topics open. In a cluster the metadata arrives
 	// when a quorum forms; until then the node answers metadata reads with
 	// METADATA_NOT_READY (ready.go) and the rest with retriable errors.
-	if len(n.roster) == 1 {
+	if len(n.cfg.Roster()) == 1 {
 		deadline := n.clock.Now().Add(30 * time.Second)
 		for n.clock.Now().Before(deadline) {
 			if n.metaLoaded.Load() {
@@ -372,6 +377,7 @@ func (c *controller) onCommit(r *partition.Replica, commit int64) {
 	c.maybeSnapshot()
 	c.checkLoaded()
 	c.maybeBootstrap()
+	c.driveRoster()
 	for len(c.parked) > 0 && c.parked[0].offset <= c.applied {
 		p := c.parked[0]
 		c.parked = c.parked[1:]

@@ -33,7 +33,7 @@ func (n *Node) HTTPAddr() string {
 // httpAddrOf is node id's advertised HTTP address ("" when the roster
 // has none).
 func (n *Node) httpAddrOf(id int32) string {
-	for _, m := range n.roster {
+	for _, m := range n.roster.nodes() {
 		if int32(m.ID) == id {
 			return m.HTTPAddr
 		}

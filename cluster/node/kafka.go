@@ -65,7 +65,7 @@ func (n *Node) kafkaAddrOf(id int32) string {
 			return ""
 		}
 	}
-	for _, r := range n.roster {
+	for _, r := range n.roster.nodes() {
 		if int32(r.ID) == id {
 			if r.KafkaAddr == "" && id == int32(n.self) {
 				return n.cfg.Node.KafkaAddr

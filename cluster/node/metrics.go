@@ -103,7 +103,7 @@ func (n *Node) registerRuntimeMetrics(reg *prometheus.Registry) {
 		Help: "Roster nodes this node believes up, itself included."},
 		func() float64 {
 			alive := 0
-			for _, m := range n.roster {
+			for _, m := range n.roster.nodes() {
 				if n.alive(int32(m.ID)) {
 					alive++
 				}

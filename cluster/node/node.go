@@ -52,7 +52,9 @@ type Node struct {
 	pids     *producerIDs
 	limits   *raftlite.Limits
 	self     raftlite.NodeID
-	roster   []config.RosterNode
+	// roster is the roster this node acts on (roster.go): cluster.nodes
+	// until the metadata records one, then the committed roster.
+	roster *rosterBook
 	// boundAddr is the client listener's bound address, advertised for
 	// this node when node.client_addr asks for port 0 (the roster then
 	// holds an address no client can dial). Set once Listen returns.
@@ -123,7 +125,7 @@ func New(cfg config.Config, logger *slog.Logger) (*Node, error) {
 		logger = slog.New(slog.NewTextHandler(os.Stderr, nil))
 	}
 	n := &Node{cfg: cfg, log: logger, fs: vfs.OS(), dir: cfg.Node.DataDir,
-		self: raftlite.NodeID(cfg.Node.ID), roster: cfg.Roster(), lockFd: -1}
+		self: raftlite.NodeID(cfg.Node.ID), roster: newRosterBook(cfg.Roster()), lockFd: -1}
 	n.setClock(clock.Real())
 	n.logins = newLoginLimiter(cfg.Security)
 	if err := n.loadTLS(); err != nil {
@@ -168,6 +170,9 @@ func (n *Node) Start() error {
 		return err
 	}
 	if err := recordIdentity(n.fs, n.dir, int32(n.self)); err != nil {
+		return err
+	}
+	if err := n.loadRoster(); err != nil {
 		return err
 	}
 	pids, err := openProducerIDs(n.fs, n.dir, int32(n.self))
@@ -495,7 +500,7 @@ func (n *Node) shardOf(id [16]byte, p int32) int {
 
 // addrOf returns node id's advertised client address ("" when unknown).
 func (n *Node) addrOf(id int32) string {
-	for _, r := range n.roster {
+	for _, r := range n.roster.nodes() {
 		if int32(r.ID) == id {
 			return n.advertised(r)
 		}

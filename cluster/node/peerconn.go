@@ -25,7 +25,7 @@ func peerFrame(body []byte) netio.Response {
 // dial opens link l from its shard (ps); on failure or close it redials
 // with backoff.
 func (p *peers) dial(ps *peerShard, l *link) {
-	if p.d.stopped() {
+	if p.d.stopped() || l.gone {
 		return
 	}
 	l.timer, l.dialing = nil, true
@@ -59,7 +59,7 @@ func (p *peers) dialNowIfDown(ps *peerShard, key linkKey) {
 
 func (p *peers) redial(ps *peerShard, l *link) {
 	l.ready, l.conn, l.dialing = false, nil, false
-	if p.d.stopped() {
+	if p.d.stopped() || l.gone {
 		return
 	}
 	d := l.backoff
@@ -185,7 +185,7 @@ func (in *inbound) OnFrame(c *netio.Conn, body []byte) {
 			return
 		}
 		if h.Node <= 0 || h.Node > int32(raftlite.NodeIDMax) || h.Node == p.d.self || !p.inRoster(h.Node) {
-			in.refuse(c, errors.New("peerauth: node "+strconv.Itoa(int(h.Node))+" is not a peer in this node's roster"))
+			in.refuse(c, errors.New("peerauth: node "+strconv.Itoa(int(h.Node))+" is not a peer in this node's roster (a new node joins once `corestream cluster add-node` recorded it; else check its node.id)"))
 			return
 		}
 		if h.ConnIndex < 0 || int(h.ConnIndex) >= p.k {
@@ -287,7 +287,7 @@ func (p *peers) deliverMessage(sh *shard.Shard, m *raftlite.Message) {
 
 // inRoster reports whether node id is in this node's roster.
 func (p *peers) inRoster(id int32) bool {
-	for _, m := range p.d.roster {
+	for _, m := range p.d.roster() {
 		if int32(m.ID) == id {
 			return true
 		}

@@ -70,6 +70,8 @@ type link struct {
 	// dialing: a dial started and has not failed yet (connecting, or
 	// connected and handshaking or ready); redial clears it.
 	dialing bool
+	// gone: the peer left the roster (dropPeer); never dialed again.
+	gone bool
 }
 
 // peerShard is one shard's part of the transport (owned by that shard).
@@ -88,8 +90,9 @@ type peerShard struct {
 // out of the transport (the upcalls below). The transport holds no
 // pointer to the Node and reads no other part's fields.
 type peerDeps struct {
-	self   int32
-	roster []config.RosterNode
+	self int32
+	// roster is the roster now (it changes at run time: setPeers).
+	roster func() []config.RosterNode
 	log    *slog.Logger
 	group  *shard.Group
 	clock  clock.Clock
@@ -142,6 +145,10 @@ type peers struct {
 	// routesMu guards routesOut, the route changes to announce.
 	routesMu  sync.Mutex
 	routesOut []peerwire.Route
+	// dialed holds the peers this node has links to, with their
+	// replication addresses (roster.go's setPeers); owned by shard
+	// metaShard after newPeers.
+	dialed map[int32]string
 }
 
 // ReplicationHops is the number of cross-shard hops replication messages
@@ -153,12 +160,12 @@ func (n *Node) ReplicationHops() uint64 {
 	return n.peers.hops()
 }
 
-func (n *Node) clustered() bool { return len(n.roster) > 1 }
+func (n *Node) clustered() bool { return len(n.cfg.Roster()) > 1 }
 
 // newPeers builds the transport over the replication listener ln (bound
 // by preflight) and starts dialing every peer.
 func newPeers(d peerDeps, k int, secret peerauth.Secrets, netCfg config.Network, ln *netio.Listener) (*peers, error) {
-	p := &peers{d: d, k: k, secret: secret}
+	p := &peers{d: d, k: k, secret: secret, dialed: map[int32]string{}}
 	srv, err := netio.NewServer(d.group, netio.Config{MaxFrameBytes: netCfg.MaxFrameBytes + 1<<20,
 		MaxInflightPerConn: 1024, OutboundBytesMax: linkOutboundBytesMax,
 		RetransmitBackoffMax: time.Duration(netCfg.TCPRetransmitMaxMs) * time.Millisecond,
@@ -177,10 +184,11 @@ func newPeers(d peerDeps, k int, secret peerauth.Secrets, netCfg config.Network,
 		return nil, err
 	}
 	d.log.Info("replication listening", "addr", srv.Addr().String(), "links_per_peer", p.k)
-	for _, m := range d.roster {
+	for _, m := range d.roster() {
 		if int32(m.ID) == d.self {
 			continue
 		}
+		p.dialed[int32(m.ID)] = m.ReplicationAddr
 		for k := 0; k < p.k; k++ {
 			l := &link{key: linkKey{peer: int32(m.ID), k: k}, addr: m.ReplicationAddr, backoff: redialMin}
 			ps := p.shards[k%len(p.shards)]
@@ -395,16 +403,16 @@ func (p *peers) pingLoop(sh *shard.Shard) {
 	every := p.d.heartbeat
 	var sinceFull time.Duration
 	watch := newDownWatch(every, p.d.live.timeout)
-	var ids []int32
-	for _, m := range p.d.roster {
-		if int32(m.ID) != p.d.self {
-			ids = append(ids, int32(m.ID))
-		}
-	}
 	var beat func()
 	beat = func() {
 		if p.d.stopped() {
 			return
+		}
+		var ids []int32
+		for _, m := range p.d.roster() {
+			if int32(m.ID) != p.d.self {
+				ids = append(ids, int32(m.ID))
+			}
 		}
 		down, up := watch.beat(p.d.clock.Now(), ids, p.alive)
 		for _, id := range up {

@@ -113,12 +113,13 @@ func (n *Node) metadataReady() error {
 	}
 	lead, gen := n.metaRoute()
 	live := 0
-	for _, m := range n.roster {
+	roster := n.roster.nodes()
+	for _, m := range roster {
 		if n.alive(int32(m.ID)) {
 			live++
 		}
 	}
-	quorum := len(n.roster)/2 + 1
+	quorum := len(roster)/2 + 1
 	var why string
 	switch {
 	case lead > 0 && lead != int32(n.self):
@@ -126,7 +127,7 @@ func (n *Node) metadataReady() error {
 	case lead == int32(n.self):
 		why = "it was just elected metadata primary and is committing its term"
 	case live < quorum:
-		why = fmt.Sprintf("no metadata primary: it reaches %d of %d nodes and a quorum needs %d", live, len(n.roster), quorum)
+		why = fmt.Sprintf("no metadata primary: it reaches %d of %d nodes and a quorum needs %d", live, len(roster), quorum)
 	default:
 		why = "the metadata group is electing a primary"
 	}

@@ -120,7 +120,7 @@ func (nd *simNode) start() {
 	nd.bal = newBalancer(balancerDeps{
 		clock: nd.clock,
 		after: func(d time.Duration, fn func()) { nd.after(inc, d, fn) },
-		log:   sc.log, roster: ids, alive: nd.alive,
+		log:   sc.log, roster: func() []int32 { return ids }, alive: nd.alive,
 		view:        func() *View { return nd.view },
 		route:       nd.routes.get,
 		lastMovedMs: func(topic string, p int32) int64 { return nd.core.state.LastMovedMs(topic, p) },

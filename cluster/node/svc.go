@@ -36,7 +36,8 @@ type svcDeps struct {
 	self      raftlite.NodeID
 	clusterID string
 	storage   config.Storage
-	roster    []config.RosterNode
+	// roster is the roster now (roster.go: it changes at run time).
+	roster func() []config.RosterNode
 	// addrOf and httpAddrOf are a node's advertised client and HTTP
 	// addresses ("" when the roster has none).
 	addrOf     func(id int32) string
@@ -100,13 +101,14 @@ type metadataAdmin interface {
 	svcRebalance(req *service.RebalanceRequest, done func(service.RebalanceResult, error))
 	changeUser(cmd metadata.Command, timeout time.Duration, done func(*metadata.User, error))
 	svcReassign(req *service.ReassignRequest, done func(service.ReassignResult, error))
+	changeRoster(req *service.RosterRequest, done func(service.RosterResult, error))
 }
 
 // newService wires the service to n's parts. REQUIRES: n's shards are
 // started (n.group, n.hosts set).
 func newService(n *Node) *nodeService {
 	return &nodeService{svcDeps: svcDeps{
-		self: n.self, clusterID: n.clusterID(), storage: n.cfg.Storage, roster: n.roster,
+		self: n.self, clusterID: n.clusterID(), storage: n.cfg.Storage, roster: n.roster.nodes,
 		addrOf: n.addrOf, httpAddrOf: n.httpAddrOf, kafkaAddrOf: n.kafkaAddrOf,
 		group: n.group, hosts: n.hosts, shardOf: n.shardOf,
 		view: n.view.Load, routes: &n.routes, alive: n.alive, ready: n.metadataReady, metaRoute: n.metaRoute,
@@ -129,7 +131,7 @@ func newService(n *Node) *nodeService {
 
 // clusterID names the cluster in handshakes: its roster's size.
 func (n *Node) clusterID() string {
-	return fmt.Sprintf("corestream-%d", len(n.roster))
+	return fmt.Sprintf("corestream-%d", len(n.cfg.Roster()))
 }
 
 // svcErr turns any error met while serving into the service's *Error:

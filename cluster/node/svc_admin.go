@@ -99,6 +99,13 @@ func anyErr(v any) error {
 	return service.Errorf(service.ErrInternal, "the balancer answered %T", v)
 }
 
+// ChangeRoster implements service.Admin: a list is answered by any node.
+func (s *nodeService) ChangeRoster(from *shard.Shard, req *service.RosterRequest, done func(service.RosterResult, error)) {
+	done = metered(s.meter, apiChangeRoster, done)
+	r := *req
+	adminCall(s, from, r.Action != service.RosterList, func(c metadataAdmin, reply func(service.RosterResult, error)) { c.changeRoster(&r, reply) }, done)
+}
+
 // Reassign implements service.Admin.
 func (s *nodeService) Reassign(from *shard.Shard, req *service.ReassignRequest, done func(service.ReassignResult, error)) {
 	done = metered(s.meter, apiReassign, done)

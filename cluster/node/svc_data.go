@@ -118,7 +118,7 @@ func (s *nodeService) followerMayServe(t *metadata.Topic, p int32) error {
 
 // rackOf is node id's rack in the roster ("" when it has none).
 func (s *nodeService) rackOf(id int32) string {
-	for _, m := range s.roster {
+	for _, m := range s.roster() {
 		if int32(m.ID) == id {
 			return m.Rack
 		}

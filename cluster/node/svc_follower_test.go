@@ -42,7 +42,7 @@ func TestFollowerReadRules(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			s := &nodeService{svcDeps: svcDeps{self: 1, roster: roster,
+			s := &nodeService{svcDeps: svcDeps{self: 1, roster: staticRoster(roster),
 				routes: fixedRoutes{route{leader: 1, term: 3, inSync: tc.inSync}, true},
 				alive:  func(id int32) bool { return id != tc.dead }}}
 			if got := s.preferredReadReplica(topic, 0, tc.rack); got != tc.want {
@@ -52,7 +52,7 @@ func TestFollowerReadRules(t *testing.T) {
 	}
 
 	follower := func(inSync []int32, ok bool) error {
-		s := &nodeService{svcDeps: svcDeps{self: 2, roster: roster, routes: fixedRoutes{route{leader: 1, term: 3, inSync: inSync}, ok},
+		s := &nodeService{svcDeps: svcDeps{self: 2, roster: staticRoster(roster), routes: fixedRoutes{route{leader: 1, term: 3, inSync: inSync}, ok},
 			addrOf: func(int32) string { return "10.0.0.1:7070" }}}
 		return s.followerMayServe(topic, 0)
 	}

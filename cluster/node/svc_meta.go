@@ -23,8 +23,9 @@ func (s *nodeService) MetadataRoute() (int32, int32) { return s.metaRoute() }
 
 // Brokers implements service.Meta.
 func (s *nodeService) Brokers() []service.Broker {
-	out := make([]service.Broker, 0, len(s.roster))
-	for _, m := range s.roster {
+	roster := s.roster()
+	out := make([]service.Broker, 0, len(roster))
+	for _, m := range roster {
 		id := int32(m.ID)
 		out = append(out, service.Broker{ID: id, ClientAddr: s.addrOf(id), HTTPAddr: m.HTTPAddr, KafkaAddr: s.kafkaAddrOf(id),
 			Alive: s.alive(id), Rack: m.Rack})

@@ -37,12 +37,13 @@ const (
 	apiMovePrimary
 	apiRebalance
 	apiReassign
+	apiChangeRoster
 	apiCount
 )
 
 // svcAPINames are the api label's values, by svcAPI.
 var svcAPINames = [apiCount]string{"produce", "fetch", "list_offsets", "describe_partition", "metadata", "init_producer",
-	"create_topic", "delete_topic", "add_partitions", "commit_offsets", "fetch_offsets", "move_primary", "rebalance", "reassign"}
+	"create_topic", "delete_topic", "add_partitions", "commit_offsets", "fetch_offsets", "move_primary", "rebalance", "reassign", "change_roster"}
 
 // svcLatencyBuckets span 100 µs (a produce on the primary's shard) to
 // 26 s (a create timing out, a fetch's long poll), by factors of 4.

@@ -225,7 +225,7 @@ func TestServiceProduceDetachesTheCallersBuffer(t *testing.T) {
 // crosses svcErr and the native table with its message and hint; the
 // protocol's request rules' refusals get their kinds (ruleErr).
 func TestPartsAnswerInKinds(t *testing.T) {
-	n := &Node{self: 1, roster: []config.RosterNode{{ID: 1, ClientAddr: "10.0.0.1:7070"}, {ID: 2, ClientAddr: "10.0.0.2:7070"}}}
+	n := &Node{self: 1, roster: newRosterBook([]config.RosterNode{{ID: 1, ClientAddr: "10.0.0.1:7070"}, {ID: 2, ClientAddr: "10.0.0.2:7070"}})}
 	err := metaKindErr(n.metaErr(&partition.Error{Kind: partition.ErrNotPrimary, Message: "not primary", Leader: 2, Generation: 9}))
 	var se *service.Error
 	if !errors.As(err, &se) || se.Kind != service.ErrNotMetadataPrimary || se.Message != "node 1 is not the metadata primary" ||

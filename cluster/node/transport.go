@@ -48,7 +48,7 @@ var _ Transport = (*peers)(nil)
 func (n *Node) startPeers(ln *netio.Listener) error {
 	timeout := time.Duration(n.cfg.Cluster.ElectionTimeoutMs) * time.Millisecond
 	p, err := newPeers(peerDeps{
-		self: int32(n.self), roster: n.roster, log: n.log, group: n.group, clock: n.clock,
+		self: int32(n.self), roster: n.roster.nodes, log: n.log, group: n.group, clock: n.clock,
 		live:      newLiveness(n.clock, timeout),
 		heartbeat: time.Duration(n.cfg.Cluster.HeartbeatIntervalMs) * time.Millisecond,
 		stopped:   n.stopped.Load,

@@ -28,6 +28,8 @@ type View struct {
 	// (reassign.go); Moves the same, by topic and partition.
 	Moving map[[20]byte]*metadata.Reassignment
 	Moves  []*metadata.Reassignment
+	// Roster is the committed roster by id (nil until recorded).
+	Roster []*metadata.Member
 }
 
 func newView(s *metadata.State, applied int64) *View {
@@ -42,6 +44,7 @@ func newView(s *metadata.State, applied int64) *View {
 		v.ByID[t.ID] = t
 	}
 	v.Moves = s.Reassignments()
+	v.Roster = s.Roster()
 	v.Moving = make(map[[20]byte]*metadata.Reassignment, len(v.Moves))
 	for _, m := range v.Moves {
 		v.Moving[shardKey(m.TopicID, m.Partition)] = m

@@ -234,6 +234,15 @@ func (g *guarded) Reassign(from *shard.Shard, req *ReassignRequest, done func(Re
 	g.Service.Reassign(from, req, done)
 }
 
+// ChangeRoster grows or shrinks the cluster: a cluster operation.
+func (g *guarded) ChangeRoster(from *shard.Shard, req *RosterRequest, done func(RosterResult, error)) {
+	if err := g.check(security.OpCluster, ""); err != nil {
+		done(RosterResult{}, err)
+		return
+	}
+	g.Service.ChangeRoster(from, req, done)
+}
+
 type guardedUsers struct {
 	Users
 	g guarded

@@ -105,4 +105,8 @@ type Admin interface {
 	// Reassign starts, cancels or lists replica moves; a start checks the
 	// whole plan before it starts any move.
 	Reassign(from *shard.Shard, req *ReassignRequest, done func(ReassignResult, error))
+	// ChangeRoster adds a node to the roster, starts removing a drained
+	// one, or lists the roster (roster.go); a change is answered once
+	// recorded, and the metadata group's membership follows.
+	ChangeRoster(from *shard.Shard, req *RosterRequest, done func(RosterResult, error))
 }

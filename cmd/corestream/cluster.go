@@ -15,7 +15,7 @@ func init() { commands = append(commands, newClusterCmd) }
 
 func newClusterCmd() *cobra.Command {
 	cmd := &cobra.Command{Use: "cluster", Short: "cluster status, primary balance and replica moves", RunE: groupRun}
-	cmd.AddCommand(newClusterStatusCmd(), newClusterRebalanceCmd(), newClusterReassignCmd())
+	cmd.AddCommand(newClusterStatusCmd(), newClusterRebalanceCmd(), newClusterReassignCmd(), newClusterAddNodeCmd(), newClusterRemoveNodeCmd())
 	return cmd
 }
 
@@ -30,6 +30,9 @@ type nodeJSON struct {
 	Primaries          int32  `json:"primaries"`
 	PreferredPrimaries int32  `json:"preferred_primaries"`
 	Replicas           int32  `json:"replicas"`
+	// State is the node's roster state (joining, active, leaving); empty
+	// when the roster could not be read.
+	State string `json:"state,omitempty"`
 }
 
 func newClusterStatusCmd() *cobra.Command {
@@ -52,6 +55,15 @@ func newClusterStatusCmd() *cobra.Command {
 						racks[n.ID] = n.Rack
 					}
 				}
+				// The committed roster names each node's state
+				// (docs/design/membership.md); a node without the call,
+				// or a user without the cluster permission, shows none.
+				states := map[int32]string{}
+				if r, err := c.ChangeRoster(ctx, &wire.ChangeRosterRequest{Action: wire.RosterList}); err == nil {
+					for _, m := range r.Members {
+						states[m.ID] = m.State
+					}
+				}
 				out := struct {
 					MetadataPrimary     int32      `json:"metadata_primary"`
 					MetadataGeneration  int32      `json:"metadata_generation"`
@@ -62,7 +74,7 @@ func newClusterStatusCmd() *cobra.Command {
 					Nodes               []nodeJSON `json:"nodes"`
 				}{st.MetadataPrimaryID, st.MetadataGeneration, st.RebalanceInProgress, st.Partitions, st.UnderReplicated, st.Offline, []nodeJSON{}}
 				for _, n := range st.Nodes {
-					out.Nodes = append(out.Nodes, nodeJSON{n.ID, n.ClientAddr, n.HTTPAddr, n.KafkaAddr, n.Alive, racks[n.ID], n.Primaries, n.PreferredPrimaries, n.Replicas})
+					out.Nodes = append(out.Nodes, nodeJSON{n.ID, n.ClientAddr, n.HTTPAddr, n.KafkaAddr, n.Alive, racks[n.ID], n.Primaries, n.PreferredPrimaries, n.Replicas, states[n.ID]})
 				}
 				return a.emit(out, func(w io.Writer) {
 					mp := "none (no quorum)"
@@ -73,16 +85,19 @@ func newClusterStatusCmd() *cobra.Command {
 					fmt.Fprintf(w, "partitions: %d (under-replicated %d, offline %d)\n", out.Partitions, out.UnderReplicated, out.Offline)
 					fmt.Fprintf(w, "rebalance in progress: %s\n", yesNo(out.RebalanceInProgress))
 					tw := table(w)
-					fmt.Fprintln(tw, "NODE\tCLIENT ADDRESS\tKAFKA ADDRESS\tRACK\tALIVE\tPRIMARIES\tPREFERRED\tREPLICAS")
+					fmt.Fprintln(tw, "NODE\tCLIENT ADDRESS\tKAFKA ADDRESS\tRACK\tALIVE\tPRIMARIES\tPREFERRED\tREPLICAS\tSTATE")
 					for _, n := range out.Nodes {
-						kafka, rack := n.KafkaAddr, n.Rack
+						kafka, rack, state := n.KafkaAddr, n.Rack, n.State
+						if state == "" {
+							state = "-"
+						}
 						if kafka == "" {
 							kafka = "-"
 						}
 						if rack == "" {
 							rack = "-"
 						}
-						fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%d\t%d\t%d\n", n.ID, n.ClientAddr, kafka, rack, yesNo(n.Alive), n.Primaries, n.PreferredPrimaries, n.Replicas)
+						fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%d\t%d\t%d\t%s\n", n.ID, n.ClientAddr, kafka, rack, yesNo(n.Alive), n.Primaries, n.PreferredPrimaries, n.Replicas, state)
 					}
 					tw.Flush()
 				})

@@ -147,6 +147,11 @@ func TestUsageErrors(t *testing.T) {
 		{"produce", "t", "--compression", "brotli"},
 		{"partition", "move-primary", "t", "0"},
 		{"partition", "describe", "t", "-1"},
+		{"cluster", "add-node", "4"},
+		{"cluster", "add-node", "33", "--addr", "h:1", "--replication-addr", "h:2"},
+		{"cluster", "add-node", "four", "--addr", "h:1", "--replication-addr", "h:2"},
+		{"cluster", "remove-node"},
+		{"cluster", "remove-node", "0"},
 	} {
 		code, _, errs := c.run("", args...)
 		if code != exitUsage || !strings.Contains(errs, "corestream:") {

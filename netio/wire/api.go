@@ -27,6 +27,7 @@ const (
 	APIDescribePartition APIKey = 16
 	APIAuthenticate      APIKey = 17
 	APIReassign          APIKey = 18
+	APIChangeRoster      APIKey = 19
 )
 
 // APIVersion is one API's name and the versions this package speaks.
@@ -60,6 +61,7 @@ var apiTable = []APIVersion{
 	{APIDescribePartition, "DescribePartition", 0, 0, "one partition's route, offsets and replica progress"},
 	{APIAuthenticate, "Authenticate", 0, 0, "one step of the SCRAM-SHA-256 exchange that authenticates a connection (after Handshake)"},
 	{APIReassign, "Reassign", 0, 0, "start, cancel or list replica moves (metadata primary)"},
+	{APIChangeRoster, "ChangeRoster", 0, 0, "add a node to the roster or remove a drained one (metadata primary), or list the roster"},
 }
 
 // APIs returns the table of every API this package speaks, in key order.
@@ -168,6 +170,8 @@ func NewRequest(key APIKey) Request {
 		return new(AuthenticateRequest)
 	case APIReassign:
 		return new(ReassignRequest)
+	case APIChangeRoster:
+		return new(ChangeRosterRequest)
 	}
 	return nil
 }
@@ -214,6 +218,8 @@ func NewResponse(key APIKey) Response {
 		return new(AuthenticateResponse)
 	case APIReassign:
 		return new(ReassignResponse)
+	case APIChangeRoster:
+		return new(ChangeRosterResponse)
 	}
 	return nil
 }

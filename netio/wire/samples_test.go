@@ -47,6 +47,8 @@ func sampleRequests() []Request {
 		&AuthenticateRequest{Mechanism: MechanismSCRAMSHA256, Payload: []byte("n,,n=alice,r=fyko+d2lbbFgONRv9qkxdawL")},
 		&ReassignRequest{Action: ReassignStart, DryRun: true, Moves: []ReassignMove{{"orders", 3, []int32{4, 2, 3}}}},
 		&ReassignRequest{Action: ReassignList},
+		&ChangeRosterRequest{Action: RosterAdd, Member: RosterMember{ID: 4, ClientAddr: "10.0.0.4:7070", ReplicationAddr: "10.0.0.4:7071", Rack: "b"}},
+		&ChangeRosterRequest{Action: RosterList},
 	}
 }
 
@@ -100,5 +102,8 @@ func sampleResponses() []Response {
 		&ReassignResponse{Moves: []ReassignStatus{{Topic: "orders", Partition: 3, From: []int32{1, 2, 3}, Target: []int32{4, 2, 3},
 			Driven: true, EntriesBehind: 12, BytesBehind: 4096, Steps: []string{"learner_added 4"}}}},
 		&ReassignResponse{},
+		&ChangeRosterResponse{Members: []RosterMember{{ID: 1, ClientAddr: "10.0.0.1:7070", ReplicationAddr: "10.0.0.1:7071", State: "active"},
+			{ID: 4, ClientAddr: "10.0.0.4:7070", ReplicationAddr: "10.0.0.4:7071", HTTPAddr: "10.0.0.4:7072", KafkaAddr: "10.0.0.4:9092", Rack: "b", State: "joining"}}},
+		&ChangeRosterResponse{},
 	}
 }
