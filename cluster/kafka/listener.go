@@ -278,6 +278,10 @@ func (l *Listener) serve(c *netio.Conn, h RequestHeader, req kmsg.Request, reply
 		reply(l.metadata(r))
 	case *kmsg.DescribeConfigsRequest:
 		reply(l.describeConfigs(r))
+	case *kmsg.IncrementalAlterConfigsRequest:
+		l.incrementalAlterConfigs(c, r, reply)
+	case *kmsg.AlterConfigsRequest:
+		l.alterConfigsLegacy(c, r, reply)
 	case *kmsg.DescribeClusterRequest:
 		reply(l.describeCluster(r))
 	case *kmsg.ProduceRequest:

@@ -66,6 +66,8 @@ var supported = []struct {
 	{initProducerIDKey, 0, 4},
 	{offsetForEpochKey, 2, 4},
 	{describeConfigsKey, 0, 4},
+	{alterConfigsKey, 0, 2},
+	{incrementalAlterConfigsKey, 0, 1},
 	{createPartitionsKey, 0, 3},
 	{deleteGroupsKey, 0, 2},
 	{describeClusterKey, 0, 1},

@@ -58,6 +58,8 @@ type Command struct {
 	Roster []NodeID `json:"roster,omitempty"`
 	Step   string   `json:"step,omitempty"`
 	Node   NodeID   `json:"node,omitempty"`
+	// AlterConfig: the topic's new config overrides (configs.go).
+	Config *TopicConfig `json:"config,omitempty"`
 }
 
 // Encode returns the command's bytes (JSON: the control plane is small and
@@ -138,6 +140,8 @@ func (s *State) Apply(c Command) (Result, error) {
 		return s.applyUser(c)
 	case OpReassignStart, OpReassignStep, OpReassignComplete, OpReassignCancel:
 		return s.applyReassign(c)
+	case OpAlterConfig:
+		return s.applyAlterConfig(c)
 	case OpAllocateProducers:
 		if c.Count < 1 || c.Count > ProducerIDsPerAllocationMax {
 			return Result{}, fmt.Errorf("%w: allocate %d producer ids", ErrInvalidCommand, c.Count)
