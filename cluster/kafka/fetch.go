@@ -6,6 +6,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/corestream/corestream/cluster/metadata"
 	"github.com/corestream/corestream/cluster/service"
 	"github.com/corestream/corestream/netio"
 	"github.com/corestream/corestream/segment/batch"
@@ -34,6 +35,7 @@ const (
 // fetch; such an answer is sent at once, without waiting for min_bytes,
 // so that the consumer moves to its replica without a wasted poll.
 func (l *Listener) fetch(c *netio.Conn, h RequestHeader, req *kmsg.FetchRequest, send func(answer)) {
+	l.resolveTopicIDs(req)
 	full, s, incremental, code := l.openSession(c.Context().(*conn), req)
 	if code != 0 {
 		resp := req.ResponseKind().(*kmsg.FetchResponse)
@@ -110,6 +112,9 @@ func (l *Listener) fetchPass(c *netio.Conn, req *kmsg.FetchRequest, wait time.Du
 			if req.Version < 9 {
 				fr.Generation = service.GenerationUnknown
 			}
+			if req.Version >= 13 {
+				fr.TopicID = metadata.TopicID(t.TopicID) // fences a recreated name
+			}
 			if req.Version >= 11 {
 				fr.Rack = req.Rack
 			}
@@ -124,6 +129,9 @@ func (l *Listener) fetchPass(c *netio.Conn, req *kmsg.FetchRequest, wait time.Du
 				}
 				if err != nil {
 					rp.ErrorCode = errorCode(err)
+					if req.Version >= 13 && rp.ErrorCode == kerr.UnknownTopicOrPartition.Code && !l.knownTopicID(t.Topic, t.TopicID) {
+						rp.ErrorCode = kerr.UnknownTopicID.Code // the client named the topic by id
+					}
 					failed = true
 				} else {
 					rp.HighWatermark, rp.LastStableOffset, rp.LogStartOffset = res.HighWatermark, res.HighWatermark, res.LogStartOffset

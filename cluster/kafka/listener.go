@@ -42,6 +42,8 @@ type Listener struct {
 	// the metadata term in which this node last coordinated.
 	groups    *groups.Coordinator
 	coordTerm *atomic.Int32
+	// names maps topic ids to names (topicids.go); shared by the views.
+	names *topicNames
 }
 
 // Config is what the listener needs besides the service.
@@ -68,7 +70,8 @@ func New(svc service.Service, cfg Config) *Listener {
 	if cfg.Groups == nil {
 		cfg.Groups = groups.New(groups.DefaultConfig)
 	}
-	return &Listener{svc: svc, cfg: cfg, sessionIDs: new(atomic.Uint32), groups: cfg.Groups, coordTerm: new(atomic.Int32)}
+	return &Listener{svc: svc, cfg: cfg, sessionIDs: new(atomic.Uint32), groups: cfg.Groups, coordTerm: new(atomic.Int32),
+		names: &topicNames{}}
 }
 
 // conn is one connection's state. Kafka clients match responses to
