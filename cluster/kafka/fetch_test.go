@@ -15,7 +15,7 @@ import (
 
 // testBatch is a batch of count records at base, a control batch when
 // control is set (the header fields are what stripControl reads).
-func testBatch(t *testing.T, base int64, count int, control bool) []byte {
+func testBatch(t testing.TB, base int64, count int, control bool) []byte {
 	t.Helper()
 	b, err := batch.NewBuilder(batch.Options{})
 	if err != nil {
