@@ -75,16 +75,21 @@ lint:
 	$(GO) vet $(PKGS)
 
 ## bench-kafka: the Kafka port with franz-go against the native port with
-## the Go SDK on one node, same workload, KAFKA_BENCH_COUNT runs of
-## KAFKA_BENCH_RECORDS records; prints the load average and the medians,
-## ranges and Kafka/native ratios (BENCHMARKS.md, "The Kafka port")
+## the Go SDK, both from this process against a `corestream serve` process
+## of its own (one shard, fsync never), same workload (1 KiB records, 64 KiB
+## batches, 5 ms linger, acks quorum), KAFKA_BENCH_COUNT runs of
+## KAFKA_BENCH_RECORDS records; prints the load average, the medians and
+## ranges of records/s and of the node's and the client's CPU per record
+## (the node's read from /proc), and the Kafka/native ratios (BENCHMARKS.md,
+## "The Kafka port"). KAFKA_BENCH_CPUPROFILE=FILE also profiles the node.
 KAFKA_BENCH_COUNT   ?= 3
 KAFKA_BENCH_RECORDS ?= 1000000
 .PHONY: bench-kafka
-bench-kafka:
+bench-kafka: build
 	@mkdir -p bench/.out
 	@echo "load average before: $$(cut -d' ' -f1-3 /proc/loadavg), $$(nproc) CPUs"
-	$(GO) test ./cluster/node -run '^$$' -bench KafkaVsNative -benchtime $(KAFKA_BENCH_RECORDS)x -count $(KAFKA_BENCH_COUNT) -timeout 20m \
+	CORESTREAM_BENCH_BIN=$(abspath $(BIN))/corestream CORESTREAM_BENCH_CPUPROFILE=$(KAFKA_BENCH_CPUPROFILE) \
+	  $(GO) test ./bench -run '^$$' -bench KafkaPort -benchtime $(KAFKA_BENCH_RECORDS)x -count $(KAFKA_BENCH_COUNT) -timeout 30m \
 	  | grep -E '^(Benchmark|goos|goarch|cpu|ok|FAIL)' | tee bench/.out/kafka.txt
 	@echo "load average after: $$(cut -d' ' -f1-3 /proc/loadavg)"
 	@awk -f bench/kafka_summary.awk bench/.out/kafka.txt

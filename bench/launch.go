@@ -80,6 +80,9 @@ type NodeOptions struct {
 	// CPUProfile, when set, runs the node under `bench node` writing a CPU
 	// profile to this file.
 	CPUProfile string
+	// KafkaAddr, when set, is node.kafka_addr: the node serves the Kafka
+	// protocol there too (none by default).
+	KafkaAddr string
 }
 
 // nodeConfig returns the TOML configuration of a single bench node.
@@ -111,7 +114,11 @@ func LaunchNode(ctx context.Context, opt NodeOptions) (*Deployment, error) {
 		return nil, err
 	}
 	cfgPath := filepath.Join(opt.Dir, "node.toml")
-	if err := os.WriteFile(cfgPath, []byte(nodeConfig(filepath.Join(opt.Dir, "data"), opt.Shards, opt.Fsync)), 0o644); err != nil {
+	cfg := nodeConfig(filepath.Join(opt.Dir, "data"), opt.Shards, opt.Fsync)
+	if opt.KafkaAddr != "" {
+		cfg = strings.Replace(cfg, `kafka_addr = ""`, fmt.Sprintf("kafka_addr = %q", opt.KafkaAddr), 1)
+	}
+	if err := os.WriteFile(cfgPath, []byte(cfg), 0o644); err != nil {
 		return nil, err
 	}
 	args := []string{"serve", "--config", cfgPath}

@@ -209,6 +209,16 @@ func (l *Log) DurableOffset() int64 { return l.durable }
 // Err is the error that failed the log (wrapping ErrLogFailed), or nil.
 func (l *Log) Err() error { return l.failed }
 
+// SetRetention changes the retention bounds (Config.RetentionBytes and
+// RetentionMs; -1: none) of a running log, as a topic config change asks;
+// the next ApplyRetention uses them.
+func (l *Log) SetRetention(bytes, ms int64) {
+	l.cfg.RetentionBytes, l.cfg.RetentionMs = bytes, ms
+}
+
+// Retention is the log's retention bounds: bytes and ms.
+func (l *Log) Retention() (bytes, ms int64) { return l.cfg.RetentionBytes, l.cfg.RetentionMs }
+
 // Size is the bytes of all segments, appended data included.
 func (l *Log) Size() int64 {
 	var n int64

@@ -21,8 +21,8 @@ func kafkaConfigName(ours string) string {
 
 // describeConfigs answers a topic's effective configs (DescribeTopic's)
 // under Kafka's names. A broker has no configs to show; other resources
-// are INVALID_REQUEST. Every config is read-only here: changing them
-// (IncrementalAlterConfigs) is not served.
+// are INVALID_REQUEST. Retention can be changed (alterconfigs.go); the
+// others are read-only.
 func (l *Listener) describeConfigs(req *kmsg.DescribeConfigsRequest) *kmsg.DescribeConfigsResponse {
 	resp := req.ResponseKind().(*kmsg.DescribeConfigsResponse)
 	for _, r := range req.Resources {
@@ -45,7 +45,8 @@ func (l *Listener) describeConfigs(req *kmsg.DescribeConfigsRequest) *kmsg.Descr
 					continue
 				}
 				rc := kmsg.NewDescribeConfigsResponseResourceConfig()
-				rc.Name, rc.Value, rc.ReadOnly, rc.IsDefault = name, kmsg.StringPtr(c.Value), true, c.IsDefault
+				_, alterable := configKeys[name]
+				rc.Name, rc.Value, rc.ReadOnly, rc.IsDefault = name, kmsg.StringPtr(c.Value), !alterable, c.IsDefault
 				rc.Source = kmsg.ConfigSourceDynamicTopicConfig
 				if c.IsDefault {
 					rc.Source = kmsg.ConfigSourceDefaultConfig

@@ -6,6 +6,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/corestream/corestream/cluster/metadata"
 	"github.com/corestream/corestream/cluster/service"
 	"github.com/corestream/corestream/netio"
 	"github.com/corestream/corestream/segment/batch"
@@ -33,25 +34,27 @@ const (
 // the consumer's rack instead of records, and a follower serves the
 // fetch; such an answer is sent at once, without waiting for min_bytes,
 // so that the consumer moves to its replica without a wasted poll.
-func (l *Listener) fetch(c *netio.Conn, req *kmsg.FetchRequest, reply func(kmsg.Response)) {
+func (l *Listener) fetch(c *netio.Conn, h RequestHeader, req *kmsg.FetchRequest, send func(answer)) {
+	l.resolveTopicIDs(req)
 	full, s, incremental, code := l.openSession(c.Context().(*conn), req)
 	if code != 0 {
 		resp := req.ResponseKind().(*kmsg.FetchResponse)
 		resp.ErrorCode = code
-		reply(resp)
+		send(answer{frame: encodeResponse(h, resp)})
 		return
 	}
-	answer := func(resp *kmsg.FetchResponse) {
+	files := &fetchFiles{}
+	reply := func(resp *kmsg.FetchResponse) {
 		sessionAnswer(s, resp, incremental)
-		reply(resp)
+		send(files.answer(h, resp))
 	}
 	wait := min(time.Duration(max(req.MaxWaitMillis, 0))*time.Millisecond, fetchWaitMax)
-	l.fetchPass(c, full, 0, func(resp *kmsg.FetchResponse, bytes int, failed bool) {
+	l.fetchPass(c, full, 0, files, func(resp *kmsg.FetchResponse, bytes int, failed bool) {
 		if wait == 0 || failed || bytes >= int(max(req.MinBytes, 1)) || redirects(resp) {
-			answer(resp)
+			reply(resp)
 			return
 		}
-		l.fetchPass(c, full, wait, func(resp *kmsg.FetchResponse, _ int, _ bool) { answer(resp) })
+		l.fetchPass(c, full, wait, files, func(resp *kmsg.FetchResponse, _ int, _ bool) { reply(resp) })
 	})
 }
 
@@ -60,8 +63,8 @@ func (l *Listener) fetch(c *netio.Conn, req *kmsg.FetchRequest, reply func(kmsg.
 // first answer with data, an error or a preferred read replica, or when
 // all have answered, and the response holds the partitions that answered
 // by then. bytes is the record bytes in resp; failed says a partition
-// answered an error.
-func (l *Listener) fetchPass(c *netio.Conn, req *kmsg.FetchRequest, wait time.Duration, done func(resp *kmsg.FetchResponse, bytes int, failed bool)) {
+// answered an error. Records are kept in files (the answer's placeholders).
+func (l *Listener) fetchPass(c *netio.Conn, req *kmsg.FetchRequest, wait time.Duration, files *fetchFiles, done func(resp *kmsg.FetchResponse, bytes int, failed bool)) {
 	resp := req.ResponseKind().(*kmsg.FetchResponse)
 	resp.SessionID = 0
 	pending, bytes, failed, answered, looped, redirected := 1, 0, false, false, false, false
@@ -76,7 +79,7 @@ func (l *Listener) fetchPass(c *netio.Conn, req *kmsg.FetchRequest, wait time.Du
 			keepAnswered(resp, have)
 		}
 		if req.Version >= 3 && req.MaxBytes > 0 {
-			bytes = trimToMaxBytes(resp, int(req.MaxBytes))
+			bytes = trimToMaxBytes(resp, int(req.MaxBytes), files.size)
 		}
 		done(resp, bytes, failed)
 	}
@@ -109,6 +112,9 @@ func (l *Listener) fetchPass(c *netio.Conn, req *kmsg.FetchRequest, wait time.Du
 			if req.Version < 9 {
 				fr.Generation = service.GenerationUnknown
 			}
+			if req.Version >= 13 {
+				fr.TopicID = metadata.TopicID(t.TopicID) // fences a recreated name
+			}
 			if req.Version >= 11 {
 				fr.Rack = req.Rack
 			}
@@ -116,19 +122,23 @@ func (l *Listener) fetchPass(c *netio.Conn, req *kmsg.FetchRequest, wait time.Du
 				fr.MinBytes, fr.MaxWait = 1, wait
 			}
 			pending++
-			l.fetchRecords(c, fr, 0, func(records []byte, res service.FetchResult, err error) {
-				if answered {
+			l.fetchRecords(c, fr, 0, func(records partRecords, res service.FetchResult, err error) {
+				if answered || files.released {
+					records.release()
 					return // a parked read after the answer left: dropped
 				}
 				if err != nil {
 					rp.ErrorCode = errorCode(err)
+					if req.Version >= 13 && rp.ErrorCode == kerr.UnknownTopicOrPartition.Code && !l.knownTopicID(t.Topic, t.TopicID) {
+						rp.ErrorCode = kerr.UnknownTopicID.Code // the client named the topic by id
+					}
 					failed = true
 				} else {
 					rp.HighWatermark, rp.LastStableOffset, rp.LogStartOffset = res.HighWatermark, res.HighWatermark, res.LogStartOffset
-					rp.RecordBatches = records
+					rp.RecordBatches = files.records(records)
 					rp.PreferredReadReplica = res.PreferredReadReplica
 					redirected = redirected || res.PreferredReadReplica >= 0
-					bytes += len(records)
+					bytes += records.bytes
 				}
 				have = append(have, rp)
 				finish()
@@ -157,15 +167,17 @@ func redirects(resp *kmsg.FetchResponse) bool {
 // records would pass the bound is answered without them (the client
 // asks again). Each partition read up to its own bound in parallel, so
 // without this an answer could hold the partition bound times the
-// partitions. It returns the record bytes kept.
-func trimToMaxBytes(resp *kmsg.FetchResponse, maxBytes int) int {
+// partitions. size is the length of a partition's records (its
+// RecordBatches may be a placeholder for file ranges). It returns the
+// record bytes kept.
+func trimToMaxBytes(resp *kmsg.FetchResponse, maxBytes int, size func([]byte) int) int {
 	total := 0
 	for ti := range resp.Topics {
 		parts := resp.Topics[ti].Partitions
 		for pi := range parts {
-			n := len(parts[pi].RecordBatches)
+			n := size(parts[pi].RecordBatches)
 			if total > 0 && total+n > maxBytes {
-				parts[pi].RecordBatches = nil
+				parts[pi].RecordBatches = []byte{} // empty, not null (records)
 				continue
 			}
 			total += n
@@ -201,38 +213,41 @@ func keepAnswered(resp *kmsg.FetchResponse, have []*kmsg.FetchResponseTopicParti
 // per generation); past it the control batches are answered as they are.
 const controlSkipsMax = 64
 
-// fetchRecords reads one partition for a fetch and answers its record
-// bytes without the log's control batches: the no-op a new primary
-// appends is a control batch, which current clients skip but older ones
-// (kafka-python 2.0) hand to the application as a record. When a read
-// finds only control batches, it reads again from the offset after
-// them, so a consumer is never answered nothing while data follows them.
-// done runs on the connection's shard.
-func (l *Listener) fetchRecords(c *netio.Conn, fr *service.FetchRequest, skips int, done func([]byte, service.FetchResult, error)) {
+// fetchRecords reads one partition for a fetch and answers its records
+// without the log's control batches: the no-op a new primary appends is
+// a control batch, which current clients skip but older ones
+// (kafka-python 2.0) hand to the application as a record. The records
+// stay in the segment files (sent with sendfile, fetchfiles.go) unless
+// the file system has no descriptors. When a read finds only control
+// batches, it reads again from the offset after them, so a consumer is
+// never answered nothing while data follows them. done runs on the
+// connection's shard and owns the records (release them).
+func (l *Listener) fetchRecords(c *netio.Conn, fr *service.FetchRequest, skips int, done func(partRecords, service.FetchResult, error)) {
 	l.svc.Fetch(c.Shard(), fr, func(res service.FetchResult, err error) {
 		if err != nil {
-			done(nil, res, err)
+			done(partRecords{}, res, err)
 			return
 		}
-		// Copied: a Kafka response interleaves each partition's records
-		// with headers, which netio's one header and list of file ranges
-		// cannot carry.
-		buf, err := res.Records.AppendTo(make([]byte, 0, res.Records.Bytes))
-		res.Records.Release()
+		if skips >= controlSkipsMax {
+			// Past the bound: the control batches are answered as they are.
+			kept, _, _, err := keepData(res.Records, false)
+			res.Records = service.Records{}
+			done(kept, res, err)
+			return
+		}
+		kept, next, dropped, err := keepData(res.Records, true)
 		if err != nil {
-			done(nil, res, err)
+			done(partRecords{}, res, err)
 			return
 		}
-		kept, next, dropped := stripControl(buf)
-		if len(kept) == 0 && dropped {
-			if skips < controlSkipsMax {
-				again := *fr
-				again.Offset = next
-				l.fetchRecords(c, &again, skips+1, done)
-				return
-			}
-			kept = buf
+		if kept.bytes == 0 && dropped {
+			kept.release()
+			again := *fr
+			again.Offset = next
+			l.fetchRecords(c, &again, skips+1, done)
+			return
 		}
+		res.Records = service.Records{} // kept holds them
 		done(kept, res, nil)
 	})
 }

@@ -15,7 +15,7 @@ import (
 
 // testBatch is a batch of count records at base, a control batch when
 // control is set (the header fields are what stripControl reads).
-func testBatch(t *testing.T, base int64, count int, control bool) []byte {
+func testBatch(t testing.TB, base int64, count int, control bool) []byte {
 	t.Helper()
 	b, err := batch.NewBuilder(batch.Options{})
 	if err != nil {
@@ -89,7 +89,7 @@ func TestTrimToMaxBytes(t *testing.T) {
 	}
 	// The first partition with records is kept whole though above the
 	// bound; the next ones only while they fit.
-	if got := trimToMaxBytes(resp, 60); got != 70 {
+	if got := trimToMaxBytes(resp, 60, func(b []byte) int { return len(b) }); got != 70 {
 		t.Fatalf("kept %d bytes, want 70", got)
 	}
 	var lens []int
@@ -104,7 +104,7 @@ func TestTrimToMaxBytes(t *testing.T) {
 	resp.Topics[1].Partitions[0].RecordBatches = make([]byte, 50)
 	resp.Topics[1].Partitions[1].RecordBatches = make([]byte, 20)
 	resp.Topics[0].Partitions[1].RecordBatches = make([]byte, 10)
-	if got := trimToMaxBytes(resp, 60); got != 60 {
+	if got := trimToMaxBytes(resp, 60, func(b []byte) int { return len(b) }); got != 60 {
 		t.Fatalf("kept %d bytes, want 60 (10 + 50, then 20 would pass the bound)", got)
 	}
 }

@@ -42,6 +42,8 @@ type Listener struct {
 	// the metadata term in which this node last coordinated.
 	groups    *groups.Coordinator
 	coordTerm *atomic.Int32
+	// names maps topic ids to names (topicids.go); shared by the views.
+	names *topicNames
 }
 
 // Config is what the listener needs besides the service.
@@ -68,7 +70,8 @@ func New(svc service.Service, cfg Config) *Listener {
 	if cfg.Groups == nil {
 		cfg.Groups = groups.New(groups.DefaultConfig)
 	}
-	return &Listener{svc: svc, cfg: cfg, sessionIDs: new(atomic.Uint32), groups: cfg.Groups, coordTerm: new(atomic.Int32)}
+	return &Listener{svc: svc, cfg: cfg, sessionIDs: new(atomic.Uint32), groups: cfg.Groups, coordTerm: new(atomic.Int32),
+		names: &topicNames{}}
 }
 
 // conn is one connection's state. Kafka clients match responses to
@@ -88,12 +91,20 @@ type conn struct {
 	session *fetchSession
 	// sasl is the connection's authentication (sasl.go).
 	sasl saslState
+	// closed is set once the connection closed: answers that complete
+	// later are dropped, not kept in ready.
+	closed bool
 }
 
-// answer is a response frame, or none (a produce with acks 0).
+// answer is a response frame, or pieces of one (a fetch answer whose
+// records are sent from files, fetchfiles.go), or none (a produce with
+// acks 0).
 type answer struct {
 	frame   []byte
+	pieces  []netio.Response
 	noReply bool
+	// drop releases what pieces hold when the answer is never sent.
+	drop func()
 }
 
 // OnOpen implements netio.Handler.
@@ -104,6 +115,13 @@ func (l *Listener) OnOpen(c *netio.Conn) error {
 
 // OnClose implements netio.Handler.
 func (l *Listener) OnClose(c *netio.Conn, err error) {
+	if st, ok := c.Context().(*conn); ok {
+		st.closed = true
+		for seq, a := range st.ready {
+			a.dropped()
+			delete(st.ready, seq)
+		}
+	}
 	if err != nil && !errors.Is(err, netio.ErrClosed) {
 		l.cfg.Log.Debug("kafka connection closed", "remote", c.RemoteAddr(), "err", err)
 	}
@@ -120,13 +138,25 @@ func (l *Listener) OnFrameTooLarge(c *netio.Conn, size uint32, head []byte) {
 // sent.
 func (st *conn) deliver(c *netio.Conn, seq uint64, a answer) {
 	if seq != st.sent {
+		if st.closed {
+			a.dropped()
+			return
+		}
 		st.ready[seq] = a
 		return
 	}
 	for {
-		if a.noReply {
+		switch {
+		case a.noReply:
 			c.Release()
-		} else {
+		case a.pieces != nil:
+			// Queued in one go: nothing else comes between the pieces.
+			last := len(a.pieces) - 1
+			for _, p := range a.pieces[:last] {
+				c.Send(p)
+			}
+			c.Reply(a.pieces[last])
+		default:
 			c.Reply(netio.Response{Header: a.frame})
 		}
 		st.sent++
@@ -135,6 +165,13 @@ func (st *conn) deliver(c *netio.Conn, seq uint64, a answer) {
 			return
 		}
 		delete(st.ready, st.sent)
+	}
+}
+
+// dropped releases what an answer that is never sent holds.
+func (a answer) dropped() {
+	if a.drop != nil {
+		a.drop()
 	}
 }
 
@@ -196,7 +233,7 @@ func (l *Listener) OnFrame(c *netio.Conn, frame []byte) {
 	if as == nil {
 		as = l
 	}
-	as.serve(c, h, req, reply, func() { st.deliver(c, seq, answer{noReply: true}) })
+	as.serve(c, h, req, reply, func(a answer) { st.deliver(c, seq, a) })
 }
 
 // refuse closes the connection for a request it cannot answer, after the
@@ -230,8 +267,9 @@ func errorResponse(req kmsg.Request, code int16) kmsg.Response {
 }
 
 // serve dispatches a decoded request. reply sends its response (once);
-// noReply frees its place when there is none (acks 0).
-func (l *Listener) serve(c *netio.Conn, h RequestHeader, req kmsg.Request, reply func(kmsg.Response), noReply func()) {
+// send sends an answer already encoded (once, instead of reply), or none
+// (acks 0).
+func (l *Listener) serve(c *netio.Conn, h RequestHeader, req kmsg.Request, reply func(kmsg.Response), send func(answer)) {
 	switch r := req.(type) {
 	case *kmsg.ApiVersionsRequest:
 		reply(apiVersionsResponse(0))
@@ -243,12 +281,16 @@ func (l *Listener) serve(c *netio.Conn, h RequestHeader, req kmsg.Request, reply
 		reply(l.metadata(r))
 	case *kmsg.DescribeConfigsRequest:
 		reply(l.describeConfigs(r))
+	case *kmsg.IncrementalAlterConfigsRequest:
+		l.incrementalAlterConfigs(c, r, reply)
+	case *kmsg.AlterConfigsRequest:
+		l.alterConfigsLegacy(c, r, reply)
 	case *kmsg.DescribeClusterRequest:
 		reply(l.describeCluster(r))
 	case *kmsg.ProduceRequest:
-		l.produce(c, r, reply, noReply)
+		l.produce(c, r, reply, func() { send(answer{noReply: true}) })
 	case *kmsg.FetchRequest:
-		l.fetch(c, r, reply)
+		l.fetch(c, h, r, send)
 	case *kmsg.ListOffsetsRequest:
 		l.listOffsets(c, r, reply)
 	case *kmsg.InitProducerIDRequest:

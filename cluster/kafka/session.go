@@ -29,6 +29,22 @@ type fetchSession struct {
 	// parts are the tracked partitions, in the order first asked for.
 	parts []sessionPart
 	index map[topicPartition]int
+	// ids are the topics' ids by name, for the answers of Fetch v13 and
+	// later, which name topics by id.
+	ids map[string][16]byte
+}
+
+// noteIDs records the ids of req's topics.
+func (s *fetchSession) noteIDs(req *kmsg.FetchRequest) {
+	if req.Version < 13 {
+		return
+	}
+	if s.ids == nil {
+		s.ids = map[string][16]byte{}
+	}
+	for _, t := range req.Topics {
+		s.ids[t.Topic] = t.TopicID
+	}
 }
 
 type topicPartition struct {
@@ -91,7 +107,7 @@ func (s *fetchSession) request(from *kmsg.FetchRequest) *kmsg.FetchRequest {
 			ti = len(full.Topics)
 			byTopic[sp.topic] = ti
 			rt := kmsg.NewFetchRequestTopic()
-			rt.Topic = sp.topic
+			rt.Topic, rt.TopicID = sp.topic, s.ids[sp.topic]
 			full.Topics = append(full.Topics, rt)
 		}
 		p := kmsg.NewFetchRequestTopicPartition()
@@ -136,6 +152,7 @@ func (l *Listener) openSession(st *conn, req *kmsg.FetchRequest) (full *kmsg.Fet
 		if len(s.parts) > sessionPartitionsMax {
 			return req, nil, false, 0
 		}
+		s.noteIDs(req)
 		st.session = s
 		return req, s, false, 0
 	}
@@ -158,6 +175,7 @@ func (l *Listener) openSession(st *conn, req *kmsg.FetchRequest) (full *kmsg.Fet
 		st.session = nil
 		return nil, nil, false, kerr.FetchSessionIDNotFound.Code
 	}
+	s.noteIDs(req)
 	s.epoch = nextEpoch(s.epoch)
 	return s.request(req), s, true, 0
 }

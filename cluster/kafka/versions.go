@@ -35,8 +35,10 @@ const (
 // Metadata at 0, which older clients (kafka-python) send right after
 // ApiVersions to probe the broker: a closed connection there made them
 // take us for Kafka 0.9. The
-// maximums stop before topic ids replaced names in requests (Produce 13,
-// Fetch 13) and before features we lack (ListOffsets 8: tiered storage).
+// maximums stop before topic ids replaced names in Produce (13) and
+// before features we lack (ListOffsets 8: tiered storage); Fetch 13
+// names topics by id (topicids.go), and stops there (14 and later carry
+// replica fields and KIP-951's leader endpoints, not served).
 // OffsetForLeaderEpoch starts at 2, the first with current_leader_epoch
 // (Kafka 4 serves no older one).
 // docs/kafka.md prints this table; TestDocumentedVersions keeps the two
@@ -46,7 +48,7 @@ var supported = []struct {
 	min, max int16
 }{
 	{produceKey, 3, 12},
-	{fetchKey, 4, 12},
+	{fetchKey, 4, 13},
 	{listOffsetsKey, 1, 7},
 	{metadataKey, 0, 12},
 	// The group APIs (groups.go) stop before KIP-848's member epochs
@@ -66,6 +68,8 @@ var supported = []struct {
 	{initProducerIDKey, 0, 4},
 	{offsetForEpochKey, 2, 4},
 	{describeConfigsKey, 0, 4},
+	{alterConfigsKey, 0, 2},
+	{incrementalAlterConfigsKey, 0, 1},
 	{createPartitionsKey, 0, 3},
 	{deleteGroupsKey, 0, 2},
 	{describeClusterKey, 0, 1},

@@ -62,6 +62,8 @@ type Command struct {
 	// NodeActive, NodeLeaving, NodeRemove name theirs in Node.
 	Members []Member `json:"members,omitempty"`
 	Member  *Member  `json:"member,omitempty"`
+	// AlterConfig: the topic's new config overrides (configs.go).
+	Config *TopicConfig `json:"config,omitempty"`
 }
 
 // Encode returns the command's bytes (JSON: the control plane is small and
@@ -146,6 +148,8 @@ func (s *State) Apply(c Command) (Result, error) {
 		return s.applyReassign(c)
 	case OpRosterSeed, OpNodeAdd, OpNodeActive, OpNodeLeaving, OpNodeRemove:
 		return s.applyRoster(c)
+	case OpAlterConfig:
+		return s.applyAlterConfig(c)
 	case OpAllocateProducers:
 		if c.Count < 1 || c.Count > ProducerIDsPerAllocationMax {
 			return Result{}, fmt.Errorf("%w: allocate %d producer ids", ErrInvalidCommand, c.Count)

@@ -43,8 +43,8 @@ func (s *State) PlanCreateTopic(req CreateRequest, roster, eligible []NodeID, de
 	if rf > len(roster) {
 		return Command{}, fmt.Errorf("%w: %d exceeds the %d nodes of the roster", ErrInvalidReplication, rf, len(roster))
 	}
-	if req.Config.RetentionMs < -1 || req.Config.RetentionBytes < -1 {
-		return Command{}, fmt.Errorf("%w: retention must be -1 (unlimited), 0 (node default) or positive", ErrInvalidConfig)
+	if err := req.Config.Check(); err != nil {
+		return Command{}, err
 	}
 	reps, err := placement.PlaceRacks(eligible, req.Racks, s.Load(), req.Partitions, rf)
 	if err != nil {

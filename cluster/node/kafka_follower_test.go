@@ -161,14 +161,15 @@ func TestKafkaFollowerReadInTheRack(t *testing.T) {
 	}
 }
 
-// rackFetch sends one Fetch v12 for partition 0 of "near" from offset 0
+// rackFetch sends one Fetch (v12, or v13 by topic id: franz-go sends the
+// highest version the node lists) for partition 0 of "near" from offset 0
 // with rack_id rack to node id, and returns the partition's answer.
 func rackFetch(t *testing.T, ctx context.Context, cl *kgo.Client, id int32, rack string) kmsg.FetchResponseTopicPartition {
 	t.Helper()
 	req := kmsg.NewPtrFetchRequest()
 	req.Version, req.MaxBytes, req.Rack = 12, 1<<20, rack
 	ft := kmsg.NewFetchRequestTopic()
-	ft.Topic = "near"
+	ft.Topic, ft.TopicID = "near", topicIDOf(t, ctx, cl, "near")
 	fp := kmsg.NewFetchRequestTopicPartition()
 	fp.PartitionMaxBytes, fp.CurrentLeaderEpoch = 1<<20, -1
 	ft.Partitions = append(ft.Partitions, fp)

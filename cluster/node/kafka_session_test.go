@@ -40,6 +40,7 @@ func TestKafkaFetchSession(t *testing.T) {
 		return ok == 3
 	})
 
+	topicID := topicIDOf(t, ctx, cl, "sess") // franz-go sends v13, by id
 	fetch := func(id, epoch int32, parts map[int32]int64) *kmsg.FetchResponse {
 		t.Helper()
 		req := kmsg.NewPtrFetchRequest()
@@ -47,7 +48,7 @@ func TestKafkaFetchSession(t *testing.T) {
 		req.SessionID, req.SessionEpoch = id, epoch
 		if len(parts) > 0 {
 			rt := kmsg.NewFetchRequestTopic()
-			rt.Topic = "sess"
+			rt.Topic, rt.TopicID = "sess", topicID
 			for p, off := range parts {
 				rp := kmsg.NewFetchRequestTopicPartition()
 				rp.Partition, rp.FetchOffset, rp.PartitionMaxBytes = p, off, 1<<20
@@ -131,7 +132,7 @@ func TestKafkaFetchSession(t *testing.T) {
 		req := kmsg.NewPtrFetchRequest()
 		req.Version, req.SessionEpoch = 12, -1
 		rt := kmsg.NewFetchRequestTopic()
-		rt.Topic = "sess"
+		rt.Topic, rt.TopicID = "sess", topicID
 		rp := kmsg.NewFetchRequestTopicPartition()
 		rp.CurrentLeaderEpoch, rp.PartitionMaxBytes = tc.epoch, 1<<20
 		rt.Partitions = append(rt.Partitions, rp)

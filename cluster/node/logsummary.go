@@ -133,6 +133,10 @@ func (n *Node) logMetadataChange(cmd metadata.Command, res metadata.Result, offs
 		}
 	case metadata.OpPrimaryMoved:
 		log("primary moved", "topic", cmd.Name, "partition", cmd.Partition)
+	case metadata.OpAlterConfig:
+		if t := res.Topic; t != nil {
+			log("topic config changed", "topic", t.Name, "retention_ms", t.Config.RetentionMs, "retention_bytes", t.Config.RetentionBytes)
+		}
 	}
 }
 

@@ -246,7 +246,7 @@ func (n *Node) Start() error {
 	n.rec = newReconciler(reconcileDeps{
 		self: n.self, group: g, host: func(i int) *partition.Host { return n.hosts[i] }, view: n.view.Load,
 		clock: n.clock, fs: n.fs, dir: n.dir, log: n.log, stopped: n.stopped.Load,
-		open: n.openReplica, closed: n.closed, movedOff: n.movedOff,
+		open: n.openReplica, closed: n.closed, movedOff: n.movedOff, configure: n.configureReplica,
 	}, &n.openErrs, count)
 	n.rec.sweepDeleted()
 	n.log.Info("shards started", "shards", count, "engine", n.engineNote)

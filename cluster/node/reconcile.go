@@ -15,6 +15,7 @@ import (
 	"github.com/corestream/corestream/cluster/metadata"
 	"github.com/corestream/corestream/cluster/service"
 	"github.com/corestream/corestream/raftlite"
+	"github.com/corestream/corestream/segment"
 	"github.com/corestream/corestream/segment/vfs"
 	"github.com/corestream/corestream/shard"
 	"github.com/corestream/corestream/shard/partition"
@@ -61,6 +62,9 @@ type reconcileDeps struct {
 	// to the transport and routes; closed forgets a dropped one there.
 	open   func(h *partition.Host, t *metadata.Topic, p int32, reps []metadata.NodeID) error
 	closed func(key [20]byte)
+	// configure brings an open replica's settings in line with its
+	// topic's config (a change applied at run time); nil: none.
+	configure func(r *partition.Replica, t *metadata.Topic)
 	// movedOff forgets a replica closed because a move took it off this
 	// node: the partition lives on elsewhere, so its route stays.
 	movedOff func(key [20]byte)
@@ -131,9 +135,15 @@ func (rc *reconciler) reconcile(sh *shard.Shard) {
 				continue
 			}
 			want[key] = true
+			if r := h.Get(key); r != nil {
+				if rc.d.configure != nil {
+					rc.d.configure(r, t)
+				}
+				continue
+			}
 			// A partition that failed to open waits for its back-off
 			// (openfail.go), without taking a place in the batch.
-			if h.Get(key) != nil || budget == 0 || !rc.errs.due(key, now) {
+			if budget == 0 || !rc.errs.due(key, now) {
 				continue
 			}
 			budget--
@@ -301,12 +311,7 @@ func removeTreeDepth(fsys vfs.FS, dir string, depth int) error {
 
 func (n *Node) openReplica(h *partition.Host, t *metadata.Topic, p int32, reps []metadata.NodeID) error {
 	cfg := n.segmentConfig()
-	if t.Config.RetentionMs != 0 {
-		cfg.RetentionMs = t.Config.RetentionMs
-	}
-	if t.Config.RetentionBytes != 0 {
-		cfg.RetentionBytes = t.Config.RetentionBytes
-	}
+	cfg.RetentionBytes, cfg.RetentionMs = topicRetention(cfg, t)
 	ids := make([]raftlite.NodeID, len(reps))
 	for i, r := range reps {
 		ids[i] = raftlite.NodeID(r)
@@ -328,6 +333,29 @@ func (n *Node) openReplica(h *partition.Host, t *metadata.Topic, p int32, reps [
 		n.opened(r, h.Shard().ID())
 	}
 	return err
+}
+
+// topicRetention is t's retention bounds (bytes, ms): its overrides, else
+// the node's (cfg's).
+func topicRetention(cfg segment.Config, t *metadata.Topic) (bytes, ms int64) {
+	bytes, ms = cfg.RetentionBytes, cfg.RetentionMs
+	if t.Config.RetentionMs != 0 {
+		ms = t.Config.RetentionMs
+	}
+	if t.Config.RetentionBytes != 0 {
+		bytes = t.Config.RetentionBytes
+	}
+	return bytes, ms
+}
+
+// configureReplica gives an open replica its topic's retention, which an
+// alter_config command may have changed since it opened. Runs on the
+// replica's shard.
+func (n *Node) configureReplica(r *partition.Replica, t *metadata.Topic) {
+	bytes, ms := topicRetention(n.segmentConfig(), t)
+	if l := r.Config().Log; l.RetentionBytes != bytes || l.RetentionMs != ms {
+		r.SetRetention(bytes, ms)
+	}
 }
 
 func hosts(reps []metadata.NodeID, self raftlite.NodeID) bool {

@@ -95,6 +95,7 @@ type metadataAdmin interface {
 	createTopic(req *service.CreateTopicRequest, done func(service.CreateTopicResult, error))
 	deleteTopic(req *service.DeleteTopicRequest, done func(metadata.TopicID, error))
 	addPartitions(req *service.AddPartitionsRequest, done func(int32, error))
+	alterTopicConfig(req *service.AlterTopicConfigRequest, done func(metadata.TopicConfig, error))
 	commitOffsets(req *service.CommitOffsetsRequest, done func([]error, error))
 	fetchOffsets(req *service.FetchOffsetsRequest, done func([]service.CommittedOffset, error))
 	svcMovePrimary(req *service.MovePrimaryRequest, done func(service.MovePrimaryResult, error))

@@ -31,6 +31,70 @@ func (s *nodeService) AddPartitions(from *shard.Shard, req *service.AddPartition
 	adminCall(s, from, true, func(c metadataAdmin, reply func(int32, error)) { c.addPartitions(&r, reply) }, done)
 }
 
+// AlterTopicConfig implements service.Admin.
+func (s *nodeService) AlterTopicConfig(from *shard.Shard, req *service.AlterTopicConfigRequest, done func(metadata.TopicConfig, error)) {
+	r := *req
+	adminCall(s, from, true, func(c metadataAdmin, reply func(metadata.TopicConfig, error)) { c.alterTopicConfig(&r, reply) }, done)
+}
+
+// alterTopicConfig proposes the topic's new overrides: its current ones
+// (none with Replace) changed by req's Set and Reset.
+func (c *controller) alterTopicConfig(req *service.AlterTopicConfigRequest, done func(metadata.TopicConfig, error)) {
+	t := c.state.Topic(req.Name)
+	if t == nil || !req.ID.IsZero() && t.ID != req.ID {
+		done(metadata.TopicConfig{}, service.Errorf(service.ErrUnknownTopicOrPartition, "topic %q does not exist", req.Name))
+		return
+	}
+	cfg := t.Config
+	if req.Replace {
+		cfg = metadata.TopicConfig{}
+	}
+	for _, k := range req.Reset {
+		if err := setTopicConfig(&cfg, k, "0"); err != nil {
+			done(metadata.TopicConfig{}, err)
+			return
+		}
+	}
+	for _, e := range req.Set {
+		if err := setTopicConfig(&cfg, e.Key, e.Value); err != nil {
+			done(metadata.TopicConfig{}, err)
+			return
+		}
+	}
+	cmd, err := c.state.PlanAlterConfig(req.Name, t.ID, cfg)
+	if err != nil {
+		done(metadata.TopicConfig{}, metaKindErr(err))
+		return
+	}
+	if req.ValidateOnly {
+		done(cfg, nil)
+		return
+	}
+	c.propose(cmd, timeoutOf(req.Timeout), func(res metadata.Result, err error) {
+		if err != nil {
+			done(metadata.TopicConfig{}, metaKindErr(err))
+			return
+		}
+		done(res.Topic.Config, nil)
+	})
+}
+
+// setTopicConfig sets key (retention_ms, retention_bytes) of cfg to the
+// integer value ("0": the node's default).
+func setTopicConfig(cfg *metadata.TopicConfig, key, value string) error {
+	one, err := topicConfig([]service.Config{{Key: key, Value: value}})
+	if err != nil {
+		return err
+	}
+	switch key {
+	case "retention_ms":
+		cfg.RetentionMs = one.RetentionMs
+	case "retention_bytes":
+		cfg.RetentionBytes = one.RetentionBytes
+	}
+	return nil
+}
+
 // CommitOffsets implements service.Admin.
 func (s *nodeService) CommitOffsets(from *shard.Shard, req *service.CommitOffsetsRequest, done func([]error, error)) {
 	done = metered(s.meter, apiCommitOffsets, done)

@@ -50,6 +50,26 @@ type AddPartitionsRequest struct {
 	Timeout      time.Duration
 }
 
+// AlterTopicConfigRequest changes a topic's config overrides
+// (retention_ms, retention_bytes); every node applies the new values to
+// the topic's replicas at run time. With Replace the topic's configs are
+// exactly Set, the others back to the node's default (Kafka's
+// AlterConfigs); else only the keys in Set and Reset change (Kafka's
+// IncrementalAlterConfigs).
+type AlterTopicConfigRequest struct {
+	Name string
+	// ID, when not zero, fences the topic's history (a recreated topic
+	// of the same name is not changed).
+	ID    metadata.TopicID
+	Set   []Config
+	Reset []string
+	// Replace sets every config not in Set back to its default.
+	Replace bool
+	// ValidateOnly checks the change and answers without making it.
+	ValidateOnly bool
+	Timeout      time.Duration
+}
+
 // OffsetCommit is one committed offset of a consumer.
 type OffsetCommit struct {
 	Topic     string

@@ -177,6 +177,16 @@ func (g *guarded) AddPartitions(from *shard.Shard, req *AddPartitionsRequest, do
 	g.Service.AddPartitions(from, req, done)
 }
 
+// AlterTopicConfig needs create on the topic, as AddPartitions: it
+// changes what the topic is, as its creator chose it.
+func (g *guarded) AlterTopicConfig(from *shard.Shard, req *AlterTopicConfigRequest, done func(metadata.TopicConfig, error)) {
+	if err := g.check(security.OpCreate, req.Name); err != nil {
+		done(metadata.TopicConfig{}, err)
+		return
+	}
+	g.Service.AlterTopicConfig(from, req, done)
+}
+
 // CommitOffsets needs read on every topic committed: a consumer commits
 // what it read.
 func (g *guarded) CommitOffsets(from *shard.Shard, req *CommitOffsetsRequest, done func([]error, error)) {

@@ -37,6 +37,11 @@ func (f *fakeSvc) CreateTopic(_ *shard.Shard, _ *CreateTopicRequest, done func(C
 	f.reached++
 	done(CreateTopicResult{}, nil)
 }
+func (f *fakeSvc) AlterTopicConfig(_ *shard.Shard, _ *AlterTopicConfigRequest, done func(metadata.TopicConfig, error)) {
+	f.reached++
+	done(metadata.TopicConfig{}, nil)
+}
+
 func (f *fakeSvc) Rebalance(_ *shard.Shard, _ *RebalanceRequest, done func(RebalanceResult, error)) {
 	f.reached++
 	done(RebalanceResult{}, nil)
@@ -105,6 +110,12 @@ func TestGuard(t *testing.T) {
 			return
 		}
 	}
+	alterConfig := func(topic string) call {
+		return func(s Service) (err error) {
+			s.AlterTopicConfig(nil, &AlterTopicConfigRequest{Name: topic}, func(_ metadata.TopicConfig, e error) { err = e })
+			return
+		}
+	}
 	rebalance := func(s Service) (err error) {
 		s.Rebalance(nil, &RebalanceRequest{}, func(_ RebalanceResult, e error) { err = e })
 		return
@@ -127,6 +138,8 @@ func TestGuard(t *testing.T) {
 		{"read denied inside the prefix", security.Principal{User: "app"}, fetch("public.secret"), false},
 		{"write gives no read", security.Principal{User: "app"}, fetch("orders"), false},
 		{"delete not granted", security.Principal{User: "app"}, del("orders"), false},
+		{"alter config needs create", security.Principal{User: "app"}, alterConfig("orders"), false},
+		{"alter config by a superuser", security.Principal{User: "root"}, alterConfig("orders"), true},
 		{"cluster op not granted", security.Principal{User: "app"}, rebalance, false},
 		{"deleted user", security.Principal{User: "gone"}, fetch("public.news"), false},
 		{"superuser", security.Principal{User: "root"}, del("orders"), true},

@@ -93,6 +93,10 @@ type Admin interface {
 	DeleteTopic(from *shard.Shard, req *DeleteTopicRequest, done func(metadata.TopicID, error))
 	// AddPartitions answers the new total.
 	AddPartitions(from *shard.Shard, req *AddPartitionsRequest, done func(partitions int32, err error))
+	// AlterTopicConfig answers the topic's config overrides once the
+	// change committed (ErrInvalidConfig for an unknown key or a value
+	// out of range, ErrUnknownTopicOrPartition).
+	AlterTopicConfig(from *shard.Shard, req *AlterTopicConfigRequest, done func(metadata.TopicConfig, error))
 	// CommitOffsets answers one error per entry, in request order (nil:
 	// stored; ErrUnknownTopicOrPartition; ErrInvalidOffset), or a
 	// request-wide error.

@@ -329,6 +329,15 @@ func (r *Replica) Campaign() {
 // configuration in force.
 func (r *Replica) HasMember(id raftlite.NodeID) bool { return r.Membership().Members().Has(id) }
 
+// SetRetention changes the log's retention bounds at run time (a topic
+// config change); Config().Log keeps them too, for a reopen.
+func (r *Replica) SetRetention(bytes, ms int64) {
+	r.cfg.Log.RetentionBytes, r.cfg.Log.RetentionMs = bytes, ms
+	if r.log != nil {
+		r.log.SetRetention(bytes, ms)
+	}
+}
+
 // ApplyRetention deletes whole old segments past the log's retention
 // bounds, never one holding an offset that is not both committed and
 // durable here (a follower's log start moves only that far).
