@@ -58,6 +58,10 @@ type Command struct {
 	Roster []NodeID `json:"roster,omitempty"`
 	Step   string   `json:"step,omitempty"`
 	Node   NodeID   `json:"node,omitempty"`
+	// SetClusterID: the cluster's id (cluster_id.go). DrainNode: the
+	// node taking Node's place (0: chosen per partition; drain.go).
+	Cluster     ClusterID `json:"cluster,omitzero"`
+	Replacement NodeID    `json:"replacement,omitempty"`
 }
 
 // Encode returns the command's bytes (JSON: the control plane is small and
@@ -138,6 +142,10 @@ func (s *State) Apply(c Command) (Result, error) {
 		return s.applyUser(c)
 	case OpReassignStart, OpReassignStep, OpReassignComplete, OpReassignCancel:
 		return s.applyReassign(c)
+	case OpSetClusterID:
+		return s.applySetClusterID(c)
+	case OpDrainNode, OpUndrainNode:
+		return s.applyDrain(c)
 	case OpAllocateProducers:
 		if c.Count < 1 || c.Count > ProducerIDsPerAllocationMax {
 			return Result{}, fmt.Errorf("%w: allocate %d producer ids", ErrInvalidCommand, c.Count)

@@ -16,6 +16,8 @@ type snapshot struct {
 	Users          []*User           `json:"users,omitempty"`
 	UserGeneration int64             `json:"user_generation,omitempty"`
 	Reassignments  []*Reassignment   `json:"reassignments,omitempty"`
+	ClusterID      ClusterID         `json:"cluster_id,omitzero"`
+	Drains         []*Drain          `json:"drains,omitempty"`
 }
 
 type movedAt struct {
@@ -48,6 +50,7 @@ func (s *State) Snapshot() []byte {
 		return a.Topic < b.Topic || a.Topic == b.Topic && a.Partition < b.Partition
 	})
 	snap.Reassignments = s.Reassignments()
+	snap.ClusterID, snap.Drains = s.clusterID, s.Drains()
 	b, err := json.Marshal(snap)
 	if err != nil {
 		panic(fmt.Sprintf("metadata: encoding a snapshot cannot fail: %v", err))
@@ -107,6 +110,13 @@ func Restore(b []byte) (*State, error) {
 			return nil, fmt.Errorf("%w: snapshot reassignment of %s/%d does not fit its topic", ErrInvalidCommand, r.Topic, r.Partition)
 		}
 		s.reassign[OffsetKey{r.Topic, r.Partition}] = r
+	}
+	s.clusterID = snap.ClusterID
+	for _, d := range snap.Drains {
+		if d.Node <= 0 || d.Replacement < 0 || d.Replacement == d.Node || s.drains[d.Node] != nil {
+			return nil, fmt.Errorf("%w: snapshot drain of node %d (replacement %d)", ErrInvalidCommand, d.Node, d.Replacement)
+		}
+		s.drains[d.Node] = d
 	}
 	return s, nil
 }
