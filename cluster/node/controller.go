@@ -70,6 +70,8 @@ type controller struct {
 	// auth is none); bootstrapping says its command is in flight.
 	bootstrap     *metadata.User
 	bootstrapping bool
+	// minting says the cluster id's command is in flight (identity.go).
+	minting bool
 }
 
 // ctrlDeps is what the controller needs from the rest of the node.
@@ -98,6 +100,9 @@ type ctrlDeps struct {
 	route      func(key [20]byte) (route, bool)
 	openFailed func(key [20]byte) (openFailure, bool)
 	defaultRF  config.ReplicationFactor
+	// recordedCluster is the cluster id the data directory records
+	// (identity.go), proposed as the cluster's when the metadata has none.
+	recordedCluster func() metadata.ClusterID
 }
 
 // metaCore is the controller's pure core: committed metadata log
@@ -240,8 +245,10 @@ func (n *Node) startController() error {
 			log: n.log, clock: n.clock, fs: n.fs, dir: n.dir, loaded: &n.metaLoaded, metaErr: n.metaErr,
 			self: n.self, roster: n.roster, alive: n.alive, ready: n.metadataReady, view: n.view.Load,
 			route: n.routes.get, openFailed: n.openErrs.get, defaultRF: n.cfg.Cluster.DefaultReplicationFactor,
+			recordedCluster: n.clusterRecorded,
 			publish: func(v *View) {
 				n.view.Store(v)
+				n.learnCluster(v.ClusterID)
 				for i := range n.hosts {
 					n.requestReconcile(i)
 				}
@@ -249,6 +256,9 @@ func (n *Node) startController() error {
 		}}
 		c.bootstrap = admin
 		hasSnap, err := c.loadSnapshot()
+		if err == nil {
+			err = n.checkSnapshotCluster(c.state.ClusterID())
+		}
 		if err != nil {
 			done <- err
 			return
@@ -372,6 +382,7 @@ func (c *controller) onCommit(r *partition.Replica, commit int64) {
 	c.maybeSnapshot()
 	c.checkLoaded()
 	c.maybeBootstrap()
+	c.maybeMintCluster()
 	for len(c.parked) > 0 && c.parked[0].offset <= c.applied {
 		p := c.parked[0]
 		c.parked = c.parked[1:]

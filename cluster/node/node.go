@@ -19,6 +19,7 @@ import (
 	"github.com/corestream/corestream/cluster/clock"
 	"github.com/corestream/corestream/cluster/config"
 	"github.com/corestream/corestream/cluster/httpapi"
+	"github.com/corestream/corestream/cluster/metadata"
 	"github.com/corestream/corestream/cluster/native"
 	"github.com/corestream/corestream/cluster/security"
 	"github.com/corestream/corestream/netio"
@@ -61,6 +62,11 @@ type Node struct {
 	// engineNote says which write engine the shards use and why.
 	engineNote string
 	stopped    atomic.Bool
+	// cluster is the cluster id the data directory records (identity.go;
+	// nil or zero: not learned yet); clusterWarned says a mismatch was
+	// logged (owned by shard metaShard).
+	cluster       atomic.Pointer[metadata.ClusterID]
+	clusterWarned bool
 	// svc is the typed service every front end calls (svc.go); built
 	// once the shards run.
 	svc *nodeService
@@ -164,9 +170,11 @@ func (n *Node) Start() error {
 	if err := n.lockDir(); err != nil {
 		return err
 	}
-	if err := recordIdentity(n.fs, n.dir, int32(n.self)); err != nil {
+	cid, err := recordIdentity(n.fs, n.dir, int32(n.self))
+	if err != nil {
 		return err
 	}
+	n.cluster.Store(&cid)
 	pids, err := openProducerIDs(n.fs, n.dir, int32(n.self))
 	if err != nil {
 		return err

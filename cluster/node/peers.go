@@ -120,6 +120,9 @@ type peerDeps struct {
 	metaSnapshot func() []byte
 	// ledRoutes lists, as announcements, the routes this node leads.
 	ledRoutes func() []peerwire.Route
+	// cluster is the cluster id the data directory records (zero: not
+	// learned yet), sent and checked in every handshake.
+	cluster func() [16]byte
 }
 
 // peers is the node's replication transport (the Transport over TCP).

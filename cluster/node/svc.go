@@ -33,8 +33,9 @@ var _ service.Service = (*nodeService)(nil)
 
 // svcDeps is what the service needs of the rest of the node.
 type svcDeps struct {
-	self      raftlite.NodeID
-	clusterID string
+	self raftlite.NodeID
+	// clusterID names the cluster in handshakes and Kafka metadata.
+	clusterID func() string
 	storage   config.Storage
 	roster    []config.RosterNode
 	// addrOf and httpAddrOf are a node's advertised client and HTTP
@@ -106,7 +107,7 @@ type metadataAdmin interface {
 // started (n.group, n.hosts set).
 func newService(n *Node) *nodeService {
 	return &nodeService{svcDeps: svcDeps{
-		self: n.self, clusterID: n.clusterID(), storage: n.cfg.Storage, roster: n.roster,
+		self: n.self, clusterID: n.clusterName, storage: n.cfg.Storage, roster: n.roster,
 		addrOf: n.addrOf, httpAddrOf: n.httpAddrOf, kafkaAddrOf: n.kafkaAddrOf,
 		group: n.group, hosts: n.hosts, shardOf: n.shardOf,
 		view: n.view.Load, routes: &n.routes, alive: n.alive, ready: n.metadataReady, metaRoute: n.metaRoute,
