@@ -62,6 +62,9 @@ type Command struct {
 	// node taking Node's place (0: chosen per partition; drain.go).
 	Cluster     ClusterID `json:"cluster,omitzero"`
 	Replacement NodeID    `json:"replacement,omitempty"`
+	// ReassignStart: the catch-up throttle the move asks for (bytes/s
+	// per node; 0: the nodes' cluster.reassign_throttle_bytes_per_second).
+	ThrottleBytesPerSecond int64 `json:"throttle_bps,omitempty"`
 }
 
 // Encode returns the command's bytes (JSON: the control plane is small and

@@ -130,8 +130,11 @@ func (n *Node) startBalancer(c *controller) {
 	c.bal = newBalancer(balancerDeps{
 		clock: n.clock,
 		after: func(d time.Duration, fn func()) { c.sh.AfterFunc(d, fn) },
-		log:   n.log, roster: rosterIDs(n.roster), alive: n.alive,
-		view: n.view.Load, route: n.routes.get,
+		log:   n.log, roster: rosterIDs(n.roster),
+		// A draining node counts as down: no primary goes to it, by
+		// count or by preference (reassign_drain.go).
+		alive: func(id int32) bool { return n.alive(id) && !n.draining(id) },
+		view:  n.view.Load, route: n.routes.get,
 		// c.state is replaced when a snapshot is installed: read it late.
 		lastMovedMs: func(topic string, p int32) int64 { return c.state.LastMovedMs(topic, p) },
 		isPrimary:   func() bool { return c.r.IsPrimary() },

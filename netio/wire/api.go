@@ -59,7 +59,7 @@ var apiTable = []APIVersion{
 	{APIRebalance, "Rebalance", 0, 1, "plan, or plan and start, primary moves toward balance (metadata primary)"},
 	{APIDescribePartition, "DescribePartition", 0, 0, "one partition's route, offsets and replica progress"},
 	{APIAuthenticate, "Authenticate", 0, 0, "one step of the SCRAM-SHA-256 exchange that authenticates a connection (after Handshake)"},
-	{APIReassign, "Reassign", 0, 0, "start, cancel or list replica moves (metadata primary)"},
+	{APIReassign, "Reassign", 0, 1, "start, cancel or list replica moves (metadata primary); v1: drain, undrain or replace a node, a throttle, progress"},
 }
 
 // APIs returns the table of every API this package speaks, in key order.
