@@ -249,6 +249,7 @@ func (n *Node) startController() error {
 			publish: func(v *View) {
 				n.view.Store(v)
 				n.learnCluster(v.ClusterID)
+				n.setThrottle(v)
 				for i := range n.hosts {
 					n.requestReconcile(i)
 				}

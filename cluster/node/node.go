@@ -67,6 +67,9 @@ type Node struct {
 	// logged (owned by shard metaShard).
 	cluster       atomic.Pointer[metadata.ClusterID]
 	clusterWarned bool
+	// throttle bounds the catch-up bytes this node's primaries send to
+	// learners (reassign_throttle.go); shared by every shard.
+	throttle *partition.Throttle
 	// svc is the typed service every front end calls (svc.go); built
 	// once the shards run.
 	svc *nodeService
@@ -140,6 +143,8 @@ func New(cfg config.Config, logger *slog.Logger) (*Node, error) {
 	// the per-peer pings (peers.go) wake them when a member's node dies.
 	lim.Quiesce = len(cfg.Roster()) > 1
 	n.limits = lim
+	n.throttle = partition.NewThrottle(func() time.Time { return n.clock.Now() }) // setClock may replace the clock
+	n.throttle.SetRate(cfg.Cluster.ReassignThrottleBytesPerSecond)
 	n.view.Store(&View{Applied: -1, Topics: nil})
 	return n, nil
 }

@@ -83,3 +83,25 @@ func TestReassignRecord(t *testing.T) {
 	check(st(conf(ids(2, 3, 4)), false), "", "", 0, false) // not committed: no completion
 	check(st(conf(ids(2, 3, 4)), true), metadata.OpReassignComplete, "", 0, true)
 }
+
+// The throttle is the smallest a move in progress asks for, else the
+// configured one.
+func TestThrottleRate(t *testing.T) {
+	mv := func(bps int64) *metadata.Reassignment { return &metadata.Reassignment{ThrottleBytesPerSecond: bps} }
+	cases := []struct {
+		moves      []*metadata.Reassignment
+		configured int64
+		want       int64
+	}{
+		{nil, 0, 0},
+		{nil, 5 << 20, 5 << 20},
+		{[]*metadata.Reassignment{mv(0)}, 5 << 20, 5 << 20},
+		{[]*metadata.Reassignment{mv(0), mv(8 << 20), mv(2 << 20)}, 5 << 20, 2 << 20},
+		{[]*metadata.Reassignment{mv(8 << 20)}, 0, 8 << 20},
+	}
+	for i, c := range cases {
+		if got := throttleRate(c.moves, c.configured); got != c.want {
+			t.Errorf("case %d: %d, want %d", i, got, c.want)
+		}
+	}
+}
