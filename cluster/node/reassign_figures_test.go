@@ -102,3 +102,69 @@ func TestClusterReassignThrottleFigures(t *testing.T) {
 		t.Errorf("the throttled move ran at %.1f MiB/s, above its %d MiB/s throttle", rate, throttleBps>>20)
 	}
 }
+
+// TestClusterReassignThrottled moves a partition holding 3 MiB with
+// --throttle 1M: every node applies the plan's rate while the move runs
+// (the configured none again after), and the copy takes at least the
+// throttle's time (a loaded machine only makes it slower).
+func TestClusterReassignThrottled(t *testing.T) {
+	const valueBytes, records = 16 << 10, 192 // 3 MiB
+	const throttleBps = 1 << 20
+	tc, ctx, cl, targets := startMoveCluster(t, 1, nil)
+	p, err := cl.NewProducer(ctx, client.ProducerConfig{Linger: 5 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	val := make([]byte, valueBytes)
+	for i := range records {
+		if err := p.ProduceAsync(ctx, client.Record{Topic: "move", Value: append([]byte(fmt.Sprint(i)), val...)}, func(_ client.Produced, err error) {
+			if err != nil {
+				t.Errorf("produce: %v", err)
+			}
+		}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := p.Flush(ctx); err != nil {
+		t.Fatal(err)
+	}
+	p.Close(ctx)
+	began := time.Now()
+	req := &wire.ReassignRequest{Action: wire.ReassignStart, ThrottleBytesPerSecond: throttleBps,
+		Moves: []wire.ReassignMove{{Topic: "move", Partition: 0, Replicas: int32s(targets[0])}}}
+	if _, err := cl.Reassign(ctx, req); err != nil {
+		t.Fatal(err)
+	}
+	clusterWait(t, 30*time.Second, "every node throttled while the move runs", func() bool {
+		for _, n := range tc.nodes {
+			if _, moving := replicasOf(n, "move", 0); moving && n.throttle.Rate() != throttleBps {
+				return false
+			}
+		}
+		return true
+	})
+	clusterWait(t, 120*time.Second, "the move complete", func() bool {
+		for _, n := range tc.nodes {
+			if reps, moving := replicasOf(n, "move", 0); moving || fmt.Sprint(reps) != fmt.Sprint(targets[0]) {
+				return false
+			}
+		}
+		return true
+	})
+	took := time.Since(began)
+	for _, n := range tc.nodes {
+		if r := n.throttle.Rate(); r != 0 {
+			t.Fatalf("node %d still throttles at %d bytes/s after the move", n.self, r)
+		}
+	}
+	// 3 MiB at 1 MiB/s: the first append (up to 1 MiB) goes at once and
+	// puts the bucket in debt, so the copy takes 2 s at least (0.2 s
+	// without a throttle here).
+	if min := 1500 * time.Millisecond; took < min {
+		t.Fatalf("the 3 MiB move took %v with a 1 MiB/s throttle, under %v", took, min)
+	}
+	if got := len(consumeAll(t, ctx, cl, "move", 1)[0]); got != records {
+		t.Fatalf("read %d records back after the move, want %d", got, records)
+	}
+	t.Logf("3 MiB moved in %v with --throttle 1M", took)
+}
