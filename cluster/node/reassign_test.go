@@ -122,7 +122,7 @@ func TestReassignProgressETA(t *testing.T) {
 		t.Fatalf("second answer: moved %d, eta %d; want 2 MiB, 4000", p.moved, p.etaMs())
 	}
 	p = p.next(st(8<<20), at.Add(2*time.Second)) // a stall: the rate falls by the weight
-	if want := int64(5714); p.etaMs() != want { // 8 MiB at 0.7 x 2 MiB/s
+	if want := int64(5714); p.etaMs() != want {  // 8 MiB at 0.7 x 2 MiB/s
 		t.Fatalf("after a stall: eta %d, want %d", p.etaMs(), want)
 	}
 	p = p.next(st(0), at.Add(3*time.Second)) // caught up (promoted)
