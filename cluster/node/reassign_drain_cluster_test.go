@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/corestream/corestream/client"
+	"github.com/corestream/corestream/cluster/config"
 	"github.com/corestream/corestream/cluster/metadata"
 	"github.com/corestream/corestream/netio/wire"
 )
@@ -167,4 +168,59 @@ func TestClusterReplaceGoneNode(t *testing.T) {
 		return ok && st.Done && st.Replacement == 4
 	})
 	sameValues(t, consumeAll(t, ctx, cl, "move", parts), want)
+}
+
+// TestClusterDrainResumesAfterMetaFailover stops the metadata primary
+// while a drain's moves run one at a time: the next metadata primary
+// plans the rest from the metadata, the node ends holding nothing, and
+// every record is there.
+func TestClusterDrainResumesAfterMetaFailover(t *testing.T) {
+	const parts = 6
+	tc := startCluster(t, 4, func(c *config.Config) { c.Cluster.ReassignConcurrency = 1 })
+	ctx, cl := tc.dial(t, 240*time.Second)
+	createTopic(t, ctx, cl, client.TopicSpec{Name: "dr", Partitions: parts, ReplicationFactor: 3})
+	want := produceAll(t, ctx, cl, "dr", 0, 1000)
+	meta := tc.metaPrimary(t)
+	if meta == nil {
+		t.Fatal("no metadata primary")
+	}
+	node := int32(1)
+	if meta.self == 1 {
+		node = 2
+	}
+	held := func(n *Node) int {
+		c := 0
+		for p := range parts {
+			if reps, _ := replicasOf(n, "dr", p); slices.Contains(reps, node) {
+				c++
+			}
+		}
+		return c
+	}
+	before := held(meta)
+	if before < 2 {
+		t.Fatalf("node %d holds %d replicas: too few to stop the drain half way", node, before)
+	}
+	if _, err := cl.Reassign(ctx, &wire.ReassignRequest{Action: wire.ReassignDrain, Node: node}); err != nil {
+		t.Fatal(err)
+	}
+	clusterWait(t, 60*time.Second, "the drain's first move done", func() bool { return held(meta) < before })
+	if held(meta) == 0 {
+		t.Fatal("the whole drain finished before the metadata primary stopped: nothing to resume")
+	}
+	stopped := int(meta.self) - 1
+	tc.stopNode(stopped)
+	clusterWait(t, 60*time.Second, "a new metadata primary", func() bool { return tc.metaPrimary(t) != nil })
+	tc.startNode(stopped)
+	tc.waitLoaded()
+	clusterWait(t, 120*time.Second, "the drain finished on every node", func() bool {
+		for _, n := range tc.nodes {
+			if held(n) != 0 {
+				return false
+			}
+		}
+		st, ok := drainOf(t, cl, node)
+		return ok && st.Done
+	})
+	sameValues(t, consumeAll(t, ctx, cl, "dr", parts), want)
 }
