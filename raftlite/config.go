@@ -31,6 +31,13 @@ type Config struct {
 	// whole group restarts). Pre-vote keeps it harmless when a leader
 	// already exists.
 	Preferred bool
+	// LearnerBudget, when set, is asked before an append carrying entries
+	// goes to a learner (a replica being caught up by a move), with the
+	// entries' bytes: false holds them back, and the leader asks again at
+	// the learner's next acknowledgement or heartbeat answer. It is the
+	// catch-up throttle's seam (the node layer's token bucket); voters are
+	// never asked, so in-sync followers are never slowed. Nil: no limit.
+	LearnerBudget func(to NodeID, bytes int64) bool
 	// Limits are the timing and flow-control limits. Many groups share one
 	// value, which raftlite only reads; it must not change once a Node uses
 	// it. Nil means DefaultLimits(). A Limits with zero fields is copied

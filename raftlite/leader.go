@@ -176,6 +176,9 @@ func (n *Node) sendAppend(pr *progress, sendIfEmpty bool) bool {
 		bytes += int64(e.Bytes)
 		last = e.Last
 	}
+	if bytes > 0 && n.budget != nil && n.conf.Learners.Has(pr.id) && !n.budget(pr.id, bytes) {
+		return false // throttled: asked again at the learner's next answer
+	}
 	n.send(Message{Type: MsgApp, To: pr.id, Index: prevLast, LogTerm: prevTerm, Entries: ents, Commit: n.commit})
 	pr.sent(last, bytes)
 	return true

@@ -12,6 +12,8 @@ type Node struct {
 	id    NodeID
 	group GroupID
 	lim   *Limits
+	// budget is Config.LearnerBudget (nil: none).
+	budget func(to NodeID, bytes int64) bool
 
 	// conf is the configuration in force: that of the latest
 	// EntryConfChange in the log view, committed or not, else the log's
@@ -97,6 +99,7 @@ func New(cfg Config) (*Node, error) {
 		group:    cfg.Group,
 		initConf: Membership{Voters: cfg.Replicas, Learners: cfg.Learners},
 		lim:      lim,
+		budget:   cfg.LearnerBudget,
 		term:     cfg.HardState.Term,
 		vote:     cfg.HardState.Vote,
 		log:      newRaftLog(cfg.Log),

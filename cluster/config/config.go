@@ -169,6 +169,11 @@ type Cluster struct {
 	// copies a partition's log to a new node, so it bounds the catch-up
 	// traffic. Default 4, 1..64.
 	ReassignConcurrency int `toml:"reassign_concurrency"`
+	// ReassignThrottleBytesPerSecond bounds the catch-up bytes each node
+	// sends, as a primary, to the new replicas of replica moves (all its
+	// partitions together; never to in-sync followers). A plan's
+	// --throttle overrides it while its moves run. Default 0: none.
+	ReassignThrottleBytesPerSecond int64 `toml:"reassign_throttle_bytes_per_second"`
 	// ReplicaLagTimeMaxMs is how long a follower may go without catching
 	// up to the primary's log end and still count as in sync (Kafka's
 	// replica.lag.time.max.ms).
@@ -496,6 +501,7 @@ func (c *Config) Validate() error {
 		inRange("cluster.replica_lag_time_max_ms", int64(c.Cluster.ReplicaLagTimeMaxMs), 100, 3600*1000),
 		inRange("cluster.leader_imbalance_percentage", int64(c.Cluster.LeaderImbalancePercentage), 0, 100),
 		inRange("cluster.reassign_concurrency", int64(c.Cluster.ReassignConcurrency), 1, 64),
+		inRange("cluster.reassign_throttle_bytes_per_second", c.Cluster.ReassignThrottleBytesPerSecond, 0, 1<<40),
 		inRange("cluster.leader_imbalance_check_interval_ms", int64(c.Cluster.LeaderImbalanceCheckIntervalMs), 100, 24*3600*1000),
 		rack("node.rack", c.Node.Rack),
 		inRange("cluster.coordinator.replica_connections_per_peer", int64(c.Cluster.Coordinator.ReplicaConnectionsPerPeer), 1, ReplicaConnectionsPerPeerMax),

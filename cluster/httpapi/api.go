@@ -151,6 +151,7 @@ func New(cfg Config, ln net.Listener) *API {
 	h.mux.HandleFunc("POST /v1/login", h.login)
 	h.registerUsers()
 	h.registerGroups(cfg.Groups)
+	h.registerReassign()
 	// Everything else: ServeMux would answer 404 and 405 in plain text.
 	h.mux.HandleFunc("/", h.notRouted)
 	h.scheme = "http"

@@ -109,9 +109,9 @@ func mustJSON(s string) string {
 var httpAnswers = []any{
 	errorAnswer{}, healthAnswer{}, clusterAnswer{}, topicList{}, topicSummary{}, topicDetail{}, deletedTopic{},
 	produceAnswer{}, fetchAnswer{}, loginAnswer{}, userAnswer{}, userList{},
-	partitionList{}, partitionsLogAnswer{}, rebalanceAnswer{}, movePrimaryAnswer{}, statsAnswer{}, clusterStatsAnswer{}, rosterAnswer{},
+	partitionList{}, partitionsLogAnswer{}, rebalanceAnswer{}, movePrimaryAnswer{}, statsAnswer{}, clusterStatsAnswer{}, rosterAnswer{}, reassignAnswer{},
 	// Request bodies follow the same rule.
-	produceBody{}, createTopicBody{}, partitionsLogBody{}, rebalanceBody{}, movePrimaryBody{}, loginBody{}, createUserBody{}, userChangeBody{}, addNodeBody{},
+	produceBody{}, createTopicBody{}, partitionsLogBody{}, rebalanceBody{}, movePrimaryBody{}, loginBody{}, createUserBody{}, userChangeBody{}, addNodeBody{}, drainBody{},
 }
 
 var snakeCase = regexp.MustCompile(`^[a-z][a-z0-9]*(_[a-z0-9]+)*$`)

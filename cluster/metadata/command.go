@@ -64,6 +64,13 @@ type Command struct {
 	Member  *Member  `json:"member,omitempty"`
 	// AlterConfig: the topic's new config overrides (configs.go).
 	Config *TopicConfig `json:"config,omitempty"`
+	// SetClusterID: the cluster's id (cluster_id.go). DrainNode: the
+	// node taking Node's place (0: chosen per partition; drain.go).
+	Cluster     ClusterID `json:"cluster,omitzero"`
+	Replacement NodeID    `json:"replacement,omitempty"`
+	// ReassignStart: the catch-up throttle the move asks for (bytes/s
+	// per node; 0: the nodes' cluster.reassign_throttle_bytes_per_second).
+	ThrottleBytesPerSecond int64 `json:"throttle_bps,omitempty"`
 }
 
 // Encode returns the command's bytes (JSON: the control plane is small and
@@ -150,6 +157,10 @@ func (s *State) Apply(c Command) (Result, error) {
 		return s.applyRoster(c)
 	case OpAlterConfig:
 		return s.applyAlterConfig(c)
+	case OpSetClusterID:
+		return s.applySetClusterID(c)
+	case OpDrainNode, OpUndrainNode:
+		return s.applyDrain(c)
 	case OpAllocateProducers:
 		if c.Count < 1 || c.Count > ProducerIDsPerAllocationMax {
 			return Result{}, fmt.Errorf("%w: allocate %d producer ids", ErrInvalidCommand, c.Count)

@@ -129,6 +129,10 @@ type State struct {
 	// seeded. Invariant: at most RosterNodesMax members, at most one
 	// not active.
 	roster map[NodeID]*Member
+	// clusterID is the cluster's id (cluster_id.go; zero until minted).
+	clusterID ClusterID
+	// drains holds the nodes marked draining (drain.go), by node id.
+	drains map[NodeID]*Drain
 }
 
 // LastMovedMs is when partition p of topic last had its primary moved by
@@ -138,7 +142,7 @@ func (s *State) LastMovedMs(topic string, p int32) int64 { return s.moved[Offset
 // New returns an empty state.
 func New() *State {
 	return &State{topics: map[string]*Topic{}, byID: map[TopicID]*Topic{}, offsets: map[string]map[OffsetKey]Committed{}, moved: map[OffsetKey]int64{},
-		users: map[string]*User{}, reassign: map[OffsetKey]*Reassignment{}, roster: map[NodeID]*Member{}}
+		users: map[string]*User{}, reassign: map[OffsetKey]*Reassignment{}, roster: map[NodeID]*Member{}, drains: map[NodeID]*Drain{}}
 }
 
 // Topic returns the topic named name, or nil.

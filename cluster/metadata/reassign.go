@@ -74,6 +74,9 @@ type Reassignment struct {
 	Target    []NodeID `json:"target"`
 	Cancelled bool     `json:"cancelled,omitempty"`
 	StartedMs int64    `json:"started_ms"`
+	// ThrottleBytesPerSecond is the catch-up throttle the move asked for
+	// (0: the nodes' own setting).
+	ThrottleBytesPerSecond int64 `json:"throttle_bps,omitempty"`
 	// Steps holds the recorded steps, oldest first (bounded: at most
 	// three per node of From and Target, since a step is recorded once
 	// per node and kind; see applyReassignStep).
@@ -161,8 +164,12 @@ func (s *State) applyReassign(c Command) (Result, error) {
 		if err := CheckReassignment(t, c.Partition, c.Target, c.Roster); err != nil {
 			return Result{}, err
 		}
+		if c.ThrottleBytesPerSecond < 0 {
+			return Result{}, fmt.Errorf("%w: throttle %d bytes/s is negative", ErrInvalidReassignment, c.ThrottleBytesPerSecond)
+		}
 		s.reassign[key] = &Reassignment{Topic: t.Name, TopicID: t.ID, Partition: c.Partition,
-			From: append([]NodeID(nil), t.Replicas[c.Partition]...), Target: append([]NodeID(nil), c.Target...), StartedMs: c.AtMs}
+			From: append([]NodeID(nil), t.Replicas[c.Partition]...), Target: append([]NodeID(nil), c.Target...), StartedMs: c.AtMs,
+			ThrottleBytesPerSecond: c.ThrottleBytesPerSecond}
 		return Result{Topic: t}, nil
 	}
 	if cur == nil {

@@ -17,6 +17,8 @@ type snapshot struct {
 	UserGeneration int64             `json:"user_generation,omitempty"`
 	Reassignments  []*Reassignment   `json:"reassignments,omitempty"`
 	Roster         []*Member         `json:"roster,omitempty"`
+	ClusterID      ClusterID         `json:"cluster_id,omitzero"`
+	Drains         []*Drain          `json:"drains,omitempty"`
 }
 
 type movedAt struct {
@@ -50,6 +52,7 @@ func (s *State) Snapshot() []byte {
 	})
 	snap.Reassignments = s.Reassignments()
 	snap.Roster = s.Roster()
+	snap.ClusterID, snap.Drains = s.clusterID, s.Drains()
 	b, err := json.Marshal(snap)
 	if err != nil {
 		panic(fmt.Sprintf("metadata: encoding a snapshot cannot fail: %v", err))
@@ -112,6 +115,13 @@ func Restore(b []byte) (*State, error) {
 	}
 	if err := s.restoreRoster(snap.Roster); err != nil {
 		return nil, fmt.Errorf("snapshot roster: %w", err)
+	}
+	s.clusterID = snap.ClusterID
+	for _, d := range snap.Drains {
+		if d.Node <= 0 || d.Replacement < 0 || d.Replacement == d.Node || s.drains[d.Node] != nil {
+			return nil, fmt.Errorf("%w: snapshot drain of node %d (replacement %d)", ErrInvalidCommand, d.Node, d.Replacement)
+		}
+		s.drains[d.Node] = d
 	}
 	return s, nil
 }

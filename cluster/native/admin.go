@@ -90,7 +90,8 @@ func (h *Handler) admin(c *netio.Conn, hdr wire.RequestHeader, body []byte) {
 			answer(resp, err)
 		})
 	case *wire.ReassignRequest:
-		sreq := &service.ReassignRequest{Action: int(req.Action), DryRun: req.DryRun}
+		sreq := &service.ReassignRequest{Action: int(req.Action), DryRun: req.DryRun, Node: req.Node, Replacement: req.Replacement,
+			ThrottleBytesPerSecond: req.ThrottleBytesPerSecond}
 		for _, m := range req.Moves {
 			sreq.Moves = append(sreq.Moves, service.ReassignMove{Topic: m.Topic, Partition: m.Partition, Replicas: m.Replicas})
 		}
@@ -98,7 +99,12 @@ func (h *Handler) admin(c *netio.Conn, hdr wire.RequestHeader, body []byte) {
 			resp := &wire.ReassignResponse{}
 			for _, m := range res.Moves {
 				resp.Moves = append(resp.Moves, wire.ReassignStatus{Topic: m.Topic, Partition: m.Partition, From: m.From, Target: m.Target,
-					Cancelled: m.Cancelled, Driven: m.Driven, EntriesBehind: m.EntriesBehind, BytesBehind: m.BytesBehind, Steps: m.Steps})
+					Cancelled: m.Cancelled, Driven: m.Driven, EntriesBehind: m.EntriesBehind, BytesBehind: m.BytesBehind, Steps: m.Steps,
+					BytesMoved: m.BytesMoved, EtaMs: m.EtaMs})
+			}
+			for _, d := range res.Drains {
+				resp.Drains = append(resp.Drains, wire.DrainStatus{Node: d.Node, Replacement: d.Replacement, Replicas: d.Replicas,
+					Primaries: d.Primaries, Moving: d.Moving, Done: d.Done})
 			}
 			answer(resp, err)
 		})

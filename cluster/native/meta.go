@@ -100,10 +100,10 @@ func (h *Handler) clusterStatus(c *netio.Conn, hdr wire.RequestHeader, body []by
 		return
 	}
 	resp := &wire.ClusterStatusResponse{MetadataPrimaryID: st.MetadataPrimaryID, MetadataGeneration: st.MetadataGeneration,
-		RebalanceInProgress: st.RebalanceInProgress, Partitions: st.Partitions, UnderReplicated: st.UnderReplicated, Offline: st.Offline}
+		RebalanceInProgress: st.RebalanceInProgress, Partitions: st.Partitions, UnderReplicated: st.UnderReplicated, Offline: st.Offline, ClusterID: st.ClusterID}
 	for _, m := range st.Nodes {
 		resp.Nodes = append(resp.Nodes, wire.NodeStatus{ID: m.ID, ClientAddr: m.ClientAddr, HTTPAddr: m.HTTPAddr, KafkaAddr: m.KafkaAddr, Alive: m.Alive,
-			Primaries: m.Primaries, Replicas: m.Replicas, PreferredPrimaries: m.PreferredPrimaries})
+			Primaries: m.Primaries, Replicas: m.Replicas, PreferredPrimaries: m.PreferredPrimaries, Draining: m.Draining})
 	}
 	reply(c, hdr, resp)
 }

@@ -100,11 +100,12 @@ func metaKindErr(err error) error {
 	return service.Errorf(service.ErrInvalidRequest, "%v", err)
 }
 
-// rosterIDs lists the roster's ids; eligible lists the live ones.
+// rosterIDs lists the roster's ids; eligible lists the live ones not
+// draining (placement does not choose a draining node).
 func (c *controller) rosterIDs() (roster, eligible []metadata.NodeID) {
 	for _, m := range c.d.roster() {
 		roster = append(roster, metadata.NodeID(m.ID))
-		if c.d.alive(int32(m.ID)) {
+		if c.d.alive(int32(m.ID)) && c.state.Draining(metadata.NodeID(m.ID)) == nil {
 			eligible = append(eligible, metadata.NodeID(m.ID))
 		}
 	}

@@ -62,8 +62,13 @@ type balancerDeps struct {
 	// roster lists every node id placement may use (it changes at run
 	// time: roster.go).
 	roster func() []int32
-	// alive is the liveness signal.
-	alive func(id int32) bool
+	// alive is the liveness signal (a draining node counts as down);
+	// draining says which nodes are draining, for messages.
+	alive    func(id int32) bool
+	draining func(id int32) bool
+	// up is the liveness signal alone: an operator may move a primary
+	// off a draining node that is up.
+	up func(id int32) bool
 	// view is the applied metadata; route the route table.
 	view  func() *View
 	route func(key [20]byte) (route, bool)
@@ -131,7 +136,11 @@ func (n *Node) startBalancer(c *controller) {
 	c.bal = newBalancer(balancerDeps{
 		clock: n.clock,
 		after: func(d time.Duration, fn func()) { c.sh.AfterFunc(d, fn) },
-		log:   n.log, roster: func() []int32 { return rosterIDs(n.roster.active()) }, alive: n.alive,
+		log:   n.log, roster: func() []int32 { return rosterIDs(n.roster.active()) },
+		// A draining node counts as down: no primary goes to it, by
+		// count or by preference (reassign_drain.go).
+		alive:    func(id int32) bool { return n.alive(id) && !n.draining(id) },
+		draining: n.draining, up: n.alive,
 		view: n.view.Load, route: n.routes.get,
 		// c.state is replaced when a snapshot is installed: read it late.
 		lastMovedMs: func(topic string, p int32) int64 { return c.state.LastMovedMs(topic, p) },
@@ -337,10 +346,14 @@ func (c *controller) movePrimary(req *wire.MovePrimaryRequest, done func(any)) {
 		return
 	}
 	if !d.alive(req.TargetNodeID) {
-		done(service.Errorf(service.ErrNodeNotAvailable, "node %d is down", req.TargetNodeID))
+		why := "is down"
+		if d.draining != nil && d.draining(req.TargetNodeID) {
+			why = "is draining (node undrain it first)"
+		}
+		done(service.Errorf(service.ErrNodeNotAvailable, "node %d %s", req.TargetNodeID, why))
 		return
 	}
-	if rt.leader <= 0 || !d.alive(rt.leader) {
+	if rt.leader <= 0 || !d.alive(rt.leader) && (d.draining == nil || !d.draining(rt.leader) || d.up == nil || !d.up(rt.leader)) {
 		done(service.Errorf(partition.ErrPrimaryNotAvailable, "%s/%d has no primary to move right now", t.Name, req.Partition))
 		return
 	}

@@ -72,6 +72,8 @@ type controller struct {
 	bootstrapping bool
 	// rd drives roster changes (roster.go).
 	rd rosterDriver
+	// minting says the cluster id's command is in flight (identity.go).
+	minting bool
 }
 
 // ctrlDeps is what the controller needs from the rest of the node.
@@ -100,6 +102,9 @@ type ctrlDeps struct {
 	route      func(key [20]byte) (route, bool)
 	openFailed func(key [20]byte) (openFailure, bool)
 	defaultRF  config.ReplicationFactor
+	// recordedCluster is the cluster id the data directory records
+	// (identity.go), proposed as the cluster's when the metadata has none.
+	recordedCluster func() metadata.ClusterID
 }
 
 // metaCore is the controller's pure core: committed metadata log
@@ -242,9 +247,12 @@ func (n *Node) startController() error {
 			log: n.log, clock: n.clock, fs: n.fs, dir: n.dir, loaded: &n.metaLoaded, metaErr: n.metaErr,
 			self: n.self, roster: n.roster.active, alive: n.alive, ready: n.metadataReady, view: n.view.Load,
 			route: n.routes.get, openFailed: n.openErrs.get, defaultRF: n.cfg.Cluster.DefaultReplicationFactor,
+			recordedCluster: n.clusterRecorded,
 			publish: func(v *View) {
 				n.learnRoster(v)
 				n.view.Store(v)
+				n.learnCluster(v.ClusterID)
+				n.setThrottle(v)
 				for i := range n.hosts {
 					n.requestReconcile(i)
 				}
@@ -252,6 +260,9 @@ func (n *Node) startController() error {
 		}}
 		c.bootstrap = admin
 		hasSnap, err := c.loadSnapshot()
+		if err == nil {
+			err = n.checkSnapshotCluster(c.state.ClusterID())
+		}
 		if err != nil {
 			done <- err
 			return
@@ -378,6 +389,7 @@ func (c *controller) onCommit(r *partition.Replica, commit int64) {
 	c.checkLoaded()
 	c.maybeBootstrap()
 	c.driveRoster()
+	c.maybeMintCluster()
 	for len(c.parked) > 0 && c.parked[0].offset <= c.applied {
 		p := c.parked[0]
 		c.parked = c.parked[1:]

@@ -3,9 +3,13 @@ package node
 import (
 	"context"
 	"errors"
+	"log/slog"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/corestream/corestream/cluster/metadata"
+	"github.com/corestream/corestream/segment/checkpoint"
 	"github.com/corestream/corestream/segment/vfs"
 )
 
@@ -29,8 +33,8 @@ func TestDataDirOfAnotherNodeIsRefused(t *testing.T) {
 	if !errors.Is(err, ErrWrongDataDir) || !strings.Contains(err.Error(), "belongs to node 3") || !strings.Contains(err.Error(), "this is node 2") {
 		t.Fatalf("node 2 on node 3's directory: %v, want ErrWrongDataDir naming both", err)
 	}
-	if id, err := readIdentity(vfs.OS(), tc.cfgs[2].Node.DataDir); err != nil || id != 3 {
-		t.Fatalf("the directory now records node %d (%v), want 3", id, err)
+	if id, err := readIdentity(vfs.OS(), tc.cfgs[2].Node.DataDir); err != nil || id.node != 3 {
+		t.Fatalf("the directory now records node %d (%v), want 3", id.node, err)
 	}
 	tc.startNode(2)
 	tc.startNode(1)
@@ -48,16 +52,107 @@ func TestIdentityRecord(t *testing.T) {
 	if err := checkIdentity(fs, "/d", 2); err != nil {
 		t.Fatalf("a directory without a record: %v", err)
 	}
-	if err := recordIdentity(fs, "/d", 2); err != nil {
+	if _, err := recordIdentity(fs, "/d", 2); err != nil {
 		t.Fatal(err)
 	}
-	if err := recordIdentity(fs, "/d", 2); err != nil {
+	if _, err := recordIdentity(fs, "/d", 2); err != nil {
 		t.Fatalf("recording the same id again: %v", err)
 	}
-	if err := recordIdentity(fs, "/d", 5); !errors.Is(err, ErrWrongDataDir) {
+	if _, err := recordIdentity(fs, "/d", 5); !errors.Is(err, ErrWrongDataDir) {
 		t.Fatalf("recording over another node's id: %v", err)
 	}
-	if id, _ := readIdentity(fs, "/d"); id != 2 {
-		t.Fatalf("the record was overwritten: %d", id)
+	if id, _ := readIdentity(fs, "/d"); id.node != 2 {
+		t.Fatalf("the record was overwritten: %d", id.node)
+	}
+	// The cluster id is recorded once, beside the node id, and survives
+	// a restart's recordIdentity; another cluster's is refused, naming
+	// both.
+	a, b := metadata.NewClusterID(), metadata.NewClusterID()
+	if err := recordCluster(fs, "/d", 2, a); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := recordIdentity(fs, "/d", 2); err != nil || got != a {
+		t.Fatalf("restart reads cluster %s (%v), want %s", got, err, a)
+	}
+	if err := recordCluster(fs, "/d", 2, a); err != nil {
+		t.Fatalf("the same cluster again: %v", err)
+	}
+	err := recordCluster(fs, "/d", 2, b)
+	if !errors.Is(err, ErrWrongDataDir) || !strings.Contains(err.Error(), "records cluster "+a.String()) || !strings.Contains(err.Error(), "names cluster "+b.String()) {
+		t.Fatalf("another cluster: %v", err)
+	}
+	if id, _ := readIdentity(fs, "/d"); id.cluster != a || id.node != 2 {
+		t.Fatalf("the record changed: %+v", id)
+	}
+	// A version 1 record (the node id alone) is still read.
+	if err := checkpoint.Write(fs, "/d/"+identityFile, identityKind, 1, []byte{0, 0, 0, 4}); err != nil {
+		t.Fatal(err)
+	}
+	if id, err := readIdentity(fs, "/d"); err != nil || id.node != 4 || !id.cluster.IsZero() {
+		t.Fatalf("version 1 record: %+v %v", id, err)
+	}
+}
+
+// Every node of a cluster records the id its first metadata primary
+// minted and names the cluster by it; a node started with another
+// cluster's data directory (its own node id, another cluster's id) is
+// refused by its would-be peers and refuses them, each side logging both
+// ids, and takes no part in the cluster.
+func TestClusterIDRecordedAndChecked(t *testing.T) {
+	a := startCluster(t, 3, nil)
+	b := startCluster(t, 3, nil)
+	idOf := func(tc *testCluster) metadata.ClusterID {
+		t.Helper()
+		var id metadata.ClusterID
+		clusterWait(t, 30*time.Second, "every node to record the cluster id", func() bool {
+			id = tc.nodes[0].clusterRecorded()
+			for i, n := range tc.nodes {
+				rec, err := readIdentity(vfs.OS(), tc.cfgs[i].Node.DataDir)
+				if err != nil || id.IsZero() || n.clusterRecorded() != id || rec.cluster != id {
+					return false
+				}
+			}
+			return true
+		})
+		return id
+	}
+	ida, idb := idOf(a), idOf(b)
+	if ida == idb {
+		t.Fatalf("two clusters share id %s", ida)
+	}
+	if got := a.nodes[1].svc.Identity().ClusterID; got != ida.String() {
+		t.Fatalf("node 2 names its cluster %q, want %s", got, ida)
+	}
+	if v := a.nodes[2].view.Load(); v.ClusterID != ida {
+		t.Fatalf("node 3's metadata names cluster %s, want %s", v.ClusterID, ida)
+	}
+
+	// Node 3 of cluster b, started on node 3 of cluster a's directory.
+	a.stopNode(2)
+	b.stopNode(2)
+	cfg := b.cfgs[2]
+	cfg.Node.DataDir = a.cfgs[2].Node.DataDir
+	lb := &logBuf{}
+	n, err := New(cfg, slog.New(slog.NewTextHandler(lb, nil)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := n.Start(); err != nil {
+		// The directory's snapshot may name cluster a already: refused
+		// at the start instead.
+		if !errors.Is(err, ErrWrongDataDir) {
+			t.Fatal(err)
+		}
+		t.Logf("refused at the start: %v", err)
+		return
+	}
+	t.Cleanup(func() { n.Stop(context.Background()) })
+	refusedOut := "belongs to cluster " + idb.String() + ", node 3's to cluster " + ida.String()
+	refusedIn := "belongs to cluster " + ida.String() + ", node 1's to cluster " + idb.String()
+	clusterWait(t, 30*time.Second, "both sides of a handshake to refuse, naming both clusters", func() bool {
+		return len(lb.lines("replication handshake refused", refusedOut)) > 0 && len(lb.lines("replication handshake refused", refusedIn)) > 0
+	})
+	if n.metaLoaded.Load() || n.clusterRecorded() != ida {
+		t.Fatalf("the intruder loaded cluster b's metadata (%v) or changed its record (%s)", n.metaLoaded.Load(), n.clusterRecorded())
 	}
 }

@@ -19,6 +19,7 @@ import (
 	"github.com/corestream/corestream/cluster/clock"
 	"github.com/corestream/corestream/cluster/config"
 	"github.com/corestream/corestream/cluster/httpapi"
+	"github.com/corestream/corestream/cluster/metadata"
 	"github.com/corestream/corestream/cluster/native"
 	"github.com/corestream/corestream/cluster/security"
 	"github.com/corestream/corestream/netio"
@@ -63,6 +64,14 @@ type Node struct {
 	// engineNote says which write engine the shards use and why.
 	engineNote string
 	stopped    atomic.Bool
+	// cluster is the cluster id the data directory records (identity.go;
+	// nil or zero: not learned yet); clusterWarned says a mismatch was
+	// logged (owned by shard metaShard).
+	cluster       atomic.Pointer[metadata.ClusterID]
+	clusterWarned bool
+	// throttle bounds the catch-up bytes this node's primaries send to
+	// learners (reassign_throttle.go); shared by every shard.
+	throttle *partition.Throttle
 	// svc is the typed service every front end calls (svc.go); built
 	// once the shards run.
 	svc *nodeService
@@ -139,6 +148,8 @@ func New(cfg config.Config, logger *slog.Logger) (*Node, error) {
 	// the per-peer pings (peers.go) wake them when a member's node dies.
 	lim.Quiesce = len(cfg.Roster()) > 1
 	n.limits = lim
+	n.throttle = partition.NewThrottle(func() time.Time { return n.clock.Now() }) // setClock may replace the clock
+	n.throttle.SetRate(cfg.Cluster.ReassignThrottleBytesPerSecond)
 	n.view.Store(&View{Applied: -1, Topics: nil})
 	return n, nil
 }
@@ -169,12 +180,14 @@ func (n *Node) Start() error {
 	if err := n.lockDir(); err != nil {
 		return err
 	}
-	if err := recordIdentity(n.fs, n.dir, int32(n.self)); err != nil {
+	cid, err := recordIdentity(n.fs, n.dir, int32(n.self))
+	if err != nil {
 		return err
 	}
 	if err := n.loadRoster(); err != nil {
 		return err
 	}
+	n.cluster.Store(&cid)
 	pids, err := openProducerIDs(n.fs, n.dir, int32(n.self))
 	if err != nil {
 		return err

@@ -13,7 +13,11 @@ import (
 
 // params are this node's handshake parameters for link k.
 func (p *peers) params(k int) peerauth.Params {
-	return peerauth.Params{Version: Version, Node: int32(p.d.self), K: int32(p.k), ConnIndex: int32(k)}
+	prm := peerauth.Params{Version: Version, Node: int32(p.d.self), K: int32(p.k), ConnIndex: int32(k)}
+	if p.d.cluster != nil {
+		prm.Cluster = p.d.cluster()
+	}
+	return prm
 }
 
 func peerFrame(body []byte) netio.Response {

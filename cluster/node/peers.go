@@ -126,6 +126,9 @@ type peerDeps struct {
 	ledRoutes func() []peerwire.Route
 	// tls, when set, serves and dials the links over TLS (tlsbridge.go).
 	tls *nodeTLS
+	// cluster is the cluster id the data directory records (zero: not
+	// learned yet), sent and checked in every handshake.
+	cluster func() [16]byte
 }
 
 // peers is the node's replication transport (the Transport over TCP).

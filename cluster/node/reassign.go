@@ -203,12 +203,62 @@ type reassignDeps struct {
 	// driven at once (the others wait, in topic and partition order).
 	concurrency int
 	stopped     func() bool
+	// roster, racks and alive are the nodes a drain may move replicas
+	// to (the roster's active members, read when used: it changes at run
+	// time); transfer asks a partition's primary (node from) to hand it
+	// to node to (reassign_drain.go).
+	roster   func() []int32
+	racks    func() map[int32]string
+	alive    func(id int32) bool
+	transfer func(topicID [16]byte, p int32, from, to int32)
 }
 
 // reassignProgress is the latest answer of a moving partition's primary.
 type reassignProgress struct {
 	state peerwire.ReassignState
 	at    time.Time
+	// moved sums how far the learners' lag shrank between answers;
+	// rateBps is its recent rate (bytes/s, smoothed; 0: unknown).
+	moved   int64
+	rateBps float64
+}
+
+// reassignRateWeight is the weight of the newest sample in the smoothed
+// catch-up rate.
+const reassignRateWeight = 0.3
+
+// next is p updated with the answer st received at now.
+func (p reassignProgress) next(st peerwire.ReassignState, now time.Time) reassignProgress {
+	out := reassignProgress{state: st, at: now, moved: p.moved, rateBps: p.rateBps}
+	if p.at.IsZero() {
+		return out
+	}
+	d := p.state.BytesBehind - st.BytesBehind
+	dt := now.Sub(p.at).Seconds()
+	if d > 0 {
+		out.moved += d
+	}
+	if dt > 0 && st.BytesBehind > 0 {
+		inst := float64(max(d, 0)) / dt
+		if out.rateBps == 0 {
+			out.rateBps = inst
+		} else {
+			out.rateBps = reassignRateWeight*inst + (1-reassignRateWeight)*out.rateBps
+		}
+	}
+	return out
+}
+
+// etaMs is the time left for the current learner at the recent rate: 0
+// when it is caught up, -1 when no rate is known yet.
+func (p reassignProgress) etaMs() int64 {
+	switch {
+	case p.state.BytesBehind <= 0:
+		return 0
+	case p.rateBps <= 0:
+		return -1
+	}
+	return int64(float64(p.state.BytesBehind) / p.rateBps * 1000)
 }
 
 // reassigner drives the moves recorded in the metadata; owned by shard
@@ -222,10 +272,18 @@ type reassigner struct {
 	proposing map[[20]byte]bool
 	// seen is when this node first drove each move (to log its duration).
 	seen map[[20]byte]time.Time
+	// drainSeen is when this node first drove each drain; transferred
+	// when it last asked for a partition's primary to leave a draining
+	// node; starting says a drain's move start is in flight
+	// (reassign_drain.go).
+	drainSeen   map[int32]time.Time
+	transferred map[[20]byte]time.Time
+	starting    bool
 }
 
 func newReassigner(d reassignDeps) *reassigner {
-	ra := &reassigner{d: d, progress: map[[20]byte]reassignProgress{}, proposing: map[[20]byte]bool{}, seen: map[[20]byte]time.Time{}}
+	ra := &reassigner{d: d, progress: map[[20]byte]reassignProgress{}, proposing: map[[20]byte]bool{}, seen: map[[20]byte]time.Time{},
+		drainSeen: map[int32]time.Time{}, transferred: map[[20]byte]time.Time{}}
 	var loop func()
 	loop = func() {
 		if ra.d.stopped() {
@@ -259,6 +317,10 @@ func (n *Node) startReassigner(c *controller) {
 		},
 		concurrency: max(1, n.cfg.Cluster.ReassignConcurrency),
 		stopped:     n.stopped.Load,
+		roster:      func() []int32 { return rosterIDs(n.roster.active()) },
+		racks:       func() map[int32]string { return racksOf(n.roster.active()) },
+		alive:       n.alive,
+		transfer: n.requestTransfer,
 	})
 }
 
@@ -276,6 +338,8 @@ func (ra *reassigner) step() {
 	if !ra.d.isPrimary() {
 		clear(ra.progress)
 		clear(ra.seen)
+		clear(ra.drainSeen)
+		clear(ra.transferred)
 		return
 	}
 	v := ra.d.view()
@@ -300,6 +364,7 @@ func (ra *reassigner) step() {
 		}
 		ra.d.ask(rt.leader, peerwire.Reassign{TopicID: mv.TopicID, Partition: mv.Partition, From: ra.d.self, Target: replicaSet(mv.Target)})
 	}
+	ra.planDrains(v, now)
 }
 
 func replicaSet(ids []metadata.NodeID) raftlite.ReplicaSet {
@@ -322,7 +387,7 @@ func (ra *reassigner) observe(st peerwire.ReassignState) {
 		return
 	}
 	now := ra.d.clock.Now()
-	ra.progress[key] = reassignProgress{state: st, at: now}
+	ra.progress[key] = ra.progress[key].next(st, now)
 	if ra.proposing[key] {
 		return
 	}
@@ -389,7 +454,7 @@ func reassignRecord(mv *metadata.Reassignment, st peerwire.ReassignState) (metad
 // preferred primary first), or with dryRun only checks it; done learns
 // the outcome (nil once the move is recorded: it runs in the background).
 // REQUIRES: on shard metaShard.
-func (c *controller) reassignPartition(topic string, p int32, target []metadata.NodeID, dryRun bool, done func(error)) {
+func (c *controller) reassignPartition(topic string, p int32, target []metadata.NodeID, throttleBps int64, dryRun bool, done func(error)) {
 	t := c.state.Topic(topic)
 	if t == nil {
 		done(metaKindErr(fmt.Errorf("%w: %q does not exist", metadata.ErrUnknownTopic, topic)))
@@ -409,7 +474,7 @@ func (c *controller) reassignPartition(topic string, p int32, target []metadata.
 		return
 	}
 	cmd := metadata.Command{Version: metadata.CommandVersion, Op: metadata.OpReassignStart, Name: t.Name, ID: t.ID, Partition: p,
-		Target: target, Roster: roster, AtMs: c.d.clock.Now().UnixMilli()}
+		Target: target, Roster: roster, AtMs: c.d.clock.Now().UnixMilli(), ThrottleBytesPerSecond: throttleBps}
 	c.propose(cmd, adminTimeoutDefault, func(_ metadata.Result, err error) {
 		if err != nil {
 			err = metaKindErr(err)
@@ -450,6 +515,8 @@ type ReassignStatus struct {
 	// driven now.
 	EntriesBehind, BytesBehind int64
 	Driven                     bool
+	// BytesMoved and EtaMs: see reassignProgress (EtaMs -1: unknown).
+	BytesMoved, EtaMs int64
 }
 
 // reassignments lists the moves in progress. REQUIRES: on shard
@@ -473,6 +540,9 @@ func (c *controller) reassignments() []ReassignStatus {
 		if c.reas != nil {
 			if pr, ok := c.reas.progress[key]; ok {
 				st.EntriesBehind, st.BytesBehind = pr.state.EntriesBehind, pr.state.BytesBehind
+				st.BytesMoved, st.EtaMs = pr.moved, pr.etaMs()
+			} else {
+				st.EtaMs = -1
 			}
 		}
 		out = append(out, st)
@@ -496,11 +566,18 @@ func int32s(ids []metadata.NodeID) []int32 {
 func (c *controller) svcReassign(req *service.ReassignRequest, done func(service.ReassignResult, error)) {
 	switch req.Action {
 	case service.ReassignList:
-		done(service.ReassignResult{Moves: statuses(c.reassignments())}, nil)
+		done(service.ReassignResult{Moves: statuses(c.reassignments()), Drains: c.drainStatuses()}, nil)
+		return
+	case service.ReassignDrain, service.ReassignUndrain, service.ReassignReplace:
+		c.svcDrain(req, done)
 		return
 	case service.ReassignStart, service.ReassignCancel:
 	default:
-		done(service.ReassignResult{}, service.Errorf(service.ErrInvalidRequest, "reassign action %d is not start, cancel or list", req.Action))
+		done(service.ReassignResult{}, service.Errorf(service.ErrInvalidRequest, "reassign action %d is not start, cancel, list, drain, undrain or replace", req.Action))
+		return
+	}
+	if req.ThrottleBytesPerSecond < 0 {
+		done(service.ReassignResult{}, service.Errorf(service.ErrInvalidRequest, "throttle %d bytes/s is negative", req.ThrottleBytesPerSecond))
 		return
 	}
 	if len(req.Moves) == 0 {
@@ -562,7 +639,7 @@ func (c *controller) svcReassign(req *service.ReassignRequest, done func(service
 		case req.Action == service.ReassignCancel:
 			c.cancelReassign(m.Topic, m.Partition, next)
 		default:
-			c.reassignPartition(m.Topic, m.Partition, targets[i], dryRun, next)
+			c.reassignPartition(m.Topic, m.Partition, targets[i], req.ThrottleBytesPerSecond, dryRun, next)
 		}
 	}
 	run(0, true)
@@ -572,7 +649,7 @@ func statuses(in []ReassignStatus) []service.ReassignStatus {
 	out := make([]service.ReassignStatus, len(in))
 	for i, s := range in {
 		out[i] = service.ReassignStatus{Topic: s.Topic, Partition: s.Partition, From: s.From, Target: s.Target, Cancelled: s.Cancelled,
-			Driven: s.Driven, EntriesBehind: s.EntriesBehind, BytesBehind: s.BytesBehind, Steps: s.Steps}
+			Driven: s.Driven, EntriesBehind: s.EntriesBehind, BytesBehind: s.BytesBehind, Steps: s.Steps, BytesMoved: s.BytesMoved, EtaMs: s.EtaMs}
 	}
 	return out
 }

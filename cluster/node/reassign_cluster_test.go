@@ -56,7 +56,7 @@ func (tc *testCluster) reassign(t *testing.T, topic string, p int32, target []me
 		n := tc.metaPrimary(t)
 		if n != nil {
 			errc := make(chan error, 1)
-			onMeta(t, n, func() { n.ctrl.reassignPartition(topic, p, target, dryRun, func(err error) { errc <- err }) })
+			onMeta(t, n, func() { n.ctrl.reassignPartition(topic, p, target, 0, dryRun, func(err error) { errc <- err }) })
 			err := <-errc
 			if err == nil || !strings.Contains(err.Error(), "NOT_PRIMARY") && !strings.Contains(strings.ToLower(err.Error()), "not the primary") {
 				return err

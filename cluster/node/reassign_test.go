@@ -2,6 +2,7 @@ package node
 
 import (
 	"testing"
+	"time"
 
 	"github.com/corestream/corestream/cluster/metadata"
 	"github.com/corestream/corestream/cluster/peerwire"
@@ -82,4 +83,50 @@ func TestReassignRecord(t *testing.T) {
 	check(st(conf(ids(2, 3, 4)), false), metadata.OpReassignStep, metadata.StepRemoved, 1, true)
 	check(st(conf(ids(2, 3, 4)), false), "", "", 0, false) // not committed: no completion
 	check(st(conf(ids(2, 3, 4)), true), metadata.OpReassignComplete, "", 0, true)
+}
+
+// The throttle is the smallest a move in progress asks for, else the
+// configured one.
+func TestThrottleRate(t *testing.T) {
+	mv := func(bps int64) *metadata.Reassignment { return &metadata.Reassignment{ThrottleBytesPerSecond: bps} }
+	cases := []struct {
+		moves      []*metadata.Reassignment
+		configured int64
+		want       int64
+	}{
+		{nil, 0, 0},
+		{nil, 5 << 20, 5 << 20},
+		{[]*metadata.Reassignment{mv(0)}, 5 << 20, 5 << 20},
+		{[]*metadata.Reassignment{mv(0), mv(8 << 20), mv(2 << 20)}, 5 << 20, 2 << 20},
+		{[]*metadata.Reassignment{mv(8 << 20)}, 0, 8 << 20},
+	}
+	for i, c := range cases {
+		if got := throttleRate(c.moves, c.configured); got != c.want {
+			t.Errorf("case %d: %d, want %d", i, got, c.want)
+		}
+	}
+}
+
+// A move's progress sums how far the learners' lag shrank, smooths the
+// rate, and gives an ETA once a rate is known.
+func TestReassignProgressETA(t *testing.T) {
+	at := time.Unix(100, 0)
+	var p reassignProgress
+	st := func(behind int64) peerwire.ReassignState { return peerwire.ReassignState{BytesBehind: behind} }
+	p = p.next(st(10<<20), at)
+	if p.moved != 0 || p.etaMs() != -1 {
+		t.Fatalf("first answer: moved %d, eta %d; want 0, -1", p.moved, p.etaMs())
+	}
+	p = p.next(st(8<<20), at.Add(time.Second)) // 2 MiB/s
+	if p.moved != 2<<20 || p.etaMs() != 4000 {
+		t.Fatalf("second answer: moved %d, eta %d; want 2 MiB, 4000", p.moved, p.etaMs())
+	}
+	p = p.next(st(8<<20), at.Add(2*time.Second)) // a stall: the rate falls by the weight
+	if want := int64(5714); p.etaMs() != want {  // 8 MiB at 0.7 x 2 MiB/s
+		t.Fatalf("after a stall: eta %d, want %d", p.etaMs(), want)
+	}
+	p = p.next(st(0), at.Add(3*time.Second)) // caught up (promoted)
+	if p.moved != 10<<20 || p.etaMs() != 0 {
+		t.Fatalf("caught up: moved %d, eta %d; want 10 MiB, 0", p.moved, p.etaMs())
+	}
 }

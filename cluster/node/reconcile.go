@@ -328,6 +328,7 @@ func (n *Node) openReplica(h *partition.Host, t *metadata.Topic, p int32, reps [
 		Topic: t.Name, TopicID: t.ID, Partition: p,
 		Self: n.self, Replicas: ids, Learners: learners, Limits: n.limits,
 		Send: n.sendFn(), OnRoute: n.routeChanged, Alive: n.aliveFn(),
+		Throttle: n.throttle,
 	})
 	if err == nil {
 		n.opened(r, h.Shard().ID())

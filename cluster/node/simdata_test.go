@@ -334,7 +334,7 @@ func (nd *dsNode) start() {
 	}
 	nd.group, nd.up, nd.rt = g, true, routes{}
 	nd.svc = &nodeService{svcDeps: svcDeps{
-		self: raftlite.NodeID(nd.id), clusterID: "sim",
+		self: raftlite.NodeID(nd.id), clusterID: func() string { return "sim" },
 		addrOf: func(id int32) string { return fmt.Sprintf("node-%d:7070", id) },
 		group:  g, hosts: nd.hosts, shardOf: nd.shardOf,
 		view:       func() *View { return s.view },

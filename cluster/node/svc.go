@@ -33,8 +33,9 @@ var _ service.Service = (*nodeService)(nil)
 
 // svcDeps is what the service needs of the rest of the node.
 type svcDeps struct {
-	self      raftlite.NodeID
-	clusterID string
+	self raftlite.NodeID
+	// clusterID names the cluster in handshakes and Kafka metadata.
+	clusterID func() string
 	storage   config.Storage
 	// roster is the roster now (roster.go: it changes at run time).
 	roster func() []config.RosterNode
@@ -109,7 +110,7 @@ type metadataAdmin interface {
 // started (n.group, n.hosts set).
 func newService(n *Node) *nodeService {
 	return &nodeService{svcDeps: svcDeps{
-		self: n.self, clusterID: n.clusterID(), storage: n.cfg.Storage, roster: n.roster.nodes,
+		self: n.self, clusterID: n.clusterName, storage: n.cfg.Storage, roster: n.roster.nodes,
 		addrOf: n.addrOf, httpAddrOf: n.httpAddrOf, kafkaAddrOf: n.kafkaAddrOf,
 		group: n.group, hosts: n.hosts, shardOf: n.shardOf,
 		view: n.view.Load, routes: &n.routes, alive: n.alive, ready: n.metadataReady, metaRoute: n.metaRoute,

@@ -15,7 +15,7 @@ import (
 
 // Identity implements service.Meta.
 func (s *nodeService) Identity() service.Identity {
-	return service.Identity{NodeID: int32(s.self), ClusterID: s.clusterID, Version: Version}
+	return service.Identity{NodeID: int32(s.self), ClusterID: s.clusterID(), Version: Version}
 }
 
 // MetadataRoute implements service.Meta.
@@ -196,10 +196,14 @@ func (s *nodeService) clusterStatus() service.ClusterStatus {
 	res.RebalanceInProgress = s.rebalancing()
 	brokers := s.Brokers()
 	stats := map[int32]*service.NodeStatus{}
-	for _, b := range brokers {
-		stats[b.ID] = &service.NodeStatus{Broker: b}
+	v := s.view()
+	if !v.ClusterID.IsZero() {
+		res.ClusterID = v.ClusterID.String()
 	}
-	for _, t := range s.view().Sorted {
+	for _, b := range brokers {
+		stats[b.ID] = &service.NodeStatus{Broker: b, Draining: v.Drains[b.ID] != nil}
+	}
+	for _, t := range v.Sorted {
 		for p := range t.Replicas {
 			pr := s.partitionRoute(t, int32(p))
 			res.Partitions++

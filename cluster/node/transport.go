@@ -58,6 +58,7 @@ func (n *Node) startPeers(ln *netio.Listener) error {
 		},
 		transfer:      func(t peerwire.Transfer) { n.replicas.transfer(t.TopicID, t.Partition, t.Target) },
 		reassign:      n.reassignLocal,
+		cluster:       func() [16]byte { return n.clusterRecorded() },
 		reassignState: n.reassignObserved,
 		peerDown:      func(id int32) { n.replicas.peerDown(raftlite.NodeID(id)) },
 		liveness:      n.logNodeLiveness,

@@ -30,6 +30,10 @@ type View struct {
 	Moves  []*metadata.Reassignment
 	// Roster is the committed roster by id (nil until recorded).
 	Roster []*metadata.Member
+	// ClusterID is the cluster's id (zero until minted); Drains the
+	// nodes marked draining, by node id.
+	ClusterID metadata.ClusterID
+	Drains    map[metadata.NodeID]*metadata.Drain
 }
 
 func newView(s *metadata.State, applied int64) *View {
@@ -48,6 +52,11 @@ func newView(s *metadata.State, applied int64) *View {
 	v.Moving = make(map[[20]byte]*metadata.Reassignment, len(v.Moves))
 	for _, m := range v.Moves {
 		v.Moving[shardKey(m.TopicID, m.Partition)] = m
+	}
+	v.ClusterID = s.ClusterID()
+	v.Drains = map[metadata.NodeID]*metadata.Drain{}
+	for _, d := range s.Drains() {
+		v.Drains[d.Node] = d
 	}
 	return v
 }

@@ -4,17 +4,18 @@
 // (which signs forwarded requests and login tokens: a node with another
 // one would join and then fail every request forwarded to or from it),
 // and the compatibility checks every replication connection must pass
-// (server version and K, the replica connections per peer).
+// (server version, K, the replica connections per peer, and the cluster
+// id each side's data directory records).
 //
 // Exchange, on every new replication connection (dialer D, listener L):
 //
-//	D → L  Hello      {version, node, K, conn index, D's nonce}
-//	L → D  Challenge  {version, node, K, L's nonce, L's proofs}  or Refusal
+//	D → L  Hello      {version, node, K, conn index, cluster, D's nonce}
+//	L → D  Challenge  {version, node, K, cluster, L's nonce, L's proofs}  or Refusal
 //	D → L  Proof      {D's proofs}                               or Refusal
 //	L → D  Welcome                                               or Refusal
 //
 // A proof is HMAC-SHA256(secret, role ‖ both nonces ‖ both node ids ‖ K ‖
-// conn index ‖ version), so a proof is useless on another connection, in
+// conn index ‖ version ‖ both cluster ids), so a proof is useless on another connection, in
 // the other direction, or with other parameters. Each side sends two
 // proofs, the same HMAC keyed once with the cluster secret and once with
 // http.jwt_secret (role prefixed "http "), so that a refusal can say
@@ -48,9 +49,10 @@ const (
 var Magic = [4]byte{'C', 'S', 'P', 'R'}
 
 // ProtocolVersion is the version of this handshake's encoding. Version 2
-// added the http.jwt_secret proofs; nodes must run the same server
-// version anyway (Compatible), so there is no version 1 fallback.
-const ProtocolVersion = 2
+// added the http.jwt_secret proofs, version 3 the cluster id in Params;
+// nodes must run the same server version anyway (Compatible), so there
+// is no fallback to an older one.
+const ProtocolVersion = 3
 
 // NonceBytes is the size of each side's nonce.
 const NonceBytes = 32
@@ -80,6 +82,10 @@ type Params struct {
 	K int32
 	// ConnIndex is which of the K connections this is (set by the dialer).
 	ConnIndex int32
+	// Cluster is the cluster id recorded in the sender's data directory
+	// (zero: not learned yet, a new node). Two nodes that both know one
+	// must know the same (Compatible).
+	Cluster [16]byte
 }
 
 // Hello is the dialer's opening message.
@@ -124,6 +130,10 @@ func Compatible(ours, theirs Params) error {
 	if ours.Version != theirs.Version {
 		return fmt.Errorf("%w: server version %q here, %q on node %d", ErrIncompatible, ours.Version, theirs.Version, theirs.Node)
 	}
+	if ours.Cluster != ([16]byte{}) && theirs.Cluster != ([16]byte{}) && ours.Cluster != theirs.Cluster {
+		return fmt.Errorf("%w: this node's data directory belongs to cluster %s, node %d's to cluster %s: one of them was started on another cluster's data directory (or with another cluster's roster)",
+			ErrIncompatible, uuidText(ours.Cluster), theirs.Node, uuidText(theirs.Cluster))
+	}
 	if ours.K != theirs.K {
 		return fmt.Errorf("%w: cluster.coordinator.replica_connections_per_peer is %d here, %d on node %d", ErrIncompatible, ours.K, theirs.K, theirs.Node)
 	}
@@ -143,6 +153,8 @@ func proof(secret []byte, role string, dialer, listener Params, dn, ln [NonceByt
 	binary.BigEndian.PutUint32(b[12:], uint32(dialer.ConnIndex))
 	m.Write(b[:])
 	m.Write([]byte(dialer.Version))
+	m.Write(dialer.Cluster[:])
+	m.Write(listener.Cluster[:])
 	var out [sha256.Size]byte
 	copy(out[:], m.Sum(nil))
 	return out
@@ -212,7 +224,13 @@ func appendParams(b []byte, p Params) []byte {
 	b = binary.BigEndian.AppendUint32(b, uint32(p.K))
 	b = binary.BigEndian.AppendUint32(b, uint32(p.ConnIndex))
 	b = append(b, byte(len(p.Version)))
-	return append(b, p.Version...)
+	b = append(b, p.Version...)
+	return append(b, p.Cluster[:]...)
+}
+
+// uuidText renders a cluster id as canonical UUID text.
+func uuidText(id [16]byte) string {
+	return fmt.Sprintf("%x-%x-%x-%x-%x", id[0:4], id[4:6], id[6:8], id[8:10], id[10:16])
 }
 
 // EncodeHello encodes h.
@@ -269,6 +287,7 @@ func (r *reader) params() Params {
 		r.err = ErrMalformed
 	}
 	p.Version = string(r.take(n))
+	copy(p.Cluster[:], r.take(16))
 	return p
 }
 

@@ -85,6 +85,25 @@ func TestHandshake(t *testing.T) {
 	if !errors.Is(le, ErrIncompatible) || !strings.Contains(de.Error(), "replica_connections_per_peer is 4 here, 2 on node 1") {
 		t.Fatalf("K mismatch: dialer %v, listener %v", de, le)
 	}
+	// Cluster ids: refused when both are known and differ, in either
+	// direction, and the refusal names both; a node that knows none yet
+	// (a new one) is let in.
+	a, b := [16]byte{0xaa, 1}, [16]byte{0xbb, 2}
+	da, lb := d, l
+	da.Cluster, lb.Cluster = a, b
+	de, le = handshake("s", "s", da, lb)
+	if !errors.Is(le, ErrIncompatible) || !errors.Is(de, ErrRefused) ||
+		!strings.Contains(le.Error(), "belongs to cluster bb020000-0000-0000-0000-000000000000, node 1's to cluster aa010000-0000-0000-0000-000000000000") {
+		t.Fatalf("cluster mismatch: dialer %v, listener %v", de, le)
+	}
+	la := l
+	la.Cluster = a
+	if de, le := handshake("s", "s", da, la); de != nil || le != nil {
+		t.Fatalf("the same cluster refused: %v / %v", de, le)
+	}
+	if de, le := handshake("s", "s", d, la); de != nil || le != nil {
+		t.Fatalf("a new node (no cluster id yet) refused: %v / %v", de, le)
+	}
 }
 
 func TestProofIsBoundToTheConnection(t *testing.T) {

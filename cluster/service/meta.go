@@ -111,6 +111,9 @@ type ClusterStatus struct {
 	UnderReplicated     int32
 	Offline             int32
 	Nodes               []NodeStatus
+	// ClusterID is the cluster's UUID ("" until the first metadata
+	// primary minted it).
+	ClusterID string
 }
 
 // NodeStatus is one node with its share of partitions.
@@ -119,6 +122,8 @@ type NodeStatus struct {
 	Primaries          int32
 	Replicas           int32
 	PreferredPrimaries int32
+	// Draining says the node is marked draining (replicas move off it).
+	Draining bool
 }
 
 // InitProducerRequest asks for an idempotent producer id, or a new epoch

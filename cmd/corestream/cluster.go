@@ -30,6 +30,7 @@ type nodeJSON struct {
 	Primaries          int32  `json:"primaries"`
 	PreferredPrimaries int32  `json:"preferred_primaries"`
 	Replicas           int32  `json:"replicas"`
+	Draining           bool   `json:"draining"`
 	// State is the node's roster state (joining, active, leaving); empty
 	// when the roster could not be read.
 	State string `json:"state,omitempty"`
@@ -65,6 +66,7 @@ func newClusterStatusCmd() *cobra.Command {
 					}
 				}
 				out := struct {
+					ClusterID           string     `json:"cluster_id"`
 					MetadataPrimary     int32      `json:"metadata_primary"`
 					MetadataGeneration  int32      `json:"metadata_generation"`
 					RebalanceInProgress bool       `json:"rebalance_in_progress"`
@@ -72,20 +74,25 @@ func newClusterStatusCmd() *cobra.Command {
 					UnderReplicated     int32      `json:"under_replicated"`
 					Offline             int32      `json:"offline"`
 					Nodes               []nodeJSON `json:"nodes"`
-				}{st.MetadataPrimaryID, st.MetadataGeneration, st.RebalanceInProgress, st.Partitions, st.UnderReplicated, st.Offline, []nodeJSON{}}
+				}{st.ClusterID, st.MetadataPrimaryID, st.MetadataGeneration, st.RebalanceInProgress, st.Partitions, st.UnderReplicated, st.Offline, []nodeJSON{}}
 				for _, n := range st.Nodes {
-					out.Nodes = append(out.Nodes, nodeJSON{n.ID, n.ClientAddr, n.HTTPAddr, n.KafkaAddr, n.Alive, racks[n.ID], n.Primaries, n.PreferredPrimaries, n.Replicas, states[n.ID]})
+					out.Nodes = append(out.Nodes, nodeJSON{n.ID, n.ClientAddr, n.HTTPAddr, n.KafkaAddr, n.Alive, racks[n.ID], n.Primaries, n.PreferredPrimaries, n.Replicas, n.Draining, states[n.ID]})
 				}
 				return a.emit(out, func(w io.Writer) {
 					mp := "none (no quorum)"
 					if out.MetadataPrimary != wire.NodeNone {
 						mp = fmt.Sprintf("node %d (generation %d)", out.MetadataPrimary, out.MetadataGeneration)
 					}
+					cid := out.ClusterID
+					if cid == "" {
+						cid = "not minted yet"
+					}
+					fmt.Fprintf(w, "cluster id: %s\n", cid)
 					fmt.Fprintf(w, "metadata primary: %s\n", mp)
 					fmt.Fprintf(w, "partitions: %d (under-replicated %d, offline %d)\n", out.Partitions, out.UnderReplicated, out.Offline)
 					fmt.Fprintf(w, "rebalance in progress: %s\n", yesNo(out.RebalanceInProgress))
 					tw := table(w)
-					fmt.Fprintln(tw, "NODE\tCLIENT ADDRESS\tKAFKA ADDRESS\tRACK\tALIVE\tPRIMARIES\tPREFERRED\tREPLICAS\tSTATE")
+					fmt.Fprintln(tw, "NODE\tCLIENT ADDRESS\tKAFKA ADDRESS\tRACK\tALIVE\tDRAINING\tPRIMARIES\tPREFERRED\tREPLICAS\tSTATE")
 					for _, n := range out.Nodes {
 						kafka, rack, state := n.KafkaAddr, n.Rack, n.State
 						if state == "" {
@@ -97,7 +104,7 @@ func newClusterStatusCmd() *cobra.Command {
 						if rack == "" {
 							rack = "-"
 						}
-						fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%d\t%d\t%d\t%s\n", n.ID, n.ClientAddr, kafka, rack, yesNo(n.Alive), n.Primaries, n.PreferredPrimaries, n.Replicas, state)
+						fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\t%d\t%d\t%d\t%s\n", n.ID, n.ClientAddr, kafka, rack, yesNo(n.Alive), yesNo(n.Draining), n.Primaries, n.PreferredPrimaries, n.Replicas, state)
 					}
 					tw.Flush()
 				})

@@ -43,6 +43,31 @@ type reassignMoveJSON struct {
 	EntriesBehind int64    `json:"entries_behind"`
 	BytesBehind   int64    `json:"bytes_behind"`
 	Steps         []string `json:"steps"`
+	// BytesMoved is how far the new replicas' lag shrank; EtaMs the time
+	// left at the recent catch-up rate (-1: unknown yet).
+	BytesMoved int64 `json:"bytes_moved"`
+	EtaMs      int64 `json:"eta_ms"`
+}
+
+// parseRate reads a --throttle value: bytes per second, with an optional
+// K, M or G suffix (powers of 1024), "0" for none.
+func parseRate(s string) (int64, error) {
+	mult := int64(1)
+	t := strings.TrimSuffix(strings.TrimSpace(s), "/s")
+	t = strings.TrimSuffix(strings.TrimSuffix(t, "B"), "i")
+	switch {
+	case strings.HasSuffix(t, "K"):
+		mult, t = 1<<10, strings.TrimSuffix(t, "K")
+	case strings.HasSuffix(t, "M"):
+		mult, t = 1<<20, strings.TrimSuffix(t, "M")
+	case strings.HasSuffix(t, "G"):
+		mult, t = 1<<30, strings.TrimSuffix(t, "G")
+	}
+	v, err := strconv.ParseInt(t, 10, 64)
+	if err != nil || v < 0 || v > (1<<62)/mult {
+		return 0, usageErrorf("--throttle %q: give bytes per second, as 1048576, 512K or 20M (0: none)", s)
+	}
+	return v * mult, nil
 }
 
 // parseNodeIDs reads "1,4,5".
@@ -87,14 +112,15 @@ func readPlan(path string) ([]wire.ReassignMove, error) {
 func movesJSON(ms []wire.ReassignStatus) []reassignMoveJSON {
 	out := []reassignMoveJSON{}
 	for _, m := range ms {
-		out = append(out, reassignMoveJSON{m.Topic, m.Partition, m.From, m.Target, m.Cancelled, m.Driven, m.EntriesBehind, m.BytesBehind, m.Steps})
+		out = append(out, reassignMoveJSON{m.Topic, m.Partition, m.From, m.Target, m.Cancelled, m.Driven, m.EntriesBehind, m.BytesBehind, m.Steps,
+			m.BytesMoved, m.EtaMs})
 	}
 	return out
 }
 
 func printMoves(w io.Writer, ms []reassignMoveJSON) {
 	tw := table(w)
-	fmt.Fprintln(tw, "PARTITION\tFROM\tTO\tSTATE\tENTRIES BEHIND\tBYTES BEHIND\tSTEPS")
+	fmt.Fprintln(tw, "PARTITION\tFROM\tTO\tSTATE\tENTRIES BEHIND\tBYTES BEHIND\tMOVED\tETA\tSTEPS")
 	for _, m := range ms {
 		state := "waiting"
 		if m.Driven {
@@ -103,8 +129,8 @@ func printMoves(w io.Writer, ms []reassignMoveJSON) {
 		if m.Cancelled {
 			state += " (cancelled: back to FROM)"
 		}
-		fmt.Fprintf(tw, "%s/%d\t%s\t%s\t%s\t%d\t%d\t%s\n", m.Topic, m.Partition, ids(m.From), ids(m.Target), state,
-			m.EntriesBehind, m.BytesBehind, strings.Join(m.Steps, ", "))
+		fmt.Fprintf(tw, "%s/%d\t%s\t%s\t%s\t%d\t%d\t%s\t%s\t%s\n", m.Topic, m.Partition, ids(m.From), ids(m.Target), state,
+			m.EntriesBehind, m.BytesBehind, humanBytes(m.BytesMoved), eta(m.EtaMs), strings.Join(m.Steps, ", "))
 	}
 	tw.Flush()
 }
@@ -122,13 +148,18 @@ func runReassign(cmd *cobra.Command, req *wire.ReassignRequest, wait bool) error
 		if req.DryRun {
 			verb = "checked, not started (dry run)"
 		}
+		drains := drainsJSON(resp.Drains)
 		if err := a.emit(struct {
 			Action string             `json:"action"`
 			Moves  []reassignMoveJSON `json:"moves"`
-		}{verb, out}, func(w io.Writer) {
+			Drains []drainJSON        `json:"drains"`
+		}{verb, out, drains}, func(w io.Writer) {
 			fmt.Fprintf(w, "%d moves %s\n", len(out), verb)
 			if len(out) > 0 {
 				printMoves(w, out)
+			}
+			if len(drains) > 0 {
+				printDrains(w, drains)
 			}
 		}); err != nil {
 			return err
@@ -157,15 +188,13 @@ func followMoves(ctx context.Context, a *app, c *client.Client, named []wire.Rea
 			return fmt.Errorf("following the moves: %w", err)
 		}
 		var left []reassignMoveJSON
-		var bytes int64
 		for _, m := range movesJSON(resp.Moves) {
 			if want[fmt.Sprintf("%s/%d", m.Topic, m.Partition)] {
 				left = append(left, m)
-				bytes += m.BytesBehind
 			}
 		}
 		if !a.json {
-			fmt.Fprintf(a.stdout, "%v: %d of %d moves left, %d bytes behind\n", time.Since(start).Round(100*time.Millisecond), len(left), len(want), bytes)
+			fmt.Fprintln(a.stdout, progressLine(time.Since(start), len(want)-len(left), len(want), left))
 		}
 		if len(left) == 0 {
 			return a.emit(struct {
@@ -181,8 +210,70 @@ func followMoves(ctx context.Context, a *app, c *client.Client, named []wire.Rea
 	}
 }
 
+// progressLine is one line of --wait: a bar of the moves finished, the
+// bytes behind and moved, and the ETA of the moves under way (their bytes
+// behind at their recent rates; unknown until each has two answers).
+func progressLine(elapsed time.Duration, done, total int, left []reassignMoveJSON) string {
+	const width = 20
+	filled := 0
+	if total > 0 {
+		filled = done * width / total
+	}
+	return fmt.Sprintf("%v [%s%s] %d/%d moves done, %s", elapsed.Round(100*time.Millisecond),
+		strings.Repeat("#", filled), strings.Repeat(".", width-filled), done, total, movesProgress(left))
+}
+
+// movesProgress sums the bytes behind and moved of moves and their ETA.
+func movesProgress(left []reassignMoveJSON) string {
+	var behind, moved int64
+	var rate float64 // bytes/s of the moves under way
+	known := true
+	for _, m := range left {
+		behind += m.BytesBehind
+		moved += m.BytesMoved
+		switch {
+		case m.BytesBehind == 0:
+		case m.EtaMs > 0:
+			rate += float64(m.BytesBehind) / (float64(m.EtaMs) / 1000)
+		default:
+			known = false
+		}
+	}
+	etaText := "-"
+	switch {
+	case behind == 0 && len(left) > 0:
+		etaText = "waiting for a step"
+	case behind == 0:
+		etaText = "0s"
+	case known && rate > 0:
+		etaText = eta(int64(float64(behind) / rate * 1000))
+	}
+	return fmt.Sprintf("%s behind, %s moved, ETA %s", humanBytes(behind), humanBytes(moved), etaText)
+}
+
+// eta renders a time left in ms (-1: unknown).
+func eta(ms int64) string {
+	if ms < 0 {
+		return "-"
+	}
+	return (time.Duration(ms) * time.Millisecond).Round(100 * time.Millisecond).String()
+}
+
+// humanBytes renders n bytes in KiB, MiB or GiB.
+func humanBytes(n int64) string {
+	switch {
+	case n >= 1<<30:
+		return fmt.Sprintf("%.1f GiB", float64(n)/(1<<30))
+	case n >= 1<<20:
+		return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20))
+	case n >= 1<<10:
+		return fmt.Sprintf("%.1f KiB", float64(n)/(1<<10))
+	}
+	return fmt.Sprintf("%d B", n)
+}
+
 func newPartitionReassignCmd() *cobra.Command {
-	var replicas string
+	var replicas, throttle string
 	var dryRun, cancel, wait bool
 	cmd := &cobra.Command{
 		Use:   "reassign TOPIC P --replicas 1,4,5 [--dry-run] [--wait] | --cancel",
@@ -194,6 +285,9 @@ func newPartitionReassignCmd() *cobra.Command {
 				return err
 			}
 			req := &wire.ReassignRequest{Action: wire.ReassignStart, DryRun: dryRun, Moves: []wire.ReassignMove{{Topic: args[0], Partition: p}}}
+			if req.ThrottleBytesPerSecond, err = parseRate(throttle); err != nil {
+				return err
+			}
 			switch {
 			case cancel && replicas != "":
 				return usageErrorf("--cancel takes no --replicas")
@@ -213,11 +307,12 @@ func newPartitionReassignCmd() *cobra.Command {
 	cmd.Flags().BoolVar(&dryRun, "dry-run", false, "check the move, start nothing")
 	cmd.Flags().BoolVar(&cancel, "cancel", false, "turn the partition's move back to the replicas it started from")
 	cmd.Flags().BoolVar(&wait, "wait", false, "follow the move's progress until it finishes")
+	cmd.Flags().StringVar(&throttle, "throttle", "0", "catch-up bytes/s each node sends the new replica, as 20M (0: the nodes' cluster.reassign_throttle_bytes_per_second)")
 	return cmd
 }
 
 func newClusterReassignCmd() *cobra.Command {
-	var plan string
+	var plan, throttle string
 	var dryRun, cancel, wait bool
 	cmd := &cobra.Command{
 		Use:   "reassign [--plan FILE [--dry-run] [--wait] [--cancel]]",
@@ -235,6 +330,9 @@ func newClusterReassignCmd() *cobra.Command {
 				return err
 			}
 			req := &wire.ReassignRequest{Action: wire.ReassignStart, DryRun: dryRun, Moves: moves}
+			if req.ThrottleBytesPerSecond, err = parseRate(throttle); err != nil {
+				return err
+			}
 			if cancel {
 				req.Action = wire.ReassignCancel
 			}
@@ -245,5 +343,6 @@ func newClusterReassignCmd() *cobra.Command {
 	cmd.Flags().BoolVar(&dryRun, "dry-run", false, "check the whole plan, start nothing")
 	cmd.Flags().BoolVar(&cancel, "cancel", false, "turn the plan's moves back to the replicas they started from")
 	cmd.Flags().BoolVar(&wait, "wait", false, "follow the moves' progress until they finish")
+	cmd.Flags().StringVar(&throttle, "throttle", "0", "catch-up bytes/s each node sends the new replicas, as 20M (0: the nodes' cluster.reassign_throttle_bytes_per_second)")
 	return cmd
 }

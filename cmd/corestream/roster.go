@@ -30,7 +30,7 @@ type memberJSON struct {
 func parseNodeID(s string) (int32, error) {
 	id, err := strconv.ParseInt(s, 10, 32)
 	if err != nil || id < 1 || id > wire.RosterNodesMax {
-		return 0, usageErrorf("node id %q is not a number in 1..%d", s, wire.RosterNodesMax)
+		return 0, usageErrorf("%q is not a node id (1..%d)", s, wire.RosterNodesMax)
 	}
 	return int32(id), nil
 }

@@ -31,6 +31,7 @@ func (r *ClusterStatusRequest) DecodeBody(body []byte, version uint16) error {
 //	primaries            int32   partitions this node is primary of
 //	replicas             int32   partitions this node holds a replica of
 //	preferred_primaries  int32   partitions whose preferred primary it is
+//	draining             bool    (v2) marked draining: replicas move off it
 type NodeStatus struct {
 	ID                 int32
 	ClientAddr         string
@@ -40,11 +41,13 @@ type NodeStatus struct {
 	Primaries          int32
 	Replicas           int32
 	PreferredPrimaries int32
+	Draining           bool
 }
 
 // ClusterStatusResponse answers ClusterStatus.
 //
-// Body v0 and v1 (v1 adds each node's kafka_addr):
+// Body v0, v1 (adds each node's kafka_addr) and v2 (adds each node's
+// draining flag and, last, the cluster's id):
 //
 //	metadata_primary_id    int32
 //	metadata_generation    int32
@@ -53,6 +56,7 @@ type NodeStatus struct {
 //	under_replicated       int32   partitions with fewer in-sync replicas than replicas
 //	offline                int32   partitions without a primary
 //	nodes                  array of NodeStatus
+//	cluster_id             string  (v2) the cluster's UUID; empty until minted
 type ClusterStatusResponse struct {
 	MetadataPrimaryID   int32
 	MetadataGeneration  int32
@@ -61,6 +65,7 @@ type ClusterStatusResponse struct {
 	UnderReplicated     int32
 	Offline             int32
 	Nodes               []NodeStatus
+	ClusterID           string
 }
 
 func (*ClusterStatusResponse) isResponse() {}
@@ -88,6 +93,12 @@ func (r *ClusterStatusResponse) AppendBody(dst []byte, version uint16) []byte {
 		dst = be.AppendUint32(dst, uint32(n.Primaries))
 		dst = be.AppendUint32(dst, uint32(n.Replicas))
 		dst = be.AppendUint32(dst, uint32(n.PreferredPrimaries))
+		if version >= 2 {
+			dst = appendBool(dst, n.Draining)
+		}
+	}
+	if version >= 2 {
+		dst = appendString(dst, r.ClusterID)
 	}
 	return dst
 }
@@ -114,6 +125,12 @@ func (r *ClusterStatusResponse) DecodeBody(body []byte, version uint16) error {
 		n.Primaries = d.i32("nodes[].primaries")
 		n.Replicas = d.i32("nodes[].replicas")
 		n.PreferredPrimaries = d.i32("nodes[].preferred_primaries")
+		if version >= 2 {
+			n.Draining = d.boolean("nodes[].draining")
+		}
+	}
+	if version >= 2 {
+		d.str("cluster_id", ClusterIDBytesMax, &r.ClusterID)
 	}
 	return d.done()
 }

@@ -55,12 +55,12 @@ var apiTable = []APIVersion{
 	{APICommitOffsets, "CommitOffsets", 0, 0, "store a named consumer's offsets (coordinator)"},
 	{APIFetchOffsets, "FetchOffsets", 0, 0, "read a named consumer's offsets (coordinator)"},
 	{APIInitProducer, "InitProducer", 0, 0, "obtain an idempotent producer id and epoch"},
-	{APIClusterStatus, "ClusterStatus", 0, 1, "nodes with their primary and replica counts (v1: and their Kafka addresses)"},
+	{APIClusterStatus, "ClusterStatus", 0, 2, "nodes with their primary and replica counts (v1: and their Kafka addresses; v2: draining flags and the cluster id)"},
 	{APIMovePrimary, "MovePrimary", 0, 0, "move one partition's primary to another replica (metadata primary)"},
 	{APIRebalance, "Rebalance", 0, 1, "plan, or plan and start, primary moves toward balance (metadata primary)"},
 	{APIDescribePartition, "DescribePartition", 0, 0, "one partition's route, offsets and replica progress"},
 	{APIAuthenticate, "Authenticate", 0, 0, "one step of the SCRAM-SHA-256 exchange that authenticates a connection (after Handshake)"},
-	{APIReassign, "Reassign", 0, 0, "start, cancel or list replica moves (metadata primary)"},
+	{APIReassign, "Reassign", 0, 1, "start, cancel or list replica moves (metadata primary); v1: drain, undrain or replace a node, a throttle, progress"},
 	{APIChangeRoster, "ChangeRoster", 0, 0, "add a node to the roster or remove a drained one (metadata primary), or list the roster"},
 }
 

@@ -67,6 +67,9 @@ type Config struct {
 	OnConf func(r *Replica, conf raftlite.Membership)
 	// NowMs is the wall clock (log append times).
 	NowMs func() int64
+	// Throttle, when set, bounds the catch-up bytes this replica sends
+	// to learners while it leads (throttle.go; shared by the node).
+	Throttle *Throttle
 	// Alive reports whether a peer is believed up; nil means always. A
 	// primary that cannot reach a majority of its replicas refuses writes
 	// with ErrNotEnoughReplicas instead of letting them time out.
@@ -218,9 +221,10 @@ func (r *Replica) startRaft() error {
 	returning := hs.Term > 0 && len(r.cfg.Replicas) == 2
 	node, err := raftlite.New(raftlite.Config{
 		ID: r.cfg.Self, Group: GroupID(r.key), Replicas: set, Learners: learners, Log: r.rlog, HardState: hs,
-		Seed:      xxhash.Sum64(append(r.key[:], byte(r.cfg.Self))),
-		Preferred: preferred || returning,
-		Limits:    r.cfg.Limits,
+		Seed:          xxhash.Sum64(append(r.key[:], byte(r.cfg.Self))),
+		Preferred:     preferred || returning,
+		Limits:        r.cfg.Limits,
+		LearnerBudget: r.learnerBudget(),
 	})
 	if err != nil {
 		return fmt.Errorf("partition %s/%d: %w", r.cfg.Topic, r.cfg.Partition, err)
