@@ -291,24 +291,3 @@ func (s *nodeService) DescribeGroup(_ *shard.Shard, group string, done func(serv
 	}
 	done(out, s.groupErr(err))
 }
-
-// DeleteGroup implements service.Groups. The group's committed offsets
-// stay for now: the metadata group has no command that drops a named
-// consumer's offsets yet.
-func (s *nodeService) DeleteGroup(_ *shard.Shard, group string, done func(error)) {
-	c, err := s.coordinator(group)
-	if err != nil {
-		done(err)
-		return
-	}
-	done(s.groupErr(c.Delete(group)))
-}
-
-// DeleteGroupOffsets implements service.Groups.
-func (s *nodeService) DeleteGroupOffsets(_ *shard.Shard, req *service.DeleteGroupOffsetsRequest, done func([]error, error)) {
-	if _, err := s.coordinator(req.Group); err != nil {
-		done(nil, err)
-		return
-	}
-	done(nil, service.Errorf(service.ErrInvalidRequest, "deleting a group's offsets is not served yet"))
-}
