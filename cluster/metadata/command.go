@@ -22,7 +22,7 @@ const (
 	// OpDeleteOffsets drops a consumer's committed offsets: those of
 	// Offsets (only their keys are read), or every one when it is empty.
 	OpDeleteOffsets Op = "delete_offsets"
-	OpPrimaryMoved      Op = "primary_moved"
+	OpPrimaryMoved  Op = "primary_moved"
 	// The user commands (users.go); Command.User carries the user, with
 	// only the fields the op needs: a credential, never a password.
 	OpCreateUser  Op = "create_user"
