@@ -182,4 +182,28 @@ func TestSDKGroupCluster(t *testing.T) {
 	if named, err := cl.FetchOffsets(ctx, "sgg", nil); err != nil || !atEnds(named) {
 		t.Fatalf("the group's offsets as a named consumer's: %v %v, want the ends %v", named, err, ends)
 	}
+
+	// The coordinator's node stops: the members find the new one, rejoin
+	// and go on from the committed offsets.
+	co, err := cl.FindCoordinator(ctx, "sgg")
+	if err != nil {
+		t.Fatal(err)
+	}
+	stopped := time.Now()
+	tc.stopNode(int(co.NodeID - 1))
+	produceAll(t, ctx, cl, "sg", 1800, 600)
+	waitProcessed(t, led, 2400, 90*time.Second)
+	clusterWait(t, 60*time.Second, "m1 and m2 with 6 partitions each at the new coordinator", func() bool {
+		st, per, err := sdkAssigned(ctx, cl, "sgg")
+		return err == nil && st == "Stable" && len(per) == 2 && per["m1"] == 6 && per["m2"] == 6
+	})
+	_, dup := led.count()
+	t.Logf("after the coordinator's node %d stopped: every record processed within %v, %d processed twice", co.NodeID, time.Since(stopped), dup)
+	// Membership is not replicated yet (design/groups.md): the new
+	// coordinator refuses the commits of members it does not know until
+	// they rejoin, so what they processed meanwhile is processed again;
+	// the offsets committed before stay.
+	if dup > 600 {
+		t.Errorf("%d records processed twice", dup)
+	}
 }
