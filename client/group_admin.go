@@ -81,7 +81,10 @@ func (c *Client) groupCall(ctx context.Context, group string, req wire.Request, 
 		}
 		cn, err := c.connTo(ctx, addr)
 		if err == nil {
-			if err = cn.roundTrip(ctx, req, resp, false); err == nil {
+			// ownFrame: the answers keep byte slices into their frame
+			// (metadata, assignments), which another answer on the
+			// connection would overwrite in a shared buffer.
+			if err = cn.roundTrip(ctx, req, resp, true); err == nil {
 				return nil
 			}
 		}

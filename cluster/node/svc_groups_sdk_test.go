@@ -3,6 +3,7 @@ package node
 import (
 	"context"
 	"errors"
+	"fmt"
 	"testing"
 	"time"
 
@@ -276,4 +277,87 @@ func TestSDKGroupJoinAndMixedMembers(t *testing.T) {
 	if byK == 0 {
 		t.Error("the franz-go member processed nothing")
 	}
+}
+
+// A static SDK member (InstanceID) that restarts within its session
+// takes its old place and partitions at the same generation, without a
+// rebalance, and resumes from its commit. The two members share one
+// client, so their answers share a connection (an assignment that
+// aliased a shared read buffer came back as the other member's).
+func TestSDKGroupStaticRestart(t *testing.T) {
+	n := runNode(t, t.TempDir(), nil)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	cl, err := client.Dial(ctx, n.ClientAddr())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	createTopic(t, ctx, cl, client.TopicSpec{Name: "ss", Partitions: 4, ReplicationFactor: 1})
+	member := func(instance string) *client.GroupConsumer {
+		gc, err := cl.NewGroupConsumer(client.GroupConfig{Group: "ssg", InstanceID: instance, SessionTimeout: 10 * time.Second,
+			HeartbeatInterval: 200 * time.Millisecond})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := gc.Subscribe("ss"); err != nil {
+			t.Fatal(err)
+		}
+		return gc
+	}
+	other := member("")
+	defer other.Close()
+	go func() { // the other member polls throughout, so rebalances complete
+		for ctx.Err() == nil {
+			pctx, pcancel := context.WithTimeout(ctx, 200*time.Millisecond)
+			other.Poll(pctx)
+			pcancel()
+		}
+	}()
+	// drain polls gc until it returned want records, failing on one
+	// older than from.
+	drain := func(gc *client.GroupConsumer, want int, from string) {
+		t.Helper()
+		got := 0
+		clusterWait(t, 30*time.Second, fmt.Sprintf("%d records", want), func() bool {
+			pctx, pcancel := context.WithTimeout(ctx, 200*time.Millisecond)
+			recs, _ := gc.Poll(pctx)
+			pcancel()
+			for _, r := range recs {
+				if string(r.Value) < from {
+					t.Fatalf("record %s came again", r.Value)
+				}
+			}
+			got += len(recs)
+			return got >= want
+		})
+	}
+	mine := func(gc *client.GroupConsumer, vals map[int32][]string) int {
+		n := 0
+		for _, p := range gc.Assigned() {
+			n += len(vals[p.Partition])
+		}
+		return n
+	}
+	first := member("box-1")
+	clusterWait(t, 30*time.Second, "two members with 2 partitions each", func() bool {
+		pctx, pcancel := context.WithTimeout(ctx, 50*time.Millisecond)
+		first.Poll(pctx) // hands partitions back at a rebalance
+		pcancel()
+		return len(first.Assigned()) == 2 && len(other.Assigned()) == 2
+	})
+	_, gen := first.Member()
+	drain(first, mine(first, produceAll(t, ctx, cl, "ss", 0, 100)), "")
+	if err := first.Close(); err != nil { // commits; a static member does not leave
+		t.Fatal(err)
+	}
+	second := member("box-1")
+	defer second.Close()
+	clusterWait(t, 10*time.Second, "the restarted static member's partitions", func() bool {
+		return len(second.Assigned()) == 2
+	})
+	if _, g := second.Member(); g != gen {
+		t.Errorf("the restart joined generation %d, was %d: a rebalance happened", g, gen)
+	}
+	drain(second, mine(second, produceAll(t, ctx, cl, "ss", 100, 100)), "m000100")
 }
