@@ -95,7 +95,7 @@ func (h *Handler) admin(c *netio.Conn, hdr wire.RequestHeader, body []byte) {
 		for _, m := range req.Moves {
 			sreq.Moves = append(sreq.Moves, service.ReassignMove{Topic: m.Topic, Partition: m.Partition, Replicas: m.Replicas})
 		}
-		h.svc.Reassign(from, sreq, func(res service.ReassignResult, err error) {
+		h.svcOf(c).Reassign(from, sreq, func(res service.ReassignResult, err error) {
 			resp := &wire.ReassignResponse{}
 			for _, m := range res.Moves {
 				resp.Moves = append(resp.Moves, wire.ReassignStatus{Topic: m.Topic, Partition: m.Partition, From: m.From, Target: m.Target,

@@ -66,6 +66,17 @@ func TestNativeAuthentication(t *testing.T) {
 	if _, err := app.DeleteTopic(ctx, "orders"); !errors.Is(err, wire.ErrAuthorizationFailed) {
 		t.Fatalf("denied delete: %v", err)
 	}
+	// Cluster operations need the cluster permission on every native call
+	// (Reassign once went to the service without the user's guard).
+	if _, err := app.Reassign(ctx, &wire.ReassignRequest{Action: wire.ReassignList}); !errors.Is(err, wire.ErrAuthorizationFailed) {
+		t.Fatalf("reassign without the cluster permission: %v", err)
+	}
+	if _, err := app.Reassign(ctx, &wire.ReassignRequest{Action: wire.ReassignDrain, Node: 1, DryRun: true}); !errors.Is(err, wire.ErrAuthorizationFailed) {
+		t.Fatalf("drain without the cluster permission: %v", err)
+	}
+	if _, err := app.ChangeRoster(ctx, &wire.ChangeRosterRequest{Action: wire.RosterList}); !errors.Is(err, wire.ErrAuthorizationFailed) {
+		t.Fatalf("roster without the cluster permission: %v", err)
+	}
 
 	// No user: every request after the handshake is refused, with a reason.
 	if _, err := client.DialConfig(ctx, client.Config{Brokers: []string{n.ClientAddr()}, RetryAttemptsMax: 1}); !errors.Is(err, wire.ErrAuthenticationFailed) {

@@ -79,6 +79,9 @@ type svcDeps struct {
 	// meter counts and times the calls (svc_metrics.go; nil: not
 	// metered).
 	meter *svcMeter
+	// groups is the consumer group coordinator (svc_groups.go); nil: the
+	// group calls answer ErrCoordinatorNotAvailable.
+	groups *groupsRunner
 }
 
 // routeReader reads the route table (view.go).
@@ -99,6 +102,9 @@ type metadataAdmin interface {
 	alterTopicConfig(req *service.AlterTopicConfigRequest, done func(metadata.TopicConfig, error))
 	commitOffsets(req *service.CommitOffsetsRequest, done func([]error, error))
 	fetchOffsets(req *service.FetchOffsetsRequest, done func([]service.CommittedOffset, error))
+	// deleteOffsets drops consumer's offsets of parts, or all of them
+	// when parts is empty (svc_groups_store.go).
+	deleteOffsets(consumer string, parts []service.TopicPartition, done func(struct{}, error))
 	svcMovePrimary(req *service.MovePrimaryRequest, done func(service.MovePrimaryResult, error))
 	svcRebalance(req *service.RebalanceRequest, done func(service.RebalanceResult, error))
 	changeUser(cmd metadata.Command, timeout time.Duration, done func(*metadata.User, error))
@@ -121,7 +127,7 @@ func newService(n *Node) *nodeService {
 			}
 			return nil
 		},
-		caughtUp: n.lags.caughtUp, now: n.now, pids: n.pids, meter: newSvcMeter(),
+		caughtUp: n.lags.caughtUp, now: n.now, pids: n.pids, meter: newSvcMeter(), groups: n.groups,
 		admin: func() metadataAdmin {
 			if n.ctrl == nil {
 				return nil

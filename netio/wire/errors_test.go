@@ -19,6 +19,9 @@ var frozenCodes = map[int16]string{
 	29: "NOT_COORDINATOR", 30: "NOT_REPLICA", 31: "NODE_NOT_AVAILABLE", 32: "INVALID_TIMESTAMP",
 	33: "INVALID_OFFSET", 34: "INVALID_PRODUCER_ID_MAPPING", 35: "METADATA_NOT_READY",
 	36: "AUTHORIZATION_FAILED", 37: "AUTHENTICATION_FAILED", 38: "USER_ALREADY_EXISTS", 39: "UNKNOWN_USER",
+	40: "UNKNOWN_GROUP", 41: "UNKNOWN_MEMBER", 42: "ILLEGAL_GENERATION", 43: "MEMBER_ID_REQUIRED",
+	44: "INCONSISTENT_GROUP_PROTOCOL", 45: "INVALID_SESSION_TIMEOUT", 46: "NON_EMPTY_GROUP", 47: "GROUP_FULL",
+	48: "FENCED_INSTANCE_ID", 49: "COORDINATOR_NOT_AVAILABLE", 50: "COORDINATOR_LOADING", 51: "GROUP_SUBSCRIBED_TO_TOPIC",
 }
 
 // frozenKeys is the published API key list, under the same rule.
@@ -26,7 +29,10 @@ var frozenKeys = map[APIKey]string{
 	0: "Handshake", 1: "Produce", 2: "Fetch", 3: "ListOffsets", 4: "Metadata", 5: "CreateTopic",
 	6: "DeleteTopic", 7: "ListTopics", 8: "DescribeTopic", 9: "AddPartitions", 10: "CommitOffsets",
 	11: "FetchOffsets", 12: "InitProducer", 13: "ClusterStatus", 14: "MovePrimary", 15: "Rebalance",
-	16: "DescribePartition", 17: "Authenticate", 18: "Reassign", 19: "ChangeRoster",
+	16: "DescribePartition", 17: "Authenticate", 18: "Reassign",
+	19: "FindCoordinator", 20: "JoinGroup", 21: "SyncGroup", 22: "Heartbeat", 23: "LeaveGroup",
+	24: "CommitGroupOffsets", 25: "FetchGroupOffsets", 26: "ListGroups", 27: "DescribeGroup", 28: "DeleteGroup",
+	29: "DeleteGroupOffsets", 30: "ChangeRoster",
 }
 
 func TestErrorCodesAppendOnly(t *testing.T) {
