@@ -41,7 +41,7 @@ func TestE2EDrainCommands(t *testing.T) {
 	}
 	status := c.cliOK("", "cluster", "status")
 	if !regexp.MustCompile(`cluster id: [0-9a-f]{8}-[0-9a-f]{4}-`).MatchString(status) ||
-		!regexp.MustCompile(`(?m)^1 .*\byes\s+yes\s+0\s+\d+\s+0\s*$`).MatchString(status) {
+		!regexp.MustCompile(`(?m)^1 .*\byes\s+yes\s+0\s+\d+\s+0\s+active\s*$`).MatchString(status) {
 		t.Fatalf("cluster status after the drain: %q", status)
 	}
 	var st struct {
