@@ -38,11 +38,18 @@ import (
 // recordVersion is the value layout written; a decoder refuses others.
 const recordVersion = 1
 
-// Key prefixes.
+// Key prefixes, and the load marker's key.
 const (
 	groupKeyPrefix  = "group/"
 	offsetKeyPrefix = "offset/"
+	loadKey         = "load"
 )
+
+// LoadMarker is the record a new coordinator writes before it replays
+// its log: once the marker is durable, every record an earlier
+// coordinator had answered lies below it, so reading up to it reads
+// them all. Replay skips it.
+func LoadMarker() Record { return Record{Key: []byte(loadKey), Value: []byte{recordVersion}} }
 
 // ErrCorruptRecord: a record the coordinator cannot read (unknown key
 // kind, unknown version, truncated or trailing bytes). Replay stops at

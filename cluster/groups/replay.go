@@ -22,6 +22,8 @@ func (c *Coordinator) Replay(now time.Time, rec Record) error {
 	defer c.run()
 	k := string(rec.Key)
 	switch {
+	case k == loadKey:
+		return nil
 	case strings.HasPrefix(k, groupKeyPrefix):
 		name := k[len(groupKeyPrefix):]
 		if name == "" {

@@ -385,6 +385,9 @@ func TestRecordErrors(t *testing.T) {
 			t.Errorf("%s: a refused record changed the state", tc.name)
 		}
 	}
+	if err := New(noDelay).Replay(t0, LoadMarker()); err != nil {
+		t.Fatalf("load marker: %v", err)
+	}
 	if GroupOfKey(OffsetKey("grp", TopicPartition{"t.x", 3})) != "grp" || GroupOfKey(GroupKey("grp")) != "grp" || GroupOfKey([]byte("x")) != "" {
 		t.Fatal("GroupOfKey")
 	}
