@@ -26,6 +26,11 @@ var frozen = map[error]int16{
 	partition.ErrBatchTooLarge: 10, partition.ErrCorruptBatch: 2, partition.ErrInvalidBatch: 87,
 	partition.ErrTimedOut: 7, partition.ErrBusy: 7, partition.ErrUnknownProducer: 59,
 	partition.ErrFencedProducerEpoch: 47, partition.ErrOutOfOrderSequence: 45, partition.ErrDuplicateSequence: 46,
+	service.ErrNotCoordinator: 16, service.ErrCoordinatorNotAvailable: 15, service.ErrCoordinatorLoading: 14,
+	service.ErrUnknownGroup: 69, service.ErrUnknownMember: 25, service.ErrIllegalGeneration: 22,
+	service.ErrMemberIDRequired: 79, service.ErrInconsistentProtocol: 23, service.ErrInvalidSessionTimeout: 26,
+	service.ErrNonEmptyGroup: 68, service.ErrGroupFull: 81, service.ErrFencedInstance: 82,
+	service.ErrGroupSubscribedToTopic: 86, service.ErrGroupAuthorization: 30,
 }
 
 // Every kind of the service has exactly one row, with its frozen Kafka

@@ -7,104 +7,31 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
-	"github.com/corestream/corestream/cluster/groups"
 	"github.com/corestream/corestream/cluster/service"
 	"github.com/corestream/corestream/netio"
-	"github.com/corestream/corestream/netio/wire"
 )
 
-// Consumer groups (docs/design/groups.md). The coordinator of every
-// group is the metadata primary: it holds membership in the node's
-// groups.Coordinator, and stores committed offsets as the named-consumer
-// offsets of the service (the group's name is the consumer's name), so a
-// Kafka group and a native named consumer of one name share offsets.
+// Consumer groups (docs/design/groups.md). The handlers decode, call the
+// service's group calls (service.Groups, through the connection's
+// Guard: READ on the group to be a member, DESCRIBE to see it, DELETE to
+// delete it) and encode; the coordinator and the offsets' storage are
+// the service's.
 
-// groupCodes maps the coordinator's errors onto Kafka's codes.
-var groupCodes = []struct {
-	err   error
-	kafka *kerr.Error
-}{
-	{groups.ErrUnknownMember, kerr.UnknownMemberID},
-	{groups.ErrIllegalGeneration, kerr.IllegalGeneration},
-	{groups.ErrRebalanceInProgress, kerr.RebalanceInProgress},
-	{groups.ErrMemberIDRequired, kerr.MemberIDRequired},
-	{groups.ErrInconsistentProtocol, kerr.InconsistentGroupProtocol},
-	{groups.ErrInvalidSessionTimeout, kerr.InvalidSessionTimeout},
-	{groups.ErrUnknownGroup, kerr.GroupIDNotFound},
-	{groups.ErrNonEmptyGroup, kerr.NonEmptyGroup},
-	{groups.ErrGroupFull, kerr.GroupMaxSizeReached},
-	{groups.ErrFencedInstance, kerr.FencedInstanceID},
-	// Kafka has no bound on a coordinator's groups; the retriable
-	// COORDINATOR_NOT_AVAILABLE makes a client try again later.
-	{groups.ErrTooManyGroups, kerr.CoordinatorNotAvailable},
-}
-
-// groupCode is err's Kafka code: the coordinator's errors by groupCodes,
-// anything else as errorCode maps the service's.
-func groupCode(err error) int16 {
-	if err == nil {
-		return 0
-	}
-	for _, c := range groupCodes {
-		if errors.Is(err, c.err) {
-			return c.kafka.Code
-		}
-	}
-	return errorCode(err)
-}
-
-// coordinator is the node's coordinator when this node coordinates
-// groups (it is the metadata primary), else the code to answer with:
-// NOT_COORDINATOR, or COORDINATOR_NOT_AVAILABLE while no primary is
-// known. A node that becomes primary again in a later term starts from
-// empty groups: members it had may have moved to another coordinator
-// meanwhile, and rejoin.
-func (l *Listener) coordinator(group string) (*groups.Coordinator, int16) {
-	if wire.ValidateConsumerName(group) != nil {
-		return nil, kerr.InvalidGroupID.Code
-	}
-	id, gen := l.svc.MetadataRoute()
-	switch {
-	case id <= 0:
-		return nil, kerr.CoordinatorNotAvailable.Code
-	case id != l.svc.Identity().NodeID:
-		return nil, kerr.NotCoordinator.Code
-	}
-	if prev := l.coordTerm.Swap(gen); prev != gen {
-		l.groups.Reset()
-	}
-	return l.groups, 0
-}
-
-// onConnShard runs fn on c's shard: the coordinator answers a parked
-// call on the goroutine that completed it (another connection's shard,
-// or the node's ticker).
-func onConnShard(c *netio.Conn, fn func()) {
-	s := c.Shard()
-	if s.OnThread() {
-		fn()
-		return
-	}
-	// A refused post (the shard is stopping, or its inbox is full) loses
-	// the answer; the client times the request out and retries.
-	_ = s.Post(fn)
-}
-
-// findCoordinator answers the metadata primary for consumer groups, one
-// key (v0-v3) or many (v4+). Transaction coordinators are refused:
-// there are no transactions.
+// findCoordinator answers the group's coordinator, one key (v0-v3) or
+// many (v4+), at its Kafka address. Transaction coordinators are
+// refused: there are no transactions.
 func (l *Listener) findCoordinator(req *kmsg.FindCoordinatorRequest) *kmsg.FindCoordinatorResponse {
 	resp := req.ResponseKind().(*kmsg.FindCoordinatorResponse)
 	answer := func(key string) (id int32, host string, port int32, code int16) {
 		if req.CoordinatorType != 0 {
 			return -1, "", -1, kerr.CoordinatorNotAvailable.Code
 		}
-		if wire.ValidateConsumerName(key) != nil {
-			return -1, "", -1, kerr.InvalidGroupID.Code
+		co, err := l.svc.FindCoordinator(key)
+		if err != nil {
+			return -1, "", -1, errorCode(err)
 		}
-		primary := l.controllerID()
 		for _, b := range l.brokers() {
-			if b.id == primary {
+			if b.id == co.NodeID {
 				return b.id, b.host, b.port, 0
 			}
 		}
@@ -125,16 +52,7 @@ func (l *Listener) findCoordinator(req *kmsg.FindCoordinatorRequest) *kmsg.FindC
 
 // joinGroup parks until the group's rebalance completes.
 func (l *Listener) joinGroup(c *netio.Conn, clientID string, req *kmsg.JoinGroupRequest, reply func(kmsg.Response)) {
-	resp := req.ResponseKind().(*kmsg.JoinGroupResponse)
-	empty := ""
-	resp.Generation, resp.MemberID, resp.Protocol = -1, req.MemberID, &empty
-	g, code := l.coordinator(req.Group)
-	if g == nil {
-		resp.ErrorCode = code
-		reply(resp)
-		return
-	}
-	jr := groups.JoinRequest{Group: req.Group, MemberID: req.MemberID, ClientID: clientID, Host: c.RemoteAddr().String(),
+	jr := &service.JoinGroupRequest{Group: req.Group, MemberID: req.MemberID, ClientID: clientID, Host: c.RemoteAddr().String(),
 		ProtocolType: req.ProtocolType, SessionTimeout: time.Duration(req.SessionTimeoutMillis) * time.Millisecond,
 		RebalanceTimeout: time.Duration(req.RebalanceTimeoutMillis) * time.Millisecond, RequireKnownMember: req.Version >= 4}
 	if req.Version == 0 {
@@ -146,97 +64,91 @@ func (l *Listener) joinGroup(c *netio.Conn, clientID string, req *kmsg.JoinGroup
 	for _, p := range req.Protocols {
 		// The decoded bytes alias the read buffer, valid only until
 		// OnFrame returns; the coordinator keeps them.
-		jr.Protocols = append(jr.Protocols, groups.Protocol{Name: p.Name, Metadata: append([]byte{}, p.Metadata...)})
+		jr.Protocols = append(jr.Protocols, service.GroupProtocol{Name: p.Name, Metadata: append([]byte{}, p.Metadata...)})
 	}
-	g.Join(time.Now(), jr, func(res groups.JoinResult, err error) {
-		onConnShard(c, func() {
-			resp.ErrorCode = groupCode(err)
-			resp.Generation, resp.MemberID = res.Generation, res.MemberID
-			if err == nil {
-				proto, ptype := res.Protocol, req.ProtocolType
-				resp.Protocol, resp.ProtocolType, resp.LeaderID = &proto, &ptype, res.LeaderID
-				for _, m := range res.Members {
-					rm := kmsg.NewJoinGroupResponseMember()
-					rm.MemberID, rm.ProtocolMetadata = m.ID, m.Metadata
-					resp.Members = append(resp.Members, rm)
-				}
+	l.svc.JoinGroup(c.Shard(), jr, func(res service.JoinGroupResult, err error) {
+		resp := req.ResponseKind().(*kmsg.JoinGroupResponse)
+		empty := ""
+		resp.Protocol = &empty
+		resp.ErrorCode = errorCode(err)
+		resp.Generation, resp.MemberID = res.Generation, res.MemberID
+		if err == nil {
+			proto, ptype := res.Protocol, res.ProtocolType
+			resp.Protocol, resp.ProtocolType, resp.LeaderID = &proto, &ptype, res.LeaderID
+			for _, m := range res.Members {
+				rm := kmsg.NewJoinGroupResponseMember()
+				rm.MemberID, rm.ProtocolMetadata = m.MemberID, m.Metadata
+				resp.Members = append(resp.Members, rm)
 			}
-			reply(resp)
-		})
+		}
+		reply(resp)
 	})
 }
 
 // syncGroup parks a follower until the leader's assignment arrives.
 func (l *Listener) syncGroup(c *netio.Conn, req *kmsg.SyncGroupRequest, reply func(kmsg.Response)) {
-	resp := req.ResponseKind().(*kmsg.SyncGroupResponse)
-	g, code := l.coordinator(req.Group)
-	if g == nil {
-		resp.ErrorCode = code
-		reply(resp)
-		return
-	}
-	sr := groups.SyncRequest{Group: req.Group, MemberID: req.MemberID, Generation: req.Generation}
+	sr := &service.SyncGroupRequest{Group: req.Group, MemberID: req.MemberID, Generation: req.Generation}
 	if len(req.GroupAssignment) > 0 {
 		sr.Assignments = make(map[string][]byte, len(req.GroupAssignment))
 		for _, a := range req.GroupAssignment {
 			sr.Assignments[a.MemberID] = append([]byte{}, a.MemberAssignment...) // aliases the read buffer
 		}
 	}
-	g.Sync(time.Now(), sr, func(assignment []byte, err error) {
-		onConnShard(c, func() {
-			resp.ErrorCode = groupCode(err)
-			if err == nil {
-				resp.MemberAssignment = assignment
-				if d, derr := g.Describe(req.Group); derr == nil {
-					resp.ProtocolType, resp.Protocol = &d.ProtocolType, &d.Protocol
-				}
-			}
-			reply(resp)
-		})
+	l.svc.SyncGroup(c.Shard(), sr, func(res service.SyncGroupResult, err error) {
+		resp := req.ResponseKind().(*kmsg.SyncGroupResponse)
+		resp.ErrorCode = errorCode(err)
+		if err == nil {
+			resp.MemberAssignment = res.Assignment
+			resp.ProtocolType, resp.Protocol = &res.ProtocolType, &res.Protocol
+		}
+		reply(resp)
 	})
 }
 
-func (l *Listener) heartbeat(req *kmsg.HeartbeatRequest) *kmsg.HeartbeatResponse {
-	resp := req.ResponseKind().(*kmsg.HeartbeatResponse)
-	g, code := l.coordinator(req.Group)
-	if g == nil {
-		resp.ErrorCode = code
-		return resp
-	}
-	resp.ErrorCode = groupCode(g.Heartbeat(time.Now(), req.Group, req.MemberID, req.Generation))
-	return resp
+func (l *Listener) heartbeat(c *netio.Conn, req *kmsg.HeartbeatRequest, reply func(kmsg.Response)) {
+	l.svc.Heartbeat(c.Shard(), &service.HeartbeatRequest{Group: req.Group, MemberID: req.MemberID, Generation: req.Generation},
+		func(err error) {
+			resp := req.ResponseKind().(*kmsg.HeartbeatResponse)
+			resp.ErrorCode = errorCode(err)
+			reply(resp)
+		})
 }
 
-func (l *Listener) leaveGroup(req *kmsg.LeaveGroupRequest) *kmsg.LeaveGroupResponse {
-	resp := req.ResponseKind().(*kmsg.LeaveGroupResponse)
-	g, code := l.coordinator(req.Group)
-	if g == nil {
-		resp.ErrorCode = code
-		return resp
-	}
+func (l *Listener) leaveGroup(c *netio.Conn, req *kmsg.LeaveGroupRequest, reply func(kmsg.Response)) {
+	lr := &service.LeaveGroupRequest{Group: req.Group}
 	if req.Version < 3 {
-		resp.ErrorCode = groupCode(g.Leave(time.Now(), req.Group, []string{req.MemberID})[0])
-		return resp
+		lr.Members = []service.LeavingMember{{MemberID: req.MemberID}}
 	}
-	ids := make([]string, len(req.Members))
-	for i, m := range req.Members {
-		ids[i] = m.MemberID
-		if m.MemberID == "" && m.InstanceID != nil {
-			ids[i] = g.MemberOfInstance(req.Group, *m.InstanceID)
+	for _, m := range req.Members {
+		lm := service.LeavingMember{MemberID: m.MemberID}
+		if m.InstanceID != nil {
+			lm.InstanceID = *m.InstanceID
 		}
+		lr.Members = append(lr.Members, lm)
 	}
-	for i, err := range g.Leave(time.Now(), req.Group, ids) {
-		rm := kmsg.NewLeaveGroupResponseMember()
-		rm.MemberID, rm.InstanceID, rm.ErrorCode = ids[i], req.Members[i].InstanceID, groupCode(err)
-		resp.Members = append(resp.Members, rm)
-	}
-	return resp
+	l.svc.LeaveGroup(c.Shard(), lr, func(entries []error, err error) {
+		resp := req.ResponseKind().(*kmsg.LeaveGroupResponse)
+		switch {
+		case err != nil:
+			resp.ErrorCode = errorCode(err)
+		case req.Version < 3:
+			resp.ErrorCode = errorCode(entries[0])
+		default:
+			for i, e := range entries {
+				rm := kmsg.NewLeaveGroupResponseMember()
+				rm.MemberID, rm.InstanceID, rm.ErrorCode = req.Members[i].MemberID, req.Members[i].InstanceID, errorCode(e)
+				resp.Members = append(resp.Members, rm)
+			}
+		}
+		reply(resp)
+	})
 }
 
-// offsetCommit checks the member and generation with the coordinator,
-// then stores the offsets through the service (the metadata group).
+// offsetCommit commits through the service, which checks the member and
+// generation before it stores the offsets.
 func (l *Listener) offsetCommit(c *netio.Conn, req *kmsg.OffsetCommitRequest, reply func(kmsg.Response)) {
 	resp := req.ResponseKind().(*kmsg.OffsetCommitResponse)
+	cr := &service.CommitGroupOffsetsRequest{Group: req.Group, MemberID: req.MemberID, Generation: req.Generation}
 	for _, t := range req.Topics {
 		rt := kmsg.NewOffsetCommitResponseTopic()
 		rt.Topic = t.Topic
@@ -244,49 +156,23 @@ func (l *Listener) offsetCommit(c *netio.Conn, req *kmsg.OffsetCommitRequest, re
 			rp := kmsg.NewOffsetCommitResponseTopicPartition()
 			rp.Partition = p.Partition
 			rt.Partitions = append(rt.Partitions, rp)
-		}
-		resp.Topics = append(resp.Topics, rt)
-	}
-	all := func(code int16) {
-		for ti := range resp.Topics {
-			for pi := range resp.Topics[ti].Partitions {
-				resp.Topics[ti].Partitions[pi].ErrorCode = code
-			}
-		}
-		reply(resp)
-	}
-	g, code := l.coordinator(req.Group)
-	if g == nil {
-		all(code)
-		return
-	}
-	if err := g.CheckCommit(time.Now(), req.Group, req.MemberID, req.Generation); err != nil {
-		all(groupCode(err))
-		return
-	}
-	cr := &service.CommitOffsetsRequest{Consumer: req.Group}
-	for _, t := range req.Topics {
-		for _, p := range t.Partitions {
 			oc := service.OffsetCommit{Topic: t.Topic, Partition: p.Partition, Offset: p.Offset}
 			if p.Metadata != nil {
 				oc.Metadata = *p.Metadata
 			}
 			cr.Offsets = append(cr.Offsets, oc)
 		}
+		resp.Topics = append(resp.Topics, rt)
 	}
-	if len(cr.Offsets) == 0 {
-		reply(resp)
-		return
-	}
-	l.svc.CommitOffsets(c.Shard(), cr, func(entries []error, err error) {
-		if err != nil {
-			all(errorCode(err))
-			return
-		}
+	l.svc.CommitGroupOffsets(c.Shard(), cr, func(entries []error, err error) {
 		i := 0
 		for ti := range resp.Topics {
 			for pi := range resp.Topics[ti].Partitions {
-				resp.Topics[ti].Partitions[pi].ErrorCode = errorCode(entries[i])
+				if err != nil {
+					resp.Topics[ti].Partitions[pi].ErrorCode = errorCode(err)
+				} else if i < len(entries) {
+					resp.Topics[ti].Partitions[pi].ErrorCode = errorCode(entries[i])
+				}
 				i++
 			}
 		}
@@ -298,22 +184,7 @@ func (l *Listener) offsetCommit(c *netio.Conn, req *kmsg.OffsetCommitRequest, re
 // asked, or all it committed), -1 where none.
 func (l *Listener) offsetFetch(c *netio.Conn, req *kmsg.OffsetFetchRequest, reply func(kmsg.Response)) {
 	resp := req.ResponseKind().(*kmsg.OffsetFetchResponse)
-	if _, code := l.coordinator(req.Group); code != 0 {
-		resp.ErrorCode = code
-		for _, t := range req.Topics {
-			rt := kmsg.NewOffsetFetchResponseTopic()
-			rt.Topic = t.Topic
-			for _, p := range t.Partitions {
-				rp := kmsg.NewOffsetFetchResponseTopicPartition()
-				rp.Partition, rp.Offset, rp.ErrorCode = p, -1, code
-				rt.Partitions = append(rt.Partitions, rp)
-			}
-			resp.Topics = append(resp.Topics, rt)
-		}
-		reply(resp)
-		return
-	}
-	fr := &service.FetchOffsetsRequest{Consumer: req.Group}
+	fr := &service.FetchGroupOffsetsRequest{Group: req.Group}
 	for _, t := range req.Topics {
 		for _, p := range t.Partitions {
 			fr.Partitions = append(fr.Partitions, service.TopicPartition{Topic: t.Topic, Partition: p})
@@ -323,9 +194,20 @@ func (l *Listener) offsetFetch(c *netio.Conn, req *kmsg.OffsetFetchRequest, repl
 		reply(resp)
 		return
 	}
-	l.svc.FetchOffsets(c.Shard(), fr, func(offs []service.CommittedOffset, err error) {
+	l.svc.FetchGroupOffsets(c.Shard(), fr, func(offs []service.CommittedOffset, err error) {
 		if err != nil {
-			resp.ErrorCode = errorCode(err)
+			code := errorCode(err)
+			resp.ErrorCode = code
+			for _, t := range req.Topics {
+				rt := kmsg.NewOffsetFetchResponseTopic()
+				rt.Topic = t.Topic
+				for _, p := range t.Partitions {
+					rp := kmsg.NewOffsetFetchResponseTopicPartition()
+					rp.Partition, rp.Offset, rp.ErrorCode = p, -1, code
+					rt.Partitions = append(rt.Partitions, rp)
+				}
+				resp.Topics = append(resp.Topics, rt)
+			}
 			reply(resp)
 			return
 		}
@@ -349,72 +231,76 @@ func (l *Listener) offsetFetch(c *netio.Conn, req *kmsg.OffsetFetchRequest, repl
 	})
 }
 
-// listGroups lists the groups this node coordinates (none on a node that
-// is not the metadata primary, as a Kafka broker lists its own).
-func (l *Listener) listGroups(req *kmsg.ListGroupsRequest) *kmsg.ListGroupsResponse {
-	resp := req.ResponseKind().(*kmsg.ListGroupsResponse)
-	if id, _ := l.svc.MetadataRoute(); id != l.svc.Identity().NodeID {
-		return resp
-	}
-	want := map[string]bool{}
-	for _, s := range req.StatesFilter {
-		want[s] = true
-	}
-	for _, d := range l.groups.List() {
-		if len(want) > 0 && !want[d.State.String()] {
-			continue
+// listGroups lists the groups this node coordinates, as a Kafka broker
+// lists its own.
+func (l *Listener) listGroups(c *netio.Conn, req *kmsg.ListGroupsRequest, reply func(kmsg.Response)) {
+	l.svc.ListGroups(c.Shard(), &service.ListGroupsRequest{States: req.StatesFilter}, func(gs []service.GroupSummary, err error) {
+		resp := req.ResponseKind().(*kmsg.ListGroupsResponse)
+		resp.ErrorCode = errorCode(err)
+		for _, g := range gs {
+			rg := kmsg.NewListGroupsResponseGroup()
+			rg.Group, rg.ProtocolType, rg.GroupState = g.Name, g.ProtocolType, g.State
+			resp.Groups = append(resp.Groups, rg)
 		}
-		rg := kmsg.NewListGroupsResponseGroup()
-		rg.Group, rg.ProtocolType, rg.GroupState = d.Name, d.ProtocolType, d.State.String()
-		resp.Groups = append(resp.Groups, rg)
-	}
-	return resp
+		reply(resp)
+	})
 }
 
 // describeGroups describes each group; one this coordinator does not
 // hold is Dead with no error, as Kafka answers.
-func (l *Listener) describeGroups(req *kmsg.DescribeGroupsRequest) *kmsg.DescribeGroupsResponse {
+func (l *Listener) describeGroups(c *netio.Conn, req *kmsg.DescribeGroupsRequest, reply func(kmsg.Response)) {
 	resp := req.ResponseKind().(*kmsg.DescribeGroupsResponse)
-	for _, name := range req.Groups {
-		rg := kmsg.NewDescribeGroupsResponseGroup()
-		rg.Group = name
-		g, code := l.coordinator(name)
-		if g == nil {
-			rg.ErrorCode = code
-			resp.Groups = append(resp.Groups, rg)
-			continue
-		}
-		d, _ := g.Describe(name)
-		rg.State, rg.ProtocolType, rg.Protocol = d.State.String(), d.ProtocolType, d.Protocol
-		for _, m := range d.Members {
-			rm := kmsg.NewDescribeGroupsResponseGroupMember()
-			rm.MemberID, rm.ClientID, rm.ClientHost = m.ID, m.ClientID, m.Host
-			if m.InstanceID != "" {
-				id := m.InstanceID
-				rm.InstanceID = &id
-			}
-			rm.ProtocolMetadata, rm.MemberAssignment = m.Metadata, m.Assignment
-			rg.Members = append(rg.Members, rm)
-		}
-		resp.Groups = append(resp.Groups, rg)
+	resp.Groups = make([]kmsg.DescribeGroupsResponseGroup, len(req.Groups))
+	left := len(req.Groups)
+	if left == 0 {
+		reply(resp)
+		return
 	}
-	return resp
+	for i, name := range req.Groups {
+		l.svc.DescribeGroup(c.Shard(), name, func(d service.GroupDescription, err error) {
+			// Every answer runs on the connection's shard: left needs no lock.
+			rg := kmsg.NewDescribeGroupsResponseGroup()
+			rg.Group = name
+			if err != nil && !errors.Is(err, service.ErrUnknownGroup) {
+				rg.ErrorCode = errorCode(err)
+			} else {
+				rg.State, rg.ProtocolType, rg.Protocol = d.State, d.ProtocolType, d.Protocol
+				for _, m := range d.Members {
+					rm := kmsg.NewDescribeGroupsResponseGroupMember()
+					rm.MemberID, rm.ClientID, rm.ClientHost = m.MemberID, m.ClientID, m.Host
+					if m.InstanceID != "" {
+						id := m.InstanceID
+						rm.InstanceID = &id
+					}
+					rm.ProtocolMetadata, rm.MemberAssignment = m.Metadata, m.Assignment
+					rg.Members = append(rg.Members, rm)
+				}
+			}
+			resp.Groups[i] = rg
+			if left--; left == 0 {
+				reply(resp)
+			}
+		})
+	}
 }
 
-// deleteGroups forgets empty groups' membership. Their committed offsets
-// stay (the service has no call to drop a named consumer's offsets yet).
-func (l *Listener) deleteGroups(req *kmsg.DeleteGroupsRequest) *kmsg.DeleteGroupsResponse {
+// deleteGroups deletes empty groups.
+func (l *Listener) deleteGroups(c *netio.Conn, req *kmsg.DeleteGroupsRequest, reply func(kmsg.Response)) {
 	resp := req.ResponseKind().(*kmsg.DeleteGroupsResponse)
-	for _, name := range req.Groups {
-		rg := kmsg.NewDeleteGroupsResponseGroup()
-		rg.Group = name
-		g, code := l.coordinator(name)
-		if g == nil {
-			rg.ErrorCode = code
-		} else {
-			rg.ErrorCode = groupCode(g.Delete(name))
-		}
-		resp.Groups = append(resp.Groups, rg)
+	resp.Groups = make([]kmsg.DeleteGroupsResponseGroup, len(req.Groups))
+	left := len(req.Groups)
+	if left == 0 {
+		reply(resp)
+		return
 	}
-	return resp
+	for i, name := range req.Groups {
+		l.svc.DeleteGroup(c.Shard(), name, func(err error) {
+			rg := kmsg.NewDeleteGroupsResponseGroup()
+			rg.Group, rg.ErrorCode = name, errorCode(err)
+			resp.Groups[i] = rg
+			if left--; left == 0 {
+				reply(resp)
+			}
+		})
+	}
 }

@@ -10,7 +10,6 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
-	"github.com/corestream/corestream/cluster/groups"
 	"github.com/corestream/corestream/cluster/service"
 	"github.com/corestream/corestream/netio"
 )
@@ -36,12 +35,8 @@ type Listener struct {
 	svc service.Service
 	cfg Config
 	// sessionIDs numbers fetch sessions (session.go); shared by the
-	// views of authenticated users (sasl.go), as are groups and coordTerm.
+	// views of authenticated users (sasl.go).
 	sessionIDs *atomic.Uint32
-	// groups is the consumer group coordinator (groups.go); coordTerm
-	// the metadata term in which this node last coordinated.
-	groups    *groups.Coordinator
-	coordTerm *atomic.Int32
 }
 
 // Config is what the listener needs besides the service.
@@ -54,10 +49,6 @@ type Config struct {
 	// Auth, when set, requires SASL authentication (sasl.go); nil:
 	// security.auth = none.
 	Auth *Auth
-	// Groups is the node's consumer group coordinator, which the node
-	// ticks; nil gives the listener one of its own that nothing ticks
-	// (sessions never expire), for tests of the listener alone.
-	Groups *groups.Coordinator
 }
 
 // New returns a listener that answers through svc.
@@ -65,10 +56,7 @@ func New(svc service.Service, cfg Config) *Listener {
 	if cfg.Log == nil {
 		cfg.Log = slog.Default()
 	}
-	if cfg.Groups == nil {
-		cfg.Groups = groups.New(groups.DefaultConfig)
-	}
-	return &Listener{svc: svc, cfg: cfg, sessionIDs: new(atomic.Uint32), groups: cfg.Groups, coordTerm: new(atomic.Int32)}
+	return &Listener{svc: svc, cfg: cfg, sessionIDs: new(atomic.Uint32)}
 }
 
 // conn is one connection's state. Kafka clients match responses to
@@ -268,19 +256,19 @@ func (l *Listener) serve(c *netio.Conn, h RequestHeader, req kmsg.Request, reply
 	case *kmsg.SyncGroupRequest:
 		l.syncGroup(c, r, reply)
 	case *kmsg.HeartbeatRequest:
-		reply(l.heartbeat(r))
+		l.heartbeat(c, r, reply)
 	case *kmsg.LeaveGroupRequest:
-		reply(l.leaveGroup(r))
+		l.leaveGroup(c, r, reply)
 	case *kmsg.OffsetCommitRequest:
 		l.offsetCommit(c, r, reply)
 	case *kmsg.OffsetFetchRequest:
 		l.offsetFetch(c, r, reply)
 	case *kmsg.ListGroupsRequest:
-		reply(l.listGroups(r))
+		l.listGroups(c, r, reply)
 	case *kmsg.DescribeGroupsRequest:
-		reply(l.describeGroups(r))
+		l.describeGroups(c, r, reply)
 	case *kmsg.DeleteGroupsRequest:
-		reply(l.deleteGroups(r))
+		l.deleteGroups(c, r, reply)
 	default:
 		// versionRange listed a key serve does not handle: a bug here.
 		panic(fmt.Sprintf("kafka: %s is listed as supported but has no handler", kmsg.NameForKey(h.Key)))

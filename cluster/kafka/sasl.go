@@ -178,8 +178,7 @@ func (l *Listener) saslAuthenticate(c *netio.Conn, st *conn, r *kmsg.SASLAuthent
 func (l *Listener) authenticated(c *netio.Conn, st *conn, u *metadata.User) {
 	st.sasl.mechanism, st.sasl.conv = "", nil
 	p := security.Principal{User: u.Name, Superuser: u.Superuser}
-	st.sasl.as = &Listener{svc: service.Guard(l.svc, l.cfg.Auth.Users, p), cfg: l.cfg, sessionIDs: l.sessionIDs,
-		groups: l.groups, coordTerm: l.coordTerm}
+	st.sasl.as = &Listener{svc: service.Guard(l.svc, l.cfg.Auth.Users, p), cfg: l.cfg, sessionIDs: l.sessionIDs}
 	l.cfg.Log.Debug("kafka connection authenticated", "remote", c.RemoteAddr(), "user", u.Name)
 }
 

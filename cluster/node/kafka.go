@@ -14,20 +14,12 @@ import (
 // calls the same typed service as the native protocol, so both read and
 // write the same partitions, with the same offsets and topic ids.
 func (n *Node) startKafka(l *netio.Listener) error {
-	n.groups = startGroups()
-	started := false
-	defer func() {
-		if !started {
-			n.groups.stop()
-			n.groups = nil
-		}
-	}()
 	srv, err := netio.NewServer(n.group, netio.Config{
 		MaxFrameBytes: n.cfg.Network.MaxFrameBytes, MaxInflightPerConn: n.cfg.Network.MaxInflightPerConn,
 		MaxConnections: n.cfg.Network.MaxConnections, OutboundBytesMax: int64(n.cfg.Network.OutboundBytesMax),
 		RetransmitBackoffMax: time.Duration(n.cfg.Network.TCPRetransmitMaxMs) * time.Millisecond,
 		Logf:                 func(format string, args ...any) { n.log.Info("kafka: " + fmt.Sprintf(format, args...)) },
-	}, kafka.New(n.svc, kafka.Config{MaxFrameBytes: n.cfg.Network.MaxFrameBytes, Log: n.log, Auth: n.kafkaAuth(), Groups: n.groups.coord}))
+	}, kafka.New(n.svc, kafka.Config{MaxFrameBytes: n.cfg.Network.MaxFrameBytes, Log: n.log, Auth: n.kafkaAuth()}))
 	if err != nil {
 		return err
 	}
@@ -40,7 +32,6 @@ func (n *Node) startKafka(l *netio.Listener) error {
 		n.kafkaBound.Store(&bound)
 	}
 	n.log.Info("listening", "kafka_addr", srv.Addr().String())
-	started = true
 	return nil
 }
 

@@ -70,8 +70,8 @@ type Node struct {
 	// empty); kafkaBound its bound address when it asked for port 0.
 	kafka      *netio.Server
 	kafkaBound atomic.Pointer[string]
-	// groups coordinates consumer groups (svc_groups.go); nil until the
-	// Kafka listener starts.
+	// groups coordinates consumer groups (svc_groups.go) for every front
+	// end; started with the service.
 	groups *groupsRunner
 	// peers is the replication transport (nil on a single node).
 	peers Transport
@@ -257,6 +257,7 @@ func (n *Node) Start() error {
 		n.stopShards()
 		return err
 	}
+	n.groups = startGroups()
 	n.svc = newService(n)
 	for i := 0; i < g.Len(); i++ {
 		sh := g.Shard(i)
@@ -370,6 +371,7 @@ func (n *Node) answerFetches() {
 }
 
 func (n *Node) stopShards() error {
+	n.groups.stop() // idempotent; here too for the failed starts
 	if n.group == nil {
 		return nil
 	}

@@ -77,6 +77,9 @@ type svcDeps struct {
 	// meter counts and times the calls (svc_metrics.go; nil: not
 	// metered).
 	meter *svcMeter
+	// groups is the consumer group coordinator (svc_groups.go); nil: the
+	// group calls answer ErrCoordinatorNotAvailable.
+	groups *groupsRunner
 }
 
 // routeReader reads the route table (view.go).
@@ -117,7 +120,7 @@ func newService(n *Node) *nodeService {
 			}
 			return nil
 		},
-		caughtUp: n.lags.caughtUp, now: n.now, pids: n.pids, meter: newSvcMeter(),
+		caughtUp: n.lags.caughtUp, now: n.now, pids: n.pids, meter: newSvcMeter(), groups: n.groups,
 		admin: func() metadataAdmin {
 			if n.ctrl == nil {
 				return nil

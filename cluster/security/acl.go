@@ -30,12 +30,17 @@ const RulesPerUserMax = 1024
 
 // Rule allows or denies one operation on topics: the topic named Topic,
 // or, with Prefix, every topic whose name starts with Topic ("" then
-// matches every topic). OpCluster rules have no topic.
+// matches every topic). OpCluster rules have no topic. With Group the
+// rule speaks of consumer groups instead (Kafka's group resource):
+// Topic then names the group, or the prefix of group names, and Op is
+// read (join, sync, heartbeat, commit and fetch offsets), describe
+// (describe, list) or delete.
 type Rule struct {
 	Allow  bool   `json:"allow"`
 	Op     Op     `json:"op"`
 	Topic  string `json:"topic,omitempty"`
 	Prefix bool   `json:"prefix,omitempty"`
+	Group  bool   `json:"group,omitempty"`
 }
 
 // ErrInvalidRule: a rule names an unknown operation or a topic where it
@@ -51,10 +56,12 @@ func (r Rule) Validate() error {
 	switch {
 	case !known:
 		return fmt.Errorf("%w: unknown operation %q (one of read, write, create, delete, describe, cluster)", ErrInvalidRule, r.Op)
-	case r.Op == OpCluster && (r.Topic != "" || r.Prefix):
-		return fmt.Errorf("%w: a cluster rule names no topic", ErrInvalidRule)
+	case r.Op == OpCluster && (r.Topic != "" || r.Prefix || r.Group):
+		return fmt.Errorf("%w: a cluster rule names no topic or group", ErrInvalidRule)
 	case r.Op != OpCluster && r.Topic == "" && !r.Prefix:
 		return fmt.Errorf("%w: a topic rule names a topic, or a prefix (\"\" for every topic)", ErrInvalidRule)
+	case r.Group && r.Op != OpRead && r.Op != OpDescribe && r.Op != OpDelete:
+		return fmt.Errorf("%w: a group rule is about read, describe or delete, not %s", ErrInvalidRule, r.Op)
 	}
 	return nil
 }
@@ -69,14 +76,22 @@ func (r Rule) String() string {
 	switch {
 	case r.Op == OpCluster:
 		return verb + " cluster"
+	case r.Group && r.Prefix:
+		return fmt.Sprintf("%s %s group prefix %q", verb, r.Op, r.Topic)
+	case r.Group:
+		return fmt.Sprintf("%s %s group %s", verb, r.Op, r.Topic)
 	case r.Prefix:
 		return fmt.Sprintf("%s %s prefix %q", verb, r.Op, r.Topic)
 	}
 	return fmt.Sprintf("%s %s topic %s", verb, r.Op, r.Topic)
 }
 
-// matches reports whether r speaks of op on topic.
-func (r Rule) matches(op Op, topic string) bool {
+// matches reports whether r speaks of op on topic (a group's name when
+// group).
+func (r Rule) matches(op Op, topic string, group bool) bool {
+	if r.Group != group {
+		return false
+	}
 	if r.Op != op && !(op == OpDescribe && (r.Op == OpRead || r.Op == OpWrite) && r.Allow) {
 		return false
 	}
@@ -113,9 +128,20 @@ func (p Principal) String() string {
 // Allowed decides whether rules let a caller do op on topic: a matching
 // deny wins over any allow; with no matching allow the answer is no.
 func Allowed(rules []Rule, op Op, topic string) bool {
+	return allowed(rules, op, topic, false)
+}
+
+// AllowedGroup decides whether rules let a caller do op on the consumer
+// group named group, as Allowed does for topics: only group rules speak
+// of groups.
+func AllowedGroup(rules []Rule, op Op, group string) bool {
+	return allowed(rules, op, group, true)
+}
+
+func allowed(rules []Rule, op Op, name string, group bool) bool {
 	allowed := false
 	for _, r := range rules {
-		if !r.matches(op, topic) {
+		if !r.matches(op, name, group) {
 			continue
 		}
 		if !r.Allow {

@@ -49,9 +49,41 @@ func TestRuleValidate(t *testing.T) {
 		{Rule{Op: "alter", Topic: "a"}, false},
 		{Rule{Op: OpCluster}, true},
 		{Rule{Op: OpCluster, Topic: "a"}, false},
+		{Rule{Op: OpRead, Topic: "g", Group: true}, true},
+		{Rule{Op: OpDelete, Prefix: true, Group: true}, true},
+		{Rule{Op: OpWrite, Topic: "g", Group: true}, false},
+		{Rule{Op: OpCluster, Group: true}, false},
 	} {
 		if err := tc.r.Validate(); (err == nil) != tc.ok {
 			t.Errorf("%+v: Validate = %v, want ok %v", tc.r, err, tc.ok)
 		}
+	}
+}
+
+// Group rules speak of groups only, topic rules of topics only, with the
+// same prefix, deny and implied-describe rules.
+func TestAllowedGroup(t *testing.T) {
+	readApp := Rule{Allow: true, Op: OpRead, Topic: "app.", Prefix: true, Group: true}
+	denyBanned := Rule{Op: OpRead, Topic: "app.banned", Group: true}
+	topicRead := Rule{Allow: true, Op: OpRead, Prefix: true}
+	for _, tc := range []struct {
+		name  string
+		rules []Rule
+		op    Op
+		group string
+		want  bool
+	}{
+		{"prefix allow", []Rule{readApp}, OpRead, "app.billing", true},
+		{"read implies describe", []Rule{readApp}, OpDescribe, "app.billing", true},
+		{"read gives no delete", []Rule{readApp}, OpDelete, "app.billing", false},
+		{"deny wins", []Rule{readApp, denyBanned}, OpRead, "app.banned", false},
+		{"a topic rule is no group rule", []Rule{topicRead}, OpRead, "app.billing", false},
+	} {
+		if got := AllowedGroup(tc.rules, tc.op, tc.group); got != tc.want {
+			t.Errorf("%s: AllowedGroup = %v, want %v", tc.name, got, tc.want)
+		}
+	}
+	if Allowed([]Rule{readApp}, OpRead, "app.billing") {
+		t.Error("a group rule allowed a topic of the same name")
 	}
 }

@@ -45,6 +45,7 @@ var (
 	// ErrInvalidTimestamp: a timestamp the service cannot use.
 	ErrInvalidTimestamp = errors.New("service: invalid timestamp")
 	// ErrRebalanceInProgress: a primary move is running; retry after it.
+	// For a group call: the group is rebalancing; the member rejoins.
 	ErrRebalanceInProgress = errors.New("service: rebalance in progress")
 	// ErrNotReplica: a primary move named a node that holds no replica.
 	ErrNotReplica = errors.New("service: not a replica")
@@ -58,6 +59,9 @@ var (
 	// allows it, or one denies it); the message names the user, the
 	// operation and the topic.
 	ErrAuthorization = errors.New("service: not authorized")
+	// ErrGroupAuthorization: as ErrAuthorization, about a consumer group
+	// rather than a topic or the cluster (Kafka tells the two apart).
+	ErrGroupAuthorization = errors.New("service: not authorized for the group")
 	// ErrAuthentication: the caller did not prove who it is (wrong or
 	// unknown user, an expired or forged token, too many failures).
 	ErrAuthentication = errors.New("service: authentication failed")
@@ -65,6 +69,43 @@ var (
 	ErrUserExists = errors.New("service: user already exists")
 	// ErrUnknownUser: a user call named a user that does not exist.
 	ErrUnknownUser = errors.New("service: unknown user")
+	// ErrNotCoordinator: a group call reached a node that does not
+	// coordinate the group; the hint names the one that does, when known.
+	ErrNotCoordinator = errors.New("service: not the group's coordinator")
+	// ErrCoordinatorNotAvailable: no node coordinates the group now (no
+	// metadata primary, or the coordinator is full); retry shortly.
+	ErrCoordinatorNotAvailable = errors.New("service: group coordinator not available")
+	// ErrCoordinatorLoading: this node became the group's coordinator
+	// and is still recovering its state; retry shortly.
+	ErrCoordinatorLoading = errors.New("service: group coordinator loading")
+	// ErrUnknownGroup: no such group (describe, delete, delete offsets).
+	ErrUnknownGroup = errors.New("service: unknown group")
+	// ErrUnknownMember: the member id is not in the group (it expired,
+	// left, or never joined); the member rejoins with an empty id.
+	ErrUnknownMember = errors.New("service: unknown member")
+	// ErrIllegalGeneration: a member named another generation than the
+	// group's; it rejoins.
+	ErrIllegalGeneration = errors.New("service: illegal generation")
+	// ErrMemberIDRequired: a first join that asked for it is answered
+	// with the member id to join with (KIP-394); it joins again with it.
+	ErrMemberIDRequired = errors.New("service: member id required")
+	// ErrInconsistentProtocol: a member's protocol type or assignors
+	// share nothing with the group's.
+	ErrInconsistentProtocol = errors.New("service: inconsistent group protocol")
+	// ErrInvalidSessionTimeout: a session timeout outside the
+	// coordinator's bounds.
+	ErrInvalidSessionTimeout = errors.New("service: invalid session timeout")
+	// ErrNonEmptyGroup: a group with members cannot be deleted, nor its
+	// offsets reset.
+	ErrNonEmptyGroup = errors.New("service: group has members")
+	// ErrGroupFull: the group has as many members as it may.
+	ErrGroupFull = errors.New("service: group is full")
+	// ErrFencedInstance: a static member's instance id is held by a newer
+	// member.
+	ErrFencedInstance = errors.New("service: instance id fenced")
+	// ErrGroupSubscribedToTopic: an offset delete named a topic a member
+	// of the group subscribes to.
+	ErrGroupSubscribedToTopic = errors.New("service: group subscribed to topic")
 	// ErrInternal: a fault of this node (a bug, or a state it cannot
 	// explain); the message says what.
 	ErrInternal = errors.New("service: internal error")
@@ -74,7 +115,10 @@ var (
 var serviceKinds = []error{ErrUnknownTopicOrPartition, ErrMetadataNotReady, ErrNotMetadataPrimary, ErrNodeNotAvailable,
 	ErrTopicExists, ErrInvalidTopicName, ErrInvalidPartitions, ErrInvalidReplicationFactor, ErrInvalidConfig,
 	ErrInvalidRequest, ErrInvalidOffset, ErrInvalidTimestamp, ErrRebalanceInProgress, ErrNotReplica,
-	ErrNotInSyncReplica, ErrInvalidConsumerName, ErrAuthorization, ErrAuthentication, ErrUserExists, ErrUnknownUser, ErrInternal}
+	ErrNotInSyncReplica, ErrInvalidConsumerName, ErrAuthorization, ErrAuthentication, ErrUserExists, ErrUnknownUser, ErrInternal,
+	ErrNotCoordinator, ErrCoordinatorNotAvailable, ErrCoordinatorLoading, ErrUnknownGroup, ErrUnknownMember,
+	ErrIllegalGeneration, ErrMemberIDRequired, ErrInconsistentProtocol, ErrInvalidSessionTimeout, ErrNonEmptyGroup,
+	ErrGroupFull, ErrFencedInstance, ErrGroupSubscribedToTopic, ErrGroupAuthorization}
 
 // ErrorKinds lists every kind an *Error of the service can carry: this
 // package's and the replica's (partition.ErrorKinds). A front end's

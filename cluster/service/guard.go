@@ -256,3 +256,146 @@ func (u *guardedUsers) ChangeUser(from *shard.Shard, req *UserChange, done func(
 	}
 	u.Users.ChangeUser(from, req, done)
 }
+
+// checkGroup is nil when who may do op on the consumer group named
+// group now (Kafka's group resource: read to be a member and commit,
+// describe to see it, delete to delete it).
+func (g *guarded) checkGroup(op security.Op, group string) error {
+	u, err := g.users.User(g.who.User)
+	if err != nil {
+		return err
+	}
+	if u == nil {
+		return Errorf(ErrGroupAuthorization, "user %s no longer exists; log in as another user", g.who.User)
+	}
+	if u.Superuser || security.AllowedGroup(u.Rules, op, group) {
+		return nil
+	}
+	return Errorf(ErrGroupAuthorization, "user %s may not %s group %q: no rule allows it, or one denies it (an administrator grants it with `corestream user grant %s %s --group %s`)", u.Name, op, group, u.Name, op, group)
+}
+
+// FindCoordinator needs describe on the group, as in Kafka.
+func (g *guarded) FindCoordinator(group string) (GroupCoordinator, error) {
+	if err := g.checkGroup(security.OpDescribe, group); err != nil {
+		return GroupCoordinator{}, err
+	}
+	return g.Service.FindCoordinator(group)
+}
+
+func (g *guarded) JoinGroup(from *shard.Shard, req *JoinGroupRequest, done func(JoinGroupResult, error)) {
+	if err := g.checkGroup(security.OpRead, req.Group); err != nil {
+		done(JoinGroupResult{Generation: -1, MemberID: req.MemberID}, err)
+		return
+	}
+	g.Service.JoinGroup(from, req, done)
+}
+
+func (g *guarded) SyncGroup(from *shard.Shard, req *SyncGroupRequest, done func(SyncGroupResult, error)) {
+	if err := g.checkGroup(security.OpRead, req.Group); err != nil {
+		done(SyncGroupResult{}, err)
+		return
+	}
+	g.Service.SyncGroup(from, req, done)
+}
+
+func (g *guarded) Heartbeat(from *shard.Shard, req *HeartbeatRequest, done func(error)) {
+	if err := g.checkGroup(security.OpRead, req.Group); err != nil {
+		done(err)
+		return
+	}
+	g.Service.Heartbeat(from, req, done)
+}
+
+func (g *guarded) LeaveGroup(from *shard.Shard, req *LeaveGroupRequest, done func([]error, error)) {
+	if err := g.checkGroup(security.OpRead, req.Group); err != nil {
+		done(nil, err)
+		return
+	}
+	g.Service.LeaveGroup(from, req, done)
+}
+
+// CommitGroupOffsets needs read on the group and on every topic
+// committed (a consumer commits what it read).
+func (g *guarded) CommitGroupOffsets(from *shard.Shard, req *CommitGroupOffsetsRequest, done func([]error, error)) {
+	if err := g.checkGroup(security.OpRead, req.Group); err != nil {
+		done(nil, err)
+		return
+	}
+	for _, o := range req.Offsets {
+		if err := g.check(security.OpRead, o.Topic); err != nil {
+			done(nil, err)
+			return
+		}
+	}
+	g.Service.CommitGroupOffsets(from, req, done)
+}
+
+// FetchGroupOffsets needs describe on the group (read implies it) and
+// on every topic named, and leaves the others out of an answer about
+// every partition, as FetchOffsets does.
+func (g *guarded) FetchGroupOffsets(from *shard.Shard, req *FetchGroupOffsetsRequest, done func([]CommittedOffset, error)) {
+	if err := g.checkGroup(security.OpDescribe, req.Group); err != nil {
+		done(nil, err)
+		return
+	}
+	for _, p := range req.Partitions {
+		if err := g.check(security.OpDescribe, p.Topic); err != nil {
+			done(nil, err)
+			return
+		}
+	}
+	g.Service.FetchGroupOffsets(from, req, func(offs []CommittedOffset, err error) {
+		kept := make([]CommittedOffset, 0, len(offs))
+		for _, o := range offs {
+			if g.check(security.OpDescribe, o.Topic) == nil {
+				kept = append(kept, o)
+			}
+		}
+		done(kept, err)
+	})
+}
+
+// ListGroups leaves out the groups who may not describe, as Kafka does.
+func (g *guarded) ListGroups(from *shard.Shard, req *ListGroupsRequest, done func([]GroupSummary, error)) {
+	g.Service.ListGroups(from, req, func(all []GroupSummary, err error) {
+		kept := make([]GroupSummary, 0, len(all))
+		for _, s := range all {
+			if g.checkGroup(security.OpDescribe, s.Name) == nil {
+				kept = append(kept, s)
+			}
+		}
+		done(kept, err)
+	})
+}
+
+func (g *guarded) DescribeGroup(from *shard.Shard, group string, done func(GroupDescription, error)) {
+	if err := g.checkGroup(security.OpDescribe, group); err != nil {
+		done(GroupDescription{Name: group, State: "Dead"}, err)
+		return
+	}
+	g.Service.DescribeGroup(from, group, done)
+}
+
+func (g *guarded) DeleteGroup(from *shard.Shard, group string, done func(error)) {
+	if err := g.checkGroup(security.OpDelete, group); err != nil {
+		done(err)
+		return
+	}
+	g.Service.DeleteGroup(from, group, done)
+}
+
+// DeleteGroupOffsets needs delete on the group and read on every topic
+// named, as Kafka's OffsetDelete.
+func (g *guarded) DeleteGroupOffsets(from *shard.Shard, req *DeleteGroupOffsetsRequest, done func([]error, error)) {
+	if err := g.checkGroup(security.OpDelete, req.Group); err != nil {
+		done(nil, err)
+		return
+	}
+	for _, p := range req.Partitions {
+		if err := g.check(security.OpRead, p.Topic); err != nil {
+			done(nil, err)
+			return
+		}
+	}
+	g.Service.DeleteGroupOffsets(from, req, done)
+}

@@ -6,12 +6,13 @@ import (
 )
 
 // Service is the broker's typed service, the one thing front ends call.
-// It is the three interfaces below; a front end may take only the ones
-// it uses.
+// It is the interfaces below (Groups in groups.go); a front end may take
+// only the ones it uses.
 type Service interface {
 	Data
 	Meta
 	Admin
+	Groups
 }
 
 // Data are the partition calls. Each runs on the shard that owns the

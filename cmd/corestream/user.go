@@ -50,6 +50,7 @@ type ruleJSON struct {
 	Op     string `json:"op"`
 	Topic  string `json:"topic,omitempty"`
 	Prefix bool   `json:"prefix,omitempty"`
+	Group  bool   `json:"group,omitempty"`
 }
 
 func (r ruleJSON) String() string {
@@ -60,6 +61,10 @@ func (r ruleJSON) String() string {
 	switch {
 	case r.Op == "cluster":
 		return verb + " cluster"
+	case r.Group && r.Prefix:
+		return fmt.Sprintf("%s %s group prefix %q", verb, r.Op, r.Topic)
+	case r.Group:
+		return fmt.Sprintf("%s %s group %s", verb, r.Op, r.Topic)
 	case r.Prefix:
 		return fmt.Sprintf("%s %s prefix %q", verb, r.Op, r.Topic)
 	}
@@ -277,24 +282,36 @@ func newUserPasswdCmd() *cobra.Command {
 }
 
 func newUserRuleCmd(verb, short string) *cobra.Command {
-	var topic, prefix string
-	var deny, allTopics bool
+	var topic, prefix, group, groupPrefix string
+	var deny, allTopics, allGroups bool
 	cmd := &cobra.Command{
-		Use:   verb + " NAME OP [--topic T | --prefix P | --all-topics] [--deny]",
-		Short: short + ": OP is read, write, create, delete, describe or cluster",
+		Use:   verb + " NAME OP [--topic T | --prefix P | --all-topics | --group G | --group-prefix P | --all-groups] [--deny]",
+		Short: short + ": OP is read, write, create, delete, describe or cluster (for groups: read, describe or delete)",
 		Args:  argsRange(2, 2, "a user NAME and an OP"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			r := ruleJSON{Allow: !deny, Op: args[1]}
+			set := 0
+			for _, on := range []bool{topic != "", prefix != "", allTopics, group != "", groupPrefix != "", allGroups} {
+				if on {
+					set++
+				}
+			}
 			switch {
 			case r.Op == "cluster":
-			case topic != "" && prefix == "" && !allTopics:
+			case set != 1:
+				return usageErrorf("%s %s needs one of --topic, --prefix, --all-topics, --group, --group-prefix or --all-groups", verb, r.Op)
+			case topic != "":
 				r.Topic = topic
-			case prefix != "" && topic == "" && !allTopics:
+			case prefix != "":
 				r.Topic, r.Prefix = prefix, true
-			case allTopics && topic == "" && prefix == "":
+			case allTopics:
 				r.Prefix = true
-			default:
-				return usageErrorf("%s %s needs one of --topic, --prefix or --all-topics", verb, r.Op)
+			case group != "":
+				r.Topic, r.Group = group, true
+			case groupPrefix != "":
+				r.Topic, r.Prefix, r.Group = groupPrefix, true, true
+			case allGroups:
+				r.Prefix, r.Group = true, true
 			}
 			return withUserAPI(cmd, func(ctx context.Context, a *app, h *httpAPI) error {
 				var u userJSON
@@ -308,6 +325,9 @@ func newUserRuleCmd(verb, short string) *cobra.Command {
 	cmd.Flags().StringVar(&topic, "topic", "", "the topic the rule is about")
 	cmd.Flags().StringVar(&prefix, "prefix", "", "every topic whose name starts with this")
 	cmd.Flags().BoolVar(&allTopics, "all-topics", false, "every topic")
+	cmd.Flags().StringVar(&group, "group", "", "the consumer group the rule is about")
+	cmd.Flags().StringVar(&groupPrefix, "group-prefix", "", "every consumer group whose name starts with this")
+	cmd.Flags().BoolVar(&allGroups, "all-groups", false, "every consumer group")
 	cmd.Flags().BoolVar(&deny, "deny", false, "a deny rule (deny wins over any allow)")
 	return cmd
 }

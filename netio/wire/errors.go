@@ -96,7 +96,7 @@ var (
 	ErrInvalidConsumerName = &Error{28, "INVALID_CONSUMER_NAME", false,
 		"The consumer name breaks the naming rules (the same as topic names)."}
 	ErrNotCoordinator = &Error{29, "NOT_COORDINATOR", true,
-		"This node does not store offsets for the named consumer. The hint names the node that does."}
+		"This node does not coordinate the named consumer group (nor store its offsets). The hint names the node that does; find the coordinator again."}
 	ErrNotReplica = &Error{30, "NOT_REPLICA", false,
 		"The node named as the target of a primary move is not in the partition's replica set."}
 	ErrNodeNotAvailable = &Error{31, "NODE_NOT_AVAILABLE", true,
@@ -117,6 +117,30 @@ var (
 		"A user with that name already exists."}
 	ErrUnknownUser = &Error{39, "UNKNOWN_USER", false,
 		"The named user does not exist (an admin call about a user: set password, grant, revoke, delete)."}
+	ErrUnknownGroup = &Error{40, "UNKNOWN_GROUP", false,
+		"The consumer group does not exist on its coordinator (describe, delete, delete offsets)."}
+	ErrUnknownMember = &Error{41, "UNKNOWN_MEMBER", false,
+		"The member id is not in the group: it expired (no heartbeat within its session timeout), left, or never joined. The member rejoins with an empty member id."}
+	ErrIllegalGeneration = &Error{42, "ILLEGAL_GENERATION", false,
+		"The request names another generation of the group than the current one: the group rebalanced meanwhile. The member rejoins."}
+	ErrMemberIDRequired = &Error{43, "MEMBER_ID_REQUIRED", false,
+		"A first join is answered with the member id the member must use (in the response); it joins again with that id at once."}
+	ErrInconsistentGroupProtocol = &Error{44, "INCONSISTENT_GROUP_PROTOCOL", false,
+		"The member's protocol type or assignors share nothing with those of the group's members."}
+	ErrInvalidSessionTimeout = &Error{45, "INVALID_SESSION_TIMEOUT", false,
+		"The session timeout is outside the coordinator's bounds (1 s to 30 min)."}
+	ErrNonEmptyGroup = &Error{46, "NON_EMPTY_GROUP", false,
+		"The group has members: it cannot be deleted, nor its offsets reset, until they leave or expire."}
+	ErrGroupFull = &Error{47, "GROUP_FULL", false,
+		"The group has as many members as a group may have (1000)."}
+	ErrFencedInstance = &Error{48, "FENCED_INSTANCE_ID", false,
+		"A newer member joined with this static member's instance id; this one must stop."}
+	ErrCoordinatorNotAvailable = &Error{49, "COORDINATOR_NOT_AVAILABLE", true,
+		"No node coordinates the group right now (no metadata primary is known, or the coordinator is full). Back off and find the coordinator again."}
+	ErrCoordinatorLoading = &Error{50, "COORDINATOR_LOADING", true,
+		"This node just became the group's coordinator and is still recovering the group's state. Retry shortly."}
+	ErrGroupSubscribedToTopic = &Error{51, "GROUP_SUBSCRIBED_TO_TOPIC", false,
+		"An offset delete named a topic that a member of the group subscribes to; its offsets can be deleted only once no member consumes it."}
 )
 
 // errorTable lists every code, in code order. It is the single source: the
@@ -161,6 +185,18 @@ var errorTable = []*Error{
 	ErrAuthenticationFailed,
 	ErrUserAlreadyExists,
 	ErrUnknownUser,
+	ErrUnknownGroup,
+	ErrUnknownMember,
+	ErrIllegalGeneration,
+	ErrMemberIDRequired,
+	ErrInconsistentGroupProtocol,
+	ErrInvalidSessionTimeout,
+	ErrNonEmptyGroup,
+	ErrGroupFull,
+	ErrFencedInstance,
+	ErrCoordinatorNotAvailable,
+	ErrCoordinatorLoading,
+	ErrGroupSubscribedToTopic,
 }
 
 // CodeNone is the error code of a successful response.
