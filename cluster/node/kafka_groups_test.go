@@ -257,7 +257,7 @@ func TestKafkaGroupErrors(t *testing.T) {
 	p := kmsg.NewJoinGroupRequestProtocol()
 	p.Name, p.Metadata = "range", []byte{0}
 	join.Protocols = append(join.Protocols, p)
-	jr, err := join.RequestWith(ctx, cl)
+	jr, err := joinCoordinated(ctx, t, join, cl)
 	if err != nil || jr.ErrorCode != kerr.MemberIDRequired.Code || jr.MemberID == "" {
 		t.Fatalf("first join: %v %+v", err, jr)
 	}
