@@ -46,6 +46,10 @@ var (
 	// ErrFencedInstance: a static member's instance id is held by
 	// another member id (a newer instance of it joined).
 	ErrFencedInstance = errors.New("groups: instance id fenced by a newer member")
+	// ErrNotCoordinator: the coordinator was Reset while the call was
+	// parked (its node lost the group's partition); the member finds
+	// the new coordinator, which has its state, and retries there.
+	ErrNotCoordinator = errors.New("groups: no longer the group's coordinator")
 	// ErrTooManyOffsets: the commit would give the group more than
 	// Config.OffsetsMax committed partitions.
 	ErrTooManyOffsets = errors.New("groups: too many committed partitions")
@@ -318,14 +322,15 @@ func (g *group) image() groupImage {
 }
 
 // Reset drops every group, answering parked calls with
-// ErrUnknownMember: the node stopped coordinating (its members rejoin
-// at the new coordinator). Appends already queued still go to the log;
-// their answers change nothing here.
+// ErrNotCoordinator: the node stopped coordinating (its members find
+// the new coordinator, which replayed their state from the log).
+// Appends already queued still go to the log; their answers change
+// nothing here.
 func (c *Coordinator) Reset() {
 	c.mu.Lock()
 	for _, g := range c.groups {
 		for _, m := range g.members {
-			c.failWaits(m, ErrUnknownMember)
+			c.failWaits(m, ErrNotCoordinator)
 		}
 	}
 	c.groups = map[string]*group{}

@@ -387,6 +387,9 @@ func (h *groupsHost) needTopic(group string) error {
 func (h *groupsHost) find(group string) (service.GroupCoordinator, error) {
 	h.mu.Lock()
 	routes := h.routes
+	if routes == nil && h.d.metaPrimary() == h.d.self {
+		_ = h.needTopic(group) // starts the create; the answer names this node meanwhile
+	}
 	h.mu.Unlock()
 	id := h.d.metaPrimary()
 	where := "the metadata primary"

@@ -2,10 +2,15 @@ package node
 
 import (
 	"context"
+	"fmt"
+	"sort"
+	"sync"
 	"testing"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
@@ -30,6 +35,236 @@ func joinCoordinated(ctx context.Context, t *testing.T, join *kmsg.JoinGroupRequ
 		case <-ctx.Done():
 			return jr, ctx.Err()
 		case <-time.After(20 * time.Millisecond):
+		}
+	}
+}
+
+// groupOffsetsWatch polls a group's committed offsets and records any
+// partition whose committed offset moved backwards.
+type groupOffsetsWatch struct {
+	mu       sync.Mutex
+	last     map[string]int64
+	backward []string
+	stop     chan struct{}
+	done     chan struct{}
+}
+
+func watchGroupOffsets(ctx context.Context, adm func() *kadm.Client, group string) *groupOffsetsWatch {
+	w := &groupOffsetsWatch{last: map[string]int64{}, stop: make(chan struct{}), done: make(chan struct{})}
+	go func() {
+		defer close(w.done)
+		tick := time.NewTicker(50 * time.Millisecond)
+		defer tick.Stop()
+		for {
+			select {
+			case <-w.stop:
+				return
+			case <-ctx.Done():
+				return
+			case <-tick.C:
+			}
+			fctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+			offs, err := adm().FetchOffsets(fctx, group)
+			cancel()
+			if err != nil {
+				continue // the coordinator is moving: nothing to compare
+			}
+			w.mu.Lock()
+			offs.Each(func(o kadm.OffsetResponse) {
+				if o.Err != nil {
+					return
+				}
+				k := fmt.Sprintf("%s/%d", o.Topic, o.Partition)
+				if prev, ok := w.last[k]; ok && o.At < prev {
+					w.backward = append(w.backward, fmt.Sprintf("%s: %d after %d", k, o.At, prev))
+				}
+				if o.At > w.last[k] {
+					w.last[k] = o.At
+				}
+			})
+			w.mu.Unlock()
+		}
+	}()
+	return w
+}
+
+func (w *groupOffsetsWatch) close() []string {
+	close(w.stop)
+	<-w.done
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.backward
+}
+
+// memberIDs are the group's member ids, sorted, and its generation
+// (DescribeGroups answers no generation; the members' ids tell a
+// rejoin as a new member apart).
+func memberIDs(ctx context.Context, adm *kadm.Client, group string) ([]string, error) {
+	ds, err := adm.DescribeGroups(ctx, group)
+	if err != nil {
+		return nil, err
+	}
+	if ds[group].Err != nil {
+		return nil, ds[group].Err
+	}
+	var ids []string
+	for _, m := range ds[group].Members {
+		ids = append(ids, m.MemberID)
+	}
+	sort.Strings(ids)
+	return ids, nil
+}
+
+// The coordinator's node stops while three franz-go members consume 12
+// partitions: the primary of the group's __groups partition moves, the
+// new one replays the group, and the members carry on with the same
+// member ids; every record is processed, no committed offset moves
+// backwards, and the last commits cover every record. The records
+// processed twice are logged against step one's 250-400 of 1,800 (the
+// new coordinator then refused every commit until the members rejoined).
+func TestGroupsCoordinatorFailover(t *testing.T) {
+	tc, kports := startKafkaCluster(t, nil)
+	ctx, cancel := context.WithTimeout(context.Background(), 180*time.Second)
+	defer cancel()
+	adm := kadm.NewClient(kafkaClient(t, kports))
+	kafkaCreateRetrying(t, ctx, adm, "gf", 12, 3)
+	produceValues(t, ctx, kports, "gf", "a", 0, 1200)
+
+	led := newGroupLedger()
+	for _, name := range []string{"m1", "m2", "m3"} {
+		startGroupMember(t, ctx, kports, "gfg", "gf", name, led, kgo.SessionTimeout(6*time.Second))
+	}
+	clusterWait(t, 60*time.Second, "3 members with 4 partitions each", func() bool {
+		st, per, err := describeAssigned(ctx, adm, "gfg")
+		return err == nil && st == "Stable" && len(per) == 3 && per["m1"] == 4 && per["m2"] == 4 && per["m3"] == 4
+	})
+	waitProcessed(t, led, 1200, 60*time.Second)
+	before, err := memberIDs(ctx, adm, "gfg")
+	if err != nil {
+		t.Fatal(err)
+	}
+	fr := adm.FindGroupCoordinators(ctx, "gfg")
+	if fr["gfg"].Err != nil {
+		t.Fatalf("find coordinator: %+v", fr)
+	}
+	coord := fr["gfg"].NodeID
+
+	var admMu sync.Mutex
+	curAdm := adm
+	watch := watchGroupOffsets(ctx, func() *kadm.Client { admMu.Lock(); defer admMu.Unlock(); return curAdm }, "gfg")
+
+	// 600 more records while the coordinator's node stops: the members
+	// are consuming (and committing) across the failover.
+	var alive []string
+	for i := range tc.nodes {
+		if int32(i+1) != coord {
+			alive = append(alive, kports[i])
+		}
+	}
+	produced := make(chan struct{})
+	go func() {
+		defer close(produced)
+		for i := 0; i < 600; i += 50 {
+			produceValues(t, ctx, alive, "gf", "b", i, 50)
+		}
+	}()
+	waitProcessed(t, led, 1300, 60*time.Second)
+	stopped := time.Now()
+	tc.stopNode(int(coord - 1))
+	// A Kafka client keeps the coordinator it found until told
+	// NOT_COORDINATOR, also one it cannot dial: the admin client is made
+	// once a live node coordinates the group (the route no longer names
+	// the stopped node).
+	raw := kafkaClient(t, alive)
+	var next int32
+	clusterWait(t, 30*time.Second, "a live coordinator", func() bool {
+		find := kmsg.NewPtrFindCoordinatorRequest()
+		find.CoordinatorKey = "gfg"
+		fr, err := find.RequestWith(ctx, raw)
+		next = fr.NodeID
+		return err == nil && fr.ErrorCode == 0 && fr.NodeID != coord && fr.NodeID > 0
+	})
+	admMu.Lock()
+	curAdm = kadm.NewClient(kafkaClient(t, alive))
+	adm = curAdm
+	admMu.Unlock()
+	<-produced
+	waitProcessed(t, led, 1800, 90*time.Second)
+	took := time.Since(stopped)
+	_, dup := led.count()
+
+	clusterWait(t, 60*time.Second, "3 members with 4 partitions each at the new coordinator", func() bool {
+		st, per, err := describeAssigned(ctx, adm, "gfg")
+		return err == nil && st == "Stable" && len(per) == 3 && per["m1"] == 4 && per["m2"] == 4 && per["m3"] == 4
+	})
+	after, err := memberIDs(ctx, adm, "gfg")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("coordinator node %d stopped; node %d took over; every record processed within %v, %d of 1800 processed twice (step one: 250-400)",
+		coord, next, took, dup)
+	if fmt.Sprint(after) != fmt.Sprint(before) {
+		t.Errorf("members %v before the failover, %v after: the new coordinator did not know them", before, after)
+	}
+	// Every record committed: each partition's committed offset reaches
+	// its end (the members commit what they processed; wait for the
+	// last commits).
+	clusterWait(t, 30*time.Second, "the committed offsets to reach the end of every partition", func() bool {
+		offs, err := adm.FetchOffsets(ctx, "gfg")
+		if err != nil {
+			return false
+		}
+		ends, err := adm.ListEndOffsets(ctx, "gf")
+		if err != nil {
+			return false
+		}
+		all := true
+		ends.Each(func(e kadm.ListedOffset) {
+			o, ok := offs.Lookup(e.Topic, e.Partition)
+			all = all && ok && o.Err == nil && o.At == e.Offset
+		})
+		return all
+	})
+	if back := watch.close(); len(back) > 0 {
+		t.Errorf("committed offsets moved backwards: %v", back)
+	}
+	if dup > 200 {
+		t.Errorf("%d records processed twice; the replayed coordinator should accept the members' commits at once", dup)
+	}
+}
+
+// Many groups' coordinators spread over every node of the cluster: the
+// primaries of the internal topic's partitions.
+func TestGroupsCoordinatorsSpread(t *testing.T) {
+	_, kports := startKafkaCluster(t, nil)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	adm := kadm.NewClient(kafkaClient(t, kports))
+	var names []string
+	for i := 0; i < 64; i++ {
+		names = append(names, fmt.Sprintf("spread-%d", i))
+	}
+	per := map[int32]int{}
+	clusterWait(t, 45*time.Second, "a coordinator for every group on every node", func() bool {
+		// The first group request at the metadata primary (which
+		// coordinates every group until then) creates the topic; its
+		// partitions then elect their primaries, spread like any
+		// topic's.
+		_, _ = adm.DescribeGroups(ctx, names[0])
+		fr := adm.FindGroupCoordinators(ctx, names...)
+		per = map[int32]int{}
+		for _, n := range names {
+			if fr[n].Err != nil {
+				return false
+			}
+			per[fr[n].NodeID]++
+		}
+		return len(per) == 3
+	})
+	t.Logf("64 groups' coordinators per node: %v", per)
+	for id, n := range per {
+		if n < 64/3/3 {
+			t.Errorf("node %d coordinates %d of 64 groups: %v", id, n, per)
 		}
 	}
 }

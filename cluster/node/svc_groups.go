@@ -27,6 +27,7 @@ var groupKinds = []struct {
 	// The coordinator is full: no node can take the group now.
 	{groups.ErrTooManyGroups, service.ErrCoordinatorNotAvailable},
 	{groups.ErrTooManyOffsets, service.ErrInvalidRequest},
+	{groups.ErrNotCoordinator, service.ErrNotCoordinator},
 	{groups.ErrInvalidOffset, service.ErrInvalidOffset},
 }
 
