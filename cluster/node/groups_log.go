@@ -57,7 +57,9 @@ func groupsPartitionOf(group string, n int) int32 {
 
 // groupsData are the service calls the coordinators' logs make.
 type groupsData interface {
-	Produce(from *shard.Shard, req *service.ProduceRequest, done func(service.ProduceResult, error))
+	// produceInternal is Produce, which refuses clients the internal
+	// topics.
+	produceInternal(from *shard.Shard, req *service.ProduceRequest, done func(service.ProduceResult, error))
 	Fetch(from *shard.Shard, req *service.FetchRequest, done func(service.FetchResult, error))
 	Metadata(req service.MetadataRequest) (service.MetadataResult, error)
 }
@@ -425,7 +427,7 @@ func (l *groupsPartLog) Append(recs []groups.Record, done func(error)) {
 		done(err)
 		return
 	}
-	l.data.Produce(nil, &service.ProduceRequest{PartitionRef: l.ref(), Acks: service.AcksQuorum, Timeout: groupsCallTimeout, Records: b},
+	l.data.produceInternal(nil, &service.ProduceRequest{PartitionRef: l.ref(), Acks: service.AcksQuorum, Timeout: groupsCallTimeout, Records: b},
 		func(_ service.ProduceResult, err error) { done(coordinatorErr(err, l.p)) })
 }
 
@@ -444,7 +446,7 @@ func (l *groupsPartLog) appendWait(recs []groups.Record, gone <-chan struct{}) (
 		err error
 	}
 	ch := make(chan answer, 1)
-	l.data.Produce(nil, &service.ProduceRequest{PartitionRef: l.ref(), Acks: service.AcksQuorum, Timeout: groupsCallTimeout, Records: b},
+	l.data.produceInternal(nil, &service.ProduceRequest{PartitionRef: l.ref(), Acks: service.AcksQuorum, Timeout: groupsCallTimeout, Records: b},
 		func(res service.ProduceResult, err error) { ch <- answer{res.BaseOffset, err} })
 	select {
 	case a := <-ch:

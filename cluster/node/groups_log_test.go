@@ -2,6 +2,7 @@ package node
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sort"
 	"sync"
@@ -12,6 +13,10 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/corestream/corestream/cluster/config"
+	"github.com/corestream/corestream/cluster/metadata"
+	"github.com/corestream/corestream/cluster/service"
 )
 
 // joinCoordinated sends join until the group's coordinator answers it:
@@ -265,6 +270,89 @@ func TestGroupsCoordinatorsSpread(t *testing.T) {
 	for id, n := range per {
 		if n < 64/3/3 {
 			t.Errorf("node %d coordinates %d of 64 groups: %v", id, n, per)
+		}
+	}
+}
+
+// The internal topic is created at the first group request with
+// cluster.groups_partitions partitions, left out of topic listings
+// (shown when asked for by name), and refused to clients' produce and
+// delete.
+func TestGroupsTopicInternal(t *testing.T) {
+	n := runNode(t, t.TempDir(), func(c *config.Config) { withKafka(c); c.Cluster.GroupsPartitions = 4 })
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	if md, err := n.svc.Metadata(service.MetadataRequest{Topics: []string{metadata.GroupsTopic}}); err != nil || md.Topics[0].Err == nil {
+		t.Fatalf("the internal topic exists before any group request: %v %+v", err, md)
+	}
+	join := kmsg.NewPtrJoinGroupRequest()
+	join.Version, join.Group, join.ProtocolType = 9, "gi", "consumer"
+	join.SessionTimeoutMillis, join.RebalanceTimeoutMillis = 10000, 10000
+	p := kmsg.NewJoinGroupRequestProtocol()
+	p.Name = "range"
+	join.Protocols = append(join.Protocols, p)
+	if jr, err := joinCoordinated(ctx, t, join, kafkaClient(t, []string{n.KafkaAddr()})); err != nil || jr.ErrorCode != kerr.MemberIDRequired.Code {
+		t.Fatalf("join: %v %+v", err, jr)
+	}
+	md, err := n.svc.Metadata(service.MetadataRequest{Topics: []string{metadata.GroupsTopic}})
+	if err != nil || md.Topics[0].Err != nil || len(md.Topics[0].Partitions) != 4 {
+		t.Fatalf("asked for by name: %v %+v", err, md)
+	}
+	all, err := n.svc.Metadata(service.MetadataRequest{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	list, err := n.svc.ListTopics()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tm := range all.Topics {
+		if tm.Name == metadata.GroupsTopic {
+			t.Errorf("the metadata of every topic lists %s", metadata.GroupsTopic)
+		}
+	}
+	for _, ts := range list {
+		if ts.Name == metadata.GroupsTopic {
+			t.Errorf("the topic list shows %s", metadata.GroupsTopic)
+		}
+	}
+	produced := make(chan error, 1)
+	n.svc.Produce(nil, &service.ProduceRequest{PartitionRef: service.PartitionRef{Topic: metadata.GroupsTopic}, Records: []byte{0}},
+		func(_ service.ProduceResult, err error) { produced <- err })
+	if err := <-produced; !errors.Is(err, service.ErrAuthorization) {
+		t.Errorf("a client's produce to %s: %v", metadata.GroupsTopic, err)
+	}
+	deleted := make(chan error, 1)
+	n.svc.DeleteTopic(nil, &service.DeleteTopicRequest{Name: metadata.GroupsTopic}, func(_ metadata.TopicID, err error) { deleted <- err })
+	if err := <-deleted; !errors.Is(err, service.ErrAuthorization) {
+		t.Errorf("a client's delete of %s: %v", metadata.GroupsTopic, err)
+	}
+}
+
+// groupsPartitionOf spreads names evenly and never changes (a group
+// moved to another partition would lose its state).
+func TestGroupsPartitionOf(t *testing.T) {
+	for _, tc := range []struct {
+		group string
+		n     int
+		want  int32
+	}{
+		// FNV-1a 32: frozen values.
+		{"g", 16, int32(0xe20c2606 % 16)},
+		{"orders", 16, int32(0x325e96ec % 16)},
+		{"x", 1, 0},
+	} {
+		if got := groupsPartitionOf(tc.group, tc.n); got != tc.want {
+			t.Errorf("%q mod %d: %d, want %d", tc.group, tc.n, got, tc.want)
+		}
+	}
+	count := make([]int, 16)
+	for i := 0; i < 16000; i++ {
+		count[groupsPartitionOf(fmt.Sprintf("group-%d", i), 16)]++
+	}
+	for p, c := range count {
+		if c < 800 || c > 1200 {
+			t.Errorf("partition %d holds %d of 16000 groups", p, c)
 		}
 	}
 }
