@@ -10,7 +10,12 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/corestream/corestream/client"
+	"github.com/corestream/corestream/netio/wire"
 )
 
 // A measurement, not a check: BENCHMARKS.md's consumer group figures.
@@ -64,37 +69,84 @@ func TestKafkaGroupFigures(t *testing.T) {
 		}
 	}
 
-	for _, committers := range []int{1, 8} {
-		var done atomic.Int64
-		window := 3 * time.Second
-		var wg sync.WaitGroup
-		end := time.Now().Add(window)
-		for c := 0; c < committers; c++ {
-			wg.Add(1)
-			go func(c int) {
-				defer wg.Done()
-				cl := kafkaClient(t, addrs).Broker(1)
-				for off := int64(1); time.Now().Before(end); off++ {
-					r := kmsg.NewPtrOffsetCommitRequest()
-					r.Version, r.Group, r.Generation = 8, fmt.Sprintf("commits%d", c), -1
-					rt := kmsg.NewOffsetCommitRequestTopic()
-					rt.Topic = "fig"
-					for p := int32(0); p < 12; p++ {
-						rp := kmsg.NewOffsetCommitRequestTopicPartition()
-						rp.Partition, rp.Offset = p, off
-						rt.Partitions = append(rt.Partitions, rp)
-					}
-					r.Topics = append(r.Topics, rt)
-					resp, err := r.RequestWith(ctx, cl)
-					if err != nil || resp.Topics[0].Partitions[0].ErrorCode != 0 {
-						t.Errorf("commit: %v %+v", err, resp)
-						return
-					}
-					done.Add(1)
-				}
-			}(c)
+	// Offset commits: a Kafka group's (generation -1, into the group's
+	// partition of __groups, acks = quorum) against, in the same run,
+	// the named-consumer commits of the native SDK, which still go
+	// through the metadata group (where every group's commits went
+	// before __groups).
+	commitKafka := func(cl *kgo.Client, group string, off int64) error {
+		r := kmsg.NewPtrOffsetCommitRequest()
+		r.Version, r.Group, r.Generation = 8, group, -1
+		rt := kmsg.NewOffsetCommitRequestTopic()
+		rt.Topic = "fig"
+		for p := int32(0); p < 12; p++ {
+			rp := kmsg.NewOffsetCommitRequestTopicPartition()
+			rp.Partition, rp.Offset = p, off
+			rt.Partitions = append(rt.Partitions, rp)
 		}
-		wg.Wait()
-		t.Logf("FIGURE %d committers: %.0f commits/s of 12 partitions each (%.0f offsets/s)", committers, float64(done.Load())/window.Seconds(), 12*float64(done.Load())/window.Seconds())
+		r.Topics = append(r.Topics, rt)
+		resp, err := r.RequestWith(ctx, cl)
+		if err != nil {
+			return err
+		}
+		if c := resp.Topics[0].Partitions[0].ErrorCode; c != 0 {
+			return kerr.ErrorForCode(c)
+		}
+		return nil
+	}
+	commitNative := func(cl *client.Client, group string, off int64) error {
+		offs := make([]wire.OffsetCommit, 12)
+		for p := range offs {
+			offs[p] = wire.OffsetCommit{Topic: "fig", Partition: int32(p), Offset: off}
+		}
+		return cl.CommitOffsets(ctx, group, offs)
+	}
+	for _, path := range []string{"__groups", "metadata group"} {
+		for _, committers := range []int{1, 8} {
+			var done atomic.Int64
+			window := 3 * time.Second
+			var wg, ready sync.WaitGroup
+			begin := make(chan struct{})
+			for c := 0; c < committers; c++ {
+				wg.Add(1)
+				ready.Add(1)
+				go func(c int) {
+					defer wg.Done()
+					group := fmt.Sprintf("commits%d", c)
+					var commit func(int64) error
+					if path == "__groups" {
+						kc := kafkaClient(t, addrs)
+						commit = func(off int64) error { return commitKafka(kc, group, off) }
+					} else {
+						nc, err := client.Dial(ctx, n.ClientAddr())
+						if err != nil {
+							t.Error(err)
+							ready.Done()
+							return
+						}
+						defer nc.Close()
+						commit = func(off int64) error { return commitNative(nc, group, off) }
+					}
+					// The first commit waits for the group's
+					// coordinator (it creates and loads __groups).
+					clusterWait(t, 30*time.Second, "a first commit", func() bool { return commit(0) == nil })
+					ready.Done()
+					<-begin
+					end := time.Now().Add(window)
+					for off := int64(1); time.Now().Before(end); off++ {
+						if err := commit(off); err != nil {
+							t.Errorf("commit: %v", err)
+							return
+						}
+						done.Add(1)
+					}
+				}(c)
+			}
+			ready.Wait()
+			close(begin)
+			wg.Wait()
+			t.Logf("FIGURE %s, %d committers: %.0f commits/s of 12 partitions each (%.0f offsets/s)", path, committers,
+				float64(done.Load())/window.Seconds(), 12*float64(done.Load())/window.Seconds())
+		}
 	}
 }
