@@ -574,8 +574,11 @@ type groupsTopicCreator interface {
 func (c *controller) createGroupsTopic(partitions int, done func(error)) {
 	roster, eligible := c.rosterIDs()
 	defRF := c.d.defaultRF.Resolve(len(roster))
+	// Unlimited retention: with no compaction yet, deleting old segments
+	// would lose the state of groups that last changed long ago.
 	cmd, err := c.state.PlanCreateTopic(metadata.CreateRequest{Name: metadata.GroupsTopic, Partitions: partitions,
-		Racks: c.rosterRacks(), Internal: true}, roster, eligible, defRF, time.Now().UnixMilli())
+		Racks: c.rosterRacks(), Internal: true, Config: metadata.TopicConfig{RetentionMs: -1, RetentionBytes: -1}},
+		roster, eligible, defRF, time.Now().UnixMilli())
 	if errors.Is(err, metadata.ErrTopicExists) {
 		done(nil)
 		return

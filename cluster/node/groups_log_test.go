@@ -298,6 +298,15 @@ func TestGroupsTopicInternal(t *testing.T) {
 	if err != nil || md.Topics[0].Err != nil || len(md.Topics[0].Partitions) != 4 {
 		t.Fatalf("asked for by name: %v %+v", err, md)
 	}
+	d, err := n.svc.DescribeTopic(metadata.GroupsTopic)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range d.Configs {
+		if (c.Key == "retention_ms" || c.Key == "retention_bytes") && c.Value != "-1" {
+			t.Errorf("%s = %s, want unlimited (nothing compacts the topic yet)", c.Key, c.Value)
+		}
+	}
 	all, err := n.svc.Metadata(service.MetadataRequest{})
 	if err != nil {
 		t.Fatal(err)
