@@ -74,11 +74,18 @@ func TestKafkaGroupFigures(t *testing.T) {
 	// the named-consumer commits of the native SDK, which still go
 	// through the metadata group (where every group's commits went
 	// before __groups).
+	measureCommits(t, ctx, "one node", addrs, []string{n.ClientAddr()}, "fig")
+}
+
+// measureCommits logs the offset commits per second of 1 and 8
+// committers (one group each, 12 partitions of topic per commit) into
+// __groups (Kafka) and into the metadata group (native named consumers).
+func measureCommits(t *testing.T, ctx context.Context, what string, kafkaAddrs, nativeAddrs []string, topic string) {
 	commitKafka := func(cl *kgo.Client, group string, off int64) error {
 		r := kmsg.NewPtrOffsetCommitRequest()
 		r.Version, r.Group, r.Generation = 8, group, -1
 		rt := kmsg.NewOffsetCommitRequestTopic()
-		rt.Topic = "fig"
+		rt.Topic = topic
 		for p := int32(0); p < 12; p++ {
 			rp := kmsg.NewOffsetCommitRequestTopicPartition()
 			rp.Partition, rp.Offset = p, off
@@ -97,7 +104,7 @@ func TestKafkaGroupFigures(t *testing.T) {
 	commitNative := func(cl *client.Client, group string, off int64) error {
 		offs := make([]wire.OffsetCommit, 12)
 		for p := range offs {
-			offs[p] = wire.OffsetCommit{Topic: "fig", Partition: int32(p), Offset: off}
+			offs[p] = wire.OffsetCommit{Topic: topic, Partition: int32(p), Offset: off}
 		}
 		return cl.CommitOffsets(ctx, group, offs)
 	}
@@ -115,10 +122,10 @@ func TestKafkaGroupFigures(t *testing.T) {
 					group := fmt.Sprintf("commits%d", c)
 					var commit func(int64) error
 					if path == "__groups" {
-						kc := kafkaClient(t, addrs)
+						kc := kafkaClient(t, kafkaAddrs)
 						commit = func(off int64) error { return commitKafka(kc, group, off) }
 					} else {
-						nc, err := client.Dial(ctx, n.ClientAddr())
+						nc, err := client.Dial(ctx, nativeAddrs...)
 						if err != nil {
 							t.Error(err)
 							ready.Done()
@@ -145,8 +152,23 @@ func TestKafkaGroupFigures(t *testing.T) {
 			ready.Wait()
 			close(begin)
 			wg.Wait()
-			t.Logf("FIGURE %s, %d committers: %.0f commits/s of 12 partitions each (%.0f offsets/s)", path, committers,
+			t.Logf("FIGURE %s, %s, %d committers: %.0f commits/s of 12 partitions each (%.0f offsets/s)", what, path, committers,
 				float64(done.Load())/window.Seconds(), 12*float64(done.Load())/window.Seconds())
 		}
 	}
+}
+
+// The same commits on a 3-node cluster: 8 groups' coordinators spread
+// over the nodes, against the metadata group's one primary.
+//
+//	go test ./cluster/node -run TestKafkaGroupCommitFiguresCluster -v -args -group-figures
+func TestKafkaGroupCommitFiguresCluster(t *testing.T) {
+	if !*groupFiguresFlag {
+		t.Skip("a measurement: run with -group-figures")
+	}
+	tc, kports := startKafkaCluster(t, nil)
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	kafkaCreateRetrying(t, ctx, kadm.NewClient(kafkaClient(t, kports)), "fig3", 12, 3)
+	measureCommits(t, ctx, "3 nodes", kports, tc.brokers(), "fig3")
 }
