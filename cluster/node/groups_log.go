@@ -299,10 +299,17 @@ func (h *groupsHost) load(pt *groupsPart) {
 
 // retryLoad waits before a load's next attempt and says whether to make
 // it: not once the partition is gone, the host stopped, or attempts ran
-// out.
+// out (then the part is forgotten, so the next refresh starts a new
+// load if the node still leads the partition).
 func (h *groupsHost) retryLoad(pt *groupsPart, attempt int, err error) bool {
 	if attempt >= groupsLoadAttemptsMax {
-		h.d.infof("groups: gave up loading the partition", "partition", pt.p, "error", err)
+		h.d.infof("groups: gave up loading the partition; the next refresh tries again", "partition", pt.p, "error", err)
+		h.mu.Lock()
+		if h.parts[pt.p] == pt {
+			delete(h.parts, pt.p)
+			close(pt.gone)
+		}
+		h.mu.Unlock()
 		return false
 	}
 	t := time.NewTimer(groupsLoadRetryWait)
