@@ -43,6 +43,8 @@ type Client struct {
 	refreshStart, lastStart time.Time
 	// kick asks the background refresher for a refresh (capacity 1).
 	kick chan struct{}
+	// coords remembers the consumer groups' coordinators (group_admin.go).
+	coords coordCache
 }
 
 // Dial connects to a cluster through the given seed brokers (HOST:PORT)

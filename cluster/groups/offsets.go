@@ -102,21 +102,15 @@ func (c *Coordinator) Offsets(name string, tps []TopicPartition) []Offset {
 }
 
 // DeleteOffsets forgets the group's committed offsets of tps
-// (OffsetDelete); done runs once the tombstones are durable. A group
-// with members keeps them: ErrNonEmptyGroup (Kafka refuses only the
-// partitions of topics the group consumes, which the coordinator cannot
-// read from the members' opaque subscriptions).
+// (OffsetDelete); done runs once the tombstones are durable. Which
+// partitions a group with members may drop (not those of topics it
+// subscribes to) is the caller's rule: it reads the subscriptions.
 func (c *Coordinator) DeleteOffsets(name string, tps []TopicPartition, done func(error)) {
 	c.mu.Lock()
 	defer c.run()
 	g := c.groups[name]
-	switch {
-	case g == nil:
+	if g == nil {
 		err := fmt.Errorf("%w: %q", ErrUnknownGroup, name)
-		c.fire = append(c.fire, func() { done(err) })
-		return
-	case len(g.members) > 0:
-		err := fmt.Errorf("%w: %q has %d", ErrNonEmptyGroup, name, len(g.members))
 		c.fire = append(c.fire, func() { done(err) })
 		return
 	}

@@ -304,3 +304,34 @@ func (l *Listener) deleteGroups(c *netio.Conn, req *kmsg.DeleteGroupsRequest, re
 		})
 	}
 }
+
+// offsetDelete drops a group's committed offsets of partitions whose
+// topic no member subscribes to (Kafka's OffsetDelete).
+func (l *Listener) offsetDelete(c *netio.Conn, req *kmsg.OffsetDeleteRequest, reply func(kmsg.Response)) {
+	dr := &service.DeleteGroupOffsetsRequest{Group: req.Group}
+	for _, t := range req.Topics {
+		for _, p := range t.Partitions {
+			dr.Partitions = append(dr.Partitions, service.TopicPartition{Topic: t.Topic, Partition: p.Partition})
+		}
+	}
+	l.svc.DeleteGroupOffsets(c.Shard(), dr, func(entries []error, err error) {
+		resp := req.ResponseKind().(*kmsg.OffsetDeleteResponse)
+		resp.ErrorCode = errorCode(err)
+		i := 0
+		for _, t := range req.Topics {
+			rt := kmsg.NewOffsetDeleteResponseTopic()
+			rt.Topic = t.Topic
+			for _, p := range t.Partitions {
+				rp := kmsg.NewOffsetDeleteResponseTopicPartition()
+				rp.Partition = p.Partition
+				if err == nil && i < len(entries) {
+					rp.ErrorCode = errorCode(entries[i])
+				}
+				i++
+				rt.Partitions = append(rt.Partitions, rp)
+			}
+			resp.Topics = append(resp.Topics, rt)
+		}
+		reply(resp)
+	})
+}

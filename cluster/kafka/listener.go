@@ -269,6 +269,8 @@ func (l *Listener) serve(c *netio.Conn, h RequestHeader, req kmsg.Request, reply
 		l.describeGroups(c, r, reply)
 	case *kmsg.DeleteGroupsRequest:
 		l.deleteGroups(c, r, reply)
+	case *kmsg.OffsetDeleteRequest:
+		l.offsetDelete(c, r, reply)
 	default:
 		// versionRange listed a key serve does not handle: a bug here.
 		panic(fmt.Sprintf("kafka: %s is listed as supported but has no handler", kmsg.NameForKey(h.Key)))

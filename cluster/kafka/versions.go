@@ -25,6 +25,7 @@ const (
 	describeConfigsKey  int16 = 32
 	createPartitionsKey int16 = 37
 	deleteGroupsKey     int16 = 42
+	offsetDeleteKey     int16 = 47
 	describeClusterKey  int16 = 60
 	// saslHandshakeKey and saslAuthenticateKey are in sasl.go.
 )
@@ -68,6 +69,7 @@ var supported = []struct {
 	{describeConfigsKey, 0, 4},
 	{createPartitionsKey, 0, 3},
 	{deleteGroupsKey, 0, 2},
+	{offsetDeleteKey, 0, 0},
 	{describeClusterKey, 0, 1},
 	{saslHandshakeKey, 1, 1},
 	{saslAuthenticateKey, 0, 2},

@@ -19,7 +19,10 @@ const (
 	OpAddPartitions     Op = "add_partitions"
 	OpAllocateProducers Op = "allocate_producer_ids"
 	OpCommitOffsets     Op = "commit_offsets"
-	OpPrimaryMoved      Op = "primary_moved"
+	// OpDeleteOffsets drops a consumer's committed offsets: those of
+	// Offsets (only their keys are read), or every one when it is empty.
+	OpDeleteOffsets Op = "delete_offsets"
+	OpPrimaryMoved  Op = "primary_moved"
 	// The user commands (users.go); Command.User carries the user, with
 	// only the fields the op needs: a credential, never a password.
 	OpCreateUser  Op = "create_user"
@@ -124,6 +127,8 @@ func (s *State) Apply(c Command) (Result, error) {
 		return s.applyAddPartitions(c)
 	case OpCommitOffsets:
 		return s.applyCommit(c)
+	case OpDeleteOffsets:
+		return s.applyDeleteOffsets(c)
 	case OpPrimaryMoved:
 		t, err := s.lookup(c.Name, c.ID)
 		if err != nil {

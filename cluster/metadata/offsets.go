@@ -107,6 +107,26 @@ func (s *State) applyCommit(c Command) (Result, error) {
 	return res, nil
 }
 
+// applyDeleteOffsets drops the consumer's offsets of c.Offsets' keys, or
+// all of them when c.Offsets is empty (a consumer group deleted). A key
+// the consumer has no offset for is no error: deleting is idempotent.
+func (s *State) applyDeleteOffsets(c Command) (Result, error) {
+	if c.Consumer == "" || len(c.Offsets) > OffsetsPerCommitMax {
+		return Result{}, fmt.Errorf("%w: delete of %d offsets for consumer %q", ErrInvalidCommand, len(c.Offsets), c.Consumer)
+	}
+	m := s.offsets[c.Consumer]
+	if len(c.Offsets) == 0 {
+		m = nil
+	}
+	for _, e := range c.Offsets {
+		delete(m, e.OffsetKey)
+	}
+	if len(m) == 0 {
+		delete(s.offsets, c.Consumer)
+	}
+	return Result{}, nil
+}
+
 // dropOffsets forgets every offset of topic (it was deleted).
 func (s *State) dropOffsets(topic string) {
 	for consumer, m := range s.offsets {

@@ -64,6 +64,8 @@ type connState struct {
 	// handshaken says the Handshake came first, as the protocol requires.
 	handshaken bool
 	protocol   uint16
+	// clientID is the handshake's, shown by DescribeGroup.
+	clientID string
 	// target and streak count consecutive data requests for partitions of
 	// one other shard; migrating is set while the connection moves there.
 	target    int
@@ -148,6 +150,10 @@ func (h *Handler) OnFrame(c *netio.Conn, body []byte) {
 		h.clusterStatus(c, hdr, req)
 	case wire.APIInitProducer:
 		h.initProducer(c, hdr, req)
+	case wire.APIFindCoordinator, wire.APIJoinGroup, wire.APISyncGroup, wire.APIHeartbeat, wire.APILeaveGroup,
+		wire.APICommitGroupOffsets, wire.APIFetchGroupOffsets, wire.APIListGroups, wire.APIDescribeGroup,
+		wire.APIDeleteGroup, wire.APIDeleteGroupOffsets:
+		h.groups(c, hdr, req)
 	case wire.APICreateTopic, wire.APIDeleteTopic, wire.APIAddPartitions, wire.APICommitOffsets,
 		wire.APIFetchOffsets, wire.APIMovePrimary, wire.APIRebalance, wire.APIReassign:
 		h.admin(c, hdr, req)
@@ -167,7 +173,7 @@ func (h *Handler) handshake(c *netio.Conn, st *connState, hdr wire.RequestHeader
 		replyErr(c, hdr, err)
 		return
 	}
-	st.handshaken, st.protocol = true, v
+	st.handshaken, st.protocol, st.clientID = true, v, req.ClientID
 	id := h.svc.Identity()
 	resp := wire.ServerHandshake(v, id.NodeID, id.ClusterID, id.Version, uint32(h.maxFrameBytes))
 	reply(c, hdr, resp)

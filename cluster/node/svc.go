@@ -99,6 +99,9 @@ type metadataAdmin interface {
 	addPartitions(req *service.AddPartitionsRequest, done func(int32, error))
 	commitOffsets(req *service.CommitOffsetsRequest, done func([]error, error))
 	fetchOffsets(req *service.FetchOffsetsRequest, done func([]service.CommittedOffset, error))
+	// deleteOffsets drops consumer's offsets of parts, or all of them
+	// when parts is empty (svc_groups_store.go).
+	deleteOffsets(consumer string, parts []service.TopicPartition, done func(struct{}, error))
 	svcMovePrimary(req *service.MovePrimaryRequest, done func(service.MovePrimaryResult, error))
 	svcRebalance(req *service.RebalanceRequest, done func(service.RebalanceResult, error))
 	changeUser(cmd metadata.Command, timeout time.Duration, done func(*metadata.User, error))

@@ -14,8 +14,9 @@ import (
 )
 
 // group list and describe show a franz-go group's members, committed
-// offsets, end offsets and lag, found through the server's Kafka
-// listener; without one they say why.
+// offsets, end offsets and lag over the native protocol; reset-offsets
+// moves an inactive group's offsets (and refuses an active one's), and
+// delete deletes it; a node without a Kafka listener serves them too.
 func TestE2EGroupCommands(t *testing.T) {
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -79,8 +80,77 @@ func TestE2EGroupCommands(t *testing.T) {
 		t.Fatalf("group describe: %q", out)
 	}
 
+	// An active group's offsets are not reset.
+	if code, _, errs := s.cli("", "group", "reset-offsets", "app", "--topic", "gl", "--to-earliest"); code == 0 || !strings.Contains(errs, "inactive") {
+		t.Fatalf("reset of an active group: exit %d, %q", code, errs)
+	}
+	cons.Close() // leaves the group
+	committed := func() map[int32]int64 {
+		var d groupDescJSON
+		if err := json.Unmarshal([]byte(s.cliOK("", "--json", "group", "describe", "app")), &d); err != nil {
+			t.Fatal(err)
+		}
+		out := map[int32]int64{}
+		for _, p := range d.Partitions {
+			out[p.Partition] = p.Committed
+		}
+		if len(d.Members) != 0 {
+			return nil
+		}
+		return out
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	before := committed()
+	for before == nil {
+		if time.Now().After(deadline) {
+			t.Fatal("the group still has members 30 s after its consumer closed")
+		}
+		time.Sleep(50 * time.Millisecond) // polling the CLI, not synchronisation
+		before = committed()
+	}
+	var plan []resetJSON
+	if err := json.Unmarshal([]byte(s.cliOK("", "--json", "group", "reset-offsets", "app", "--topic", "gl", "--to-earliest", "--dry-run")), &plan); err != nil {
+		t.Fatal(err)
+	}
+	if len(plan) != 2 || plan[0].New != 0 || plan[1].New != 0 || plan[0].Current != before[0] {
+		t.Fatalf("dry run plan %+v (committed %v)", plan, before)
+	}
+	if after := committed(); fmt.Sprint(after) != fmt.Sprint(before) {
+		t.Fatalf("a dry run committed: %v, was %v", after, before)
+	}
+	for _, tc := range []struct {
+		args []string
+		want func(p int32) int64
+	}{
+		{[]string{"--to-offset", "2"}, func(int32) int64 { return 2 }},
+		{[]string{"--to-offset", "1000"}, func(p int32) int64 { return desc.Partitions[p].End }},
+		{[]string{"--to-datetime", "2000-01-01T00:00:00"}, func(int32) int64 { return 0 }},
+		{[]string{"--to-latest"}, func(p int32) int64 { return desc.Partitions[p].End }},
+	} {
+		out := s.cliOK("", append([]string{"group", "reset-offsets", "app", "--topic", "gl"}, tc.args...)...)
+		if !strings.Contains(out, "NEW") {
+			t.Fatalf("reset %v: %q", tc.args, out)
+		}
+		got := committed()
+		for p := int32(0); p < 2; p++ {
+			if got[p] != tc.want(p) {
+				t.Fatalf("after reset %v: committed %v", tc.args, got)
+			}
+		}
+	}
+	if code, _, errs := s.cli("", "group", "reset-offsets", "app", "--topic", "gl"); code == 0 || !strings.Contains(errs, "exactly one") {
+		t.Fatalf("reset without a target: exit %d, %q", code, errs)
+	}
+
+	if out := s.cliOK("", "group", "delete", "app"); !strings.Contains(out, "deleted") {
+		t.Fatalf("group delete: %q", out)
+	}
+	if code, _, errs := s.cli("", "group", "describe", "app"); code == 0 || !strings.Contains(errs, "does not exist") {
+		t.Fatalf("describe a deleted group: exit %d, %q", code, errs)
+	}
+
 	plain := startServer(t, serverOpts{})
-	if code, _, errs := plain.cli("", "group", "list"); code == 0 || !strings.Contains(errs, "Kafka listener") {
-		t.Fatalf("group list without a Kafka listener: exit %d, %q", code, errs)
+	if out := plain.cliOK("", "group", "list"); !strings.Contains(out, "GROUP") {
+		t.Fatalf("group list without a Kafka listener: %q", out)
 	}
 }

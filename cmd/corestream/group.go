@@ -8,51 +8,21 @@ import (
 	"sort"
 
 	"github.com/spf13/cobra"
-	"github.com/twmb/franz-go/pkg/kadm"
-	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/corestream/corestream/client"
+	"github.com/corestream/corestream/netio/wire"
 )
 
-// Consumer groups are served over the Kafka protocol (docs/kafka.md):
-// the group commands find the nodes' Kafka listeners through the native
-// protocol (ClusterStatus) and ask them as any Kafka admin tool does.
+// Consumer groups over the native protocol (docs/protocol.md, "Consumer
+// groups"): the same groups Kafka clients and the Go SDK's group
+// consumers form, with or without a Kafka listener.
 
 func init() { commands = append(commands, newGroupCmd) }
 
 func newGroupCmd() *cobra.Command {
-	cmd := &cobra.Command{Use: "group", Short: "list and describe consumer groups", RunE: groupRun}
-	cmd.AddCommand(newGroupListCmd(), newGroupDescribeCmd())
+	cmd := &cobra.Command{Use: "group", Short: "list, describe, delete consumer groups and reset their offsets", RunE: groupRun}
+	cmd.AddCommand(newGroupListCmd(), newGroupDescribeCmd(), newGroupDeleteCmd(), newGroupResetCmd())
 	return cmd
-}
-
-// errNoKafka says why a group command cannot run.
-var errNoKafka = errors.New("no live node has a Kafka listener (node.kafka_addr): consumer groups are served over the Kafka protocol")
-
-// withGroupAdmin runs f with a Kafka admin client of the cluster's live
-// Kafka listeners.
-func withGroupAdmin(cmd *cobra.Command, f func(ctx context.Context, a *app, adm *kadm.Client) error) error {
-	return withClient(cmd, func(ctx context.Context, a *app, c *client.Client) error {
-		st, err := c.ClusterStatus(ctx)
-		if err != nil {
-			return err
-		}
-		var addrs []string
-		for _, n := range st.Nodes {
-			if n.Alive && n.KafkaAddr != "" {
-				addrs = append(addrs, n.KafkaAddr)
-			}
-		}
-		if len(addrs) == 0 {
-			return errNoKafka
-		}
-		kc, err := kgo.NewClient(kgo.SeedBrokers(addrs...), kgo.ClientID("corestream-cli"))
-		if err != nil {
-			return err
-		}
-		defer kc.Close()
-		return f(ctx, a, kadm.NewClient(kc))
-	})
 }
 
 // groupJSON is a group in --json output of group list.
@@ -69,14 +39,21 @@ func newGroupListCmd() *cobra.Command {
 		Short: "list the consumer groups the coordinators hold",
 		Args:  argsRange(0, 0, "no arguments"),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return withGroupAdmin(cmd, func(ctx context.Context, a *app, adm *kadm.Client) error {
-				ls, err := adm.ListGroups(ctx)
-				if err != nil {
+			return withClient(cmd, func(ctx context.Context, a *app, c *client.Client) error {
+				ls, err := c.ListGroups(ctx)
+				if err != nil && len(ls) == 0 {
 					return fmt.Errorf("listing groups: %w", err)
 				}
+				if err != nil {
+					fmt.Fprintf(a.stderr, "warning: %v\n", err)
+				}
 				out := []groupJSON{}
-				for _, g := range ls.Sorted() {
-					out = append(out, groupJSON{Name: g.Group, State: g.State, ProtocolType: g.ProtocolType, Coordinator: g.Coordinator})
+				for _, g := range ls {
+					gj := groupJSON{Name: g.Name, State: g.State, ProtocolType: g.ProtocolType, Coordinator: -1}
+					if co, err := c.FindCoordinator(ctx, g.Name); err == nil {
+						gj.Coordinator = co.NodeID
+					}
+					out = append(out, gj)
 				}
 				return a.emit(out, func(w io.Writer) {
 					tw := table(w)
@@ -122,44 +99,75 @@ type groupDescJSON struct {
 	TotalLag   int64                `json:"total_lag"`
 }
 
+// describeGroup gathers a group's state, members, assignment, committed
+// and end offsets. A group its coordinator does not hold but that has
+// committed offsets (after a restart) is Empty, as Kafka shows it.
+func describeGroup(ctx context.Context, c *client.Client, group string) (groupDescJSON, error) {
+	out := groupDescJSON{Name: group, Members: []groupMemberJSON{}, Partitions: []groupPartitionJSON{}}
+	d, err := c.DescribeGroup(ctx, group)
+	switch {
+	case errors.Is(err, wire.ErrUnknownGroup):
+		out.State = "Empty"
+	case err != nil:
+		return out, fmt.Errorf("describing group %q: %w", group, err)
+	default:
+		out.State, out.Protocol = d.State, d.Protocol
+	}
+	offs, err := c.FetchGroupOffsets(ctx, group, nil)
+	if err != nil {
+		return out, fmt.Errorf("reading group %q's offsets: %w", group, err)
+	}
+	if d == nil && len(offs) == 0 {
+		return out, fmt.Errorf("group %q does not exist: no members and no committed offsets", group)
+	}
+	byPart := map[wire.TopicPartition]*groupPartitionJSON{}
+	part := func(tp wire.TopicPartition) *groupPartitionJSON {
+		if p := byPart[tp]; p != nil {
+			return p
+		}
+		p := &groupPartitionJSON{Topic: tp.Topic, Partition: tp.Partition, Committed: -1}
+		byPart[tp] = p
+		return p
+	}
+	if d != nil {
+		for _, m := range d.Members {
+			out.Members = append(out.Members, groupMemberJSON{ID: m.MemberID, ClientID: m.ClientID, Host: m.Host})
+			parts, _ := client.GroupAssignment(m.Assignment) // not a consumer's: no partitions shown
+			for _, tp := range parts {
+				part(tp).Member = m.MemberID
+			}
+		}
+	}
+	for _, o := range offs {
+		part(wire.TopicPartition{Topic: o.Topic, Partition: o.Partition}).Committed = o.Offset
+	}
+	for _, p := range byPart {
+		p.End, p.Lag = -1, -1
+		if lo, err := c.ListOffsets(ctx, p.Topic, p.Partition, wire.TimestampLatest); err == nil {
+			p.End = lo.Offset
+			p.Lag = p.End - max(p.Committed, 0)
+			out.TotalLag += p.Lag
+		}
+		out.Partitions = append(out.Partitions, *p)
+	}
+	sort.Slice(out.Partitions, func(i, j int) bool {
+		pi, pj := out.Partitions[i], out.Partitions[j]
+		return pi.Topic < pj.Topic || pi.Topic == pj.Topic && pi.Partition < pj.Partition
+	})
+	return out, nil
+}
+
 func newGroupDescribeCmd() *cobra.Command {
 	return &cobra.Command{
 		Use:   "describe GROUP",
 		Short: "a group's members, assignment, committed offsets, end offsets and lag",
 		Args:  argsRange(1, 1, "one GROUP"),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return withGroupAdmin(cmd, func(ctx context.Context, a *app, adm *kadm.Client) error {
-				lags, err := adm.Lag(ctx, args[0])
+			return withClient(cmd, func(ctx context.Context, a *app, c *client.Client) error {
+				out, err := describeGroup(ctx, c, args[0])
 				if err != nil {
-					return fmt.Errorf("describing group %q: %w", args[0], err)
+					return err
 				}
-				l, ok := lags[args[0]]
-				if !ok {
-					return fmt.Errorf("describing group %q: no answer", args[0])
-				}
-				if err := l.Error(); err != nil {
-					return fmt.Errorf("describing group %q: %w", args[0], err)
-				}
-				out := groupDescJSON{Name: l.Group, State: l.State, Protocol: l.Protocol, Members: []groupMemberJSON{}, Partitions: []groupPartitionJSON{}}
-				for _, m := range l.Members {
-					out.Members = append(out.Members, groupMemberJSON{ID: m.MemberID, ClientID: m.ClientID, Host: m.ClientHost})
-				}
-				for _, ps := range l.Lag {
-					for _, p := range ps {
-						gp := groupPartitionJSON{Topic: p.Topic, Partition: p.Partition, Committed: p.Commit.At, End: p.End.Offset, Lag: p.Lag}
-						if p.Member != nil {
-							gp.Member = p.Member.MemberID
-						}
-						if p.Lag > 0 {
-							out.TotalLag += p.Lag
-						}
-						out.Partitions = append(out.Partitions, gp)
-					}
-				}
-				sort.Slice(out.Partitions, func(i, j int) bool {
-					pi, pj := out.Partitions[i], out.Partitions[j]
-					return pi.Topic < pj.Topic || pi.Topic == pj.Topic && pi.Partition < pj.Partition
-				})
 				return a.emit(out, func(w io.Writer) {
 					fmt.Fprintf(w, "group %s: %s, protocol %q, %d members, total lag %d\n", out.Name, out.State, out.Protocol, len(out.Members), out.TotalLag)
 					tw := table(w)
@@ -169,6 +177,25 @@ func newGroupDescribeCmd() *cobra.Command {
 					}
 					tw.Flush()
 				})
+			})
+		},
+	}
+}
+
+func newGroupDeleteCmd() *cobra.Command {
+	return &cobra.Command{
+		Use:   "delete GROUP",
+		Short: "delete an empty group and its committed offsets",
+		Args:  argsRange(1, 1, "one GROUP"),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return withClient(cmd, func(ctx context.Context, a *app, c *client.Client) error {
+				if err := c.DeleteGroup(ctx, args[0]); err != nil {
+					if errors.Is(err, wire.ErrNonEmptyGroup) {
+						return fmt.Errorf("deleting group %q: %w (stop its members, or wait until their sessions end)", args[0], err)
+					}
+					return fmt.Errorf("deleting group %q: %w", args[0], err)
+				}
+				return a.emit(map[string]string{"deleted": args[0]}, func(w io.Writer) { fmt.Fprintf(w, "group %s deleted\n", args[0]) })
 			})
 		},
 	}

@@ -27,6 +27,18 @@ const (
 	APIDescribePartition APIKey = 16
 	APIAuthenticate      APIKey = 17
 	APIReassign          APIKey = 18
+	// The consumer group APIs (groups.go, groups_admin.go).
+	APIFindCoordinator    APIKey = 19
+	APIJoinGroup          APIKey = 20
+	APISyncGroup          APIKey = 21
+	APIHeartbeat          APIKey = 22
+	APILeaveGroup         APIKey = 23
+	APICommitGroupOffsets APIKey = 24
+	APIFetchGroupOffsets  APIKey = 25
+	APIListGroups         APIKey = 26
+	APIDescribeGroup      APIKey = 27
+	APIDeleteGroup        APIKey = 28
+	APIDeleteGroupOffsets APIKey = 29
 )
 
 // APIVersion is one API's name and the versions this package speaks.
@@ -60,6 +72,17 @@ var apiTable = []APIVersion{
 	{APIDescribePartition, "DescribePartition", 0, 0, "one partition's route, offsets and replica progress"},
 	{APIAuthenticate, "Authenticate", 0, 0, "one step of the SCRAM-SHA-256 exchange that authenticates a connection (after Handshake)"},
 	{APIReassign, "Reassign", 0, 0, "start, cancel or list replica moves (metadata primary)"},
+	{APIFindCoordinator, "FindCoordinator", 0, 0, "the node that coordinates a consumer group (any node)"},
+	{APIJoinGroup, "JoinGroup", 0, 0, "join a consumer group; answers when its rebalance completes (coordinator)"},
+	{APISyncGroup, "SyncGroup", 0, 0, "the leader hands out the assignment, each member gets its own (coordinator)"},
+	{APIHeartbeat, "Heartbeat", 0, 0, "keep a group member's session (coordinator)"},
+	{APILeaveGroup, "LeaveGroup", 0, 0, "remove members from a group at once (coordinator)"},
+	{APICommitGroupOffsets, "CommitGroupOffsets", 0, 0, "a member's offset commit, checked against its generation (coordinator)"},
+	{APIFetchGroupOffsets, "FetchGroupOffsets", 0, 0, "read a group's committed offsets (coordinator)"},
+	{APIListGroups, "ListGroups", 0, 0, "the groups a node coordinates"},
+	{APIDescribeGroup, "DescribeGroup", 0, 0, "one group's state, members and assignments (coordinator)"},
+	{APIDeleteGroup, "DeleteGroup", 0, 0, "delete an empty group with its offsets (coordinator)"},
+	{APIDeleteGroupOffsets, "DeleteGroupOffsets", 0, 0, "drop a group's offsets of some partitions (coordinator)"},
 }
 
 // APIs returns the table of every API this package speaks, in key order.
@@ -168,6 +191,28 @@ func NewRequest(key APIKey) Request {
 		return new(AuthenticateRequest)
 	case APIReassign:
 		return new(ReassignRequest)
+	case APIFindCoordinator:
+		return new(FindCoordinatorRequest)
+	case APIJoinGroup:
+		return new(JoinGroupRequest)
+	case APISyncGroup:
+		return new(SyncGroupRequest)
+	case APIHeartbeat:
+		return new(HeartbeatRequest)
+	case APILeaveGroup:
+		return new(LeaveGroupRequest)
+	case APICommitGroupOffsets:
+		return new(CommitGroupOffsetsRequest)
+	case APIFetchGroupOffsets:
+		return new(FetchGroupOffsetsRequest)
+	case APIListGroups:
+		return new(ListGroupsRequest)
+	case APIDescribeGroup:
+		return new(DescribeGroupRequest)
+	case APIDeleteGroup:
+		return new(DeleteGroupRequest)
+	case APIDeleteGroupOffsets:
+		return new(DeleteGroupOffsetsRequest)
 	}
 	return nil
 }
@@ -214,6 +259,28 @@ func NewResponse(key APIKey) Response {
 		return new(AuthenticateResponse)
 	case APIReassign:
 		return new(ReassignResponse)
+	case APIFindCoordinator:
+		return new(FindCoordinatorResponse)
+	case APIJoinGroup:
+		return new(JoinGroupResponse)
+	case APISyncGroup:
+		return new(SyncGroupResponse)
+	case APIHeartbeat:
+		return new(HeartbeatResponse)
+	case APILeaveGroup:
+		return new(LeaveGroupResponse)
+	case APICommitGroupOffsets:
+		return new(CommitGroupOffsetsResponse)
+	case APIFetchGroupOffsets:
+		return new(FetchGroupOffsetsResponse)
+	case APIListGroups:
+		return new(ListGroupsResponse)
+	case APIDescribeGroup:
+		return new(DescribeGroupResponse)
+	case APIDeleteGroup:
+		return new(DeleteGroupResponse)
+	case APIDeleteGroupOffsets:
+		return new(DeleteGroupOffsetsResponse)
 	}
 	return nil
 }

@@ -30,6 +30,9 @@ var frozenKeys = map[APIKey]string{
 	6: "DeleteTopic", 7: "ListTopics", 8: "DescribeTopic", 9: "AddPartitions", 10: "CommitOffsets",
 	11: "FetchOffsets", 12: "InitProducer", 13: "ClusterStatus", 14: "MovePrimary", 15: "Rebalance",
 	16: "DescribePartition", 17: "Authenticate", 18: "Reassign",
+	19: "FindCoordinator", 20: "JoinGroup", 21: "SyncGroup", 22: "Heartbeat", 23: "LeaveGroup",
+	24: "CommitGroupOffsets", 25: "FetchGroupOffsets", 26: "ListGroups", 27: "DescribeGroup", 28: "DeleteGroup",
+	29: "DeleteGroupOffsets",
 }
 
 func TestErrorCodesAppendOnly(t *testing.T) {
