@@ -365,3 +365,18 @@ func TestGroupsPartitionOf(t *testing.T) {
 		}
 	}
 }
+
+// waitGroupCoordinator waits until group's coordinator answers for it:
+// the first group request creates __groups, whose partitions then elect
+// primaries that load them (COORDINATOR_NOT_AVAILABLE,
+// COORDINATOR_LOAD_IN_PROGRESS meanwhile), which a test of raw requests
+// must not take for its answer.
+func waitGroupCoordinator(t *testing.T, ctx context.Context, cl *kgo.Client, group string) {
+	t.Helper()
+	clusterWait(t, 30*time.Second, fmt.Sprintf("group %q's coordinator", group), func() bool {
+		r := kmsg.NewPtrDescribeGroupsRequest()
+		r.Groups = []string{group}
+		resp, err := r.RequestWith(ctx, cl)
+		return err == nil && len(resp.Groups) == 1 && resp.Groups[0].ErrorCode == 0
+	})
+}

@@ -174,7 +174,11 @@ func (s *nodeService) CommitGroupOffsets(from *shard.Shard, req *service.CommitG
 	entries := make([]error, len(req.Offsets))
 	var offs []groups.Offset
 	for i, o := range req.Offsets {
-		if _, err := s.topicFor(o.Topic, o.Partition); err != nil {
+		t, err := s.topicFor(o.Topic, o.Partition)
+		if err == nil {
+			err = checkTopicID(o.TopicID, t)
+		}
+		if err != nil {
 			entries[i] = err
 			continue
 		}
@@ -221,7 +225,7 @@ func (s *nodeService) FetchGroupOffsets(from *shard.Shard, req *service.FetchGro
 		}
 	}
 	have := c.Offsets(req.Group, tps)
-	s.FetchOffsets(from, &service.FetchOffsetsRequest{Consumer: req.Group, Partitions: req.Partitions}, func(old []service.CommittedOffset, err error) {
+	s.metaOffsets(from, &service.FetchOffsetsRequest{Consumer: req.Group, Partitions: req.Partitions}, func(old []service.CommittedOffset, err error) {
 		if err != nil {
 			old = nil // the fallback is for old data only: serve what the coordinator has
 		}

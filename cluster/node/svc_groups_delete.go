@@ -32,7 +32,7 @@ func (s *nodeService) DeleteGroup(from *shard.Shard, group string, done func(err
 		done(service.Errorf(service.ErrNonEmptyGroup, "group %q has %d members; it can be deleted once they leave or their sessions expire", group, len(d.Members)))
 		return
 	}
-	s.FetchOffsets(from, &service.FetchOffsetsRequest{Consumer: group}, func(offs []service.CommittedOffset, err error) {
+	s.metaOffsets(from, &service.FetchOffsetsRequest{Consumer: group}, func(offs []service.CommittedOffset, err error) {
 		switch {
 		case err != nil:
 			done(err)
@@ -83,7 +83,7 @@ func (s *nodeService) DeleteGroupOffsets(from *shard.Shard, req *service.DeleteG
 			}
 		}
 	}
-	s.FetchOffsets(from, &service.FetchOffsetsRequest{Consumer: req.Group}, func(offs []service.CommittedOffset, err error) {
+	s.metaOffsets(from, &service.FetchOffsetsRequest{Consumer: req.Group}, func(offs []service.CommittedOffset, err error) {
 		if err != nil {
 			done(nil, err)
 			return
