@@ -69,17 +69,16 @@ func TestKafkaGroupFigures(t *testing.T) {
 		}
 	}
 
-	// Offset commits: a Kafka group's (generation -1, into the group's
-	// partition of __groups, acks = quorum) against, in the same run,
-	// the named-consumer commits of the native SDK, which still go
-	// through the metadata group (where every group's commits went
-	// before __groups).
+	// Offset commits: a Kafka group's and a native named consumer's
+	// (generation -1, into the group's partition of __groups, acks =
+	// quorum). BENCHMARKS.md's metadata-group baseline is the native
+	// path at commit 11d08ca, before named consumers moved to __groups.
 	measureCommits(t, ctx, "one node", addrs, []string{n.ClientAddr()}, "fig")
 }
 
 // measureCommits logs the offset commits per second of 1 and 8
-// committers (one group each, 12 partitions of topic per commit) into
-// __groups (Kafka) and into the metadata group (native named consumers).
+// committers (one group each, 12 partitions of topic per commit) over
+// the Kafka port and the native port.
 func measureCommits(t *testing.T, ctx context.Context, what string, kafkaAddrs, nativeAddrs []string, topic string) {
 	commitKafka := func(cl *kgo.Client, group string, off int64) error {
 		r := kmsg.NewPtrOffsetCommitRequest()
@@ -108,7 +107,7 @@ func measureCommits(t *testing.T, ctx context.Context, what string, kafkaAddrs, 
 		}
 		return cl.CommitOffsets(ctx, group, offs)
 	}
-	for _, path := range []string{"__groups", "metadata group"} {
+	for _, path := range []string{"Kafka", "native"} {
 		for _, committers := range []int{1, 8} {
 			var done atomic.Int64
 			window := 3 * time.Second
@@ -121,7 +120,7 @@ func measureCommits(t *testing.T, ctx context.Context, what string, kafkaAddrs, 
 					defer wg.Done()
 					group := fmt.Sprintf("commits%d", c)
 					var commit func(int64) error
-					if path == "__groups" {
+					if path == "Kafka" {
 						kc := kafkaClient(t, kafkaAddrs)
 						commit = func(off int64) error { return commitKafka(kc, group, off) }
 					} else {
@@ -159,7 +158,7 @@ func measureCommits(t *testing.T, ctx context.Context, what string, kafkaAddrs, 
 }
 
 // The same commits on a 3-node cluster: 8 groups' coordinators spread
-// over the nodes, against the metadata group's one primary.
+// over the nodes.
 //
 //	go test ./cluster/node -run TestKafkaGroupCommitFiguresCluster -v -args -group-figures
 func TestKafkaGroupCommitFiguresCluster(t *testing.T) {
