@@ -30,7 +30,7 @@ import (
 //	group:  version(1) generation(i32) protocolType protocol leader
 //	        members(uvarint) { id instance clientID host sessionMs(i64)
 //	        rebalanceMs(i64) metadata assignment }
-//	offset: version(1) offset(i64) metadata
+//	offset: version(1) topicID(16 bytes) offset(i64) metadata
 //
 // The record batch that carries a record has its own CRC-32C, so the
 // value carries a version and length checks, not a second checksum.
@@ -75,6 +75,11 @@ type TopicPartition struct {
 // stored with it.
 type Offset struct {
 	TopicPartition
+	// TopicID is the id of the topic the offset was committed for (zero:
+	// unknown): a reader compares it with the topic's id now, so that a
+	// topic deleted and created again under its name does not inherit
+	// the old one's offsets. Opaque here.
+	TopicID  [16]byte
 	Offset   int64
 	Metadata string
 }
@@ -169,6 +174,7 @@ func encodeGroup(im groupImage) []byte {
 // encodeOffset is an offset record's value.
 func encodeOffset(o Offset) []byte {
 	b := []byte{recordVersion}
+	b = append(b, o.TopicID[:]...)
 	b = binary.BigEndian.AppendUint64(b, uint64(o.Offset))
 	return appendString(b, o.Metadata)
 }
@@ -290,11 +296,19 @@ func decodeGroup(v []byte) (groupImage, error) {
 	return im, r.end()
 }
 
-// decodeOffset reads an offset record's value.
-func decodeOffset(v []byte) (int64, string, error) {
+// decodeOffset reads an offset record's value into o (its partition
+// comes from the key).
+func decodeOffset(v []byte, o *Offset) error {
 	r := &reader{b: v}
 	r.version()
-	off := int64(r.u64("offset"))
-	md := r.str("metadata")
-	return off, md, r.end()
+	if r.err == nil && len(r.b) < len(o.TopicID) {
+		r.fail("topic id")
+	}
+	if r.err == nil {
+		copy(o.TopicID[:], r.b)
+		r.b = r.b[len(o.TopicID):]
+	}
+	o.Offset = int64(r.u64("offset"))
+	o.Metadata = r.str("metadata")
+	return r.end()
 }

@@ -51,11 +51,11 @@ func (c *Coordinator) Replay(now time.Time, rec Record) error {
 			}
 			return nil
 		}
-		off, md, err := decodeOffset(rec.Value)
-		if err != nil {
+		o := Offset{TopicPartition: tp}
+		if err := decodeOffset(rec.Value, &o); err != nil {
 			return fmt.Errorf("%w (key %q)", err, k)
 		}
-		c.groupFor(name).offsets[tp] = Offset{TopicPartition: tp, Offset: off, Metadata: md}
+		c.groupFor(name).offsets[tp] = o
 		return nil
 	}
 	return fmt.Errorf("%w: key %q is neither a group nor an offset", ErrCorruptRecord, k)

@@ -109,7 +109,8 @@ func commitG(t *testing.T, c *Coordinator, now time.Time, group, id string, gen 
 }
 
 func off(topic string, p int32, o int64) Offset {
-	return Offset{TopicPartition: TopicPartition{topic, p}, Offset: o, Metadata: fmt.Sprintf("m%d", o)}
+	return Offset{TopicPartition: TopicPartition{topic, p}, TopicID: [16]byte{byte(len(topic)), byte(p)}, Offset: o,
+		Metadata: fmt.Sprintf("m%d", o)}
 }
 
 // TestReplayEveryPrefix runs a coordinator through joins, syncs,
@@ -346,8 +347,9 @@ func TestLogOrderFollowsStateOrder(t *testing.T) {
 				t.Fatalf("key %q", r.Key)
 			}
 			if string(r.Key) == string(OffsetKey("g", TopicPartition{"t", 0})) {
-				o, _, _ := decodeOffset(r.Value)
-				seen = append(seen, o)
+				var o Offset
+				_ = decodeOffset(r.Value, &o)
+				seen = append(seen, o.Offset)
 			}
 		}
 	}
@@ -375,7 +377,8 @@ func TestRecordErrors(t *testing.T) {
 		{"member count past the value", Record{Key: GroupKey("g"), Value: append(append([]byte{}, good[:len(good)-40]...), 0xff, 0xff, 0x7f)}},
 		{"offset key without partition", Record{Key: []byte("offset/g/t"), Value: encodeOffset(off("t", 0, 1))}},
 		{"offset key with a bad partition", Record{Key: []byte("offset/g/t/x"), Value: encodeOffset(off("t", 0, 1))}},
-		{"offset truncated", Record{Key: OffsetKey("g", TopicPartition{"t", 0}), Value: encodeOffset(off("t", 0, 1))[:5]}},
+		{"offset truncated", Record{Key: OffsetKey("g", TopicPartition{"t", 0}), Value: encodeOffset(off("t", 0, 1))[:20]}},
+		{"offset without its topic id", Record{Key: OffsetKey("g", TopicPartition{"t", 0}), Value: []byte{1, 0, 0}}},
 	} {
 		c := New(noDelay)
 		if err := c.Replay(t0, tc.rec); !errors.Is(err, ErrCorruptRecord) {

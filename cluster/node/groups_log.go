@@ -77,6 +77,10 @@ type groupsHostDeps struct {
 	createTopic func(partitions int, done func(error))
 	// metaPrimary is the metadata group's primary (-1: none known).
 	metaPrimary func() int32
+	// ready is nil once the node has loaded the committed metadata
+	// (else a service error saying why not): until then an unknown
+	// topic may exist.
+	ready func() error
 	// addrOf and kafkaAddrOf are a node's advertised addresses.
 	addrOf, kafkaAddrOf func(id int32) string
 	// infof logs a coordinator's gain, load and loss of a partition.
@@ -130,7 +134,7 @@ func (n *Node) newGroups() *groupsHost {
 		parts = config.GroupsPartitionsDefault // a config made without config.Default
 	}
 	return newGroupsHost(groupsHostDeps{self: int32(n.self), partitions: parts, cfg: groups.DefaultConfig,
-		metaPrimary: func() int32 { id, _ := n.metaRoute(); return id }, addrOf: n.addrOf, kafkaAddrOf: n.kafkaAddrOf,
+		metaPrimary: func() int32 { id, _ := n.metaRoute(); return id }, ready: n.metadataReady, addrOf: n.addrOf, kafkaAddrOf: n.kafkaAddrOf,
 		infof: n.log.Info})
 }
 
@@ -359,6 +363,9 @@ func (h *groupsHost) coordinatorOf(group string) (*groups.Coordinator, error) {
 // FindCoordinator names until the topic exists.
 // REQUIRES: h.mu held.
 func (h *groupsHost) needTopic(group string) error {
+	if err := h.d.ready(); err != nil {
+		return err // the topic may exist: this node has not loaded the metadata yet
+	}
 	primary := h.d.metaPrimary()
 	switch {
 	case primary <= 0:
@@ -396,8 +403,14 @@ func (h *groupsHost) needTopic(group string) error {
 func (h *groupsHost) find(group string) (service.GroupCoordinator, error) {
 	h.mu.Lock()
 	routes := h.routes
-	if routes == nil && h.d.metaPrimary() == h.d.self {
-		_ = h.needTopic(group) // starts the create; the answer names this node meanwhile
+	if routes == nil {
+		if err := h.d.ready(); err != nil {
+			h.mu.Unlock()
+			return service.GroupCoordinator{NodeID: -1}, err
+		}
+		if h.d.metaPrimary() == h.d.self {
+			_ = h.needTopic(group) // starts the create; the answer names this node meanwhile
+		}
 	}
 	h.mu.Unlock()
 	id := h.d.metaPrimary()

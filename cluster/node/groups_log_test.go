@@ -380,3 +380,40 @@ func waitGroupCoordinator(t *testing.T, ctx context.Context, cl *kgo.Client, gro
 		return err == nil && len(resp.Groups) == 1 && resp.Groups[0].ErrorCode == 0
 	})
 }
+
+// commitMetaOffsets stores a named consumer's offsets in the metadata
+// group, as CommitOffsets did before offsets moved to __groups: the
+// metadata snapshot tests write metadata entries of a chosen size with
+// it. It answers the first error.
+func commitMetaOffsets(s *nodeService, consumer string, offs []service.OffsetCommit) error {
+	ch := make(chan error, 1)
+	adminCall(s, nil, true, func(c metadataAdmin, reply func([]error, error)) {
+		c.commitOffsets(&service.CommitOffsetsRequest{Consumer: consumer, Offsets: offs}, reply)
+	}, func(entries []error, err error) {
+		for _, e := range entries {
+			if err == nil {
+				err = e
+			}
+		}
+		ch <- err
+	})
+	return <-ch
+}
+
+// metaPrimaryService is the service of the cluster's metadata primary.
+func metaPrimaryService(t *testing.T, tc *testCluster) *nodeService {
+	t.Helper()
+	var s *nodeService
+	clusterWait(t, 30*time.Second, "a metadata primary", func() bool {
+		for _, n := range tc.nodes {
+			if n != nil {
+				if id, _ := n.metaRoute(); id == int32(n.self) && n.ctrl != nil {
+					s = n.svc
+					return true
+				}
+			}
+		}
+		return false
+	})
+	return s
+}

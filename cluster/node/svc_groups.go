@@ -5,6 +5,7 @@ import (
 	"sort"
 
 	"github.com/corestream/corestream/cluster/groups"
+	"github.com/corestream/corestream/cluster/metadata"
 	"github.com/corestream/corestream/cluster/service"
 	"github.com/corestream/corestream/netio/wire"
 	"github.com/corestream/corestream/shard"
@@ -183,7 +184,7 @@ func (s *nodeService) CommitGroupOffsets(from *shard.Shard, req *service.CommitG
 			continue
 		}
 		offs = append(offs, groups.Offset{TopicPartition: groups.TopicPartition{Topic: o.Topic, Partition: o.Partition},
-			Offset: o.Offset, Metadata: o.Metadata})
+			TopicID: t.ID, Offset: o.Offset, Metadata: o.Metadata})
 	}
 	c.Commit(s.now(), req.Group, req.MemberID, req.Generation, offs, func(err error) {
 		err = s.groupErr(err)
@@ -224,13 +225,34 @@ func (s *nodeService) FetchGroupOffsets(from *shard.Shard, req *service.FetchGro
 			tps[i] = groups.TopicPartition{Topic: tp.Topic, Partition: tp.Partition}
 		}
 	}
-	have := c.Offsets(req.Group, tps)
+	have := s.currentOffsets(c.Offsets(req.Group, tps), tps == nil)
 	s.metaOffsets(from, &service.FetchOffsetsRequest{Consumer: req.Group, Partitions: req.Partitions}, func(old []service.CommittedOffset, err error) {
 		if err != nil {
 			old = nil // the fallback is for old data only: serve what the coordinator has
 		}
 		done(mergeGroupOffsets(have, old, tps == nil), nil)
 	})
+}
+
+// currentOffsets leaves out (all) or answers -1 for the offsets
+// committed for a topic that no longer exists or was created again
+// under its name since (another topic id): the new topic does not
+// inherit them.
+func (s *nodeService) currentOffsets(have []groups.Offset, all bool) []groups.Offset {
+	v := s.view()
+	out := have[:0]
+	for _, o := range have {
+		if o.Offset >= 0 {
+			if t := v.Topics[o.Topic]; t == nil || o.TopicID != ([16]byte{}) && o.TopicID != [16]byte(t.ID) {
+				if all {
+					continue
+				}
+				o.Offset, o.Metadata, o.TopicID = -1, "", [16]byte{}
+			}
+		}
+		out = append(out, o)
+	}
+	return out
 }
 
 // mergeGroupOffsets is the coordinator's offsets with the metadata
@@ -245,7 +267,8 @@ func mergeGroupOffsets(have []groups.Offset, old []service.CommittedOffset, all 
 	}
 	out := make([]service.CommittedOffset, 0, len(have))
 	for _, o := range have {
-		co := service.CommittedOffset{Topic: o.Topic, Partition: o.Partition, Offset: o.Offset, Metadata: o.Metadata}
+		co := service.CommittedOffset{Topic: o.Topic, TopicID: metadata.TopicID(o.TopicID), Partition: o.Partition, Offset: o.Offset,
+			Metadata: o.Metadata}
 		if o.Offset < 0 {
 			if m, ok := oldOf[o.TopicPartition]; ok {
 				co = m
