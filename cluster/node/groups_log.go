@@ -176,14 +176,16 @@ func (h *groupsHost) stop() {
 	}
 	h.stopped = true
 	close(h.done)
-	h.mu.Unlock()
-	h.wg.Wait()
-	h.mu.Lock()
 	parts := h.parts
 	h.parts = map[int32]*groupsPart{}
 	h.mu.Unlock()
+	// Loads waiting on a produce or fetch give up now rather than at
+	// its timeout.
 	for _, pt := range parts {
 		close(pt.gone)
+	}
+	h.wg.Wait()
+	for _, pt := range parts {
 		pt.coord.Reset()
 	}
 }
