@@ -41,6 +41,10 @@ type GroupConsumer struct {
 	// rejoin asks the member goroutine to rejoin (the subscription
 	// changed); capacity 1.
 	rejoin chan struct{}
+	// fenced tells the member goroutine that a commit was refused
+	// because the group moved on without this member, so it rejoins
+	// without waiting for its next heartbeat; capacity 1.
+	fenced chan error
 
 	mu sync.Mutex
 	// topics is the subscription; started says the member goroutine
@@ -82,7 +86,7 @@ func (c *Client) NewGroupConsumer(cfg GroupConfig) (*GroupConsumer, error) {
 		return nil, err
 	}
 	g := &GroupConsumer{c: c, cfg: cfg, cs: cs, done: make(chan struct{}), revoke: make(chan *revocation),
-		rejoin: make(chan struct{}, 1), generation: -1}
+		rejoin: make(chan struct{}, 1), fenced: make(chan error, 1), generation: -1}
 	g.ctx, g.cancel = context.WithCancel(context.Background())
 	return g, nil
 }
@@ -220,7 +224,21 @@ func (g *GroupConsumer) Commit(ctx context.Context) error {
 	if len(offs) == 0 {
 		return nil
 	}
-	return g.c.CommitGroupOffsets(ctx, g.cfg.Group, memberID, gen, offs)
+	return g.checkFenced(g.c.CommitGroupOffsets(ctx, g.cfg.Group, memberID, gen, offs))
+}
+
+// checkFenced passes err on, and when it says the group moved on without
+// this member, tells the member goroutine: it rejoins at once instead of
+// at its next heartbeat, so fewer records are processed under a
+// membership whose commits are refused.
+func (g *GroupConsumer) checkFenced(err error) error {
+	if errors.Is(err, wire.ErrUnknownMember) || errors.Is(err, wire.ErrIllegalGeneration) || errors.Is(err, wire.ErrFencedInstance) {
+		select {
+		case g.fenced <- err:
+		default:
+		}
+	}
+	return err
 }
 
 // CommitAsync commits as Commit does without waiting; done, when not
@@ -236,7 +254,7 @@ func (g *GroupConsumer) CommitAsync(done func(error)) {
 	go func() {
 		ctx, cancel := context.WithTimeout(g.ctx, g.c.cfg.RequestTimeout)
 		defer cancel()
-		err := g.c.CommitGroupOffsets(ctx, g.cfg.Group, memberID, gen, offs)
+		err := g.checkFenced(g.c.CommitGroupOffsets(ctx, g.cfg.Group, memberID, gen, offs))
 		if done != nil {
 			done(err)
 		}

@@ -188,6 +188,10 @@ func (g *GroupConsumer) apply(res *wire.JoinGroupResponse, parts []wire.TopicPar
 // heartbeat keeps the member's session until the generation ends for
 // it, and says why it ended.
 func (g *GroupConsumer) heartbeat() leaveReason {
+	select {
+	case <-g.fenced: // a refusal of the previous generation's commit
+	default:
+	}
 	t := time.NewTicker(g.cfg.HeartbeatInterval)
 	defer t.Stop()
 	lastOK := time.Now()
@@ -197,6 +201,13 @@ func (g *GroupConsumer) heartbeat() leaveReason {
 			return reasonClosed
 		case <-g.rejoin:
 			return reasonRebalance
+		case err := <-g.fenced:
+			if !errors.Is(err, wire.ErrIllegalGeneration) {
+				g.mu.Lock()
+				g.memberID = ""
+				g.mu.Unlock()
+			}
+			return reasonFenced
 		case <-t.C:
 		}
 		memberID, gen := g.Member()

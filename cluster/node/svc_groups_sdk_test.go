@@ -6,6 +6,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kgo"
+
 	"github.com/corestream/corestream/client"
 	"github.com/corestream/corestream/netio/wire"
 )
@@ -143,8 +145,9 @@ func TestSDKGroupCluster(t *testing.T) {
 	moved := time.Since(killed)
 	t.Logf("a killed member's partitions moved in %v (session timeout %v)", moved, session)
 	// The session, a tick of the coordinator, and the rebalance (the
-	// others hand their partitions back at their next Poll, 300 ms).
-	if limit := session + 2*time.Second; moved > limit {
+	// others hand their partitions back at their next Poll, 300 ms, and
+	// rejoin), with room for a loaded machine: typically 3.3 s.
+	if limit := 2*session + 2*time.Second; moved > limit {
 		t.Errorf("partitions moved %v after the kill, over %v", moved, limit)
 	}
 	produceAll(t, ctx, cl, "sg", 1200, 600)
@@ -181,5 +184,96 @@ func TestSDKGroupCluster(t *testing.T) {
 	})
 	if named, err := cl.FetchOffsets(ctx, "sgg", nil); err != nil || !atEnds(named) {
 		t.Fatalf("the group's offsets as a named consumer's: %v %v, want the ends %v", named, err, ends)
+	}
+
+	// The coordinator's node stops: the members find the new one, rejoin
+	// and go on from the committed offsets.
+	co, err := cl.FindCoordinator(ctx, "sgg")
+	if err != nil {
+		t.Fatal(err)
+	}
+	stopped := time.Now()
+	tc.stopNode(int(co.NodeID - 1))
+	produceAll(t, ctx, cl, "sg", 1800, 600)
+	waitProcessed(t, led, 2400, 90*time.Second)
+	clusterWait(t, 60*time.Second, "m1 and m2 with 6 partitions each at the new coordinator", func() bool {
+		st, per, err := sdkAssigned(ctx, cl, "sgg")
+		return err == nil && st == "Stable" && len(per) == 2 && per["m1"] == 6 && per["m2"] == 6
+	})
+	_, dup := led.count()
+	t.Logf("after the coordinator's node %d stopped: every record processed within %v, %d processed twice", co.NodeID, time.Since(stopped), dup)
+	// Membership is not replicated yet (design/groups.md): the new
+	// coordinator refuses the commits of members it does not know until
+	// they rejoin, so what they processed meanwhile is processed again;
+	// the offsets committed before stay.
+	if dup > 600 {
+		t.Errorf("%d records processed twice", dup)
+	}
+}
+
+// A member that joins a busy group takes its share in a clean rebalance:
+// the others hand their partitions back in their next Poll, after their
+// commit, so nothing is processed twice while records keep coming. A
+// franz-go member of the same group shares the partitions with SDK
+// members (one assignor, one layout).
+func TestSDKGroupJoinAndMixedMembers(t *testing.T) {
+	n := runNode(t, t.TempDir(), withKafka)
+	ctx, cancel := context.WithTimeout(context.Background(), 120*time.Second)
+	defer cancel()
+	brokers := []string{n.ClientAddr()}
+	cl, err := client.Dial(ctx, brokers...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	createTopic(t, ctx, cl, client.TopicSpec{Name: "sj", Partitions: 6, ReplicationFactor: 1})
+	produceAll(t, ctx, cl, "sj", 0, 600)
+
+	led := newGroupLedger()
+	startSDKMember(t, ctx, brokers, "sjg", "sj", "s1", led, 3*time.Second)
+	startSDKMember(t, ctx, brokers, "sjg", "sj", "s2", led, 3*time.Second)
+	clusterWait(t, 30*time.Second, "2 members with 3 partitions each", func() bool {
+		st, per, err := sdkAssigned(ctx, cl, "sjg")
+		return err == nil && st == "Stable" && len(per) == 2 && per["s1"] == 3 && per["s2"] == 3
+	})
+	waitProcessed(t, led, 600, 30*time.Second)
+
+	// Records keep coming while a third member joins, then a franz-go
+	// member.
+	produced := make(chan struct{})
+	go func() {
+		defer close(produced)
+		for i := 0; i < 6; i++ {
+			produceAll(t, ctx, cl, "sj", 600+100*i, 100)
+		}
+	}()
+	startSDKMember(t, ctx, brokers, "sjg", "sj", "s3", led, 3*time.Second)
+	clusterWait(t, 30*time.Second, "3 members with 2 partitions each", func() bool {
+		st, per, err := sdkAssigned(ctx, cl, "sjg")
+		return err == nil && st == "Stable" && len(per) == 3 && per["s1"] == 2 && per["s2"] == 2 && per["s3"] == 2
+	})
+	// franz-go offers cooperative-sticky by default, which the SDK
+	// does not speak: the two share range.
+	startGroupMember(t, ctx, []string{n.KafkaAddr()}, "sjg", "sj", "k1", led, kgo.Balancers(kgo.RangeBalancer()))
+	clusterWait(t, 30*time.Second, "an SDK and a franz-go member sharing the partitions", func() bool {
+		st, per, err := sdkAssigned(ctx, cl, "sjg")
+		return err == nil && st == "Stable" && len(per) == 4 && per["k1"] > 0 && per["s1"]+per["s2"]+per["s3"]+per["k1"] == 6
+	})
+	<-produced
+	produceAll(t, ctx, cl, "sj", 1200, 600)
+	waitProcessed(t, led, 1800, 60*time.Second)
+	if _, dup := led.count(); dup != 0 {
+		t.Errorf("%d records processed twice across clean rebalances", dup)
+	}
+	led.mu.Lock()
+	byK := 0
+	for _, by := range led.by {
+		if by == "k1" {
+			byK++
+		}
+	}
+	led.mu.Unlock()
+	if byK == 0 {
+		t.Error("the franz-go member processed nothing")
 	}
 }

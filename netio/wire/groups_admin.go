@@ -173,6 +173,11 @@ type FetchGroupOffsetsResponse struct {
 // APIKey returns APIFetchGroupOffsets.
 func (*FetchGroupOffsetsResponse) APIKey() APIKey { return APIFetchGroupOffsets }
 
+// DecodeBody decodes the body (its errors name FetchGroupOffsets).
+func (r *FetchGroupOffsetsResponse) DecodeBody(body []byte, version uint16) error {
+	return r.decode(body, APIFetchGroupOffsets, version)
+}
+
 // ListGroupsRequest lists the groups the node coordinates.
 //
 // Body v0:

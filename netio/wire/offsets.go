@@ -224,7 +224,13 @@ func (r *FetchOffsetsResponse) AppendBody(dst []byte, version uint16) []byte {
 
 // DecodeBody decodes the body.
 func (r *FetchOffsetsResponse) DecodeBody(body []byte, version uint16) error {
-	d := newDecoder(body, APIFetchOffsets, version, true)
+	return r.decode(body, APIFetchOffsets, version)
+}
+
+// decode decodes the body of key's response (FetchOffsets, or
+// FetchGroupOffsets, which shares it).
+func (r *FetchOffsetsResponse) decode(body []byte, key APIKey, version uint16) error {
+	d := newDecoder(body, key, version, true)
 	r.Offsets = grow(r.Offsets, d.count("offsets", OffsetEntriesMax, 2+16+4+8+2+2))
 	for i := range r.Offsets {
 		o := &r.Offsets[i]
