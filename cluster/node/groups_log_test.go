@@ -2,6 +2,7 @@ package node
 
 import (
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"sort"
@@ -15,8 +16,10 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/corestream/corestream/cluster/config"
+	"github.com/corestream/corestream/cluster/groups"
 	"github.com/corestream/corestream/cluster/metadata"
 	"github.com/corestream/corestream/cluster/service"
+	"github.com/corestream/corestream/segment"
 )
 
 // joinCoordinated sends join until the group's coordinator answers it:
@@ -416,4 +419,61 @@ func metaPrimaryService(t *testing.T, tc *testCluster) *nodeService {
 		return false
 	})
 	return s
+}
+
+// A coordinator's batches read back as its records, from the offset
+// asked: records below it, control batches (the consensus layer's) and
+// a batch cut off at the end of the answer are left out.
+func TestGroupsRecordsFromBatches(t *testing.T) {
+	recs := []groups.Record{{Key: []byte("group/a"), Value: []byte{1, 2}}, {Key: []byte("offset/a/t/0")}, groups.LoadMarker()}
+	b1, err := groupsBatch(recs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b2, err := groupsBatch(recs[:1])
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Offsets: b1 holds 10..12, a control batch 13, b2 14.
+	setBase := func(b []byte, base int64) []byte {
+		b = append([]byte(nil), b...)
+		binary.BigEndian.PutUint64(b, uint64(base))
+		return b
+	}
+	var buf []byte
+	buf = append(buf, setBase(b1, 10)...)
+	buf = append(buf, setBase(segment.MarkerBatch([]byte("conf"), 0), 13)...)
+	whole := append(append([]byte(nil), buf...), setBase(b2, 14)...)
+	for _, tc := range []struct {
+		name  string
+		buf   []byte
+		from  int64
+		keys  []string
+		tombs int
+		next  int64
+	}{
+		{"all", whole, 10, []string{"group/a", "offset/a/t/0", "load", "group/a"}, 1, 15},
+		{"from the middle of a batch", whole, 11, []string{"offset/a/t/0", "load", "group/a"}, 1, 15},
+		{"a batch cut off", whole[:len(whole)-5], 10, []string{"group/a", "offset/a/t/0", "load"}, 1, 14},
+		{"nothing", nil, 7, nil, 0, 7},
+	} {
+		got, next, err := groupsRecords(tc.buf, tc.from)
+		if err != nil {
+			t.Fatalf("%s: %v", tc.name, err)
+		}
+		var keys []string
+		tombs := 0
+		for _, r := range got {
+			keys = append(keys, string(r.Key))
+			if r.IsTombstone() {
+				tombs++
+			}
+		}
+		if fmt.Sprint(keys) != fmt.Sprint(tc.keys) || tombs != tc.tombs || next != tc.next {
+			t.Errorf("%s: keys %v (%d tombstones), next %d; want %v (%d), %d", tc.name, keys, tombs, next, tc.keys, tc.tombs, tc.next)
+		}
+	}
+	if _, _, err := groupsRecords([]byte{0, 1, 2, 3, 4, 5, 6, 7, 0, 0, 0, 1, 9, 9, 9, 9, 9, 9, 9, 9, 9, 9, 9, 9, 9, 9, 9, 9, 9, 9, 9, 9, 9, 9, 9, 9, 9, 9, 9, 9, 9, 9, 9, 9, 9, 9, 9, 9, 9, 9, 9, 9, 9, 9, 9, 9, 9, 9, 9, 9, 9, 9, 9}, 0); err == nil {
+		t.Error("a corrupt batch read without an error")
+	}
 }
