@@ -218,10 +218,19 @@ type Coordinator struct {
 	fire []func()
 	// outbox are the appends made under the lock, in order; flushing
 	// says a goroutine is handing them to the log, so that the log sees
-	// them in the order the state changed.
+	// them in the order the state changed; inflight that the log has not
+	// answered the last Append yet. One Append is in flight at a time:
+	// what queues meanwhile goes to the log as one Append (up to
+	// appendBytesMax), so that concurrent commits share a write.
 	outbox   []appendCall
 	flushing bool
+	inflight bool
 }
+
+// appendBytesMax bounds the keys and values of the appends merged into
+// one Append (one record batch on a node); a single append above it
+// goes alone.
+const appendBytesMax = 1 << 20
 
 // Log is where a coordinator makes its records durable: on a node, the
 // group's partition of the internal topic, produced with acks = quorum.
@@ -269,24 +278,60 @@ func (c *Coordinator) run() {
 	}
 }
 
-// flush hands the outbox to the log in order, until it stays empty. One
-// goroutine flushes at a time; appends queued meanwhile (also by a done
-// the log runs inside Append) are taken by the next round.
+// flush hands the outbox to the log in order: while no Append is in
+// flight, the queued appends (up to appendBytesMax) as one Append, whose
+// answer answers each of them and flushes what queued meanwhile. One
+// goroutine flushes at a time; a done the log runs inside Append is
+// taken care of by the loop.
 func (c *Coordinator) flush() {
 	for {
 		c.mu.Lock()
-		out := c.outbox
-		c.outbox = nil
-		if len(out) == 0 {
+		if c.inflight || len(c.outbox) == 0 {
 			c.flushing = false
 			c.mu.Unlock()
 			return
 		}
-		c.mu.Unlock()
-		for _, a := range out {
-			c.log.Append(a.recs, a.done)
+		n, size := 0, 0
+		for _, a := range c.outbox {
+			s := a.bytes()
+			if n > 0 && size+s > appendBytesMax {
+				break
+			}
+			n, size = n+1, size+s
 		}
+		batch := append([]appendCall(nil), c.outbox[:n]...)
+		c.outbox = c.outbox[n:]
+		c.inflight = true
+		c.mu.Unlock()
+		var recs []Record
+		for _, a := range batch {
+			recs = append(recs, a.recs...)
+		}
+		c.log.Append(recs, func(err error) {
+			for _, a := range batch {
+				a.done(err)
+			}
+			c.mu.Lock()
+			c.inflight = false
+			more := len(c.outbox) > 0 && !c.flushing
+			if more {
+				c.flushing = true
+			}
+			c.mu.Unlock()
+			if more {
+				c.flush()
+			}
+		})
 	}
+}
+
+// bytes are a's keys and values.
+func (a appendCall) bytes() int {
+	n := 0
+	for _, r := range a.recs {
+		n += len(r.Key) + len(r.Value)
+	}
+	return n
 }
 
 // persist queues recs for the log; done (may be nil) runs with the

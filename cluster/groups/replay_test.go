@@ -420,3 +420,41 @@ func FuzzReplay(f *testing.F) {
 		}
 	})
 }
+
+// TestConcurrentCommitsShareAnAppend: while one Append is in flight, the
+// commits that queue go to the log as one Append once it is answered,
+// each answered with it, in order.
+func TestConcurrentCommitsShareAnAppend(t *testing.T) {
+	log := &memLog{hold: true}
+	c := NewLogged(noDelay, log)
+	var answered []int64
+	for i := int64(1); i <= 5; i++ {
+		c.Commit(t0, "g", "", -1, []Offset{off("t", int32(i), i)}, func(err error) {
+			if err != nil {
+				t.Errorf("commit %d: %v", i, err)
+			}
+			answered = append(answered, i)
+		})
+	}
+	if len(log.batches) != 1 || len(log.held) != 1 {
+		t.Fatalf("%d appends sent before the first was answered", len(log.batches))
+	}
+	log.release(nil)
+	if len(log.batches) != 2 || len(log.batches[1]) != 4 || fmt.Sprint(answered) != "[1]" {
+		t.Fatalf("after the first answer: %d appends (the second of %d records), answered %v", len(log.batches), len(log.batches[len(log.batches)-1]), answered)
+	}
+	log.release(nil)
+	if fmt.Sprint(answered) != "[1 2 3 4 5]" || len(c.Offsets("g", nil)) != 5 {
+		t.Fatalf("answered %v, offsets %+v", answered, c.Offsets("g", nil))
+	}
+	// A failed shared append fails every commit in it, and applies none.
+	var errs []error
+	for i := int64(6); i <= 8; i++ {
+		c.Commit(t0, "g", "", -1, []Offset{off("u", 0, i)}, func(err error) { errs = append(errs, err) })
+	}
+	log.release(nil) // the first, alone
+	log.release(errors.New("lost the partition"))
+	if len(errs) != 3 || errs[0] != nil || errs[1] == nil || errs[2] == nil || c.Offsets("g", []TopicPartition{{"u", 0}})[0].Offset != 6 {
+		t.Fatalf("errors %v, offset %+v", errs, c.Offsets("g", []TopicPartition{{"u", 0}}))
+	}
+}

@@ -77,8 +77,9 @@ func TestKafkaGroupFigures(t *testing.T) {
 }
 
 // measureCommits logs the offset commits per second of 1 and 8
-// committers (one group each, 12 partitions of topic per commit) over
-// the Kafka port and the native port.
+// committers (a group each, and 8 sharing one group: one coordinator;
+// 12 partitions of topic per commit) over the Kafka port and the native
+// port.
 func measureCommits(t *testing.T, ctx context.Context, what string, kafkaAddrs, nativeAddrs []string, topic string) {
 	commitKafka := func(cl *kgo.Client, group string, off int64) error {
 		r := kmsg.NewPtrOffsetCommitRequest()
@@ -108,7 +109,11 @@ func measureCommits(t *testing.T, ctx context.Context, what string, kafkaAddrs, 
 		return cl.CommitOffsets(ctx, group, offs)
 	}
 	for _, path := range []string{"Kafka", "native"} {
-		for _, committers := range []int{1, 8} {
+		for _, run := range []struct {
+			committers int
+			shared     bool
+		}{{1, false}, {8, false}, {8, true}} {
+			committers := run.committers
 			var done atomic.Int64
 			window := 3 * time.Second
 			var wg, ready sync.WaitGroup
@@ -119,6 +124,9 @@ func measureCommits(t *testing.T, ctx context.Context, what string, kafkaAddrs, 
 				go func(c int) {
 					defer wg.Done()
 					group := fmt.Sprintf("commits%d", c)
+					if run.shared {
+						group = "commits-shared"
+					}
 					var commit func(int64) error
 					if path == "Kafka" {
 						kc := kafkaClient(t, kafkaAddrs)
@@ -151,7 +159,11 @@ func measureCommits(t *testing.T, ctx context.Context, what string, kafkaAddrs, 
 			ready.Wait()
 			close(begin)
 			wg.Wait()
-			t.Logf("FIGURE %s, %s, %d committers: %.0f commits/s of 12 partitions each (%.0f offsets/s)", what, path, committers,
+			groupsOf := "a group each"
+			if run.shared {
+				groupsOf = "one group"
+			}
+			t.Logf("FIGURE %s, %s, %d committers, %s: %.0f commits/s of 12 partitions each (%.0f offsets/s)", what, path, committers, groupsOf,
 				float64(done.Load())/window.Seconds(), 12*float64(done.Load())/window.Seconds())
 		}
 	}
