@@ -78,11 +78,13 @@ func watchGroupOffsets(ctx context.Context, adm func() *kadm.Client, group strin
 				continue // the coordinator is moving: nothing to compare
 			}
 			w.mu.Lock()
+			seen := map[string]bool{}
 			offs.Each(func(o kadm.OffsetResponse) {
 				if o.Err != nil {
 					return
 				}
 				k := fmt.Sprintf("%s/%d", o.Topic, o.Partition)
+				seen[k] = true
 				if prev, ok := w.last[k]; ok && o.At < prev {
 					w.backward = append(w.backward, fmt.Sprintf("%s: %d after %d", k, o.At, prev))
 				}
@@ -90,6 +92,13 @@ func watchGroupOffsets(ctx context.Context, adm func() *kadm.Client, group strin
 					w.last[k] = o.At
 				}
 			})
+			for k, prev := range w.last {
+				if !seen[k] {
+					// An answer without a partition committed before: its
+					// offset is lost (a coordinator that forgot it).
+					w.backward = append(w.backward, fmt.Sprintf("%s: none after %d", k, prev))
+				}
+			}
 			w.mu.Unlock()
 		}
 	}()
