@@ -61,7 +61,9 @@ type groupsData interface {
 	// topics.
 	produceInternal(from *shard.Shard, req *service.ProduceRequest, done func(service.ProduceResult, error))
 	Fetch(from *shard.Shard, req *service.FetchRequest, done func(service.FetchResult, error))
-	Metadata(req service.MetadataRequest) (service.MetadataResult, error)
+	// groupsRoutes are the internal topic's routes, nil while it does
+	// not exist; an error while the node has not loaded the metadata.
+	groupsRoutes() ([]service.PartitionRoute, error)
 }
 
 // groupsHostDeps is what the coordinators need of the node.
@@ -207,17 +209,13 @@ func (h *groupsHost) loadedCoordinators() []*groups.Coordinator {
 // state; one it no longer leads drops its coordinator, whose members
 // are told they are unknown and find the new coordinator.
 func (h *groupsHost) refresh() {
-	var routes []service.PartitionRoute
-	md, err := h.d.data.Metadata(service.MetadataRequest{Topics: []string{metadata.GroupsTopic}})
-	if err == nil && len(md.Topics) == 1 && md.Topics[0].Err == nil {
-		routes = md.Topics[0].Partitions
-	}
+	routes, err := h.d.data.groupsRoutes()
 	h.mu.Lock()
 	if h.stopped {
 		h.mu.Unlock()
 		return
 	}
-	if routes != nil || err == nil {
+	if err == nil {
 		h.routes = routes
 	}
 	var dropped, started []*groupsPart
@@ -583,6 +581,20 @@ func coordinatorErr(err error, p int32) error {
 	}
 	return service.Errorf(service.ErrCoordinatorNotAvailable, "the group's state could not be written to %s partition %d: %v; retry",
 		metadata.GroupsTopic, p, err)
+}
+
+// groupsRoutes implements groupsData: the routes as Metadata answers
+// them, without counting a metadata request (the host reads them every
+// groupsTick).
+func (s *nodeService) groupsRoutes() ([]service.PartitionRoute, error) {
+	if err := s.ready(); err != nil {
+		return nil, s.svcErr(err)
+	}
+	t := s.view().Topics[metadata.GroupsTopic]
+	if t == nil {
+		return nil, nil
+	}
+	return s.topicMetadata(t).Partitions, nil
 }
 
 // groupsTopicCreator is the controller's create of the internal topic.
