@@ -139,6 +139,16 @@ type Storage struct {
 	RetentionCheckIntervalMs int `toml:"retention_check_interval_ms"`
 }
 
+// Bounds of cluster.groups_partitions.
+const (
+	// GroupsPartitionsDefault spreads groups over up to 16 coordinators.
+	GroupsPartitionsDefault = 16
+	// GroupsPartitionsMax bounds the internal topic: each partition is a
+	// consensus group on every replica, whether or not a group lives in
+	// it.
+	GroupsPartitionsMax = 256
+)
+
 // Cluster configures the roster and the consensus groups.
 type Cluster struct {
 	// Secret authenticates nodes to each other (challenge-response).
@@ -174,6 +184,14 @@ type Cluster struct {
 	// partitions together; never to in-sync followers). A plan's
 	// --throttle overrides it while its moves run. Default 0: none.
 	ReassignThrottleBytesPerSecond int64 `toml:"reassign_throttle_bytes_per_second"`
+	// GroupsPartitions is N, the partitions of the internal topic that
+	// holds consumer groups' state (docs/design/groups.md): a group lives
+	// in partition hash(name) mod N and is coordinated by its primary, so
+	// N bounds how many nodes share the coordinators. It is read when the
+	// topic is created (on the first group request) and fixed then: a
+	// later change would move groups away from their state. Default 16,
+	// 1..256.
+	GroupsPartitions int `toml:"groups_partitions"`
 	// ReplicaLagTimeMaxMs is how long a follower may go without catching
 	// up to the primary's log end and still count as in sync (Kafka's
 	// replica.lag.time.max.ms).
@@ -360,7 +378,7 @@ func Default() Config {
 		Cluster: Cluster{DefaultReplicationFactor: All, HeartbeatIntervalMs: 100, ElectionTimeoutMs: 1000,
 			AutoLeaderRebalance: true, LeaderImbalancePercent: 10, LeaderBalanceIntervalMs: 30000,
 			ReplicaLagTimeMaxMs: 30000, LeaderImbalancePercentage: 10, LeaderImbalanceCheckIntervalMs: 30000,
-			ReassignConcurrency: 4, Coordinator: Coordinator{ReplicaConnectionsPerPeer: 1}},
+			ReassignConcurrency: 4, GroupsPartitions: GroupsPartitionsDefault, Coordinator: Coordinator{ReplicaConnectionsPerPeer: 1}},
 		Log:  Log{Level: "info"},
 		HTTP: HTTP{GroupLagSeriesMax: GroupLagSeriesMaxDefault},
 		Security: Security{Auth: AuthNone, TokenTTLMs: 3600 * 1000, LoginFailuresMax: 10, LoginFailureWindowMs: 60 * 1000,
@@ -502,6 +520,7 @@ func (c *Config) Validate() error {
 		inRange("cluster.leader_imbalance_percentage", int64(c.Cluster.LeaderImbalancePercentage), 0, 100),
 		inRange("cluster.reassign_concurrency", int64(c.Cluster.ReassignConcurrency), 1, 64),
 		inRange("cluster.reassign_throttle_bytes_per_second", c.Cluster.ReassignThrottleBytesPerSecond, 0, 1<<40),
+		inRange("cluster.groups_partitions", int64(c.Cluster.GroupsPartitions), 1, GroupsPartitionsMax),
 		inRange("cluster.leader_imbalance_check_interval_ms", int64(c.Cluster.LeaderImbalanceCheckIntervalMs), 100, 24*3600*1000),
 		rack("node.rack", c.Node.Rack),
 		inRange("cluster.coordinator.replica_connections_per_peer", int64(c.Cluster.Coordinator.ReplicaConnectionsPerPeer), 1, ReplicaConnectionsPerPeerMax),

@@ -81,6 +81,8 @@ replication_addr = "127.0.0.1:6"
 		{"lag window too short", "[cluster]\nreplica_lag_time_max_ms = 10\n", "cluster.replica_lag_time_max_ms: 10 is outside 100..3600000"},
 		{"imbalance percentage over 100", "[cluster]\nleader_imbalance_percentage = 101\n", "cluster.leader_imbalance_percentage: 101 is outside 0..100"},
 		{"imbalance check too often", "[cluster]\nleader_imbalance_check_interval_ms = 5\n", "cluster.leader_imbalance_check_interval_ms: 5 is outside 100..86400000"},
+		{"groups partitions zero", "[cluster]\ngroups_partitions = 0\n", "cluster.groups_partitions: 0 is outside 1..256"},
+		{"groups partitions over max", "[cluster]\ngroups_partitions = 257\n", "cluster.groups_partitions: 257 is outside 1..256"},
 		{"rack with a space", "[node]\nrack = \"rack a\"\n", "node.rack: \"rack a\" has a character"},
 		{"rack too long", "[node]\nrack = \"" + strings.Repeat("r", 256) + "\"\n", "node.rack: 256 bytes, at most 255"},
 		{"roster rack differs from node.rack", strings.Replace(strings.Replace(roster3, "[node]\nid = 1", "[node]\nid = 1\nrack = \"a\"", 1),

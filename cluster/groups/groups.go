@@ -46,6 +46,15 @@ var (
 	// ErrFencedInstance: a static member's instance id is held by
 	// another member id (a newer instance of it joined).
 	ErrFencedInstance = errors.New("groups: instance id fenced by a newer member")
+	// ErrNotCoordinator: the coordinator was Reset while the call was
+	// parked (its node lost the group's partition); the member finds
+	// the new coordinator, which has its state, and retries there.
+	ErrNotCoordinator = errors.New("groups: no longer the group's coordinator")
+	// ErrTooManyOffsets: the commit would give the group more than
+	// Config.OffsetsMax committed partitions.
+	ErrTooManyOffsets = errors.New("groups: too many committed partitions")
+	// ErrInvalidOffset: a commit of a negative offset.
+	ErrInvalidOffset = errors.New("groups: invalid offset")
 )
 
 // State is a group's state, named as Kafka's DescribeGroups names it.
@@ -90,12 +99,16 @@ type Config struct {
 	// members starting together join one generation instead of one
 	// rebalance each.
 	InitialRebalanceDelay time.Duration
+	// OffsetsMax bounds the partitions one group holds committed
+	// offsets for; a commit that would pass it is refused whole.
+	OffsetsMax int
 }
 
 // DefaultConfig is what a node uses.
 var DefaultConfig = Config{
 	SessionTimeoutMin: time.Second, SessionTimeoutMax: 30 * time.Minute,
 	MembersMax: 1000, GroupsMax: 100_000, InitialRebalanceDelay: 500 * time.Millisecond,
+	OffsetsMax: 100_000,
 }
 
 // Protocol is one assignor a member supports, with its metadata (the
@@ -177,46 +190,196 @@ type group struct {
 	// that did not rejoin; joinNotBefore when it may complete at the
 	// earliest (the initial delay of an empty group).
 	rebalanceEnds, joinNotBefore time.Time
+	// offsets are the committed offsets whose records are durable.
+	offsets map[TopicPartition]Offset
+}
+
+// newGroup is an empty group.
+func newGroup(name string) *group {
+	return &group{name: name, members: map[string]*member{}, pending: map[string]time.Time{},
+		static: map[string]string{}, offsets: map[TopicPartition]Offset{}}
 }
 
 // Coordinator holds groups. Its methods are safe for concurrent use;
 // callbacks run after its lock is released, on the caller's goroutine
-// (of the call, or of the Tick, that completed them).
+// (of the call, of the Tick, or of the log's answer that completed
+// them).
 type Coordinator struct {
-	cfg    Config
+	cfg Config
+	// log is where changes are made durable; nil keeps them in memory.
+	log    Log
 	mu     sync.Mutex
 	groups map[string]*group
 	nextID uint64
+	// epoch counts Resets: a log answer for an append made before the
+	// last Reset changes nothing in memory.
+	epoch uint64
 	// fire are the callbacks to run once the lock is released.
 	fire []func()
+	// outbox are the appends made under the lock, in order; flushing
+	// says a goroutine is handing them to the log, so that the log sees
+	// them in the order the state changed; inflight that the log has not
+	// answered the last Append yet. One Append is in flight at a time:
+	// what queues meanwhile goes to the log as one Append (up to
+	// appendBytesMax), so that concurrent commits share a write.
+	outbox   []appendCall
+	flushing bool
+	inflight bool
 }
 
-// New returns an empty coordinator.
+// appendBytesMax bounds the keys and values of the appends merged into
+// one Append (one record batch on a node); a single append above it
+// goes alone.
+const appendBytesMax = 1 << 20
+
+// Log is where a coordinator makes its records durable: on a node, the
+// group's partition of the internal topic, produced with acks = quorum.
+type Log interface {
+	// Append makes recs durable after every record of earlier Appends
+	// and then calls done(nil), or done(err) when they may not be
+	// durable. done may run on any goroutine, also before Append
+	// returns; it must be called exactly once.
+	Append(recs []Record, done func(error))
+}
+
+// appendCall is one Append waiting in the outbox.
+type appendCall struct {
+	recs []Record
+	done func(error)
+}
+
+// New returns an empty coordinator that keeps its state in memory only.
 func New(cfg Config) *Coordinator {
-	return &Coordinator{cfg: cfg, groups: map[string]*group{}}
+	return NewLogged(cfg, nil)
 }
 
-// run releases the lock and runs the callbacks queued under it.
+// NewLogged returns an empty coordinator that writes every change that
+// must survive a failover to log before it answers the change (a
+// commit, a leader's sync), and fills it by Replay of that log first.
+func NewLogged(cfg Config, log Log) *Coordinator {
+	return &Coordinator{cfg: cfg, log: log, groups: map[string]*group{}}
+}
+
+// run releases the lock, runs the callbacks queued under it and hands
+// the queued appends to the log.
 func (c *Coordinator) run() {
 	f := c.fire
 	c.fire = nil
+	flush := len(c.outbox) > 0 && !c.flushing
+	if flush {
+		c.flushing = true
+	}
 	c.mu.Unlock()
 	for _, fn := range f {
 		fn()
 	}
+	if flush {
+		c.flush()
+	}
+}
+
+// flush hands the outbox to the log in order: while no Append is in
+// flight, the queued appends (up to appendBytesMax) as one Append, whose
+// answer answers each of them and flushes what queued meanwhile. One
+// goroutine flushes at a time; a done the log runs inside Append is
+// taken care of by the loop.
+func (c *Coordinator) flush() {
+	for {
+		c.mu.Lock()
+		if c.inflight || len(c.outbox) == 0 {
+			c.flushing = false
+			c.mu.Unlock()
+			return
+		}
+		n, size := 0, 0
+		for _, a := range c.outbox {
+			s := a.bytes()
+			if n > 0 && size+s > appendBytesMax {
+				break
+			}
+			n, size = n+1, size+s
+		}
+		batch := append([]appendCall(nil), c.outbox[:n]...)
+		c.outbox = c.outbox[n:]
+		c.inflight = true
+		c.mu.Unlock()
+		var recs []Record
+		for _, a := range batch {
+			recs = append(recs, a.recs...)
+		}
+		c.log.Append(recs, func(err error) {
+			for _, a := range batch {
+				a.done(err)
+			}
+			c.mu.Lock()
+			c.inflight = false
+			more := len(c.outbox) > 0 && !c.flushing
+			if more {
+				c.flushing = true
+			}
+			c.mu.Unlock()
+			if more {
+				c.flush()
+			}
+		})
+	}
+}
+
+// bytes are a's keys and values.
+func (a appendCall) bytes() int {
+	n := 0
+	for _, r := range a.recs {
+		n += len(r.Key) + len(r.Value)
+	}
+	return n
+}
+
+// persist queues recs for the log; done (may be nil) runs with the
+// log's answer, without the lock held. Without a log done is answered
+// nil once the lock is released.
+// REQUIRES: c.mu held.
+func (c *Coordinator) persist(recs []Record, done func(error)) {
+	if done == nil {
+		done = func(error) {}
+	}
+	if c.log == nil {
+		c.fire = append(c.fire, func() { done(nil) })
+		return
+	}
+	c.outbox = append(c.outbox, appendCall{recs: recs, done: done})
+}
+
+// persistGroup queues g's metadata record; nothing waits on it.
+// REQUIRES: c.mu held.
+func (c *Coordinator) persistGroup(g *group) {
+	c.persist([]Record{{Key: GroupKey(g.name), Value: encodeGroup(g.image())}}, nil)
+}
+
+// image is what g's record holds.
+func (g *group) image() groupImage {
+	im := groupImage{generation: g.generation, protocolType: g.protocolType, protocol: g.protocol, leader: g.leader}
+	for _, id := range g.sortedIDs() {
+		m := g.members[id]
+		im.members = append(im.members, memberImage{id: id, instance: m.instance, clientID: m.clientID, host: m.host,
+			session: m.session, rebalance: m.rebalance, metadata: m.metadata(g.protocol), assignment: m.assignment})
+	}
+	return im
 }
 
 // Reset drops every group, answering parked calls with
-// ErrUnknownMember: the node stopped coordinating (its members rejoin
-// at the new coordinator).
+// ErrNotCoordinator: the node stopped coordinating (its members find
+// the new coordinator, which replayed their state from the log).
+// Appends already queued still go to the log; their answers change
+// nothing here.
 func (c *Coordinator) Reset() {
 	c.mu.Lock()
 	for _, g := range c.groups {
 		for _, m := range g.members {
-			c.failWaits(m, ErrUnknownMember)
+			c.failWaits(m, ErrNotCoordinator)
 		}
 	}
 	c.groups = map[string]*group{}
+	c.epoch++
 	c.run()
 }
 
@@ -257,7 +420,7 @@ func (c *Coordinator) Join(now time.Time, req JoinRequest, done func(JoinResult,
 			fail(fmt.Errorf("%w: %d", ErrTooManyGroups, c.cfg.GroupsMax))
 			return
 		}
-		g = &group{name: req.Group, members: map[string]*member{}, pending: map[string]time.Time{}, static: map[string]string{}}
+		g = newGroup(req.Group)
 		c.groups[req.Group] = g
 	}
 	if len(g.members) > 0 {
@@ -367,6 +530,9 @@ func (c *Coordinator) joinStatic(g *group, now time.Time, req JoinRequest, done 
 		c.maybeCompleteJoin(g, now, false)
 		return true
 	}
+	// The new id must survive a failover, or the restarted instance is
+	// unknown to the next coordinator.
+	c.persistGroup(g)
 	res := JoinResult{Generation: g.generation, Protocol: g.protocol, LeaderID: g.leader, MemberID: id}
 	c.fire = append(c.fire, func() { done(res, nil) })
 	return true
@@ -417,6 +583,7 @@ func (c *Coordinator) maybeCompleteJoin(g *group, now time.Time, timedOut bool) 
 	g.generation++
 	if len(g.members) == 0 {
 		g.state, g.protocol, g.leader = Empty, "", ""
+		c.persistGroup(g)
 		return
 	}
 	g.state = CompletingRebalance
@@ -469,14 +636,42 @@ func (c *Coordinator) Sync(now time.Time, req SyncRequest, done func([]byte, err
 			mm.assignment = req.Assignments[id]
 		}
 		g.state = Stable
-		for _, mm := range g.members {
-			if w := mm.syncWait; w != nil {
-				mm.syncWait = nil
-				a := mm.assignment
-				c.fire = append(c.fire, func() { w(a, nil) })
-			}
+		c.completeSync(g, now)
+	}
+}
+
+// completeSync makes the leader's assignment durable and then answers
+// the parked syncs with it; when the log fails them, they are answered
+// its error and the group rebalances (its members rejoin), as a Kafka
+// coordinator does when it cannot store the group.
+// REQUIRES: c.mu held.
+func (c *Coordinator) completeSync(g *group, now time.Time) {
+	type wait struct {
+		w func([]byte, error)
+		a []byte
+	}
+	var waits []wait
+	for _, mm := range g.members {
+		if w := mm.syncWait; w != nil {
+			mm.syncWait = nil
+			waits = append(waits, wait{w, mm.assignment})
 		}
 	}
+	epoch, gen := c.epoch, g.generation
+	c.persist([]Record{{Key: GroupKey(g.name), Value: encodeGroup(g.image())}}, func(err error) {
+		c.mu.Lock()
+		defer c.run()
+		if err != nil && c.epoch == epoch && c.groups[g.name] == g && g.generation == gen && g.state == Stable {
+			c.prepareRebalance(g, now)
+		}
+		for _, w := range waits {
+			w, a := w.w, w.a
+			if err != nil {
+				a = nil
+			}
+			c.fire = append(c.fire, func() { w(a, err) })
+		}
+	})
 }
 
 // check finds the member of a live group at generation gen.
@@ -550,6 +745,7 @@ func (c *Coordinator) afterRemoval(g *group, now time.Time) {
 	if len(g.members) == 0 {
 		g.state, g.protocol, g.leader = Empty, "", ""
 		g.generation++
+		c.persistGroup(g)
 		return
 	}
 	if g.state != PreparingRebalance {
@@ -595,6 +791,12 @@ func (c *Coordinator) Tick(now time.Time) {
 func (c *Coordinator) CheckCommit(now time.Time, name, id string, gen int32) error {
 	c.mu.Lock()
 	defer c.run()
+	return c.checkCommit(now, name, id, gen)
+}
+
+// checkCommit is CheckCommit under the lock.
+// REQUIRES: c.mu held.
+func (c *Coordinator) checkCommit(now time.Time, name, id string, gen int32) error {
 	g := c.groups[name]
 	if gen < 0 && id == "" {
 		if g == nil || len(g.members) == 0 {
@@ -660,7 +862,10 @@ func (c *Coordinator) List() []Description {
 	return out
 }
 
-// Delete forgets an empty group.
+// Delete forgets an empty group and its committed offsets. It answers
+// at once; the tombstones follow every earlier record into the log, so
+// a coordinator that replays the log does not find the group again
+// unless the log lost them (then the group, empty, is deleted again).
 func (c *Coordinator) Delete(name string) error {
 	c.mu.Lock()
 	defer c.run()
@@ -671,7 +876,13 @@ func (c *Coordinator) Delete(name string) error {
 	case len(g.members) > 0:
 		return fmt.Errorf("%w: %q has %d", ErrNonEmptyGroup, name, len(g.members))
 	}
+	recs := make([]Record, 0, len(g.offsets)+1)
+	for _, tp := range sortedPartitions(g.offsets) {
+		recs = append(recs, Record{Key: OffsetKey(name, tp)})
+	}
+	recs = append(recs, Record{Key: GroupKey(name)})
 	delete(c.groups, name)
+	c.persist(recs, nil)
 	return nil
 }
 

@@ -324,7 +324,7 @@ func TestReset(t *testing.T) {
 	a, _ := twoMembers(t, c)
 	ja := join(c, t0, a)
 	c.Reset()
-	if !ja.done || !errors.Is(ja.err, ErrUnknownMember) {
+	if !ja.done || !errors.Is(ja.err, ErrNotCoordinator) {
 		t.Fatalf("parked join after reset: %+v", ja)
 	}
 	if len(c.List()) != 0 {

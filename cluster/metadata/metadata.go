@@ -192,6 +192,27 @@ const InternalTopicPrefix = "__"
 // directory and the topic name its requests carry.
 const MetaTopic = InternalTopicPrefix + "meta"
 
+// GroupsTopic holds the consumer groups' state: membership and
+// committed offsets, one partition per share of the groups
+// (docs/design/groups.md). The node creates it at the first group
+// request; clients may read it but not write or delete it.
+const GroupsTopic = InternalTopicPrefix + "groups"
+
+// IsInternalTopic says whether name is one of the broker's own topics,
+// which topic listings leave out unless asked and clients may not
+// produce to, delete or create.
+func IsInternalTopic(name string) bool { return strings.HasPrefix(name, InternalTopicPrefix) }
+
+// validateInternalTopicName admits the internal topics a node creates
+// through the metadata group (GroupsTopic; MetaTopic is the metadata
+// group itself and never a topic of it).
+func validateInternalTopicName(name string) error {
+	if name != GroupsTopic {
+		return fmt.Errorf("%w: %q is not an internal topic the broker creates (only %s)", ErrInvalidTopicName, name, GroupsTopic)
+	}
+	return nil
+}
+
 // ValidateTopicName applies the protocol's naming rule
 // (wire.ValidateTopicName, its one definition: 1..249 bytes of
 // [a-zA-Z0-9._-], not "." or ".."). It is checked again when a committed

@@ -252,3 +252,28 @@ func TestPrimaryMovedIsRemembered(t *testing.T) {
 		t.Fatalf("restore: %v %d", err, s2.LastMovedMs("t", 1))
 	}
 }
+
+// Only the node's internal request creates an internal topic, and only
+// the ones the broker knows.
+func TestInternalTopicCreate(t *testing.T) {
+	s := New()
+	for _, tc := range []struct {
+		name     string
+		internal bool
+		ok       bool
+	}{
+		{GroupsTopic, true, true},
+		{GroupsTopic, false, false},
+		{MetaTopic, true, false},
+		{"__other", true, false},
+		{"plain", true, false},
+	} {
+		_, err := s.PlanCreateTopic(CreateRequest{Name: tc.name, Partitions: 4, Internal: tc.internal}, roster3, roster3, 3, 0)
+		if (err == nil) != tc.ok || err != nil && !errors.Is(err, ErrInvalidTopicName) {
+			t.Errorf("%q internal=%v: %v, want ok=%v", tc.name, tc.internal, err, tc.ok)
+		}
+	}
+	if !IsInternalTopic(GroupsTopic) || IsInternalTopic("_x") {
+		t.Fatal("IsInternalTopic")
+	}
+}

@@ -17,6 +17,9 @@ type CreateRequest struct {
 	// Racks is each roster node's rack (node.rack; missing: none), over
 	// which the placement spreads every partition's replicas.
 	Racks map[NodeID]string
+	// Internal creates one of the broker's own topics (IsInternalTopic):
+	// only the node asks for it, never a client's request.
+	Internal bool
 }
 
 // PlanCreateTopic validates req against the state and the roster and
@@ -24,7 +27,11 @@ type CreateRequest struct {
 // eligible nodes that evens out the current load. defaultRF is the
 // resolved cluster default (already ≤ the roster).
 func (s *State) PlanCreateTopic(req CreateRequest, roster, eligible []NodeID, defaultRF int, nowMs int64) (Command, error) {
-	if err := ValidateNewTopicName(req.Name); err != nil {
+	validate := ValidateNewTopicName
+	if req.Internal {
+		validate = validateInternalTopicName
+	}
+	if err := validate(req.Name); err != nil {
 		return Command{}, err
 	}
 	if s.topics[req.Name] != nil {

@@ -239,6 +239,11 @@ func (c *controller) whenRoutable(t *metadata.Topic, first int, deadline time.Ti
 }
 
 func (c *controller) deleteTopic(req *service.DeleteTopicRequest, done func(metadata.TopicID, error)) {
+	if metadata.IsInternalTopic(req.Name) {
+		done(metadata.TopicID{}, service.Errorf(service.ErrAuthorization,
+			"topic %q is the broker's own (consumer groups' state) and cannot be deleted; delete groups with the group calls", req.Name))
+		return
+	}
 	cmd, err := c.state.PlanDeleteTopic(req.Name, req.ID)
 	if err != nil {
 		done(metadata.TopicID{}, metaKindErr(err))

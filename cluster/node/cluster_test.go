@@ -13,6 +13,7 @@ import (
 	"github.com/corestream/corestream/client"
 	"github.com/corestream/corestream/cluster/config"
 	"github.com/corestream/corestream/cluster/metadata"
+	"github.com/corestream/corestream/cluster/service"
 	"github.com/corestream/corestream/netio/wire"
 	"github.com/corestream/corestream/shard"
 )
@@ -540,8 +541,9 @@ func TestClusterMetadataSnapshotInstall(t *testing.T) {
 	createTopic(t, ctx, cl, client.TopicSpec{Name: "kept", Partitions: 1, ReplicationFactor: 3})
 	tc.stopNode(2)
 	md := strings.Repeat("m", 3500)
+	primary := metaPrimaryService(t, tc)
 	for i := 0; i < 1000; i++ {
-		if err := cl.CommitOffsets(ctx, "c", []wire.OffsetCommit{{Topic: "kept", Offset: int64(i), Metadata: md}}); err != nil {
+		if err := commitMetaOffsets(primary, "c", []service.OffsetCommit{{Topic: "kept", Offset: int64(i), Metadata: md}}); err != nil {
 			t.Fatal(err)
 		}
 	}

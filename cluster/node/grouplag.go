@@ -277,8 +277,10 @@ func (g groupsSource) GroupNames(ctx context.Context) ([]string, error) {
 		names[c] = true
 	}
 	if r := g.n.groups; r != nil {
-		for _, d := range r.coord.List() {
-			names[d.Name] = true
+		for _, c := range r.loadedCoordinators() {
+			for _, d := range c.List() {
+				names[d.Name] = true
+			}
 		}
 	}
 	out := make([]string, 0, len(names))
@@ -297,10 +299,11 @@ func (g groupsSource) GroupMembers(name string) (httpapi.GroupMembership, bool) 
 	if r == nil {
 		return httpapi.GroupMembership{}, false
 	}
-	if lead, _ := g.n.metaRoute(); lead != int32(g.n.self) {
+	c, err := r.coordinatorOf(name)
+	if err != nil {
 		return httpapi.GroupMembership{}, false
 	}
-	d, err := r.coord.Describe(name)
+	d, err := c.Describe(name)
 	if err != nil {
 		return httpapi.GroupMembership{}, false
 	}

@@ -10,7 +10,12 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/corestream/corestream/client"
+	"github.com/corestream/corestream/netio/wire"
 )
 
 // A measurement, not a check: BENCHMARKS.md's consumer group figures.
@@ -64,37 +69,117 @@ func TestKafkaGroupFigures(t *testing.T) {
 		}
 	}
 
-	for _, committers := range []int{1, 8} {
-		var done atomic.Int64
-		window := 3 * time.Second
-		var wg sync.WaitGroup
-		end := time.Now().Add(window)
-		for c := 0; c < committers; c++ {
-			wg.Add(1)
-			go func(c int) {
-				defer wg.Done()
-				cl := kafkaClient(t, addrs).Broker(1)
-				for off := int64(1); time.Now().Before(end); off++ {
-					r := kmsg.NewPtrOffsetCommitRequest()
-					r.Version, r.Group, r.Generation = 8, fmt.Sprintf("commits%d", c), -1
-					rt := kmsg.NewOffsetCommitRequestTopic()
-					rt.Topic = "fig"
-					for p := int32(0); p < 12; p++ {
-						rp := kmsg.NewOffsetCommitRequestTopicPartition()
-						rp.Partition, rp.Offset = p, off
-						rt.Partitions = append(rt.Partitions, rp)
-					}
-					r.Topics = append(r.Topics, rt)
-					resp, err := r.RequestWith(ctx, cl)
-					if err != nil || resp.Topics[0].Partitions[0].ErrorCode != 0 {
-						t.Errorf("commit: %v %+v", err, resp)
-						return
-					}
-					done.Add(1)
-				}
-			}(c)
+	// Offset commits: a Kafka group's and a native named consumer's
+	// (generation -1, into the group's partition of __groups, acks =
+	// quorum). BENCHMARKS.md's metadata-group baseline is the native
+	// path at commit 11d08ca, before named consumers moved to __groups.
+	measureCommits(t, ctx, "one node", addrs, []string{n.ClientAddr()}, "fig")
+}
+
+// measureCommits logs the offset commits per second of 1 and 8
+// committers (a group each, and 8 sharing one group: one coordinator;
+// 12 partitions of topic per commit) over the Kafka port and the native
+// port.
+func measureCommits(t *testing.T, ctx context.Context, what string, kafkaAddrs, nativeAddrs []string, topic string) {
+	commitKafka := func(cl *kgo.Client, group string, off int64) error {
+		r := kmsg.NewPtrOffsetCommitRequest()
+		r.Version, r.Group, r.Generation = 8, group, -1
+		rt := kmsg.NewOffsetCommitRequestTopic()
+		rt.Topic = topic
+		for p := int32(0); p < 12; p++ {
+			rp := kmsg.NewOffsetCommitRequestTopicPartition()
+			rp.Partition, rp.Offset = p, off
+			rt.Partitions = append(rt.Partitions, rp)
 		}
-		wg.Wait()
-		t.Logf("FIGURE %d committers: %.0f commits/s of 12 partitions each (%.0f offsets/s)", committers, float64(done.Load())/window.Seconds(), 12*float64(done.Load())/window.Seconds())
+		r.Topics = append(r.Topics, rt)
+		resp, err := r.RequestWith(ctx, cl)
+		if err != nil {
+			return err
+		}
+		if c := resp.Topics[0].Partitions[0].ErrorCode; c != 0 {
+			return kerr.ErrorForCode(c)
+		}
+		return nil
 	}
+	commitNative := func(cl *client.Client, group string, off int64) error {
+		offs := make([]wire.OffsetCommit, 12)
+		for p := range offs {
+			offs[p] = wire.OffsetCommit{Topic: topic, Partition: int32(p), Offset: off}
+		}
+		return cl.CommitOffsets(ctx, group, offs)
+	}
+	for _, path := range []string{"Kafka", "native"} {
+		for _, run := range []struct {
+			committers int
+			shared     bool
+		}{{1, false}, {8, false}, {8, true}} {
+			committers := run.committers
+			var done atomic.Int64
+			window := 3 * time.Second
+			var wg, ready sync.WaitGroup
+			begin := make(chan struct{})
+			for c := 0; c < committers; c++ {
+				wg.Add(1)
+				ready.Add(1)
+				go func(c int) {
+					defer wg.Done()
+					group := fmt.Sprintf("commits%d", c)
+					if run.shared {
+						group = "commits-shared"
+					}
+					var commit func(int64) error
+					if path == "Kafka" {
+						kc := kafkaClient(t, kafkaAddrs)
+						commit = func(off int64) error { return commitKafka(kc, group, off) }
+					} else {
+						nc, err := client.Dial(ctx, nativeAddrs...)
+						if err != nil {
+							t.Error(err)
+							ready.Done()
+							return
+						}
+						defer nc.Close()
+						commit = func(off int64) error { return commitNative(nc, group, off) }
+					}
+					// The first commit waits for the group's
+					// coordinator (it creates and loads __groups).
+					clusterWait(t, 30*time.Second, "a first commit", func() bool { return commit(0) == nil })
+					ready.Done()
+					<-begin
+					end := time.Now().Add(window)
+					for off := int64(1); time.Now().Before(end); off++ {
+						if err := commit(off); err != nil {
+							t.Errorf("commit: %v", err)
+							return
+						}
+						done.Add(1)
+					}
+				}(c)
+			}
+			ready.Wait()
+			close(begin)
+			wg.Wait()
+			groupsOf := "a group each"
+			if run.shared {
+				groupsOf = "one group"
+			}
+			t.Logf("FIGURE %s, %s, %d committers, %s: %.0f commits/s of 12 partitions each (%.0f offsets/s)", what, path, committers, groupsOf,
+				float64(done.Load())/window.Seconds(), 12*float64(done.Load())/window.Seconds())
+		}
+	}
+}
+
+// The same commits on a 3-node cluster: 8 groups' coordinators spread
+// over the nodes.
+//
+//	go test ./cluster/node -run TestKafkaGroupCommitFiguresCluster -v -args -group-figures
+func TestKafkaGroupCommitFiguresCluster(t *testing.T) {
+	if !*groupFiguresFlag {
+		t.Skip("a measurement: run with -group-figures")
+	}
+	tc, kports := startKafkaCluster(t, nil)
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	kafkaCreateRetrying(t, ctx, kadm.NewClient(kafkaClient(t, kports)), "fig3", 12, 3)
+	measureCommits(t, ctx, "3 nodes", kports, tc.brokers(), "fig3")
 }

@@ -83,7 +83,7 @@ type Node struct {
 	kafkaBound atomic.Pointer[string]
 	// groups coordinates consumer groups (svc_groups.go) for every front
 	// end; started with the service.
-	groups *groupsRunner
+	groups *groupsHost
 	// peers is the replication transport (nil on a single node).
 	peers Transport
 	// metaLoaded latches once the View holds everything committed this
@@ -278,8 +278,9 @@ func (n *Node) Start() error {
 		n.stopShards()
 		return err
 	}
-	n.groups = startGroups()
+	n.groups = n.newGroups()
 	n.svc = newService(n)
+	n.groups.start(n.svc)
 	for i := 0; i < g.Len(); i++ {
 		sh := g.Shard(i)
 		every := time.Duration(n.cfg.Storage.RetentionCheckIntervalMs) * time.Millisecond

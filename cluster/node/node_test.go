@@ -12,6 +12,7 @@ import (
 	"github.com/corestream/corestream/client"
 	"github.com/corestream/corestream/cluster/config"
 	"github.com/corestream/corestream/cluster/native"
+	"github.com/corestream/corestream/cluster/service"
 	"github.com/corestream/corestream/netio/wire"
 	"github.com/corestream/corestream/shard"
 )
@@ -132,11 +133,12 @@ func TestMetadataSnapshotAndCompaction(t *testing.T) {
 	if _, err := cl.CreateTopic(ctx, client.TopicSpec{Name: "kept", Partitions: 2}); err != nil {
 		t.Fatal(err)
 	}
-	// Enough commits (one metadata entry each, about 3.5 KiB with their
-	// metadata string) to fill several 1 MiB segments of the metadata log.
+	// Enough commits into the metadata group (one entry each, about 3.5
+	// KiB with their metadata string) to fill several 1 MiB segments of
+	// the metadata log.
 	md := strings.Repeat("m", 3500)
 	for i := 0; i < 1200; i++ {
-		err := cl.CommitOffsets(ctx, "c", []wire.OffsetCommit{{Topic: "kept", Partition: int32(i % 2), Offset: int64(i), Metadata: md}})
+		err := commitMetaOffsets(n.svc, "c", []service.OffsetCommit{{Topic: "kept", Partition: int32(i % 2), Offset: int64(i), Metadata: md}})
 		if err != nil {
 			t.Fatal(err)
 		}

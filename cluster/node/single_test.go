@@ -86,9 +86,15 @@ func TestRecreatedTopicRefusesOldID(t *testing.T) {
 		t.Fatalf("describe partition with the old id: %v", err)
 	}
 	var co wire.CommitOffsetsResponse
-	if err := rc.call(&wire.CommitOffsetsRequest{Consumer: "g", Offsets: []wire.OffsetCommit{{Topic: "orders", TopicID: oldID, Partition: 1, Offset: 1}}}, &co); err != nil {
-		t.Fatal(err)
-	}
+	// The first commit of the node creates and loads __groups, which
+	// holds the consumer's offsets (COORDINATOR_LOADING meanwhile).
+	clusterWait(t, 30*time.Second, "the consumer's coordinator", func() bool {
+		err := rc.call(&wire.CommitOffsetsRequest{Consumer: "g", Offsets: []wire.OffsetCommit{{Topic: "orders", TopicID: oldID, Partition: 1, Offset: 1}}}, &co)
+		if err != nil && !errors.Is(err, wire.ErrCoordinatorLoading) && !errors.Is(err, wire.ErrCoordinatorNotAvailable) {
+			t.Fatal(err)
+		}
+		return err == nil
+	})
 	if len(co.Results) != 1 || co.Results[0].ErrorCode != wire.ErrUnknownTopicOrPartition.Code {
 		t.Fatalf("commit with the old id: %+v", co.Results)
 	}

@@ -81,7 +81,7 @@ type svcDeps struct {
 	meter *svcMeter
 	// groups is the consumer group coordinator (svc_groups.go); nil: the
 	// group calls answer ErrCoordinatorNotAvailable.
-	groups *groupsRunner
+	groups *groupsHost
 }
 
 // routeReader reads the route table (view.go).

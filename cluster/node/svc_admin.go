@@ -95,16 +95,29 @@ func setTopicConfig(cfg *metadata.TopicConfig, key, value string) error {
 	return nil
 }
 
-// CommitOffsets implements service.Admin.
+// CommitOffsets implements service.Admin: a named consumer's offsets
+// are those of the group of its name, stored by the group's coordinator
+// in __groups (docs/design/groups.md): a commit with no member and
+// generation -1, refused (ILLEGAL_GENERATION) while the group has
+// members. Elsewhere than at the coordinator it answers
+// ErrNotCoordinator with a hint.
 func (s *nodeService) CommitOffsets(from *shard.Shard, req *service.CommitOffsetsRequest, done func([]error, error)) {
 	done = metered(s.meter, apiCommitOffsets, done)
-	r := *req
-	adminCall(s, from, true, func(c metadataAdmin, reply func([]error, error)) { c.commitOffsets(&r, reply) }, done)
+	s.CommitGroupOffsets(from, &service.CommitGroupOffsetsRequest{Group: req.Consumer, Generation: -1, Offsets: req.Offsets}, done)
 }
 
-// FetchOffsets implements service.Admin: any node answers it.
+// FetchOffsets implements service.Admin: the group's offsets, as
+// FetchGroupOffsets reads them (the coordinator's, and the metadata
+// group's copy for partitions it has none of).
 func (s *nodeService) FetchOffsets(from *shard.Shard, req *service.FetchOffsetsRequest, done func([]service.CommittedOffset, error)) {
 	done = metered(s.meter, apiFetchOffsets, done)
+	s.FetchGroupOffsets(from, &service.FetchGroupOffsetsRequest{Group: req.Consumer, Partitions: req.Partitions}, done)
+}
+
+// metaOffsets reads a named consumer's offsets in the metadata group,
+// where they were stored before groups moved to __groups; any node
+// answers it.
+func (s *nodeService) metaOffsets(from *shard.Shard, req *service.FetchOffsetsRequest, done func([]service.CommittedOffset, error)) {
 	r := *req
 	adminCall(s, from, false, func(c metadataAdmin, reply func([]service.CommittedOffset, error)) { c.fetchOffsets(&r, reply) }, done)
 }

@@ -11,8 +11,20 @@ import (
 // The service's data calls: each finds the partition in the View on the
 // caller's goroutine, then runs on the shard that owns it (runOn).
 
-// Produce implements service.Data.
+// Produce implements service.Data. The broker's internal topics are
+// written by the broker only (produceInternal).
 func (s *nodeService) Produce(from *shard.Shard, req *service.ProduceRequest, done func(service.ProduceResult, error)) {
+	if metadata.IsInternalTopic(req.Topic) {
+		done(service.ProduceResult{}, service.Errorf(service.ErrAuthorization,
+			"topic %q is the broker's own (consumer groups' state); clients may read it but not write it", req.Topic))
+		return
+	}
+	s.produceInternal(from, req, done)
+}
+
+// produceInternal is Produce without the internal topics' refusal: the
+// group coordinators' log (groups_log.go).
+func (s *nodeService) produceInternal(from *shard.Shard, req *service.ProduceRequest, done func(service.ProduceResult, error)) {
 	done = s.meterProduce(len(req.Records), done)
 	args := partition.ProduceArgs{Generation: req.Generation, AcksPrimary: req.Acks == service.AcksPrimary,
 		Timeout: req.Timeout, Records: req.Records}

@@ -2,67 +2,14 @@ package node
 
 import (
 	"errors"
-	"sync"
-	"sync/atomic"
-	"time"
+	"sort"
 
 	"github.com/corestream/corestream/cluster/groups"
+	"github.com/corestream/corestream/cluster/metadata"
 	"github.com/corestream/corestream/cluster/service"
 	"github.com/corestream/corestream/netio/wire"
 	"github.com/corestream/corestream/shard"
 )
-
-// groupsTick is how often the coordinator expires sessions and ends
-// rebalances that ran out of time: a member is removed at most this late
-// past its session timeout.
-const groupsTick = 100 * time.Millisecond
-
-// groupsRunner is the node's consumer group coordinator and the
-// goroutine that ticks it (the coordinator reads no clock of its own).
-type groupsRunner struct {
-	coord *groups.Coordinator
-	// term is the metadata term in which this node last coordinated: a
-	// node that becomes primary again in a later term starts from empty
-	// groups (members it had may have moved to another coordinator
-	// meanwhile, and rejoin).
-	term atomic.Int32
-	done chan struct{}
-	once sync.Once
-	wg   sync.WaitGroup
-}
-
-// startGroups starts the coordinator's ticks.
-func startGroups() *groupsRunner {
-	r := &groupsRunner{coord: groups.New(groups.DefaultConfig), done: make(chan struct{})}
-	r.wg.Add(1)
-	go func() {
-		defer r.wg.Done()
-		t := time.NewTicker(groupsTick)
-		defer t.Stop()
-		for {
-			select {
-			case <-r.done:
-				return
-			case now := <-t.C:
-				r.coord.Tick(now)
-			}
-		}
-	}()
-	return r
-}
-
-// stop ends the ticks and answers parked group calls (their connections
-// are closing); a nil runner has nothing to stop.
-func (r *groupsRunner) stop() {
-	if r == nil {
-		return
-	}
-	r.once.Do(func() {
-		close(r.done)
-		r.wg.Wait()
-		r.coord.Reset()
-	})
-}
 
 // groupKinds gives the coordinator's errors their service kinds.
 var groupKinds = []struct {
@@ -80,6 +27,9 @@ var groupKinds = []struct {
 	{groups.ErrFencedInstance, service.ErrFencedInstance},
 	// The coordinator is full: no node can take the group now.
 	{groups.ErrTooManyGroups, service.ErrCoordinatorNotAvailable},
+	{groups.ErrTooManyOffsets, service.ErrInvalidRequest},
+	{groups.ErrNotCoordinator, service.ErrNotCoordinator},
+	{groups.ErrInvalidOffset, service.ErrInvalidOffset},
 }
 
 // groupErr gives a coordinator error its service kind, message kept.
@@ -108,8 +58,9 @@ func onShard(from *shard.Shard, fn func()) {
 	_ = from.Post(fn)
 }
 
-// coordinator is the node's coordinator when this node coordinates
-// group (it is the metadata primary), else the error to answer with.
+// coordinator is this node's coordinator of group when it coordinates
+// the group (it leads the group's partition of the internal topic and
+// has loaded it: groups_log.go), else the error to answer with.
 func (s *nodeService) coordinator(group string) (*groups.Coordinator, error) {
 	if s.groups == nil {
 		return nil, service.Errorf(service.ErrCoordinatorNotAvailable, "this node runs no group coordinator")
@@ -117,32 +68,19 @@ func (s *nodeService) coordinator(group string) (*groups.Coordinator, error) {
 	if err := wire.ValidateConsumerName(group); err != nil {
 		return nil, service.Errorf(service.ErrInvalidConsumerName, "group %q: %v", group, err)
 	}
-	id, gen := s.metaRoute()
-	switch {
-	case id <= 0:
-		return nil, service.Errorf(service.ErrCoordinatorNotAvailable, "no metadata primary is known, so no node coordinates group %q now; retry shortly", group)
-	case id != int32(s.self):
-		e := service.Errorf(service.ErrNotCoordinator, "node %d does not coordinate group %q: node %d does", s.self, group, id)
-		e.Hint = &service.Hint{NodeID: id, Generation: gen, ClientAddr: s.addrOf(id)}
-		return nil, e
-	}
-	if prev := s.groups.term.Swap(gen); prev != gen {
-		s.groups.coord.Reset()
-	}
-	return s.groups.coord, nil
+	return s.groups.coordinatorOf(group)
 }
 
-// FindCoordinator implements service.Groups: the metadata primary
-// coordinates every group (docs/design/groups.md).
+// FindCoordinator implements service.Groups: the primary of the group's
+// partition of the internal topic (docs/design/groups.md).
 func (s *nodeService) FindCoordinator(group string) (service.GroupCoordinator, error) {
 	if err := wire.ValidateConsumerName(group); err != nil {
 		return service.GroupCoordinator{NodeID: -1}, service.Errorf(service.ErrInvalidConsumerName, "group %q: %v", group, err)
 	}
-	id, _ := s.metaRoute()
-	if id <= 0 {
-		return service.GroupCoordinator{NodeID: -1}, service.Errorf(service.ErrCoordinatorNotAvailable, "no metadata primary is known, so no node coordinates group %q now; retry shortly", group)
+	if s.groups == nil {
+		return service.GroupCoordinator{NodeID: -1}, service.Errorf(service.ErrCoordinatorNotAvailable, "this node runs no group coordinator")
 	}
-	return service.GroupCoordinator{NodeID: id, ClientAddr: s.addrOf(id), KafkaAddr: s.kafkaAddrOf(id)}, nil
+	return s.groups.find(group)
 }
 
 // JoinGroup implements service.Groups.
@@ -225,39 +163,139 @@ func (s *nodeService) LeaveGroup(_ *shard.Shard, req *service.LeaveGroupRequest,
 }
 
 // CommitGroupOffsets implements service.Groups: the coordinator checks
-// the member and generation, then the offsets are stored as the group's
-// named-consumer offsets (the metadata group).
+// the member and generation and answers once the offsets are durable in
+// the group's partition of the internal topic. An entry for a partition
+// the node's metadata does not have is refused on its own.
 func (s *nodeService) CommitGroupOffsets(from *shard.Shard, req *service.CommitGroupOffsetsRequest, done func([]error, error)) {
 	c, err := s.coordinator(req.Group)
 	if err != nil {
 		done(nil, err)
 		return
 	}
-	if err := c.CheckCommit(s.now(), req.Group, req.MemberID, req.Generation); err != nil {
-		done(nil, s.groupErr(err))
-		return
+	entries := make([]error, len(req.Offsets))
+	var offs []groups.Offset
+	for i, o := range req.Offsets {
+		t, err := s.topicFor(o.Topic, o.Partition)
+		if err == nil {
+			err = checkTopicID(o.TopicID, t)
+		}
+		if err != nil {
+			entries[i] = err
+			continue
+		}
+		offs = append(offs, groups.Offset{TopicPartition: groups.TopicPartition{Topic: o.Topic, Partition: o.Partition},
+			TopicID: t.ID, Offset: o.Offset, Metadata: o.Metadata})
 	}
-	if len(req.Offsets) == 0 {
-		done(nil, nil)
-		return
-	}
-	s.CommitOffsets(from, &service.CommitOffsetsRequest{Consumer: req.Group, Offsets: req.Offsets}, done)
+	c.Commit(s.now(), req.Group, req.MemberID, req.Generation, offs, func(err error) {
+		err = s.groupErr(err)
+		onShard(from, func() {
+			if err != nil && errors.Is(err, service.ErrInvalidOffset) {
+				for i := range entries {
+					if entries[i] == nil {
+						entries[i] = err
+					}
+				}
+				done(entries, nil)
+				return
+			}
+			if err != nil {
+				done(nil, err)
+				return
+			}
+			done(entries, nil)
+		})
+	})
 }
 
-// FetchGroupOffsets implements service.Groups.
+// FetchGroupOffsets implements service.Groups: the coordinator's
+// offsets, and, for a partition it has none of, the group's
+// named-consumer offset in the metadata group (what groups committed
+// before they moved to the internal topic, and what a native consumer
+// of the same name commits).
 func (s *nodeService) FetchGroupOffsets(from *shard.Shard, req *service.FetchGroupOffsetsRequest, done func([]service.CommittedOffset, error)) {
-	if _, err := s.coordinator(req.Group); err != nil {
+	c, err := s.coordinator(req.Group)
+	if err != nil {
 		done(nil, err)
 		return
 	}
-	s.FetchOffsets(from, &service.FetchOffsetsRequest{Consumer: req.Group, Partitions: req.Partitions}, done)
+	var tps []groups.TopicPartition
+	if len(req.Partitions) > 0 {
+		tps = make([]groups.TopicPartition, len(req.Partitions))
+		for i, tp := range req.Partitions {
+			tps[i] = groups.TopicPartition{Topic: tp.Topic, Partition: tp.Partition}
+		}
+	}
+	have := s.currentOffsets(c.Offsets(req.Group, tps), tps == nil)
+	s.metaOffsets(from, &service.FetchOffsetsRequest{Consumer: req.Group, Partitions: req.Partitions}, func(old []service.CommittedOffset, err error) {
+		if err != nil {
+			old = nil // the fallback is for old data only: serve what the coordinator has
+		}
+		done(mergeGroupOffsets(have, old, tps == nil), nil)
+	})
+}
+
+// currentOffsets leaves out (all) or answers -1 for the offsets
+// committed for a topic that no longer exists or was created again
+// under its name since (another topic id): the new topic does not
+// inherit them.
+func (s *nodeService) currentOffsets(have []groups.Offset, all bool) []groups.Offset {
+	v := s.view()
+	out := have[:0]
+	for _, o := range have {
+		if o.Offset >= 0 {
+			if t := v.Topics[o.Topic]; t == nil || o.TopicID != ([16]byte{}) && o.TopicID != [16]byte(t.ID) {
+				if all {
+					continue
+				}
+				o.Offset, o.Metadata, o.TopicID = -1, "", [16]byte{}
+			}
+		}
+		out = append(out, o)
+	}
+	return out
+}
+
+// mergeGroupOffsets is the coordinator's offsets with the metadata
+// group's copy filling the partitions the coordinator has none of; with
+// all, every partition either has, sorted, else in have's order.
+func mergeGroupOffsets(have []groups.Offset, old []service.CommittedOffset, all bool) []service.CommittedOffset {
+	oldOf := map[groups.TopicPartition]service.CommittedOffset{}
+	for _, o := range old {
+		if o.Offset >= 0 {
+			oldOf[groups.TopicPartition{Topic: o.Topic, Partition: o.Partition}] = o
+		}
+	}
+	out := make([]service.CommittedOffset, 0, len(have))
+	for _, o := range have {
+		co := service.CommittedOffset{Topic: o.Topic, TopicID: metadata.TopicID(o.TopicID), Partition: o.Partition, Offset: o.Offset,
+			Metadata: o.Metadata}
+		if o.Offset < 0 {
+			if m, ok := oldOf[o.TopicPartition]; ok {
+				co = m
+			}
+		}
+		delete(oldOf, o.TopicPartition)
+		out = append(out, co)
+	}
+	if all {
+		for _, m := range oldOf {
+			out = append(out, m)
+		}
+		sort.Slice(out, func(i, j int) bool {
+			if out[i].Topic != out[j].Topic {
+				return out[i].Topic < out[j].Topic
+			}
+			return out[i].Partition < out[j].Partition
+		})
+	}
+	return out
 }
 
 // ListGroups implements service.Groups: the groups this node
-// coordinates (none on a node that is not the metadata primary, as a
-// Kafka broker lists its own).
+// coordinates (of the internal topic's partitions it leads), as a Kafka
+// broker lists its own.
 func (s *nodeService) ListGroups(_ *shard.Shard, req *service.ListGroupsRequest, done func([]service.GroupSummary, error)) {
-	if id, _ := s.metaRoute(); id != int32(s.self) || s.groups == nil {
+	if s.groups == nil {
 		done(nil, nil)
 		return
 	}
@@ -266,12 +304,15 @@ func (s *nodeService) ListGroups(_ *shard.Shard, req *service.ListGroupsRequest,
 		want[st] = true
 	}
 	var out []service.GroupSummary
-	for _, d := range s.groups.coord.List() {
-		if len(want) > 0 && !want[d.State.String()] {
-			continue
+	for _, c := range s.groups.loadedCoordinators() {
+		for _, d := range c.List() {
+			if len(want) > 0 && !want[d.State.String()] {
+				continue
+			}
+			out = append(out, service.GroupSummary{Name: d.Name, ProtocolType: d.ProtocolType, State: d.State.String()})
 		}
-		out = append(out, service.GroupSummary{Name: d.Name, ProtocolType: d.ProtocolType, State: d.State.String()})
 	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
 	done(out, nil)
 }
 

@@ -101,6 +101,7 @@ func TestGroupPermissions(t *testing.T) {
 		}
 		return resp.Groups[0].ErrorCode
 	}
+	waitGroupCoordinator(t, ctx, as("root", "rootpw"), "g.one")
 	topicOnly, member := as("topiconly", "pw"), as("member", "pw")
 	for _, tc := range []struct {
 		name      string

@@ -9,10 +9,13 @@ import (
 	"github.com/corestream/corestream/shard"
 )
 
-// A group exists while its coordinator holds it (it has members, or had
-// them since this node became coordinator) or while it has committed
-// offsets, as in Kafka: an Empty group of offsets only can be described,
-// deleted and have its offsets deleted or reset.
+// A group exists while its coordinator holds it (it has members, had
+// them, or has committed offsets in __groups) or while it has
+// named-consumer offsets in the metadata group (the fallback of
+// FetchGroupOffsets), as in Kafka: an Empty group of offsets only can be
+// described, deleted and have its offsets deleted or reset. Deleting
+// drops both copies: the metadata group's first, then the coordinator's
+// (whose tombstones go into __groups).
 
 // DeleteGroup implements service.Groups: an empty group is forgotten
 // with its committed offsets.
@@ -29,7 +32,7 @@ func (s *nodeService) DeleteGroup(from *shard.Shard, group string, done func(err
 		done(service.Errorf(service.ErrNonEmptyGroup, "group %q has %d members; it can be deleted once they leave or their sessions expire", group, len(d.Members)))
 		return
 	}
-	s.FetchOffsets(from, &service.FetchOffsetsRequest{Consumer: group}, func(offs []service.CommittedOffset, err error) {
+	s.metaOffsets(from, &service.FetchOffsetsRequest{Consumer: group}, func(offs []service.CommittedOffset, err error) {
 		switch {
 		case err != nil:
 			done(err)
@@ -80,7 +83,7 @@ func (s *nodeService) DeleteGroupOffsets(from *shard.Shard, req *service.DeleteG
 			}
 		}
 	}
-	s.FetchOffsets(from, &service.FetchOffsetsRequest{Consumer: req.Group}, func(offs []service.CommittedOffset, err error) {
+	s.metaOffsets(from, &service.FetchOffsetsRequest{Consumer: req.Group}, func(offs []service.CommittedOffset, err error) {
 		if err != nil {
 			done(nil, err)
 			return
@@ -102,15 +105,53 @@ func (s *nodeService) DeleteGroupOffsets(from *shard.Shard, req *service.DeleteG
 			done(entries, nil)
 			return
 		}
+		// The coordinator's copy (in __groups), once the metadata
+		// group's is gone, so that the fallback cannot bring it back.
+		forget := func() {
+			if !known {
+				done(entries, nil)
+				return
+			}
+			tps := make([]groups.TopicPartition, len(drop))
+			for i, p := range drop {
+				tps[i] = groups.TopicPartition{Topic: p.Topic, Partition: p.Partition}
+			}
+			c.DeleteOffsets(req.Group, tps, func(err error) {
+				err = s.groupErr(err)
+				onShard(from, func() {
+					if err != nil {
+						done(nil, err)
+						return
+					}
+					done(entries, nil)
+				})
+			})
+		}
+		if !hasAny(offs, drop) {
+			forget()
+			return
+		}
 		adminCall(s, from, true, func(a metadataAdmin, reply func(struct{}, error)) { a.deleteOffsets(req.Group, drop, reply) },
 			func(_ struct{}, err error) {
 				if err != nil {
 					done(nil, err)
 					return
 				}
-				done(entries, nil)
+				forget()
 			})
 	})
+}
+
+// hasAny says whether offs holds a committed offset of one of tps.
+func hasAny(offs []service.CommittedOffset, tps []service.TopicPartition) bool {
+	for _, o := range offs {
+		for _, tp := range tps {
+			if o.Offset >= 0 && o.Topic == tp.Topic && o.Partition == tp.Partition {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // subscriptionTopics reads the topics of a member's metadata in Kafka's

@@ -58,6 +58,9 @@ func (s *nodeService) Metadata(req service.MetadataRequest) (res service.Metadat
 	res.MetadataPrimaryID, res.MetadataGeneration = s.metaRoute()
 	if len(req.Topics) == 0 {
 		for _, t := range v.Sorted {
+			if metadata.IsInternalTopic(t.Name) {
+				continue // listed only when asked for by name
+			}
 			res.Topics = append(res.Topics, s.topicMetadata(t))
 		}
 		return res, nil
@@ -81,6 +84,9 @@ func (s *nodeService) ListTopics() ([]service.TopicSummary, error) {
 	}
 	out := []service.TopicSummary{}
 	for _, t := range s.view().Sorted {
+		if metadata.IsInternalTopic(t.Name) {
+			continue // described only when asked for by name
+		}
 		out = append(out, service.TopicSummary{Name: t.Name, ID: t.ID, Partitions: int32(t.Partitions()),
 			ReplicationFactor: int16(t.ReplicationFactor)})
 	}
