@@ -305,9 +305,12 @@ func TestClusterJoinsAfterMetadataCompaction(t *testing.T) {
 	tc := startCluster(t, 3, func(c *config.Config) { c.Storage.SegmentBytes = 1 << 20 })
 	ctx, cl := tc.dial(t, 120*time.Second)
 	createTopic(t, ctx, cl, client.TopicSpec{Name: "kept", Partitions: 1, ReplicationFactor: 3})
+	// Offsets are written into the metadata group itself (commits now go
+	// to __groups), so that its log grows past a snapshot and compacts.
 	md := strings.Repeat("m", 3500)
+	s := metaPrimaryService(t, tc)
 	for i := 0; i < 1000; i++ {
-		if err := cl.CommitOffsets(ctx, "c", []wire.OffsetCommit{{Topic: "kept", Offset: int64(i), Metadata: md}}); err != nil {
+		if err := commitMetaOffsets(s, "c", []service.OffsetCommit{{Topic: "kept", Offset: int64(i), Metadata: md}}); err != nil {
 			t.Fatal(err)
 		}
 	}
