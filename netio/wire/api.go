@@ -27,6 +27,9 @@ const (
 	APIDescribePartition APIKey = 16
 	APIAuthenticate      APIKey = 17
 	APIReassign          APIKey = 18
+	// APIHome moves the connection to the shard that owns a partition
+	// (home.go): shard-aware connections.
+	APIHome APIKey = 19
 )
 
 // APIVersion is one API's name and the versions this package speaks.
@@ -60,6 +63,7 @@ var apiTable = []APIVersion{
 	{APIDescribePartition, "DescribePartition", 0, 0, "one partition's route, offsets and replica progress"},
 	{APIAuthenticate, "Authenticate", 0, 0, "one step of the SCRAM-SHA-256 exchange that authenticates a connection (after Handshake)"},
 	{APIReassign, "Reassign", 0, 0, "start, cancel or list replica moves (metadata primary)"},
+	{APIHome, "Home", 0, 0, "serve this connection on the shard that owns a partition (shard-aware connections)"},
 }
 
 // APIs returns the table of every API this package speaks, in key order.
@@ -168,6 +172,8 @@ func NewRequest(key APIKey) Request {
 		return new(AuthenticateRequest)
 	case APIReassign:
 		return new(ReassignRequest)
+	case APIHome:
+		return new(HomeRequest)
 	}
 	return nil
 }
@@ -214,6 +220,8 @@ func NewResponse(key APIKey) Response {
 		return new(AuthenticateResponse)
 	case APIReassign:
 		return new(ReassignResponse)
+	case APIHome:
+		return new(HomeResponse)
 	}
 	return nil
 }

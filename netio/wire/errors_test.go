@@ -26,7 +26,7 @@ var frozenKeys = map[APIKey]string{
 	0: "Handshake", 1: "Produce", 2: "Fetch", 3: "ListOffsets", 4: "Metadata", 5: "CreateTopic",
 	6: "DeleteTopic", 7: "ListTopics", 8: "DescribeTopic", 9: "AddPartitions", 10: "CommitOffsets",
 	11: "FetchOffsets", 12: "InitProducer", 13: "ClusterStatus", 14: "MovePrimary", 15: "Rebalance",
-	16: "DescribePartition", 17: "Authenticate", 18: "Reassign",
+	16: "DescribePartition", 17: "Authenticate", 18: "Reassign", 19: "Home",
 }
 
 func TestErrorCodesAppendOnly(t *testing.T) {

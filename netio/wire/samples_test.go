@@ -47,6 +47,7 @@ func sampleRequests() []Request {
 		&AuthenticateRequest{Mechanism: MechanismSCRAMSHA256, Payload: []byte("n,,n=alice,r=fyko+d2lbbFgONRv9qkxdawL")},
 		&ReassignRequest{Action: ReassignStart, DryRun: true, Moves: []ReassignMove{{"orders", 3, []int32{4, 2, 3}}}},
 		&ReassignRequest{Action: ReassignList},
+		&HomeRequest{PartitionRef: sampleRef},
 	}
 }
 
@@ -100,5 +101,6 @@ func sampleResponses() []Response {
 		&ReassignResponse{Moves: []ReassignStatus{{Topic: "orders", Partition: 3, From: []int32{1, 2, 3}, Target: []int32{4, 2, 3},
 			Driven: true, EntriesBehind: 12, BytesBehind: 4096, Steps: []string{"learner_added 4"}}}},
 		&ReassignResponse{},
+		&HomeResponse{Shard: 1, Shards: 2},
 	}
 }
