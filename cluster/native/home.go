@@ -32,6 +32,13 @@ func (h *Handler) home(c *netio.Conn, st *connState, hdr wire.RequestHeader, bod
 			"Home with %d other requests in flight: send it on an idle connection (before any data request, or after every answer)", n-1))
 		return
 	}
+	// Locate checks that the partition exists and, when authentication is
+	// on, that the user may describe its topic: the answer says where a
+	// partition lives, which is not for everyone to probe.
+	if _, _, err := h.svcOf(c).Locate(req.Topic, req.Partition); err != nil {
+		replyErr(c, hdr, err)
+		return
+	}
 	owner := h.ownerShard(req.Topic, req.Partition)
 	if owner < 0 {
 		replyErr(c, hdr, wire.Errorf(wire.ErrUnknownTopicOrPartition,
