@@ -150,7 +150,12 @@ type homed struct {
 // dialHome dials addr and sends Home for ref's partition on the new
 // connection, before anything else is sent on it.
 func (c *Client) dialHome(ctx context.Context, addr string, ref *wire.PartitionRef) (homed, error) {
-	cn, err := dialConn(c.ctx, &c.cfg, addr)
+	// The caller's wait and the client's life both end the dial.
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	stop := context.AfterFunc(c.ctx, cancel)
+	defer stop()
+	cn, err := dialConn(ctx, &c.cfg, addr)
 	if err != nil {
 		return homed{}, err
 	}
