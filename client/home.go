@@ -44,8 +44,35 @@ type homeSet struct {
 	// retryAt is when Home may be tried again after a failure. Guarded
 	// by mu.
 	retryAt time.Time
+	// dialing holds a channel per shard whose connection is being
+	// dialled, closed when the dial ends. Guarded by mu.
+	dialing map[uint16]chan struct{}
 	// closed is set by close: nothing is added after. Guarded by mu.
 	closed bool
+}
+
+// claim returns the channel of shard s's dial in progress (mine false),
+// or starts one (mine true: the caller dials, then calls unclaim).
+func (h *homeSet) claim(s uint16) (wait chan struct{}, mine bool) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if ch, ok := h.dialing[s]; ok {
+		return ch, false
+	}
+	if h.dialing == nil {
+		h.dialing = map[uint16]chan struct{}{}
+	}
+	ch := make(chan struct{})
+	h.dialing[s] = ch
+	return ch, true
+}
+
+// unclaim ends shard s's dial: its waiters look again.
+func (h *homeSet) unclaim(s uint16, ch chan struct{}) {
+	h.mu.Lock()
+	delete(h.dialing, s)
+	h.mu.Unlock()
+	close(ch)
 }
 
 // lookup returns the live connection of key's shard, if there is one.
@@ -80,6 +107,22 @@ func (h *homeSet) add(key homeKey, s uint16, cn *conn) *conn {
 	}
 	h.conns[s] = cn
 	return cn
+}
+
+// on records that key's partition lives on shard s and returns that
+// shard's live connection, if there is one.
+func (h *homeSet) on(key homeKey, s uint16) (*conn, bool) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.closed {
+		return nil, false
+	}
+	if h.shardOf == nil {
+		h.shardOf, h.conns = map[homeKey]uint16{}, map[uint16]*conn{}
+	}
+	h.shardOf[key] = s
+	cn := h.conns[s]
+	return cn, cn != nil && !cn.isClosed()
 }
 
 // failed serves the node on its general connection for homeRetryAfter.
@@ -126,6 +169,35 @@ func (c *Client) connForPartition(ctx context.Context, addr string, ref *wire.Pa
 	if b.homes.waiting() {
 		return gen, nil
 	}
+	// Ask on the general connection which shard owns the partition (Home
+	// with Stay moves nothing), and use that shard's connection when there
+	// is one: dials stay bounded by the node's shards, not its partitions.
+	var where wire.HomeResponse
+	if err := gen.roundTrip(ctx, &wire.HomeRequest{PartitionRef: *ref, Stay: true}, &where, false); err != nil {
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
+		b.homes.failed()
+		return gen, nil
+	}
+	if cn, ok := b.homes.on(key, where.Shard); ok {
+		return cn, nil
+	}
+	// One dial per shard at a time: the senders of a shard's other
+	// partitions wait for it.
+	wait, mine := b.homes.claim(where.Shard)
+	if !mine {
+		select {
+		case <-wait:
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+		if cn, ok := b.homes.on(key, where.Shard); ok {
+			return cn, nil
+		}
+		return gen, nil
+	}
+	defer b.homes.unclaim(where.Shard, wait)
 	h, err := c.dialHome(ctx, addr, ref)
 	if err != nil {
 		if ctx.Err() != nil {

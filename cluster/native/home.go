@@ -14,7 +14,8 @@ import (
 // Migrate), so the client's next request is read where it is served.
 //
 // Home needs the connection idle (the Home request alone in flight):
-// Migrate cannot move answers still owed by another shard. A move that
+// Migrate cannot move answers still owed by another shard. Home with
+// Stay only answers, on any connection. A move that
 // fails (the owner's inbox full, the node stopping) leaves the connection
 // where it is, which serves it correctly, only with the hops.
 func (h *Handler) home(c *netio.Conn, st *connState, hdr wire.RequestHeader, body []byte) {
@@ -27,7 +28,7 @@ func (h *Handler) home(c *netio.Conn, st *connState, hdr wire.RequestHeader, bod
 		replyErr(c, hdr, err)
 		return
 	}
-	if n := c.InFlight(); n != 1 {
+	if n := c.InFlight(); n != 1 && !req.Stay {
 		replyErr(c, hdr, wire.Errorf(wire.ErrInvalidRequest,
 			"Home with %d other requests in flight: send it on an idle connection (before any data request, or after every answer)", n-1))
 		return
@@ -47,7 +48,7 @@ func (h *Handler) home(c *netio.Conn, st *connState, hdr wire.RequestHeader, bod
 	}
 	resp := wire.HomeResponse{Shard: uint16(owner), Shards: uint16(h.group.Len())}
 	reply(c, hdr, &resp)
-	if owner == c.Shard().ID() || c.Closed() {
+	if req.Stay || owner == c.Shard().ID() || c.Closed() {
 		return
 	}
 	st.migrating = true

@@ -7,12 +7,20 @@ package wire
 // connection per shard and sends each partition's requests on its shard's
 // connection crosses no thread on the data path. The node answers on the
 // new shard, after the move; nothing may be in flight on the connection
-// when it is sent (a node answers INVALID_REQUEST otherwise).
+// when it is sent (a node answers INVALID_REQUEST otherwise), unless Stay.
 //
-// Body v0: a PartitionRef (topic, topic_id, partition, generation); only
-// the topic name and partition choose the shard.
+// Body v0:
+//
+//	partition reference  (topic, topic_id, partition, generation); only
+//	                     the topic name and partition choose the shard
+//	stay  bool           answer only, do not move the connection: how a
+//	                     client learns a partition's shard on a busy
+//	                     connection, to reuse a connection it already has
+//	                     on that shard instead of dialling one
 type HomeRequest struct {
 	PartitionRef
+	// Stay asks for the answer without the move.
+	Stay bool
 }
 
 func (*HomeRequest) isRequest() {}
@@ -22,13 +30,14 @@ func (*HomeRequest) APIKey() APIKey { return APIHome }
 
 // AppendBody encodes the body.
 func (r *HomeRequest) AppendBody(dst []byte, version uint16) []byte {
-	return r.PartitionRef.append(dst)
+	return appendBool(r.PartitionRef.append(dst), r.Stay)
 }
 
 // DecodeBody decodes the body.
 func (r *HomeRequest) DecodeBody(body []byte, version uint16) error {
 	d := newDecoder(body, APIHome, version, false)
 	r.PartitionRef.decode(&d)
+	r.Stay = d.boolean("stay")
 	return d.done()
 }
 

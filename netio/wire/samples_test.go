@@ -48,6 +48,7 @@ func sampleRequests() []Request {
 		&ReassignRequest{Action: ReassignStart, DryRun: true, Moves: []ReassignMove{{"orders", 3, []int32{4, 2, 3}}}},
 		&ReassignRequest{Action: ReassignList},
 		&HomeRequest{PartitionRef: sampleRef},
+		&HomeRequest{PartitionRef: sampleRef, Stay: true},
 	}
 }
 
