@@ -11,8 +11,9 @@ import (
 // Shard-aware connections. A node runs one shard (a thread with its own
 // epoll loop) per core, and each partition belongs to one shard. A request
 // read by a shard that does not own its partition is handed to the owner
-// and its answer handed back: two thread wake-ups per request, most of a
-// one-message round trip on a loaded machine. A node that serves Home
+// and its answer handed back: two hand-offs between threads per request
+// (4-6 us at the median on an idle 2-core machine, far more in its tail
+// under load: docs/design/threading.md). A node that serves Home
 // moves a connection to the shard that owns the partition it names, so
 // the SDK keeps, per node, one connection for each shard it uses and sends
 // each partition's produce and fetch requests on its shard's connection.
