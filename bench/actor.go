@@ -25,6 +25,10 @@ type actor struct {
 	// lastNs is the run time of the last measured completion.
 	lastNs atomic.Int64
 	errors atomic.Int64
+	// lastAckNs is the run time of the last timed acknowledgement, which
+	// untimed ones take as theirs (runner.complete). Only the completing
+	// goroutine touches it.
+	lastAckNs int64
 
 	errMu    sync.Mutex // guards firstErr
 	firstErr error

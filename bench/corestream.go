@@ -36,6 +36,10 @@ func (*Corestream) Settings(spec *Spec) map[string]string {
 		"idempotence": "on",
 		"acks":        spec.Acks,
 		"compression": spec.Compression,
+		"connections": "one per shard used (Home)",
+	}
+	if spec.SingleConn {
+		m["connections"] = "one per node"
 	}
 	if spec.Sync {
 		m["produce"] = "Produce (synchronous), linger -1"
@@ -48,7 +52,7 @@ func (*Corestream) Settings(spec *Spec) map[string]string {
 }
 
 func (cs *Corestream) dial(ctx context.Context, spec *Spec, id string) (*client.Client, error) {
-	return client.DialConfig(ctx, client.Config{Brokers: spec.Brokers, ClientID: id})
+	return client.DialConfig(ctx, client.Config{Brokers: spec.Brokers, ClientID: id, SingleConnPerNode: spec.SingleConn})
 }
 
 // Prepare creates the topic when missing and waits until every partition

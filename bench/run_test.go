@@ -31,8 +31,18 @@ func TestRunProduceCount(t *testing.T) {
 			t.Errorf("producer %d: %d messages, want %d", i, p.Messages, want[i])
 		}
 	}
-	if l := rep.Produce.Latency; l == nil || l.Count != 1000 || l.P50Ns > l.P99Ns || l.P99Ns > l.MaxNs {
-		t.Fatalf("latency summary %+v", l)
+	// Async and unlimited: one message in sampleEvery of each producer is
+	// timed (334, 333, 333 messages: 21 each).
+	if l := rep.Produce.Latency; l == nil || l.Count != 3*21 || l.P50Ns > l.P99Ns || l.P99Ns > l.MaxNs {
+		t.Fatalf("latency summary %+v, want 63 timed messages", l)
+	}
+	s.Sync = true
+	rep, err = Run(context.Background(), newFakeSystem(), s, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if l := rep.Produce.Latency; rep.Produce.Messages != 1000 || l == nil || l.Count != 1000 {
+		t.Fatalf("one at a time: %d messages, latency %+v; want every one of 1000 timed", rep.Produce.Messages, l)
 	}
 	if rep.Consume != nil || rep.Errors != 0 || rep.System != "fake" || rep.Settings["kind"] != "fake" || rep.Machine.Cores == 0 {
 		t.Fatalf("report %+v", rep)

@@ -88,6 +88,10 @@ type Spec struct {
 	DrainTimeout time.Duration `json:"drain_timeout_ns"`
 	// Seed fills message values (incompressible pseudo-random bytes).
 	Seed int64 `json:"seed"`
+	// SingleConn turns the SDK's shard-aware connections off (corestream
+	// only): every request goes on one connection per node, the A of an
+	// A/B measurement of them.
+	SingleConn bool `json:"single_conn,omitempty"`
 }
 
 // DefaultSpec returns the defaults of every field (the flags' defaults).
@@ -130,6 +134,7 @@ func (s *Spec) AddFlags(fs *pflag.FlagSet) {
 	fs.BoolVar(&s.Preload, "preload", s.Preload, "consume: produce --messages messages before reading them")
 	fs.DurationVar(&s.DrainTimeout, "drain-timeout", s.DrainTimeout, "e2e: how long consumers wait for the last messages after producers finish")
 	fs.Int64Var(&s.Seed, "seed", s.Seed, "seed of the message contents")
+	fs.BoolVar(&s.SingleConn, "single-conn", s.SingleConn, "corestream: one connection per node, not one per shard used (shard-aware connections off)")
 }
 
 // Validate checks every field against its bounds.

@@ -28,6 +28,9 @@ type broker struct {
 	// may start. Guarded by mu.
 	failures int
 	nextDial time.Time
+
+	// homes are the node's shard-aware connections (home.go).
+	homes homeSet
 }
 
 // get returns a live connection, dialling when there is none. Concurrent
@@ -112,6 +115,7 @@ func (b *broker) close(cause error) {
 	if cn != nil {
 		cn.close(cause)
 	}
+	b.homes.close(cause)
 }
 
 // backoff returns the wait before attempt n (from 0): base doubled n times,

@@ -22,6 +22,13 @@ type Config struct {
 	// (the broker's network.max_inflight_per_conn defaults to 256). A caller
 	// beyond it waits for a slot under its context. Default 256.
 	InFlightPerConnMax int
+	// SingleConnPerNode turns shard-aware connections off: every request
+	// to a node goes on one connection, as with a node that does not
+	// serve Home. By default (false) produce and fetch requests go on a
+	// connection per shard of the node, moved by Home to the shard that
+	// owns their partition (at most one per shard used, besides the
+	// node's general connection), so they cross no thread in the node.
+	SingleConnPerNode bool
 	// RetryAttemptsMax bounds the attempts of one request that keeps
 	// failing with retriable errors (routing changes, BUSY, lost
 	// connections). Attempts that follow a NOT_PRIMARY hint count too. A

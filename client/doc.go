@@ -1,5 +1,5 @@
-// Package client is corestream's Go SDK: a Client that keeps one pipelined
-// connection per broker node and a metadata cache, a batching idempotent
+// Package client is corestream's Go SDK: a Client that keeps pipelined
+// connections to the broker nodes and a metadata cache, a batching idempotent
 // Producer, a Consumer of assigned partitions, and the admin calls.
 //
 //	c, err := client.Dial(ctx, "127.0.0.1:7070")
@@ -33,7 +33,10 @@
 //
 // # Connections
 //
-// One TCP connection per node carries every request to it, pipelined:
+// One TCP connection per node carries its requests, pipelined (and, for
+// produce, fetch and list-offsets requests to a node that serves Home, one
+// connection per shard of the node, moved to the shard that owns their
+// partitions: home.go; Config.SingleConnPerNode turns that off):
 // requests are matched to responses by correlation id (responses may come
 // back in any order), a writer goroutine gathers queued frames into one
 // writev, a reader goroutine dispatches responses, and at most

@@ -481,7 +481,7 @@ func (s *partSender) send(ctx context.Context, b *prodBatch) error {
 	if err := c.dialBackoff(rt.addr); err != nil {
 		return err
 	}
-	cn, err := c.connTo(ctx, rt.addr)
+	cn, err := c.connForPartition(ctx, rt.addr, &rt.ref)
 	if err != nil {
 		return err
 	}

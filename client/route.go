@@ -153,7 +153,7 @@ func (c *Client) attemptPartition(ctx context.Context, topic string, partition i
 	if !o.topicID.IsZero() && rt.ref.TopicID != o.topicID {
 		return fmt.Errorf("%w: %s now has id %s, not %s", ErrTopicRecreated, topic, rt.ref.TopicID, o.topicID)
 	}
-	cn, err := c.connTo(ctx, rt.addr)
+	cn, err := c.connForPartition(ctx, rt.addr, &rt.ref)
 	if err != nil {
 		return err
 	}

@@ -343,3 +343,61 @@ func BenchmarkConnect(b *testing.B) {
 	b.ReportMetric(float64(h.ValueAtQuantile(99)), "p99-µs")
 	b.ReportMetric(0, "ns/op")
 }
+
+// BenchmarkMigrate: the cost of moving a connection to another shard
+// (Conn.Migrate: EPOLL_CTL_DEL on the old shard's epoll set, a Post to
+// the new shard, EPOLL_CTL_ADD there), as a client pays it: a handshake
+// request whose answer is queued before the move, then one echo served on
+// the new shard. "move" alternates the target shard so every handshake
+// moves the connection; "stay" names the shard it is on (no move). The
+// difference is what a shard-aware connection's Home costs once, against
+// the two hand-offs per request it saves (BenchmarkRoundTrip/cross).
+func BenchmarkMigrate(b *testing.B) {
+	for _, mode := range []struct {
+		name string
+		move bool
+	}{{"stay", false}, {"move", true}} {
+		b.Run(mode.name, func(b *testing.B) {
+			ts := startServer(b, 2, Config{}, newTestHandler())
+			c, err := net.Dial("tcp", ts.addr())
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer c.Close()
+			h := hdrhistogram.New(1, 10_000_000, 3)
+			echo := request(0, opEcho, make([]byte, 100))
+			var resp [respHeaderBytes]byte
+			roundTrip := func(req []byte) byte {
+				if _, err := c.Write(req); err != nil {
+					b.Fatal(err)
+				}
+				if _, err := io.ReadFull(c, resp[:]); err != nil {
+					b.Fatal(err)
+				}
+				n := int(binary.BigEndian.Uint32(resp[:4])) - 9
+				if _, err := io.CopyN(io.Discard, c, int64(n)); err != nil {
+					b.Fatal(err)
+				}
+				return resp[12]
+			}
+			on := roundTrip(echo)
+			for i := -200; i < b.N; i++ { // 200 warm-up moves
+				to := on
+				if mode.move {
+					to = 1 - on
+				}
+				start := time.Now()
+				roundTrip(request(1, opHandshake, []byte{to}))
+				if on = roundTrip(echo); on != to {
+					b.Fatalf("served on shard %d after a move to %d", on, to)
+				}
+				if i >= 0 {
+					_ = h.RecordValue(time.Since(start).Microseconds())
+				}
+			}
+			b.ReportMetric(float64(h.ValueAtQuantile(50)), "p50-µs")
+			b.ReportMetric(float64(h.ValueAtQuantile(99)), "p99-µs")
+			b.ReportMetric(0, "ns/op")
+		})
+	}
+}

@@ -1,6 +1,8 @@
 package clienttest
 
 import (
+	"slices"
+
 	"github.com/corestream/corestream/netio/wire"
 )
 
@@ -72,7 +74,11 @@ func (c *Cluster) handle(node int32, req wire.Request) (wire.Response, error) {
 		if err != nil {
 			return nil, err
 		}
-		return wire.ServerHandshake(v, node, c.opts.ClusterID, "clienttest", wire.FrameBytesMaxDefault), nil
+		hs := wire.ServerHandshake(v, node, c.opts.ClusterID, "clienttest", wire.FrameBytesMaxDefault)
+		// A fake node has no shards: it does not offer Home, as a node
+		// that predates it, so the SDK keeps one connection to it.
+		hs.APIs = slices.DeleteFunc(hs.APIs, func(a wire.APIVersion) bool { return a.Key == wire.APIHome })
+		return hs, nil
 	case *wire.ProduceRequest:
 		return c.produce(node, r)
 	case *wire.FetchRequest:

@@ -95,6 +95,9 @@ func (h *Handler) track(c *netio.Conn, topic string, p int32) func() {
 	default:
 		st.target, st.streak = owner, 1
 	}
+	if h.crossShard != nil {
+		h.crossShard.Add(1)
+	}
 	return func() { h.maybeMigrate(c, st) }
 }
 

@@ -36,6 +36,9 @@ type Config struct {
 	OwnerShard func(topic string, p int32) int
 	// Migrations counts the connections moved.
 	Migrations *atomic.Uint64
+	// CrossShard counts data requests served by a shard other than the
+	// connection's (two thread hand-offs each); nil counts nothing.
+	CrossShard *atomic.Uint64
 	// Auth, when set, requires every connection to authenticate
 	// (auth.go); nil serves every connection as the anonymous superuser
 	// (security.auth = none).
@@ -50,13 +53,14 @@ type Handler struct {
 	group         *shard.Group
 	ownerShard    func(topic string, p int32) int
 	migrations    *atomic.Uint64
+	crossShard    *atomic.Uint64
 	auth          *Auth
 }
 
-// New builds a handler. REQUIRES: every field of cfg set.
+// New builds a handler. REQUIRES: every field of cfg set but CrossShard.
 func New(cfg Config) *Handler {
 	return &Handler{svc: cfg.Service, log: cfg.Log, maxFrameBytes: cfg.MaxFrameBytes, group: cfg.Group,
-		ownerShard: cfg.OwnerShard, migrations: cfg.Migrations, auth: cfg.Auth}
+		ownerShard: cfg.OwnerShard, migrations: cfg.Migrations, crossShard: cfg.CrossShard, auth: cfg.Auth}
 }
 
 // connState is one client connection's protocol state.
@@ -154,6 +158,8 @@ func (h *Handler) OnFrame(c *netio.Conn, body []byte) {
 		wire.APICommitGroupOffsets, wire.APIFetchGroupOffsets, wire.APIListGroups, wire.APIDescribeGroup,
 		wire.APIDeleteGroup, wire.APIDeleteGroupOffsets:
 		h.groups(c, hdr, req)
+	case wire.APIHome:
+		h.home(c, st, hdr, req)
 	case wire.APICreateTopic, wire.APIDeleteTopic, wire.APIAddPartitions, wire.APICommitOffsets,
 		wire.APIFetchOffsets, wire.APIMovePrimary, wire.APIRebalance, wire.APIReassign, wire.APIChangeRoster:
 		h.admin(c, hdr, req)

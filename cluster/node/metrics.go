@@ -48,6 +48,8 @@ func (n *Node) metricsHandler() http.Handler {
 		func() float64 { return float64(n.logins.Refused.Load()) })
 	counter("client_connections_migrated_total", "Client connections moved to the shard that owns the partitions they use.",
 		func() float64 { return float64(n.migrations.Load()) })
+	counter("client_requests_cross_shard_total", "Native data requests served by a shard other than their connection's (two thread hand-offs each; shard-aware clients make none).",
+		func() float64 { return float64(n.crossShard.Load()) })
 	gauge("partitions_led", "Partitions whose primary is this node (the metadata group not counted, as in cluster status).",
 		func() float64 { return float64(n.leadership().led) })
 	gauge("partitions_under_replicated", "Partitions this node leads with fewer in-sync replicas than replicas (cluster.replica_lag_time_max_ms).",

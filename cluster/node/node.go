@@ -95,7 +95,10 @@ type Node struct {
 	rebalancing atomic.Bool
 	// migrations counts client connections moved to the shard their
 	// requests go to.
-	migrations   atomic.Uint64
+	migrations atomic.Uint64
+	// crossShard counts native data requests served by a shard other
+	// than their connection's.
+	crossShard   atomic.Uint64
 	balanceStats BalanceStats
 	// rec is the reconciliation part (reconcile.go), built at Start;
 	// openErrs records the partitions that failed to open (openfail.go),
@@ -295,7 +298,7 @@ func (n *Node) Start() error {
 		RetransmitBackoffMax: time.Duration(n.cfg.Network.TCPRetransmitMaxMs) * time.Millisecond,
 		Logf:                 func(format string, args ...any) { n.log.Info(fmt.Sprintf(format, args...)) },
 	}, n.guardPlain(native.New(native.Config{Service: n.svc, Log: n.log, MaxFrameBytes: n.cfg.Network.MaxFrameBytes, Group: g,
-		OwnerShard: n.ownerShard, Migrations: &n.migrations, Auth: n.nativeAuth()}), config.ListenerClient))
+		OwnerShard: n.ownerShard, Migrations: &n.migrations, CrossShard: &n.crossShard, Auth: n.nativeAuth()}), config.ListenerClient))
 	if err != nil {
 		n.stopShards()
 		return err

@@ -41,6 +41,9 @@ const (
 	APIDeleteGroupOffsets APIKey = 29
 	// Cluster membership (roster.go).
 	APIChangeRoster APIKey = 30
+	// APIHome moves the connection to the shard that owns a partition
+	// (home.go): shard-aware connections.
+	APIHome APIKey = 31
 )
 
 // APIVersion is one API's name and the versions this package speaks.
@@ -86,6 +89,7 @@ var apiTable = []APIVersion{
 	{APIDeleteGroup, "DeleteGroup", 0, 0, "delete an empty group with its offsets (coordinator)"},
 	{APIDeleteGroupOffsets, "DeleteGroupOffsets", 0, 0, "drop a group's offsets of some partitions (coordinator)"},
 	{APIChangeRoster, "ChangeRoster", 0, 0, "add a node to the roster or remove a drained one (metadata primary), or list the roster"},
+	{APIHome, "Home", 0, 0, "serve this connection on the shard that owns a partition (shard-aware connections)"},
 }
 
 // APIs returns the table of every API this package speaks, in key order.
@@ -218,6 +222,8 @@ func NewRequest(key APIKey) Request {
 		return new(DeleteGroupOffsetsRequest)
 	case APIChangeRoster:
 		return new(ChangeRosterRequest)
+	case APIHome:
+		return new(HomeRequest)
 	}
 	return nil
 }
@@ -288,6 +294,8 @@ func NewResponse(key APIKey) Response {
 		return new(DeleteGroupOffsetsResponse)
 	case APIChangeRoster:
 		return new(ChangeRosterResponse)
+	case APIHome:
+		return new(HomeResponse)
 	}
 	return nil
 }

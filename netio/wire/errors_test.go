@@ -32,7 +32,7 @@ var frozenKeys = map[APIKey]string{
 	16: "DescribePartition", 17: "Authenticate", 18: "Reassign",
 	19: "FindCoordinator", 20: "JoinGroup", 21: "SyncGroup", 22: "Heartbeat", 23: "LeaveGroup",
 	24: "CommitGroupOffsets", 25: "FetchGroupOffsets", 26: "ListGroups", 27: "DescribeGroup", 28: "DeleteGroup",
-	29: "DeleteGroupOffsets", 30: "ChangeRoster",
+	29: "DeleteGroupOffsets", 30: "ChangeRoster", 31: "Home",
 }
 
 func TestErrorCodesAppendOnly(t *testing.T) {

@@ -112,7 +112,7 @@ func TestRequestHeaderCheck(t *testing.T) {
 		msg  string
 	}{
 		{RequestHeader{APIKey: APIFetch}, nil, ""},
-		{RequestHeader{APIKey: 77}, ErrUnsupportedVersion, "unknown API key 77 (this server knows 0..30)"},
+		{RequestHeader{APIKey: 77}, ErrUnsupportedVersion, "unknown API key 77 (this server knows 0..31)"},
 		{RequestHeader{APIKey: APIProduce, APIVersion: 3}, ErrUnsupportedVersion, "Produce version 3 is outside the supported range 0..0"},
 		{RequestHeader{APIKey: APIProduce, Flags: 4}, ErrInvalidRequest, "Produce request: unknown header flags 0x0004"},
 	}
@@ -158,7 +158,7 @@ func TestUnsupportedVersionAnswer(t *testing.T) {
 		t.Fatalf("%+v", rh)
 	}
 	err = DecodeResponseBody(rh, body, 0, new(FetchResponse))
-	if !errors.Is(err, ErrUnsupportedVersion) || err.Error() != "UNSUPPORTED_VERSION: unknown API key 200 (this server knows 0..30)" {
+	if !errors.Is(err, ErrUnsupportedVersion) || err.Error() != "UNSUPPORTED_VERSION: unknown API key 200 (this server knows 0..31)" {
 		t.Fatal(err)
 	}
 }

@@ -68,6 +68,8 @@ func sampleRequests() []Request {
 		&DeleteGroupOffsetsRequest{Group: "billing", Partitions: []TopicPartition{{"orders", 0}, {"orders", 1}}},
 		&ChangeRosterRequest{Action: RosterAdd, Member: RosterMember{ID: 4, ClientAddr: "10.0.0.4:7070", ReplicationAddr: "10.0.0.4:7071", Rack: "b"}},
 		&ChangeRosterRequest{Action: RosterList},
+		&HomeRequest{PartitionRef: sampleRef},
+		&HomeRequest{PartitionRef: sampleRef, Stay: true},
 	}
 }
 
@@ -140,5 +142,6 @@ func sampleResponses() []Response {
 		&ChangeRosterResponse{Members: []RosterMember{{ID: 1, ClientAddr: "10.0.0.1:7070", ReplicationAddr: "10.0.0.1:7071", State: "active"},
 			{ID: 4, ClientAddr: "10.0.0.4:7070", ReplicationAddr: "10.0.0.4:7071", HTTPAddr: "10.0.0.4:7072", KafkaAddr: "10.0.0.4:9092", Rack: "b", State: "joining"}}},
 		&ChangeRosterResponse{},
+		&HomeResponse{Shard: 1, Shards: 2},
 	}
 }
