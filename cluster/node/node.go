@@ -226,7 +226,7 @@ func (n *Node) Start() error {
 	}
 	n.replicas = &replicaHost{d: replicaDeps{
 		self: n.self, log: n.log, group: g, hosts: n.hosts, shardOf: n.shardOf, alive: n.alive,
-		heartbeat: tick,
+		heartbeat: tick, reconcile: n.requestReconcile,
 		observeMeta: func(r *partition.Replica, m *raftlite.Message) {
 			if n.ctrl != nil {
 				n.ctrl.observe(r, m)

@@ -37,6 +37,9 @@ type replicaDeps struct {
 	// observeMeta shows the controller a message stepped into the
 	// metadata group; called on shard metaShard.
 	observeMeta func(r *partition.Replica, m *raftlite.Message)
+	// reconcile asks shard i for a reconciliation pass (a fenced
+	// replica left its host; the pass records its refusal to open).
+	reconcile func(i int)
 }
 
 // step steps a peer's message into its group on shard shardID. Runs on
@@ -50,7 +53,16 @@ func (rh *replicaHost) step(shardID int, m *raftlite.Message) {
 	if r == nil {
 		return
 	}
-	if err := r.Step(*m); err != nil && !errors.Is(err, partition.ErrClosed) {
+	if err := r.Step(*m); errors.Is(err, partition.ErrFenced) {
+		// Its group lost committed entries (fence.go in shard/partition):
+		// the replica left its host; the pass opens it again, which
+		// refuses, and the refusal stays in the open failures.
+		rh.d.log.Error("partition fenced", "topic", r.Config().Topic, "partition", r.Config().Partition, "err", err)
+		if rh.d.reconcile != nil {
+			rh.d.reconcile(shardID)
+		}
+		return
+	} else if err != nil && !errors.Is(err, partition.ErrClosed) {
 		rh.d.log.Debug("replication: message refused", "group", m.Group, "type", m.Type, "err", err)
 		return
 	}
