@@ -4,13 +4,11 @@ import (
 	"errors"
 	"fmt"
 	"sort"
-	"strconv"
 	"strings"
 	"time"
 
 	"github.com/corestream/corestream/cluster/metadata"
 	"github.com/corestream/corestream/cluster/service"
-	"github.com/corestream/corestream/netio/wire"
 	"github.com/corestream/corestream/shard/partition"
 )
 
@@ -53,36 +51,6 @@ var metadataKinds = []struct{ is, kind error }{
 	{metadata.ErrInvalidConfig, service.ErrInvalidConfig},
 }
 
-// ruleKinds are the service's kinds of the codes the protocol's request
-// rules answer with (netio/wire's naming rule and bounds, which the admin
-// calls apply so that they are defined once): only those validators'
-// codes, not a front end's table read backwards.
-var ruleKinds = []struct {
-	code *wire.Error
-	kind error
-}{
-	{wire.ErrInvalidTopicName, service.ErrInvalidTopicName},
-	{wire.ErrInvalidPartitions, service.ErrInvalidPartitions},
-	{wire.ErrInvalidReplicationFactor, service.ErrInvalidReplicationFactor},
-	{wire.ErrInvalidConfig, service.ErrInvalidConfig},
-	{wire.ErrInvalidConsumerName, service.ErrInvalidConsumerName},
-}
-
-// ruleErr gives a protocol rule's refusal its service kind, message kept
-// (INVALID_REQUEST for a code the rules do not use).
-func ruleErr(err error) error {
-	var we *wire.ErrorResponse
-	if !errors.As(err, &we) {
-		return err
-	}
-	for _, r := range ruleKinds {
-		if we.Err == r.code {
-			return service.Errorf(r.kind, "%s", we.Message)
-		}
-	}
-	return service.Errorf(service.ErrInvalidRequest, "%s", we.Message)
-}
-
 // metaKindErr gives a metadata error its service kind (INVALID_REQUEST
 // when it has none); an error that already has one passes.
 func metaKindErr(err error) error {
@@ -120,43 +88,20 @@ func (c *controller) rosterRacks() map[metadata.NodeID]string {
 	return racks
 }
 
-func topicConfig(entries []service.Config) (metadata.TopicConfig, error) {
-	var tc metadata.TopicConfig
-	for _, e := range entries {
-		v, err := strconv.ParseInt(e.Value, 10, 64)
-		if err != nil {
-			return tc, service.Errorf(service.ErrInvalidConfig, "config %s=%q is not an integer", e.Key, e.Value)
-		}
-		switch e.Key {
-		case "retention_ms":
-			tc.RetentionMs = v
-		case "retention_bytes":
-			tc.RetentionBytes = v
-		default:
-			return tc, service.Errorf(service.ErrInvalidConfig, "unknown topic config %q (known: retention_ms, retention_bytes)", e.Key)
-		}
-	}
-	return tc, nil
-}
-
 func (c *controller) createTopic(req *service.CreateTopicRequest, done func(service.CreateTopicResult, error)) {
 	fail := func(err error) { done(service.CreateTopicResult{}, err) }
-	// The naming rule and the bounds are the protocol's (netio/wire),
-	// defined once there.
-	wr := &wire.CreateTopicRequest{Name: req.Name, Partitions: req.Partitions, ReplicationFactor: req.ReplicationFactor}
-	for _, e := range req.Configs {
-		wr.Configs = append(wr.Configs, wire.Config{Key: e.Key, Value: e.Value})
-	}
-	if err := wr.Validate(); err != nil {
-		fail(ruleErr(err))
+	roster, eligible := c.rosterIDs()
+	// The service's validators answer in its kinds, the same whichever
+	// front end asked (cluster/service/validate.go).
+	if err := service.ValidateCreateTopic(req, len(roster)); err != nil {
+		fail(err)
 		return
 	}
-	tc, err := topicConfig(req.Configs)
+	tc, err := service.TopicConfigOf(req.Name, req.Configs)
 	if err != nil {
 		fail(err)
 		return
 	}
-	roster, eligible := c.rosterIDs()
 	defRF := c.d.defaultRF.Resolve(len(roster))
 	cmd, err := c.state.PlanCreateTopic(metadata.CreateRequest{Name: req.Name, Partitions: int(req.Partitions),
 		ReplicationFactor: int(req.ReplicationFactor), Config: tc, Racks: c.rosterRacks()}, roster, eligible, defRF, time.Now().UnixMilli())
@@ -252,8 +197,8 @@ func (c *controller) deleteTopic(req *service.DeleteTopicRequest, done func(meta
 }
 
 func (c *controller) addPartitions(req *service.AddPartitionsRequest, done func(int32, error)) {
-	if err := (&wire.AddPartitionsRequest{Name: req.Name, Partitions: req.Partitions}).Validate(); err != nil {
-		done(0, ruleErr(err))
+	if err := service.ValidateAddPartitions(req); err != nil {
+		done(0, err)
 		return
 	}
 	// The count a topic already has is refused (INVALID_PARTITIONS), as
@@ -291,8 +236,8 @@ func (c *controller) addPartitions(req *service.AddPartitionsRequest, done func(
 }
 
 func (c *controller) commitOffsets(req *service.CommitOffsetsRequest, done func([]error, error)) {
-	if err := wire.ValidateConsumerName(req.Consumer); err != nil {
-		done(nil, ruleErr(err))
+	if err := service.ValidateConsumerName(req.Consumer); err != nil {
+		done(nil, err)
 		return
 	}
 	results := make([]error, len(req.Offsets))
@@ -337,8 +282,8 @@ func offsetErr(err error) error {
 // fetchOffsets reads committed offsets from this node's copy of the
 // metadata (the controller's state, current to what it has applied).
 func (c *controller) fetchOffsets(req *service.FetchOffsetsRequest, done func([]service.CommittedOffset, error)) {
-	if err := wire.ValidateConsumerName(req.Consumer); err != nil {
-		done(nil, ruleErr(err))
+	if err := service.ValidateConsumerName(req.Consumer); err != nil {
+		done(nil, err)
 		return
 	}
 	var out []service.CommittedOffset
