@@ -104,7 +104,7 @@ func (c *controller) createTopic(req *service.CreateTopicRequest, done func(serv
 	}
 	defRF := c.d.defaultRF.Resolve(len(roster))
 	cmd, err := c.state.PlanCreateTopic(metadata.CreateRequest{Name: req.Name, Partitions: int(req.Partitions),
-		ReplicationFactor: int(req.ReplicationFactor), Config: tc, Racks: c.rosterRacks()}, roster, eligible, defRF, time.Now().UnixMilli())
+		ReplicationFactor: int(req.ReplicationFactor), Config: tc, Racks: c.rosterRacks()}, roster, eligible, defRF, c.d.clock.Now().UnixMilli())
 	if err != nil {
 		fail(metaKindErr(err))
 		return
@@ -115,7 +115,7 @@ func (c *controller) createTopic(req *service.CreateTopicRequest, done func(serv
 		return
 	}
 	timeout := timeoutOf(req.Timeout)
-	deadline := time.Now().Add(timeout)
+	deadline := c.d.clock.Now().Add(timeout)
 	c.propose(cmd, timeout, func(res metadata.Result, err error) {
 		if err != nil {
 			fail(metaKindErr(err))
@@ -163,7 +163,7 @@ func (c *controller) whenRoutable(t *metadata.Topic, first int, deadline time.Ti
 		}
 		pending = true
 	}
-	if pending && time.Now().Before(deadline) {
+	if pending && c.d.clock.Now().Before(deadline) {
 		c.sh.AfterFunc(2*time.Millisecond, func() { c.whenRoutable(t, first, deadline, fn) })
 		return
 	}
@@ -219,7 +219,7 @@ func (c *controller) addPartitions(req *service.AddPartitionsRequest, done func(
 		return
 	}
 	timeout := timeoutOf(req.Timeout)
-	deadline := time.Now().Add(timeout)
+	deadline := c.d.clock.Now().Add(timeout)
 	c.propose(cmd, timeout, func(res metadata.Result, err error) {
 		if err != nil {
 			done(0, metaKindErr(err))
