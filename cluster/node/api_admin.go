@@ -109,6 +109,9 @@ func (c *controller) createTopic(req *service.CreateTopicRequest, done func(serv
 		fail(metaKindErr(err))
 		return
 	}
+	if c.d.topicID != nil {
+		cmd.Topic.ID = c.d.topicID()
+	}
 	t := cmd.Topic
 	if req.ValidateOnly {
 		done(service.CreateTopicResult{Partitions: int32(t.Partitions()), ReplicationFactor: int16(t.ReplicationFactor)}, nil)

@@ -19,6 +19,7 @@ import (
 	"github.com/corestream/corestream/cluster/clock"
 	"github.com/corestream/corestream/cluster/config"
 	"github.com/corestream/corestream/cluster/httpapi"
+	"github.com/corestream/corestream/cluster/metadata"
 	"github.com/corestream/corestream/cluster/native"
 	"github.com/corestream/corestream/cluster/security"
 	"github.com/corestream/corestream/netio"
@@ -96,6 +97,9 @@ type Node struct {
 	// through it. now is clock.Now, kept for the front ends.
 	clock clock.Clock
 	now   func() time.Time
+	// topicID draws new topics' ids (nil: random UUIDs); the whole-node
+	// simulator sets it before Start so that a seed replays.
+	topicID func() metadata.TopicID
 	// lags holds, per partition this node leads, when each follower last
 	// caught up (insync.go); router writes it and the routes.
 	lags   lagTable
