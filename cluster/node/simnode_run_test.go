@@ -22,7 +22,7 @@ import (
 
 var (
 	simNodeSeedFlag   = flag.Int64("simnode.seed", -1, "run only this whole-node simulation seed, with a trace (replay)")
-	simNodeSeedsFlag  = flag.Int("simnode.seeds", 60, "number of whole-node simulation seeds to run")
+	simNodeSeedsFlag  = flag.Int("simnode.seeds", 100, "number of whole-node simulation seeds to run")
 	simNodeFirstFlag  = flag.Int64("simnode.first-seed", 1, "first whole-node simulation seed")
 	simNodeNodesFlag  = flag.Int("simnode.nodes", 0, "roster size of every whole-node simulation (0: drawn, 3 or 5)")
 	simNodeFaultyFlag = flag.Duration("simnode.faulty", 5*time.Second, "simulated time of the adversarial phase of each whole-node seed")
