@@ -99,6 +99,7 @@ func (n *Node) startParts(s partSeams) error {
 	n.replicas = &replicaHost{d: replicaDeps{
 		self: n.self, log: n.log, group: g, hosts: n.hosts, shardOf: n.shardOf, alive: n.alive,
 		heartbeat: tick, reconcile: n.requestReconcile,
+		transport: func() Transport { return n.peers }, observed: n.reassignObserved,
 		observeMeta: func(r *partition.Replica, m *raftlite.Message) {
 			if n.ctrl != nil {
 				n.ctrl.observe(r, m)

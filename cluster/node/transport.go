@@ -71,7 +71,7 @@ func (n *Node) peerDeps() peerDeps {
 			n.routes.learn(shardKey(r.TopicID, r.Partition), route{leader: r.Leader, term: r.Term, inSync: maskIDs(r.InSync)})
 		},
 		transfer:      func(t peerwire.Transfer) { n.replicas.transfer(t.TopicID, t.Partition, t.Target) },
-		reassign:      n.reassignLocal,
+		reassign:      n.replicas.reassign,
 		reassignState: n.reassignObserved,
 		peerDown:      func(id int32) { n.replicas.peerDown(raftlite.NodeID(id)) },
 		liveness:      n.logNodeLiveness,
