@@ -428,6 +428,9 @@ func (s *snSim) settledWhy() string {
 	if mp == nil {
 		return "no single metadata primary"
 	}
+	if b := mp.n.ctrl.bal; b != nil && b.inFlight != nil {
+		return fmt.Sprintf("the balancer's move of %s is in flight", b.inFlight.Key)
+	}
 	want := mp.view()
 	for _, nd := range s.nodes {
 		v := nd.view()

@@ -49,6 +49,7 @@ const (
 	snMessagesMax = 3_000_000
 	snHeartbeatMs = 50
 	snElectionMs  = 500
+	snBalanceMs   = 500
 )
 
 // snParams are one seed's drawn parameters.
@@ -236,6 +237,9 @@ func (nd *snNode) config() config.Config {
 	cfg.Cluster.Nodes = s.roster
 	cfg.Cluster.HeartbeatIntervalMs = snHeartbeatMs
 	cfg.Cluster.ElectionTimeoutMs = snElectionMs
+	// The balancer looks every half second (30 s in the product), so
+	// that primaries move while clients produce.
+	cfg.Cluster.LeaderBalanceIntervalMs, cfg.Cluster.LeaderImbalanceCheckIntervalMs = snBalanceMs, snBalanceMs
 	return cfg
 }
 
