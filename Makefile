@@ -8,7 +8,7 @@ PKGS     ?= ./...
 FUZZTIME ?= 10s
 SEEDS    ?= 20000
 
-.PHONY: all build run test test-race bench fuzz lint sim sim-cluster sim-data cluster chaos clean
+.PHONY: all build run test test-race bench fuzz lint sim sim-cluster sim-data sim-node cluster chaos clean
 
 all: build
 
@@ -68,6 +68,15 @@ sim-cluster:
 ## nodes; a failure prints its seed and the one command that replays it
 sim-data:
 	$(GO) test ./cluster/node -run 'TestSimData$$' -count=1 -timeout 3h -v -simdata.seeds=$(SEEDS) -simdata.nodes=$(SIM_NODES)
+
+## sim-node: the whole-node simulator (cluster/node: each node built by
+## its own composition root on a stepped shard group, an in-memory FS and
+## a simulated network; topics created and deleted through the service
+## while clients produce) over SEEDS seeds of 3- and 5-node clusters, or
+## of SIM_NODES nodes; a failure prints its seed and the one command that
+## replays it
+sim-node:
+	$(GO) test ./cluster/node -run 'TestSimNode$$' -count=1 -timeout 3h -v -simnode.seeds=$(SEEDS) -simnode.nodes=$(SIM_NODES)
 
 ## lint: gofmt and vet
 lint:

@@ -38,6 +38,15 @@ type Config struct {
 	// catch-up throttle's seam (the node layer's token bucket); voters are
 	// never asked, so in-sync followers are never slowed. Nil: no limit.
 	LearnerBudget func(to NodeID, bytes int64) bool
+	// LogLosesAcked says the log acknowledges entries before they are
+	// durable (the node's storage.fsync is not "always"), so a power loss
+	// can take acknowledged entries, and with a majority of the members
+	// committed ones. Then a leader's append that would replace an entry
+	// this node knows committed is refused with ErrCommittedLost instead
+	// of failing the assertion (a panic) that holds a durable log to the
+	// contract: the group lost committed entries and only the caller can
+	// decide what becomes of this node's copy.
+	LogLosesAcked bool
 	// Limits are the timing and flow-control limits. Many groups share one
 	// value, which raftlite only reads; it must not change once a Node uses
 	// it. Nil means DefaultLimits(). A Limits with zero fields is copied

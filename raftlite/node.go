@@ -83,6 +83,11 @@ type Node struct {
 	prevLead   NodeID
 	prevRole   Role
 	prevConf   Membership
+	// refused is set by a handler that refused its message with an error
+	// Step must return (ErrCommittedLost); Step clears it.
+	refused error
+	// losesAcked is Config.LogLosesAcked.
+	losesAcked bool
 }
 
 // New creates a Node from a recovered log and hard state. Every entry in
@@ -104,6 +109,8 @@ func New(cfg Config) (*Node, error) {
 		vote:     cfg.HardState.Vote,
 		log:      newRaftLog(cfg.Log),
 		rng:      cfg.Seed ^ uint64(cfg.ID)<<56 ^ uint64(cfg.Group),
+
+		losesAcked: cfg.LogLosesAcked,
 	}
 	n.refreshConf()
 	n.prevConf = n.conf

@@ -85,7 +85,24 @@ func (n *Node) Step(m Message) error {
 	default:
 		n.stepFollower(m)
 	}
+	if err := n.refused; err != nil {
+		n.refused = nil
+		return err
+	}
 	return nil
+}
+
+// committedLost handles a leader's message that would replace committed
+// offset base and below: the assertion of a durable log (a panic: the
+// contract was broken), or, on a log that acknowledges before it syncs,
+// ErrCommittedLost from Step with the message refused.
+func (n *Node) committedLost(m *Message, what string, base int64) {
+	detail := fmt.Sprintf("group %d node %d: %s from %d (term %d) would replace committed offset %d (commit %d)",
+		n.group, n.id, what, m.From, m.Term, base, n.commit)
+	if !n.losesAcked {
+		panic("raftlite: " + detail)
+	}
+	n.refused = fmt.Errorf("%w: %s", ErrCommittedLost, detail)
 }
 
 // inLease reports whether this node heard from a leader within the last
@@ -321,8 +338,8 @@ func (n *Node) handleAppend(m Message) {
 	if i < len(ents) {
 		base := ents[i].Base
 		if base <= n.commit {
-			panic(fmt.Sprintf("raftlite: group %d node %d: entry %v from %d would replace committed offset %d",
-				n.group, n.id, ents[i], m.From, n.commit))
+			n.committedLost(&m, fmt.Sprintf("entry %v", ents[i]), base)
+			return
 		}
 		if base <= n.durable {
 			n.durable = base - 1
@@ -391,8 +408,8 @@ func (n *Node) handleReset(m Message) {
 		return
 	}
 	if n.commit > at {
-		panic(fmt.Sprintf("raftlite: group %d node %d: reset to %d/%d below commit %d",
-			n.group, n.id, m.LogTerm, at+1, n.commit))
+		n.committedLost(&m, fmt.Sprintf("reset to %d/%d", m.LogTerm, at+1), at+1)
+		return
 	}
 	// Our log differs at every offset >= at (log matching), so nothing we
 	// drop there is committed; below at it is committed and compacted on

@@ -222,4 +222,13 @@ var (
 	// ErrUnavailable is returned by Log.TermAt and Log.Entries for offsets
 	// at or past the log end.
 	ErrUnavailable = errors.New("raftlite: offset not in log")
+	// ErrCommittedLost is returned by Step, on a node whose
+	// Config.LogLosesAcked is set, for a leader's append (MsgApp) or log
+	// reset (MsgReset) that would replace entries this node knows
+	// committed: a majority of the group lost entries it had
+	// acknowledged. The message is refused and the node is unchanged;
+	// it cannot rejoin the leader's log without losing its committed
+	// entries, so the caller must stop stepping it. It wraps the detail
+	// (the offset, the leader, its term).
+	ErrCommittedLost = errors.New("raftlite: committed entries lost by the group")
 )

@@ -116,6 +116,9 @@ func (c *Config) withDefaults() (Config, error) {
 type Group struct {
 	cfg    Config
 	shards []*Shard
+	// stepped is set by StartStepped (stepped.go), before any shard
+	// runs, and never changes: Do then runs the shard's rounds itself.
+	stepped bool
 }
 
 // NewGroup validates cfg and creates the shards (their epoll sets, inboxes

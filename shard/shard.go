@@ -170,6 +170,9 @@ func (s *Shard) Post(t Task) error {
 // shard state. It must not be called from a shard's thread (it would block
 // that shard). A full inbox returns ErrInboxFull at once.
 func (s *Shard) Do(fn func(*Shard)) error {
+	if s.group.stepped {
+		return s.doStepped(fn)
+	}
 	done := make(chan struct{})
 	if err := s.Post(func() { fn(s); close(done) }); err != nil {
 		return err

@@ -23,6 +23,7 @@ import "fmt"
 // must then drive each shard with Step, from one goroutine at a time,
 // and end the group with StopStepped or AbandonStepped.
 func (g *Group) StartStepped() error {
+	g.stepped = true
 	for _, s := range g.shards {
 		if !s.state.CompareAndSwap(stateNew, stateRunning) {
 			return fmt.Errorf("shard %d: already started", s.id)
@@ -41,6 +42,29 @@ func (g *Group) StartStepped() error {
 // or its clock reaches NextTimerNs. REQUIRES: the group was started with
 // StartStepped; not concurrently with another Step of this shard.
 func (s *Shard) Step() int { return s.runOnce() }
+
+// steppedDoRoundsMax bounds the rounds Do runs on a stepped shard
+// before it gives up on fn.
+const steppedDoRoundsMax = 1 << 16
+
+// doStepped is Do on a stepped shard: the caller is the simulation's
+// goroutine, which no loop serves, so a Do that waited for fn would wait
+// for ever. It posts fn and runs the shard's rounds itself (and with
+// them whatever else is due on the shard, as the loop would) until fn
+// has run. REQUIRES: not concurrently with another Step of the shard.
+func (s *Shard) doStepped(fn func(*Shard)) error {
+	ran := false
+	if err := s.Post(func() { fn(s); ran = true }); err != nil {
+		return err
+	}
+	for round := 0; !ran; round++ {
+		if round == steppedDoRoundsMax {
+			return fmt.Errorf("shard %d: a Do did not run within %d rounds", s.id, steppedDoRoundsMax)
+		}
+		s.runOnce()
+	}
+	return nil
+}
 
 // NextTimerNs is the clock reading (ns) at which a stepped shard's next
 // timer may be due; ok is false when no timer is pending. Stepping the

@@ -128,3 +128,47 @@ func TestSteppedStopAnswersCalls(t *testing.T) {
 		t.Fatal("the stop ended before the call's reply ran")
 	}
 }
+
+// TestSteppedDo: Do on a stepped shard, from the goroutine that steps
+// it, runs fn (and the shard's other due work) and returns, where a Do
+// that waited for a loop would never return.
+func TestSteppedDo(t *testing.T) {
+	g, err := NewGroup(Config{Count: 2, Clock: &manualClock{}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := g.StartStepped(); err != nil {
+		t.Fatal(err)
+	}
+	a := g.Shard(1)
+	var order []string
+	if err := a.Post(func() { order = append(order, "posted") }); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() {
+		done <- a.Do(func(s *Shard) {
+			if s != a {
+				t.Error("Do ran fn with another shard")
+			}
+			order = append(order, "do")
+		})
+	}()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("Do on a stepped shard did not return")
+	}
+	if len(order) != 2 || order[0] != "posted" || order[1] != "do" {
+		t.Fatalf("ran %v, want the posted work, then fn", order)
+	}
+	if err := g.StopStepped(100); err != nil {
+		t.Fatal(err)
+	}
+	if err := a.Do(func(*Shard) {}); !errors.Is(err, ErrStopped) {
+		t.Fatalf("Do after the stop: %v, want ErrStopped", err)
+	}
+}

@@ -4,13 +4,11 @@ import (
 	"errors"
 	"fmt"
 	"sort"
-	"strconv"
 	"strings"
 	"time"
 
 	"github.com/corestream/corestream/cluster/metadata"
 	"github.com/corestream/corestream/cluster/service"
-	"github.com/corestream/corestream/netio/wire"
 	"github.com/corestream/corestream/shard/partition"
 )
 
@@ -54,36 +52,6 @@ var metadataKinds = []struct{ is, kind error }{
 	{metadata.ErrRosterNotSeeded, service.ErrMetadataNotReady},
 }
 
-// ruleKinds are the service's kinds of the codes the protocol's request
-// rules answer with (netio/wire's naming rule and bounds, which the admin
-// calls apply so that they are defined once): only those validators'
-// codes, not a front end's table read backwards.
-var ruleKinds = []struct {
-	code *wire.Error
-	kind error
-}{
-	{wire.ErrInvalidTopicName, service.ErrInvalidTopicName},
-	{wire.ErrInvalidPartitions, service.ErrInvalidPartitions},
-	{wire.ErrInvalidReplicationFactor, service.ErrInvalidReplicationFactor},
-	{wire.ErrInvalidConfig, service.ErrInvalidConfig},
-	{wire.ErrInvalidConsumerName, service.ErrInvalidConsumerName},
-}
-
-// ruleErr gives a protocol rule's refusal its service kind, message kept
-// (INVALID_REQUEST for a code the rules do not use).
-func ruleErr(err error) error {
-	var we *wire.ErrorResponse
-	if !errors.As(err, &we) {
-		return err
-	}
-	for _, r := range ruleKinds {
-		if we.Err == r.code {
-			return service.Errorf(r.kind, "%s", we.Message)
-		}
-	}
-	return service.Errorf(service.ErrInvalidRequest, "%s", we.Message)
-}
-
 // metaKindErr gives a metadata error its service kind (INVALID_REQUEST
 // when it has none); an error that already has one passes.
 func metaKindErr(err error) error {
@@ -122,49 +90,29 @@ func (c *controller) rosterRacks() map[metadata.NodeID]string {
 	return racks
 }
 
-func topicConfig(entries []service.Config) (metadata.TopicConfig, error) {
-	var tc metadata.TopicConfig
-	for _, e := range entries {
-		v, err := strconv.ParseInt(e.Value, 10, 64)
-		if err != nil {
-			return tc, service.Errorf(service.ErrInvalidConfig, "config %s=%q is not an integer", e.Key, e.Value)
-		}
-		switch e.Key {
-		case "retention_ms":
-			tc.RetentionMs = v
-		case "retention_bytes":
-			tc.RetentionBytes = v
-		default:
-			return tc, service.Errorf(service.ErrInvalidConfig, "unknown topic config %q (known: retention_ms, retention_bytes)", e.Key)
-		}
-	}
-	return tc, nil
-}
-
 func (c *controller) createTopic(req *service.CreateTopicRequest, done func(service.CreateTopicResult, error)) {
 	fail := func(err error) { done(service.CreateTopicResult{}, err) }
-	// The naming rule and the bounds are the protocol's (netio/wire),
-	// defined once there.
-	wr := &wire.CreateTopicRequest{Name: req.Name, Partitions: req.Partitions, ReplicationFactor: req.ReplicationFactor}
-	for _, e := range req.Configs {
-		wr.Configs = append(wr.Configs, wire.Config{Key: e.Key, Value: e.Value})
-	}
-	if err := wr.Validate(); err != nil {
-		fail(ruleErr(err))
+	roster, eligible := c.rosterIDs()
+	// The service's validators answer in its kinds, the same whichever
+	// front end asked (cluster/service/validate.go).
+	if err := service.ValidateCreateTopic(req, len(roster)); err != nil {
+		fail(err)
 		return
 	}
-	tc, err := topicConfig(req.Configs)
+	tc, err := service.TopicConfigOf(req.Name, req.Configs)
 	if err != nil {
 		fail(err)
 		return
 	}
-	roster, eligible := c.rosterIDs()
 	defRF := c.d.defaultRF.Resolve(len(roster))
 	cmd, err := c.state.PlanCreateTopic(metadata.CreateRequest{Name: req.Name, Partitions: int(req.Partitions),
-		ReplicationFactor: int(req.ReplicationFactor), Config: tc, Racks: c.rosterRacks()}, roster, eligible, defRF, time.Now().UnixMilli())
+		ReplicationFactor: int(req.ReplicationFactor), Config: tc, Racks: c.rosterRacks()}, roster, eligible, defRF, c.d.clock.Now().UnixMilli())
 	if err != nil {
 		fail(metaKindErr(err))
 		return
+	}
+	if c.d.topicID != nil {
+		cmd.Topic.ID = c.d.topicID()
 	}
 	t := cmd.Topic
 	if req.ValidateOnly {
@@ -172,7 +120,7 @@ func (c *controller) createTopic(req *service.CreateTopicRequest, done func(serv
 		return
 	}
 	timeout := timeoutOf(req.Timeout)
-	deadline := time.Now().Add(timeout)
+	deadline := c.d.clock.Now().Add(timeout)
 	c.propose(cmd, timeout, func(res metadata.Result, err error) {
 		if err != nil {
 			fail(metaKindErr(err))
@@ -220,7 +168,7 @@ func (c *controller) whenRoutable(t *metadata.Topic, first int, deadline time.Ti
 		}
 		pending = true
 	}
-	if pending && time.Now().Before(deadline) {
+	if pending && c.d.clock.Now().Before(deadline) {
 		c.sh.AfterFunc(2*time.Millisecond, func() { c.whenRoutable(t, first, deadline, fn) })
 		return
 	}
@@ -259,8 +207,8 @@ func (c *controller) deleteTopic(req *service.DeleteTopicRequest, done func(meta
 }
 
 func (c *controller) addPartitions(req *service.AddPartitionsRequest, done func(int32, error)) {
-	if err := (&wire.AddPartitionsRequest{Name: req.Name, Partitions: req.Partitions}).Validate(); err != nil {
-		done(0, ruleErr(err))
+	if err := service.ValidateAddPartitions(req); err != nil {
+		done(0, err)
 		return
 	}
 	// The count a topic already has is refused (INVALID_PARTITIONS), as
@@ -281,7 +229,7 @@ func (c *controller) addPartitions(req *service.AddPartitionsRequest, done func(
 		return
 	}
 	timeout := timeoutOf(req.Timeout)
-	deadline := time.Now().Add(timeout)
+	deadline := c.d.clock.Now().Add(timeout)
 	c.propose(cmd, timeout, func(res metadata.Result, err error) {
 		if err != nil {
 			done(0, metaKindErr(err))
@@ -298,8 +246,8 @@ func (c *controller) addPartitions(req *service.AddPartitionsRequest, done func(
 }
 
 func (c *controller) commitOffsets(req *service.CommitOffsetsRequest, done func([]error, error)) {
-	if err := wire.ValidateConsumerName(req.Consumer); err != nil {
-		done(nil, ruleErr(err))
+	if err := service.ValidateConsumerName(req.Consumer); err != nil {
+		done(nil, err)
 		return
 	}
 	results := make([]error, len(req.Offsets))
@@ -344,8 +292,8 @@ func offsetErr(err error) error {
 // fetchOffsets reads committed offsets from this node's copy of the
 // metadata (the controller's state, current to what it has applied).
 func (c *controller) fetchOffsets(req *service.FetchOffsetsRequest, done func([]service.CommittedOffset, error)) {
-	if err := wire.ValidateConsumerName(req.Consumer); err != nil {
-		done(nil, ruleErr(err))
+	if err := service.ValidateConsumerName(req.Consumer); err != nil {
+		done(nil, err)
 		return
 	}
 	var out []service.CommittedOffset

@@ -11,7 +11,6 @@ import (
 	"github.com/corestream/corestream/cluster/clock"
 	"github.com/corestream/corestream/cluster/config"
 	"github.com/corestream/corestream/cluster/metadata"
-	"github.com/corestream/corestream/cluster/peerwire"
 	"github.com/corestream/corestream/cluster/service"
 	"github.com/corestream/corestream/netio/wire"
 	"github.com/corestream/corestream/raftlite"
@@ -145,7 +144,7 @@ func (n *Node) startBalancer(c *controller) {
 		// c.state is replaced when a snapshot is installed: read it late.
 		lastMovedMs: func(topic string, p int32) int64 { return c.state.LastMovedMs(topic, p) },
 		isPrimary:   func() bool { return c.r.IsPrimary() },
-		transfer:    n.requestTransfer,
+		transfer:    n.replicas.requestTransfer,
 		propose: func(cmd metadata.Command) {
 			c.propose(cmd, adminTimeoutDefault, func(metadata.Result, error) {})
 		},
@@ -282,19 +281,6 @@ func (b *balancer) partitionOf(key string) (*metadata.Topic, int32, error) {
 // or two to arrive.
 func (n *Node) moveTimeout() time.Duration {
 	return 2*time.Duration(n.cfg.Cluster.ElectionTimeoutMs)*time.Millisecond + time.Second
-}
-
-// requestTransfer asks the primary of partition p (node from) to hand
-// leadership to node to: locally, or through the transport.
-// REQUIRES: on shard metaShard.
-func (n *Node) requestTransfer(topicID [16]byte, p int32, from, to int32) {
-	if from == int32(n.self) {
-		n.replicas.transfer(topicID, p, to)
-		return
-	}
-	if n.peers != nil {
-		n.peers.requestTransfer(from, peerwire.Transfer{TopicID: topicID, Partition: p, Target: to})
-	}
 }
 
 // rebalance answers a Rebalance request: the plan, and unless a dry run,

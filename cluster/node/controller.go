@@ -80,6 +80,9 @@ type controller struct {
 type ctrlDeps struct {
 	log   *slog.Logger
 	clock clock.Clock
+	// topicID draws a new topic's id; nil: the metadata's own (a random
+	// UUID). The whole-node simulator draws them from its seed.
+	topicID func() metadata.TopicID
 	// fs and dir hold the snapshot file.
 	fs  vfs.FS
 	dir string
@@ -244,7 +247,7 @@ func (n *Node) startController() error {
 		core := newMetaCore(n.log)
 		core.changed = n.logMetadataChange
 		c := &controller{metaCore: core, sh: sh, snapshotAt: -1, d: ctrlDeps{
-			log: n.log, clock: n.clock, fs: n.fs, dir: n.dir, loaded: &n.metaLoaded, metaErr: n.metaErr,
+			log: n.log, clock: n.clock, topicID: n.topicID, fs: n.fs, dir: n.dir, loaded: &n.metaLoaded, metaErr: n.metaErr,
 			self: n.self, roster: n.roster.active, alive: n.alive, ready: n.metadataReady, view: n.view.Load,
 			route: n.routes.get, openFailed: n.openErrs.get, defaultRF: n.cfg.Cluster.DefaultReplicationFactor,
 			recordedCluster: n.clusterRecorded,

@@ -110,6 +110,9 @@ type Node struct {
 	// through it. now is clock.Now, kept for the front ends.
 	clock clock.Clock
 	now   func() time.Time
+	// topicID draws new topics' ids (nil: random UUIDs); the whole-node
+	// simulator sets it before Start so that a seed replays.
+	topicID func() metadata.TopicID
 	// lags holds, per partition this node leads, when each follower last
 	// caught up (insync.go); router writes it and the routes.
 	lags   lagTable
@@ -183,115 +186,26 @@ func (n *Node) Start() error {
 	if err := n.lockDir(); err != nil {
 		return err
 	}
-	cid, err := recordIdentity(n.fs, n.dir, int32(n.self))
-	if err != nil {
-		return err
-	}
-	if err := n.loadRoster(); err != nil {
-		return err
-	}
-	n.cluster.Store(&cid)
-	pids, err := openProducerIDs(n.fs, n.dir, int32(n.self))
-	if err != nil {
-		return err
-	}
-	n.pids = pids
-	// The logs closed at the last graceful stop open without a scan.
-	if n.stopRec, err = segment.LoadStopRecord(n.fs, n.dir); err != nil {
-		return err
-	}
-	count := n.cfg.Shards()
-	n.hosts = make([]*partition.Host, count)
-	tick := time.Duration(n.cfg.Cluster.HeartbeatIntervalMs) * time.Millisecond
-	var flushEvery time.Duration
-	if n.cfg.Storage.Fsync == "interval" {
-		flushEvery = time.Duration(n.cfg.Storage.FsyncIntervalMs) * time.Millisecond
-	}
-	// Every shard keeps its replicas' terms and votes in one journal; a
-	// replica starts from the newest state any journal holds for it.
-	states, err := partition.LoadHardStates(n.fs, n.dir)
-	if err != nil {
-		return err
-	}
-	var hostErr atomic.Pointer[error]
-	g, err := shard.NewGroup(shard.Config{
-		Count: count, PinCores: n.cfg.Shard.PinCores, InboxDepth: n.cfg.Shard.InboxDepth,
-		CallsInFlightMax: 1 << 16,
-		OnStart: func(sh *shard.Shard) {
-			eng, why := diskEngine(n.fs)
-			if sh.ID() == 0 {
-				n.engineNote = eng.Name()
-				if why != nil {
-					n.engineNote += " (" + why.Error() + ")"
-				}
-			}
-			h, err := partition.NewHost(sh, eng, tick, flushEvery)
-			if err == nil {
-				err = h.UseJournal(n.fs, n.dir, states)
-			}
+	err = n.startParts(partSeams{
+		startShards: func(c shard.Config) (*shard.Group, error) {
+			g, err := shard.NewGroup(c)
 			if err != nil {
-				hostErr.Store(&err)
-				return
+				return nil, err
 			}
-			n.hosts[sh.ID()] = h
+			return g, g.Start()
 		},
-		Logf: func(format string, args ...any) { n.log.Warn(fmt.Sprintf(format, args...)) },
+		engine: diskEngine,
+		transport: func() error {
+			if err := n.startPeers(ls.replication); err != nil {
+				return fmt.Errorf("node: node.replication_addr %s: %w", n.cfg.Node.ReplicationAddr, err)
+			}
+			return nil
+		},
 	})
 	if err != nil {
 		return err
 	}
-	if err := g.Start(); err != nil {
-		return err
-	}
-	n.group = g
-	if p := hostErr.Load(); p != nil {
-		n.stopShards()
-		return *p
-	}
-	n.replicas = &replicaHost{d: replicaDeps{
-		self: n.self, log: n.log, group: g, hosts: n.hosts, shardOf: n.shardOf, alive: n.alive,
-		heartbeat: tick,
-		observeMeta: func(r *partition.Replica, m *raftlite.Message) {
-			if n.ctrl != nil {
-				n.ctrl.observe(r, m)
-			}
-		},
-	}}
-	// Reconciliation opens partitions only once the controller publishes
-	// a View (below); what a crash left half-deleted goes first.
-	n.rec = newReconciler(reconcileDeps{
-		self: n.self, group: g, host: func(i int) *partition.Host { return n.hosts[i] }, view: n.view.Load,
-		clock: n.clock, fs: n.fs, dir: n.dir, log: n.log, stopped: n.stopped.Load,
-		open: n.openReplica, closed: n.closed, movedOff: n.movedOff, configure: n.configureReplica,
-	}, &n.openErrs, count)
-	n.rec.sweepDeleted()
-	n.log.Info("shards started", "shards", count, "engine", n.engineNote)
-	if n.clustered() {
-		if err := n.startPeers(ls.replication); err != nil {
-			n.stopShards()
-			return fmt.Errorf("node: node.replication_addr %s: %w", n.cfg.Node.ReplicationAddr, err)
-		}
-	}
-	n.router = &router{self: n.self, routes: &n.routes, lags: &n.lags, clock: n.clock, alive: n.alive,
-		window: time.Duration(n.cfg.Cluster.ReplicaLagTimeMaxMs) * time.Millisecond, log: n.log, stopped: n.stopped.Load}
-	if n.peers != nil {
-		n.router.announce = n.peers.announce
-	}
-	if err := n.startController(); err != nil {
-		n.stopShards()
-		return err
-	}
-	n.groups = n.newGroups()
-	n.svc = newService(n)
-	n.groups.start(n.svc)
-	for i := 0; i < g.Len(); i++ {
-		sh := g.Shard(i)
-		every := time.Duration(n.cfg.Storage.RetentionCheckIntervalMs) * time.Millisecond
-		sh.Post(func() { sh.AfterFunc(every, func() { n.retentionLoop(sh, every) }) })
-		if n.clustered() {
-			sh.Post(func() { n.router.inSyncLoop(sh, func() *partition.Host { return n.hosts[i] }) })
-		}
-	}
+	g := n.group
 	srv, err := netio.NewServer(g, netio.Config{
 		MaxFrameBytes: n.cfg.Network.MaxFrameBytes, MaxInflightPerConn: n.cfg.Network.MaxInflightPerConn,
 		MaxConnections: n.cfg.Network.MaxConnections, OutboundBytesMax: int64(n.cfg.Network.OutboundBytesMax),

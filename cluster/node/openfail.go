@@ -91,6 +91,8 @@ func openErrorKind(err error) string {
 		return "permission denied in the data directory"
 	case errors.Is(err, unix.EIO):
 		return "I/O error on the data directory's device"
+	case errors.Is(err, partition.ErrFenced):
+		return "fenced: its group lost committed entries; remove the replica's directory"
 	}
 	return "open failed"
 }

@@ -1,7 +1,6 @@
 package node
 
 import (
-	"errors"
 	"fmt"
 	"log/slog"
 	"time"
@@ -84,50 +83,6 @@ func reassignNext(conf raftlite.Membership, committed bool, target raftlite.Repl
 		return raftlite.ConfChange{Type: raftlite.ConfRemove, Node: self}, true
 	}
 	return raftlite.ConfChange{}, false
-}
-
-// reassignLocal takes the next step of the move m asked for on the local
-// primary of its partition and answers node m.From. A replica that does
-// not lead does nothing: the driver asks the primary the routes name
-// next. Runs on any goroutine; the work runs on the partition's shard.
-func (n *Node) reassignLocal(m peerwire.Reassign) {
-	key := shardKey(m.TopicID, m.Partition)
-	sh := n.group.Shard(n.shardOf(m.TopicID, m.Partition))
-	sh.Post(func() {
-		r := n.hosts[sh.ID()].Get(key)
-		if r == nil || !r.IsPrimary() {
-			return
-		}
-		conf, committed := r.Membership(), r.ConfCommitted()
-		if cc, ok := reassignNext(conf, committed, m.Target, n.self); ok {
-			reply := func(res partition.ConfChangeResult) {
-				if res.Err != nil && !errors.Is(res.Err, raftlite.ErrConfChangePending) {
-					n.log.Info("replica move step not taken", "topic", r.Config().Topic, "partition", m.Partition, "change", cc, "err", res.Err)
-				}
-			}
-			if cc.Type == raftlite.ConfPromote {
-				r.Promote(cc.Node, reassignPromoteWait, reply)
-			} else {
-				r.ChangeMembership(cc, reply)
-			}
-			conf, committed = r.Membership(), r.ConfCommitted()
-		}
-		st := peerwire.ReassignState{TopicID: m.TopicID, Partition: m.Partition, Conf: conf, Committed: committed}
-		if prs, err := r.MemberProgress(); err == nil {
-			for _, p := range prs {
-				if p.Learner {
-					st.EntriesBehind, st.BytesBehind = p.EntriesBehind, p.BytesBehind
-				}
-			}
-		}
-		n.group.Shard(metaShard).Post(func() {
-			if m.From == int32(n.self) {
-				n.reassignObserved(st)
-			} else if n.peers != nil {
-				n.peers.answerReassign(m.From, st)
-			}
-		})
-	})
 }
 
 // movedOff forgets a replica that a move took off this node: its group
@@ -307,7 +262,7 @@ func (n *Node) startReassigner(c *controller) {
 		isPrimary: func() bool { return c.r.IsPrimary() },
 		ask: func(to int32, m peerwire.Reassign) {
 			if to == int32(n.self) {
-				n.reassignLocal(m)
+				n.replicas.reassign(m)
 			} else if n.peers != nil {
 				n.peers.requestReassign(to, m)
 			}
@@ -320,7 +275,7 @@ func (n *Node) startReassigner(c *controller) {
 		roster:      func() []int32 { return rosterIDs(n.roster.active()) },
 		racks:       func() map[int32]string { return racksOf(n.roster.active()) },
 		alive:       n.alive,
-		transfer:    n.requestTransfer,
+		transfer:    n.replicas.requestTransfer,
 	})
 }
 

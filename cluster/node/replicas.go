@@ -5,6 +5,7 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/corestream/corestream/cluster/peerwire"
 	"github.com/corestream/corestream/raftlite"
 	"github.com/corestream/corestream/shard"
 	"github.com/corestream/corestream/shard/partition"
@@ -37,6 +38,16 @@ type replicaDeps struct {
 	// observeMeta shows the controller a message stepped into the
 	// metadata group; called on shard metaShard.
 	observeMeta func(r *partition.Replica, m *raftlite.Message)
+	// transport is the peer transport (nil on a single node, and until
+	// the composition root built it): transfers and a move's answers to
+	// other nodes go through it.
+	transport func() Transport
+	// observed hands a move's answer from this node's own primary to the
+	// local reassigner (reassign.go).
+	observed func(st peerwire.ReassignState)
+	// reconcile asks shard i for a reconciliation pass (a fenced
+	// replica left its host; the pass records its refusal to open).
+	reconcile func(i int)
 }
 
 // step steps a peer's message into its group on shard shardID. Runs on
@@ -50,7 +61,16 @@ func (rh *replicaHost) step(shardID int, m *raftlite.Message) {
 	if r == nil {
 		return
 	}
-	if err := r.Step(*m); err != nil && !errors.Is(err, partition.ErrClosed) {
+	if err := r.Step(*m); errors.Is(err, partition.ErrFenced) {
+		// Its group lost committed entries (fence.go in shard/partition):
+		// the replica left its host; the pass opens it again, which
+		// refuses, and the refusal stays in the open failures.
+		rh.d.log.Error("partition fenced", "topic", r.Config().Topic, "partition", r.Config().Partition, "err", err)
+		if rh.d.reconcile != nil {
+			rh.d.reconcile(shardID)
+		}
+		return
+	} else if err != nil && !errors.Is(err, partition.ErrClosed) {
 		rh.d.log.Debug("replication: message refused", "group", m.Group, "type", m.Type, "err", err)
 		return
 	}
@@ -122,4 +142,61 @@ func (rh *replicaHost) postRetry(sh *shard.Shard, fn func()) {
 	if err := sh.Post(fn); errors.Is(err, shard.ErrInboxFull) {
 		rh.d.group.Shard(metaShard).AfterFunc(5*time.Millisecond, func() { rh.postRetry(sh, fn) })
 	}
+}
+
+// requestTransfer asks the primary of partition p (node from) to hand
+// leadership to node to: locally, or through the transport.
+// REQUIRES: on shard metaShard.
+func (rh *replicaHost) requestTransfer(topicID [16]byte, p int32, from, to int32) {
+	if from == int32(rh.d.self) {
+		rh.transfer(topicID, p, to)
+		return
+	}
+	if t := rh.d.transport(); t != nil {
+		t.requestTransfer(from, peerwire.Transfer{TopicID: topicID, Partition: p, Target: to})
+	}
+}
+
+// reassign takes the next step of the move m asked for on the local
+// primary of its partition and answers node m.From. A replica that does
+// not lead does nothing: the driver asks the primary the routes name
+// next. Runs on any goroutine; the work runs on the partition's shard.
+func (rh *replicaHost) reassign(m peerwire.Reassign) {
+	key := shardKey(m.TopicID, m.Partition)
+	sh := rh.d.group.Shard(rh.d.shardOf(m.TopicID, m.Partition))
+	sh.Post(func() {
+		r := rh.d.hosts[sh.ID()].Get(key)
+		if r == nil || !r.IsPrimary() {
+			return
+		}
+		conf, committed := r.Membership(), r.ConfCommitted()
+		if cc, ok := reassignNext(conf, committed, m.Target, rh.d.self); ok {
+			reply := func(res partition.ConfChangeResult) {
+				if res.Err != nil && !errors.Is(res.Err, raftlite.ErrConfChangePending) {
+					rh.d.log.Info("replica move step not taken", "topic", r.Config().Topic, "partition", m.Partition, "change", cc, "err", res.Err)
+				}
+			}
+			if cc.Type == raftlite.ConfPromote {
+				r.Promote(cc.Node, reassignPromoteWait, reply)
+			} else {
+				r.ChangeMembership(cc, reply)
+			}
+			conf, committed = r.Membership(), r.ConfCommitted()
+		}
+		st := peerwire.ReassignState{TopicID: m.TopicID, Partition: m.Partition, Conf: conf, Committed: committed}
+		if prs, err := r.MemberProgress(); err == nil {
+			for _, p := range prs {
+				if p.Learner {
+					st.EntriesBehind, st.BytesBehind = p.EntriesBehind, p.BytesBehind
+				}
+			}
+		}
+		rh.d.group.Shard(metaShard).Post(func() {
+			if m.From == int32(rh.d.self) {
+				rh.d.observed(st)
+			} else if t := rh.d.transport(); t != nil {
+				t.answerReassign(m.From, st)
+			}
+		})
+	})
 }

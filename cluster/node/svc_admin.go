@@ -50,13 +50,13 @@ func (c *controller) alterTopicConfig(req *service.AlterTopicConfigRequest, done
 		cfg = metadata.TopicConfig{}
 	}
 	for _, k := range req.Reset {
-		if err := setTopicConfig(&cfg, k, "0"); err != nil {
+		if err := setTopicConfig(&cfg, req.Name, k, "0"); err != nil {
 			done(metadata.TopicConfig{}, err)
 			return
 		}
 	}
 	for _, e := range req.Set {
-		if err := setTopicConfig(&cfg, e.Key, e.Value); err != nil {
+		if err := setTopicConfig(&cfg, req.Name, e.Key, e.Value); err != nil {
 			done(metadata.TopicConfig{}, err)
 			return
 		}
@@ -81,8 +81,8 @@ func (c *controller) alterTopicConfig(req *service.AlterTopicConfigRequest, done
 
 // setTopicConfig sets key (retention_ms, retention_bytes) of cfg to the
 // integer value ("0": the node's default).
-func setTopicConfig(cfg *metadata.TopicConfig, key, value string) error {
-	one, err := topicConfig([]service.Config{{Key: key, Value: value}})
+func setTopicConfig(cfg *metadata.TopicConfig, topic, key, value string) error {
+	one, err := service.TopicConfigOf(topic, []service.Config{{Key: key, Value: value}})
 	if err != nil {
 		return err
 	}

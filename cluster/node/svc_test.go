@@ -222,8 +222,9 @@ func TestServiceProduceDetachesTheCallersBuffer(t *testing.T) {
 // end's code table backwards: the metadata replica's NOT_PRIMARY becomes
 // ErrNotMetadataPrimary with the primary's address, its other errors keep
 // their kind through metaKindErr (not INVALID_REQUEST), and every kind
-// crosses svcErr and the native table with its message and hint; the
-// protocol's request rules' refusals get their kinds (ruleErr).
+// crosses svcErr and the native table with its message and hint. (The
+// admin calls' rules answer in kinds of their own: cluster/service's
+// validators, TestAdminRulesSameKindEverywhere.)
 func TestPartsAnswerInKinds(t *testing.T) {
 	n := &Node{self: 1, roster: newRosterBook([]config.RosterNode{{ID: 1, ClientAddr: "10.0.0.1:7070"}, {ID: 2, ClientAddr: "10.0.0.2:7070"}})}
 	err := metaKindErr(n.metaErr(&partition.Error{Kind: partition.ErrNotPrimary, Message: "not primary", Leader: 2, Generation: 9}))
@@ -234,25 +235,6 @@ func TestPartsAnswerInKinds(t *testing.T) {
 	}
 	if err := metaKindErr(n.metaErr(&partition.Error{Kind: partition.ErrTimedOut, Message: "slow"})); !errors.Is(err, partition.ErrTimedOut) || err.Error() != "slow" {
 		t.Fatalf("a timed-out proposal: %#v", err)
-	}
-
-	for _, c := range []struct {
-		err  error
-		kind error
-	}{
-		{wire.ValidateTopicName("a/b"), service.ErrInvalidTopicName},
-		{wire.ValidateConsumerName(""), service.ErrInvalidConsumerName},
-		{(&wire.CreateTopicRequest{Name: "t", Partitions: 0, ReplicationFactor: 1}).Validate(), service.ErrInvalidPartitions},
-		{(&wire.CreateTopicRequest{Name: "t", Partitions: 1, ReplicationFactor: -1}).Validate(), service.ErrInvalidReplicationFactor},
-		{(&wire.CreateTopicRequest{Name: "t", Partitions: 1, Configs: []wire.Config{{}}}).Validate(), service.ErrInvalidConfig},
-	} {
-		var we *wire.ErrorResponse
-		if !errors.As(c.err, &we) {
-			t.Fatalf("the rule refused with %#v", c.err)
-		}
-		if err := ruleErr(c.err); !errors.Is(err, c.kind) || err.Error() != we.Message {
-			t.Fatalf("%v became %#v, want %v", c.err, err, c.kind)
-		}
 	}
 
 	s := &nodeService{svcDeps: svcDeps{addrOf: n.addrOf}}

@@ -46,8 +46,22 @@ var _ Transport = (*peers)(nil)
 // startPeers builds the TCP transport over the replication listener ln
 // (bound by preflight) and wires it to the node's parts.
 func (n *Node) startPeers(ln *netio.Listener) error {
+	p, err := newPeers(n.peerDeps(), n.cfg.Cluster.Coordinator.ReplicaConnectionsPerPeer,
+		peerauth.Secrets{Cluster: []byte(n.cfg.Cluster.Secret), HTTP: []byte(n.cfg.HTTP.JWTSecret)}, n.cfg.Network, ln)
+	if err != nil {
+		return err
+	}
+	n.peers = p
+	return nil
+}
+
+// peerDeps wires a transport to the node's parts: what it hands the
+// replicas, the routes, the replica host and the controller, and the
+// liveness it keeps (every transport, the TCP one and the simulator's,
+// takes the same).
+func (n *Node) peerDeps() peerDeps {
 	timeout := time.Duration(n.cfg.Cluster.ElectionTimeoutMs) * time.Millisecond
-	p, err := newPeers(peerDeps{
+	return peerDeps{
 		self: int32(n.self), roster: n.roster.nodes, log: n.log, group: n.group, clock: n.clock,
 		live:      newLiveness(n.clock, timeout),
 		heartbeat: time.Duration(n.cfg.Cluster.HeartbeatIntervalMs) * time.Millisecond,
@@ -57,7 +71,7 @@ func (n *Node) startPeers(ln *netio.Listener) error {
 			n.routes.learn(shardKey(r.TopicID, r.Partition), route{leader: r.Leader, term: r.Term, inSync: maskIDs(r.InSync)})
 		},
 		transfer:      func(t peerwire.Transfer) { n.replicas.transfer(t.TopicID, t.Partition, t.Target) },
-		reassign:      n.reassignLocal,
+		reassign:      n.replicas.reassign,
 		cluster:       func() [16]byte { return n.clusterRecorded() },
 		reassignState: n.reassignObserved,
 		peerDown:      func(id int32) { n.replicas.peerDown(raftlite.NodeID(id)) },
@@ -76,13 +90,7 @@ func (n *Node) startPeers(ln *netio.Listener) error {
 		},
 		ledRoutes: func() []peerwire.Route { return n.routes.ledBy(int32(n.self)) },
 		tls:       n.peerTLS(),
-	}, n.cfg.Cluster.Coordinator.ReplicaConnectionsPerPeer,
-		peerauth.Secrets{Cluster: []byte(n.cfg.Cluster.Secret), HTTP: []byte(n.cfg.HTTP.JWTSecret)}, n.cfg.Network, ln)
-	if err != nil {
-		return err
 	}
-	n.peers = p
-	return nil
 }
 
 // requestTransfer sends t to node from over its link 0. REQUIRES: on

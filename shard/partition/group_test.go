@@ -29,6 +29,9 @@ type testGroup struct {
 	// drop, when set, loses the messages it returns true for (a network
 	// fault); guarded by mu.
 	drop func(from raftlite.NodeID, m raftlite.Message) bool
+	// fsOf, when it holds a member, is that member's file system (the OS
+	// one otherwise); set before the member starts.
+	fsOf map[raftlite.NodeID]vfs.FS
 }
 
 // setDrop installs (nil: removes) the message filter.
@@ -60,6 +63,9 @@ func newTestGroup(t *testing.T) *testGroup {
 	})
 	return tg
 }
+
+// dir is member id's replica directory.
+func (tg *testGroup) dir(id raftlite.NodeID) string { return fmt.Sprintf("%s/n%d/p0", tg.root, id) }
 
 func (tg *testGroup) ids() []raftlite.NodeID {
 	tg.mu.Lock()
@@ -93,11 +99,15 @@ func (tg *testGroup) start(id raftlite.NodeID, replicas, learners []raftlite.Nod
 		t.Fatal(err)
 	}
 	m := &testMember{id: id, g: g, sh: g.Shard(0)}
+	fsys := vfs.FS(vfs.OS())
+	if f := tg.fsOf[id]; f != nil {
+		fsys = f
+	}
 	m.do(t, func() {
-		if m.host, err = NewHost(m.sh, testEngine(vfs.OS()), groupTickEvery, 0); err != nil {
+		if m.host, err = NewHost(m.sh, testEngine(fsys), groupTickEvery, 0); err != nil {
 			return
 		}
-		m.r, err = m.host.Open(Config{FS: vfs.OS(), Dir: fmt.Sprintf("%s/n%d/p0", tg.root, id),
+		m.r, err = m.host.Open(Config{FS: fsys, Dir: tg.dir(id),
 			Log:   tg.logCfg,
 			Topic: "t", TopicID: [16]byte{1}, Partition: 0, Self: id, Replicas: replicas, Learners: learners,
 			Send: tg.send})

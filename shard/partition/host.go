@@ -99,6 +99,16 @@ func (h *Host) Shard() *shard.Shard { return h.sh }
 func (h *Host) Open(cfg Config) (*Replica, error) {
 	cfg.IO, cfg.Sched = h.io, h.sh
 	cfg.onAppend = h.RequestFlush
+	// A fenced replica (fence.go) leaves the host after this round, so
+	// that the node's next reconciliation opens it again and records the
+	// refusal as an open failure.
+	cfg.onFenced = func(r *Replica) {
+		h.sh.Defer(func() {
+			if h.byKey[r.key] == r {
+				_ = h.CloseReplica(r.key, r.failure)
+			}
+		})
+	}
 	if h.journal != nil {
 		cfg.jrnl, cfg.syncJournal = h.journal, h.requestJournalSync
 		cfg.initial = h.states[GroupID(shard.PartitionKey(cfg.TopicID, uint32(cfg.Partition)))]

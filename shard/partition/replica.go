@@ -83,6 +83,9 @@ type Config struct {
 	syncJournal func()
 	initial     raftlite.HardState
 	jrnl        *journal
+	// onFenced tells the host that the replica fenced itself (fence.go);
+	// nil: nothing to tell.
+	onFenced func(r *Replica)
 }
 
 // Errors of a replica's control calls (Step, TransferLeadership, ...);
@@ -161,6 +164,9 @@ func Open(cfg Config) (*Replica, error) {
 	if err := cfg.FS.MkdirAll(cfg.Dir, 0o755); err != nil {
 		return nil, fmt.Errorf("partition: %w", err)
 	}
+	if err := checkFence(&cfg); err != nil {
+		return nil, err
+	}
 	if err := r.openLog(); err != nil {
 		return nil, err
 	}
@@ -225,6 +231,10 @@ func (r *Replica) startRaft() error {
 		Preferred:     preferred || returning,
 		Limits:        r.cfg.Limits,
 		LearnerBudget: r.learnerBudget(),
+		// Under every policy but always a power loss can take
+		// acknowledged entries: a group that lost committed ones fences
+		// this replica (fence.go) instead of failing the node.
+		LogLosesAcked: losesAcked(r.cfg.Log),
 	})
 	if err != nil {
 		return fmt.Errorf("partition %s/%d: %w", r.cfg.Topic, r.cfg.Partition, err)
@@ -290,6 +300,9 @@ func (r *Replica) Step(m raftlite.Message) error {
 		return ErrClosed
 	}
 	err := r.raft.Step(m)
+	if errors.Is(err, raftlite.ErrCommittedLost) {
+		return r.fence(err)
+	}
 	r.process()
 	r.tryPromote()
 	return err
@@ -631,7 +644,7 @@ func (r *Replica) restart(cause error) {
 }
 
 func (r *Replica) retryOpen() {
-	if r.closed || r.failure == nil {
+	if r.closed || r.failure == nil || errors.Is(r.failure, ErrFenced) {
 		return
 	}
 	r.restart(r.failure)
