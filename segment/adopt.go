@@ -186,3 +186,38 @@ func fileMarkers(f interface {
 	}
 	return out, nil
 }
+
+// SealedSegment describes one sealed segment of a log: offsets
+// Base..Last in a file of Bytes bytes.
+type SealedSegment struct {
+	Base, Last, Bytes int64
+}
+
+// SealedSegments appends to dst the log's sealed segments that start at
+// or above the log start (a segment retention cut into is not whole), in
+// offset order: the ones a primary may send whole.
+func (l *Log) SealedSegments(dst []SealedSegment) []SealedSegment {
+	for _, s := range l.segs {
+		if s.sealed && s.base >= l.logStart {
+			dst = append(dst, SealedSegment{Base: s.base, Last: s.last, Bytes: s.size})
+		}
+	}
+	return dst
+}
+
+// SegmentChunk returns the bytes [pos, pos+n) of the sealed segment
+// starting at base as a Span (for sendfile; Release it), or
+// ErrOffsetOutOfRange when there is no such sealed segment any more
+// (retention removed it) or the range is outside its file.
+func (l *Log) SegmentChunk(base, pos, n int64) (Span, error) {
+	i := l.segFor(base)
+	if i < 0 || l.segs[i].base != base || !l.segs[i].sealed || base < l.logStart {
+		return Span{}, fmt.Errorf("%w: no sealed segment at %d", ErrOffsetOutOfRange, base)
+	}
+	s := l.segs[i]
+	if pos < 0 || n <= 0 || pos+n > s.size {
+		return Span{}, fmt.Errorf("%w: bytes [%d, %d) of segment %d of %d bytes", ErrOffsetOutOfRange, pos, pos+n, base, s.size)
+	}
+	s.file.acquire()
+	return Span{file: s.file, Pos: pos, Len: n, FirstOffset: s.base, LastOffset: s.last}, nil
+}

@@ -301,3 +301,50 @@ func TestAdoptSegmentCrash(t *testing.T) {
 		_ = dst.Close()
 	}
 }
+
+// TestSealedSegmentsAndChunks: the sealed segments listed are the files a
+// primary sends, and their chunks read back the file's bytes; the active
+// segment and ranges outside a file are refused.
+func TestSealedSegmentsAndChunks(t *testing.T) {
+	fsys := vfs.NewMem()
+	src, _ := adoptSource(t, fsys)
+	defer src.Close()
+	segs := src.SealedSegments(nil)
+	if len(segs) != len(src.segs)-1 {
+		t.Fatalf("%d sealed segments listed, the log has %d", len(segs), len(src.segs)-1)
+	}
+	for i, s := range segs {
+		if i > 0 && s.Base != segs[i-1].Last+1 {
+			t.Fatalf("segment %d starts at %d after %d", i, s.Base, segs[i-1].Last)
+		}
+		file := fileBytes(t, fsys, src.path(segName(s.Base, logSuffix)))
+		if int64(len(file)) != s.Bytes {
+			t.Fatalf("segment %d: %d bytes listed, the file has %d", s.Base, s.Bytes, len(file))
+		}
+		var got []byte
+		for pos := int64(0); pos < s.Bytes; pos += 1000 {
+			sp, err := src.SegmentChunk(s.Base, pos, min(1000, s.Bytes-pos))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got, err = sp.AppendTo(got); err != nil {
+				t.Fatal(err)
+			}
+			sp.Release()
+		}
+		if !bytes.Equal(got, file) {
+			t.Fatalf("segment %d: the chunks differ from the file", s.Base)
+		}
+	}
+	last := segs[len(segs)-1]
+	for _, c := range []struct{ base, pos, n int64 }{
+		{last.Last + 1, 0, 10}, // the active segment
+		{segs[0].Base + 1, 0, 10},
+		{segs[0].Base, segs[0].Bytes - 5, 10},
+		{segs[0].Base, -1, 10},
+	} {
+		if _, err := src.SegmentChunk(c.base, c.pos, c.n); !errors.Is(err, ErrOffsetOutOfRange) {
+			t.Errorf("SegmentChunk(%d, %d, %d) = %v, want ErrOffsetOutOfRange", c.base, c.pos, c.n, err)
+		}
+	}
+}
