@@ -71,3 +71,15 @@ func (n *Node) SendReset(member NodeID, at int64) error {
 	pr.becomeReset(at, n.leaderTicks)
 	return nil
 }
+
+// Sending returns the leader's view of what it sends member: the next
+// offset and the entry bytes in flight (unacknowledged). ok is false when
+// this node is not the leader or member is not one. A node layer that
+// sends member part of the log by other means starts only when nothing is
+// in flight (next is the match + 1).
+func (n *Node) Sending(member NodeID) (next, inflightBytes int64, ok bool) {
+	if pr := n.progress(member); pr != nil && n.role == RoleLeader {
+		return pr.next, pr.inflightBytes, true
+	}
+	return 0, 0, false
+}

@@ -221,3 +221,6 @@ func (l *Log) SegmentChunk(base, pos, n int64) (Span, error) {
 	s.file.acquire()
 	return Span{file: s.file, Pos: pos, Len: n, FirstOffset: s.base, LastOffset: s.last}, nil
 }
+
+// ActiveBytes is the size of the active segment.
+func (l *Log) ActiveBytes() int64 { return l.active().size }

@@ -29,6 +29,8 @@ type testGroup struct {
 	// drop, when set, loses the messages it returns true for (a network
 	// fault); guarded by mu.
 	drop func(from raftlite.NodeID, m raftlite.Message) bool
+	// segments wires catch-up by whole segments (segcatch_test.go).
+	segments bool
 }
 
 // setDrop installs (nil: removes) the message filter.
@@ -97,10 +99,14 @@ func (tg *testGroup) start(id raftlite.NodeID, replicas, learners []raftlite.Nod
 		if m.host, err = NewHost(m.sh, testEngine(vfs.OS()), groupTickEvery, 0); err != nil {
 			return
 		}
-		m.r, err = m.host.Open(Config{FS: vfs.OS(), Dir: fmt.Sprintf("%s/n%d/p0", tg.root, id),
+		cfg := Config{FS: vfs.OS(), Dir: fmt.Sprintf("%s/n%d/p0", tg.root, id),
 			Log:   tg.logCfg,
 			Topic: "t", TopicID: [16]byte{1}, Partition: 0, Self: id, Replicas: replicas, Learners: learners,
-			Send: tg.send})
+			Send: tg.send}
+		if tg.segments {
+			cfg.SendSegment, cfg.AnswerSegment = tg.sendSegment, tg.answerSegment
+		}
+		m.r, err = m.host.Open(cfg)
 	})
 	if err != nil {
 		t.Fatalf("node %d: %v", id, err) // not on the shard: t.Fatal there would end its goroutine

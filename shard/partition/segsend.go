@@ -43,7 +43,7 @@ func SegmentPlan(match, commit int64, sealed []segment.SealedSegment, activeByte
 // SegmentChunk is one chunk of a sealed segment on its way to a follower,
 // the fields of the peer protocol's Segment frame.
 type SegmentChunk struct {
-	To        raftlite.NodeID
+	From, To  raftlite.NodeID
 	Term      int32
 	Base      int64
 	Last      int64
