@@ -75,6 +75,12 @@ func (n *Node) startPeers(ln *netio.Listener) error {
 			return n.ctrl.snapshot
 		},
 		ledRoutes: func() []peerwire.Route { return n.routes.ledBy(int32(n.self)) },
+		replica: func(shardID int, g raftlite.GroupID) *partition.Replica {
+			if h := n.replicas.d.hosts[shardID]; h != nil {
+				return h.Group(g)
+			}
+			return nil
+		},
 		tls:       n.peerTLS(),
 	}, n.cfg.Cluster.Coordinator.ReplicaConnectionsPerPeer,
 		peerauth.Secrets{Cluster: []byte(n.cfg.Cluster.Secret), HTTP: []byte(n.cfg.HTTP.JWTSecret)}, n.cfg.Network, ln)
@@ -90,4 +96,27 @@ func (n *Node) startPeers(ln *netio.Listener) error {
 func (p *peers) requestTransfer(from int32, t peerwire.Transfer) {
 	ps := p.shards[p.linkShard(0)]
 	ps.sendFrame(linkKey{peer: from, k: 0}, peerwire.AppendTransfer(nil, t))
+}
+
+// segmentFns are the replicas' Config.SendSegment and AnswerSegment:
+// catch-up of learners by whole segments over the peer links (nil on a
+// single node).
+func (n *Node) segmentFns() (func(*partition.Replica, *partition.SegmentChunk), func(*partition.Replica, raftlite.NodeID, partition.SegmentAnswer)) {
+	if n.peers == nil {
+		return nil, nil
+	}
+	p, ok := n.peers.(*peers)
+	if !ok {
+		return nil, nil // another transport (tests): appends only
+	}
+	return p.sendSegment, p.answerSegment
+}
+
+// SegmentBytesSent is how many bytes this node's primaries sent to
+// learners as whole segments.
+func (n *Node) SegmentBytesSent() int64 {
+	if p, ok := n.peers.(*peers); ok {
+		return p.SegmentBytes.Load()
+	}
+	return 0
 }
