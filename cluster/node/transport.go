@@ -81,7 +81,7 @@ func (n *Node) startPeers(ln *netio.Listener) error {
 			}
 			return nil
 		},
-		tls:       n.peerTLS(),
+		tls: n.peerTLS(),
 	}, n.cfg.Cluster.Coordinator.ReplicaConnectionsPerPeer,
 		peerauth.Secrets{Cluster: []byte(n.cfg.Cluster.Secret), HTTP: []byte(n.cfg.HTTP.JWTSecret)}, n.cfg.Network, ln)
 	if err != nil {
@@ -98,11 +98,15 @@ func (p *peers) requestTransfer(from int32, t peerwire.Transfer) {
 	ps.sendFrame(linkKey{peer: from, k: 0}, peerwire.AppendTransfer(nil, t))
 }
 
+// appendsOnly turns catch-up by whole segments off: a seam for the
+// figures that compare it with appends (BENCHMARKS.md).
+var appendsOnly = false
+
 // segmentFns are the replicas' Config.SendSegment and AnswerSegment:
 // catch-up of learners by whole segments over the peer links (nil on a
 // single node).
 func (n *Node) segmentFns() (func(*partition.Replica, *partition.SegmentChunk), func(*partition.Replica, raftlite.NodeID, partition.SegmentAnswer)) {
-	if n.peers == nil {
+	if n.peers == nil || appendsOnly {
 		return nil, nil
 	}
 	p, ok := n.peers.(*peers)
