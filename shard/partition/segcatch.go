@@ -67,29 +67,31 @@ func (r *Replica) startSegment(to raftlite.NodeID) bool {
 	return true
 }
 
-// sendChunk sends learner the next chunk of its segment when none is in
-// flight and the throttle allows it (the same bucket as the appends).
+// sendChunk sends learner the next chunks of its segment while its window
+// and the throttle (the same bucket as the appends) allow.
 func (r *Replica) sendChunk(to raftlite.NodeID) {
 	t := r.seg.out[to]
 	if t == nil || r.closed || r.raft == nil || r.raft.Role() != raftlite.RoleLeader {
 		return
 	}
-	pos, n, ok := t.nextChunk(SegmentChunkBytesMax)
-	if !ok {
-		return
+	for {
+		pos, n, ok := t.nextChunk(SegmentChunkBytesMax)
+		if !ok {
+			return
+		}
+		if th := r.cfg.Throttle; th != nil && !th.Take(to, n) {
+			return // the next tick asks again
+		}
+		sp, err := r.log.SegmentChunk(t.seg.Base, pos, n)
+		if err != nil {
+			delete(r.seg.out, to) // retention removed it: appends (or a reset)
+			return
+		}
+		t.sent(n)
+		r.seg.sentBytes += n
+		r.cfg.SendSegment(r, &SegmentChunk{From: r.cfg.Self, To: to, Term: r.raft.Term(), Base: t.seg.Base, Last: t.seg.Last,
+			LastTerm: t.lastTerm, FileBytes: t.seg.Bytes, Pos: pos, Span: sp})
 	}
-	if th := r.cfg.Throttle; th != nil && !th.Take(to, n) {
-		return // the next tick asks again
-	}
-	sp, err := r.log.SegmentChunk(t.seg.Base, pos, n)
-	if err != nil {
-		delete(r.seg.out, to) // retention removed it: appends (or a reset)
-		return
-	}
-	t.sent()
-	r.seg.sentBytes += n
-	r.cfg.SendSegment(r, &SegmentChunk{From: r.cfg.Self, To: to, Term: r.raft.Term(), Base: t.seg.Base, Last: t.seg.Last,
-		LastTerm: t.lastTerm, FileBytes: t.seg.Bytes, Pos: pos, Span: sp})
 }
 
 // tickSegments drives the transfers on the consensus clock: resends after

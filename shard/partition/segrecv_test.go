@@ -100,7 +100,7 @@ func sendSegments(t *testing.T, src, dst *segment.Log, rc *segReceiver, chunkByt
 			if err != nil {
 				t.Fatal(err)
 			}
-			tr.sent()
+			tr.sent(n)
 			held, status, err := rc.receive(dst, &SegmentChunk{Base: s.Base, Last: s.Last, LastTerm: lastTerm, FileBytes: s.Bytes, Pos: pos, Data: data})
 			if err != nil {
 				return err

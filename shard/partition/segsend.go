@@ -79,41 +79,53 @@ type SegmentAnswer struct {
 }
 
 // segTransfer is the primary's state of one segment on its way to one
-// follower: at most one chunk in flight, the next chunk from where the
-// follower says it stands.
+// follower: up to segWindowChunks chunks in flight, so the copy is not one
+// round trip per chunk; the follower answers each with the bytes it holds,
+// and the primary goes back to that position when an answer does not
+// move it (a chunk lost with the link, or the follower restarted).
 type segTransfer struct {
 	seg      segment.SealedSegment
 	lastTerm int32
-	// next is the position of the next chunk to send; inFlight says one
-	// was sent and not answered (ticks counts the ticks since, for a
-	// resend after a lost chunk or answer).
-	next     int64
-	inFlight bool
-	ticks    int32
+	// acked is what the follower holds, next the position of the next
+	// chunk to send; ticks counts the ticks without progress while
+	// chunks are in flight (a resend from acked after segResendTicks).
+	acked, next int64
+	ticks       int32
+	// rewound: next went back to acked since the last progress.
+	rewound bool
 }
 
-// segResendTicks is how long a chunk may go unanswered before it is sent
-// again (a chunk or its answer was lost with the link).
+// segWindowChunks bounds the chunks in flight to one follower.
+const segWindowChunks = 4
+
+// segResendTicks is how long chunks may go unanswered before they are
+// sent again from the follower's position (a chunk or its answer was
+// lost with the link).
 const segResendTicks = 20
 
-// nextChunk returns the position and length of the chunk to send now, or
-// ok false while one is in flight or everything was sent.
+// nextChunk returns the position and length of a chunk to send now, or ok
+// false while the window is full or everything was sent.
 func (t *segTransfer) nextChunk(chunkMax int64) (pos, n int64, ok bool) {
-	if t.inFlight || t.next >= t.seg.Bytes {
+	if t.next >= t.seg.Bytes || t.next >= t.acked+segWindowChunks*chunkMax {
 		return 0, 0, false
 	}
 	return t.next, min(chunkMax, t.seg.Bytes-t.next), true
 }
 
 // sent records that the chunk from nextChunk went.
-func (t *segTransfer) sent() { t.inFlight, t.ticks = true, 0 }
+func (t *segTransfer) sent(n int64) {
+	if t.next == t.acked {
+		t.ticks = 0
+	}
+	t.next += n
+}
 
-// tick counts a tick; after segResendTicks without an answer the chunk
-// is sent again.
+// tick counts a tick; after segResendTicks without progress the chunks
+// from the follower's position are sent again.
 func (t *segTransfer) tick() {
-	if t.inFlight {
+	if t.next > t.acked {
 		if t.ticks++; t.ticks >= segResendTicks {
-			t.inFlight = false
+			t.next, t.ticks, t.rewound = t.acked, 0, true
 		}
 	}
 }
@@ -128,7 +140,16 @@ func (t *segTransfer) answered(a SegmentAnswer) (done bool) {
 	case SegmentAdopted, SegmentRefused:
 		return true
 	}
-	t.inFlight = false
-	t.next = min(max(a.Held, 0), t.seg.Bytes)
+	switch held := min(max(a.Held, 0), t.seg.Bytes); {
+	case held > t.acked:
+		t.acked, t.ticks, t.rewound = held, 0, false
+		t.next = max(t.next, held)
+	case held < t.acked: // the follower restarted: from the start
+		t.acked, t.next, t.rewound = held, held, true
+	case t.next > held && !t.rewound:
+		// No progress: the follower missed a chunk. Go back once; the
+		// answers to the chunks that followed it say the same.
+		t.next, t.rewound = held, true
+	}
 	return false
 }

@@ -1,6 +1,7 @@
 package partition
 
 import (
+	"fmt"
 	"testing"
 
 	"github.com/corestream/corestream/segment"
@@ -39,50 +40,70 @@ func TestSegmentPlan(t *testing.T) {
 	}
 }
 
-// TestSegTransfer: chunks go one at a time in bounded size, the next from
-// where the follower says it stands, a lost chunk is sent again after
-// segResendTicks, and an adoption or refusal ends the transfer.
+// TestSegTransfer: chunks of bounded size go up to the window ahead of
+// what the follower holds; an answer that does not move it (a chunk lost)
+// sends from there again, once; silence sends again after segResendTicks;
+// a follower that restarted is sent the segment from the start; an
+// adoption or refusal ends the transfer.
 func TestSegTransfer(t *testing.T) {
-	tr := &segTransfer{seg: segment.SealedSegment{Base: 100, Last: 199, Bytes: 2500}}
-	step := func(wantPos, wantN int64) {
+	const chunk = 100
+	tr := &segTransfer{seg: segment.SealedSegment{Base: 100, Last: 199, Bytes: 1050}}
+	send := func(want ...int64) {
 		t.Helper()
-		pos, n, ok := tr.nextChunk(1000)
-		if !ok || pos != wantPos || n != wantN {
-			t.Fatalf("nextChunk = %d, %d, %v; want %d, %d", pos, n, ok, wantPos, wantN)
+		var got []int64
+		for {
+			pos, n, ok := tr.nextChunk(chunk)
+			if !ok {
+				break
+			}
+			got = append(got, pos)
+			tr.sent(n)
 		}
-		tr.sent()
-		if _, _, ok := tr.nextChunk(1000); ok {
-			t.Fatal("a second chunk while one is in flight")
+		if fmt.Sprint(got) != fmt.Sprint(want) {
+			t.Fatalf("chunks sent at %v, want %v", got, want)
 		}
 	}
-	step(0, 1000)
-	tr.answered(SegmentAnswer{Base: 100, Held: 1000})
-	step(1000, 1000)
-	// The chunk is lost: sent again after the resend ticks, not before.
+	answer := func(held int64) {
+		t.Helper()
+		if tr.answered(SegmentAnswer{Base: 100, Held: held}) {
+			t.Fatalf("done after holding %d", held)
+		}
+	}
+	send(0, 100, 200, 300) // the window
+	answer(100)
+	send(400)
+	answer(200)
+	send(500)
+	// The chunk at 300 was lost: the answer to 400 says 300 is wanted.
+	answer(300)
+	send(600)
+	answer(300) // the answer to 400 sends from 300 again
+	send(300, 400, 500, 600)
+	answer(300) // the answers to 500 and 600 change nothing more
+	answer(300)
+	send()
+	// Silence: nothing before segResendTicks, then from what is held.
+	answer(400)
+	send(700)
 	for i := 0; i < segResendTicks-1; i++ {
 		tr.tick()
 	}
-	if _, _, ok := tr.nextChunk(1000); ok {
-		t.Fatal("resent before segResendTicks")
-	}
+	send()
 	tr.tick()
-	step(1000, 1000)
-	// The follower restarted and holds nothing: from the start again.
-	tr.answered(SegmentAnswer{Base: 100, Held: 0})
-	step(0, 1000)
+	send(400, 500, 600, 700)
+	// The follower restarted and holds nothing: from the start.
+	answer(0)
+	send(0, 100, 200, 300)
 	// An answer about another segment changes nothing.
 	if tr.answered(SegmentAnswer{Base: 0, Status: SegmentAdopted}) {
 		t.Fatal("an answer about another segment ended the transfer")
 	}
-	tr.answered(SegmentAnswer{Base: 100, Held: 2000})
-	step(2000, 500)
-	if done := tr.answered(SegmentAnswer{Base: 100, Held: 2500, Status: SegmentAdopted}); !done {
+	answer(900)
+	send(900, 1000) // the last chunk is short: 50 bytes
+	if done := tr.answered(SegmentAnswer{Base: 100, Held: 1050, Status: SegmentAdopted}); !done {
 		t.Fatal("adopted but not done")
 	}
 	tr2 := &segTransfer{seg: tr.seg}
-	step2, _, _ := tr2.nextChunk(1000)
-	_ = step2
-	tr2.sent()
 	if done := tr2.answered(SegmentAnswer{Base: 100, Status: SegmentRefused}); !done {
 		t.Fatal("refused but not done")
 	}
