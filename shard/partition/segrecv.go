@@ -18,6 +18,10 @@ type segReceiver struct {
 	cur *segReceive
 }
 
+// segFileBytesMax bounds the file a primary may announce: positions in a
+// segment are 32-bit.
+const segFileBytesMax = 1<<31 - 1
+
 // segReceive is the segment being received.
 type segReceive struct {
 	base, last int64
@@ -44,8 +48,8 @@ func (rc *segReceiver) receive(l *segment.Log, c *SegmentChunk) (held int64, sta
 		if end := l.LogEndOffset(); end != c.Base {
 			return 0, SegmentRefused, fmt.Errorf("%w: the log ends at %d, the segment starts at %d", segment.ErrAdopt, end, c.Base)
 		}
-		if c.FileBytes <= 0 {
-			return 0, SegmentRefused, fmt.Errorf("%w: an empty segment file", segment.ErrAdopt)
+		if c.FileBytes <= 0 || c.FileBytes > segFileBytesMax {
+			return 0, SegmentRefused, fmt.Errorf("%w: a segment file of %d bytes (at most %d)", segment.ErrAdopt, c.FileBytes, int64(segFileBytesMax))
 		}
 		f, err := rc.fs.Create(l.AdoptTempPath(c.Base))
 		if err != nil {

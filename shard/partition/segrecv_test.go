@@ -136,6 +136,9 @@ func TestSegmentReceive(t *testing.T) {
 	if _, status, err := rc.receive(dst, &SegmentChunk{Base: 5, Last: 9, FileBytes: 100, Pos: 0, Data: make([]byte, 10)}); status != SegmentRefused || !errors.Is(err, segment.ErrAdopt) {
 		t.Fatalf("a segment past the log end: status %d, %v; want refused, ErrAdopt", status, err)
 	}
+	if _, status, err := rc.receive(dst, &SegmentChunk{Base: 0, Last: 9, FileBytes: 1 << 40, Pos: 0, Data: make([]byte, 10)}); status != SegmentRefused || !errors.Is(err, segment.ErrAdopt) {
+		t.Fatalf("a file of 1 TiB announced: status %d, %v; want refused, ErrAdopt", status, err)
+	}
 	if err := sendSegments(t, src, dst, rc, 1000); err != nil {
 		t.Fatal(err)
 	}
