@@ -320,7 +320,7 @@ func (n *Node) startReassigner(c *controller) {
 		roster:      func() []int32 { return rosterIDs(n.roster.active()) },
 		racks:       func() map[int32]string { return racksOf(n.roster.active()) },
 		alive:       n.alive,
-		transfer: n.requestTransfer,
+		transfer:    n.requestTransfer,
 	})
 }
 
