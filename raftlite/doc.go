@@ -75,7 +75,11 @@
 // and restarts at that start (Ready.Reset), as a Kafka follower does. For the
 // metadata group the node layer attaches the state-machine snapshot for
 // start-1 to the message, and the follower installs it from Ready.Reset. A
-// follower that already matches at start-1 keeps its log.
+// follower that already matches at start-1 keeps its log. The same reset
+// finishes a catch-up by whole segments: the node layer writes committed
+// entries into a learner's log outside a Ready (Node.Adopted extends its
+// view), and the leader's Node.SendReset at their end makes that offset
+// the learner's match.
 //
 // # Leadership transfer
 //

@@ -27,6 +27,8 @@ func (n *Node) metricsHandler() http.Handler {
 	}
 	counter("replication_cross_shard_hops_total", "Replication messages that crossed shards (0 when K equals the shard counts).",
 		func() float64 { return float64(n.ReplicationHops()) })
+	counter("replication_segment_bytes_total", "Bytes this node's primaries sent to learners as whole sealed segments (sendfile), beside the appends.",
+		func() float64 { return float64(n.SegmentBytesSent()) })
 	counter("primary_moves_started_total", "Primary moves the balancer (or MovePrimary) started on this node.",
 		func() float64 { return float64(n.balanceStats.Started.Load()) })
 	counter("primary_moves_finished_total", "Primary moves that finished.",

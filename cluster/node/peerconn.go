@@ -1,6 +1,7 @@
 package node
 
 import (
+	"encoding/binary"
 	"errors"
 	"strconv"
 
@@ -8,7 +9,9 @@ import (
 	"github.com/corestream/corestream/cluster/peerwire"
 	"github.com/corestream/corestream/netio"
 	"github.com/corestream/corestream/raftlite"
+	"github.com/corestream/corestream/segment/vfs"
 	"github.com/corestream/corestream/shard"
+	"github.com/corestream/corestream/shard/partition"
 )
 
 // params are this node's handshake parameters for link k.
@@ -262,6 +265,8 @@ func (p *peers) receive(sh *shard.Shard, from int32, body []byte) {
 		p.d.transfer(tr)
 	case peerwire.KindReassign, peerwire.KindReassignState:
 		p.receiveReassign(from, body)
+	case peerwire.KindSegment, peerwire.KindSegmentAck:
+		p.receiveSegment(sh, from, body)
 	default:
 		p.d.log.Error("replication: unknown frame kind", "peer", from, "kind", body[0])
 	}
@@ -307,4 +312,95 @@ func maskIDs(mask uint32) []int32 {
 		}
 	}
 	return out
+}
+
+// sendSegment is a replica's Config.SendSegment: one chunk of a sealed
+// segment to a learner, its bytes sent from the segment file by sendfile
+// after the frame's header (docs/design/moves.md). Runs on the replica's
+// shard.
+func (p *peers) sendSegment(r *partition.Replica, c *partition.SegmentChunk) {
+	ps := p.shards[r.Config().Sched.(*shard.Shard).ID()]
+	lk := linkKey{peer: int32(c.To), k: p.linkIndex(r.Key())}
+	m := peerwire.Segment{Group: partition.GroupID(r.Key()), From: c.From, To: c.To, Term: c.Term, Base: c.Base,
+		Last: c.Last, LastTerm: c.LastTerm, FileBytes: c.FileBytes, Pos: c.Pos}
+	head := peerwire.AppendSegmentHeader(make([]byte, 4, 4+peerwire.SegmentHeaderBytes), &m)
+	binary.BigEndian.PutUint32(head, uint32(int64(len(head)-4)+c.Span.Len))
+	sp := c.Span
+	resp := netio.Response{Header: head, Release: func(error) { sp.Release() }}
+	if fd := sp.Fd(); fd != vfs.InvalidFd {
+		resp.Files = []netio.FileRange{{Fd: int(fd), Off: sp.Pos, Len: sp.Len}}
+	} else {
+		var err error
+		if resp.Header, err = sp.AppendTo(head); err != nil {
+			sp.Release()
+			return // the transfer resends
+		}
+	}
+	p.flushPending(ps, lk)
+	ps.out[lk] = append(ps.out[lk], resp)
+	p.queueFlush(ps)
+	p.SegmentBytes.Add(sp.Len)
+}
+
+// answerSegment is a replica's Config.AnswerSegment: a learner's answer
+// to a chunk, back to the primary. Runs on the replica's shard.
+func (p *peers) answerSegment(r *partition.Replica, to raftlite.NodeID, a partition.SegmentAnswer) {
+	ps := p.shards[r.Config().Sched.(*shard.Shard).ID()]
+	lk := linkKey{peer: int32(to), k: p.linkIndex(r.Key())}
+	body := peerwire.AppendSegmentAck(nil, peerwire.SegmentAck{Group: partition.GroupID(r.Key()), From: a.From, To: to,
+		Term: a.Term, Base: a.Base, Held: a.Held, Status: a.Status})
+	p.flushPending(ps, lk)
+	ps.out[lk] = append(ps.out[lk], peerFrame(body))
+	p.queueFlush(ps)
+}
+
+// receiveSegment hands a Segment chunk or its answer to its group's
+// replica, on the group's shard (the chunk copied when it crosses).
+func (p *peers) receiveSegment(sh *shard.Shard, from int32, body []byte) {
+	var g raftlite.GroupID
+	var fn func(r *partition.Replica)
+	var chunk *partition.SegmentChunk
+	if body[0] == peerwire.KindSegment {
+		m, err := peerwire.DecodeSegment(body)
+		if err != nil {
+			p.d.log.Error("replication: bad segment chunk", "peer", from, "err", err)
+			return
+		}
+		c := &partition.SegmentChunk{From: m.From, To: m.To, Term: m.Term, Base: m.Base, Last: m.Last,
+			LastTerm: m.LastTerm, FileBytes: m.FileBytes, Pos: m.Pos, Data: m.Chunk}
+		g, fn = m.Group, func(r *partition.Replica) {
+			if err := r.ReceiveSegment(c); err != nil {
+				p.d.log.Info("replication: segment refused, catching up by appends", "group", m.Group, "base", m.Base, "err", err)
+			}
+		}
+		chunk = c
+	} else {
+		a, err := peerwire.DecodeSegmentAck(body)
+		if err != nil {
+			p.d.log.Error("replication: bad segment answer", "peer", from, "err", err)
+			return
+		}
+		g, fn = a.Group, func(r *partition.Replica) {
+			r.SegmentAnswered(partition.SegmentAnswer{From: a.From, Term: a.Term, Base: a.Base, Held: a.Held, Status: a.Status})
+		}
+	}
+	v, ok := p.groupShard.Load(g)
+	if !ok {
+		return // not open here: the primary resends
+	}
+	owner := v.(int)
+	run := func() {
+		if r := p.d.replica(owner, g); r != nil {
+			fn(r)
+		}
+	}
+	if owner == sh.ID() {
+		run()
+		return
+	}
+	if chunk != nil {
+		chunk.Data = append([]byte(nil), chunk.Data...) // the frame's buffer is reused once this returns
+	}
+	p.Hops.Add(1)
+	p.d.group.Shard(owner).Post(run)
 }

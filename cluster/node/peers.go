@@ -129,6 +129,8 @@ type peerDeps struct {
 	// cluster is the cluster id the data directory records (zero: not
 	// learned yet), sent and checked in every handshake.
 	cluster func() [16]byte
+	// replica finds group g's replica on shard shardID (running there).
+	replica func(shardID int, g raftlite.GroupID) *partition.Replica
 }
 
 // peers is the node's replication transport (the Transport over TCP).
@@ -143,6 +145,8 @@ type peers struct {
 	// Hops counts messages that crossed shards on their way to a link
 	// or from a link to their group (K differs from the shard counts).
 	Hops atomic.Uint64
+	// SegmentBytes counts the bytes sent as whole segments (peerconn.go).
+	SegmentBytes atomic.Int64
 	// groupShard maps a consensus group to the shard hosting it here.
 	groupShard sync.Map
 	// routesMu guards routesOut, the route changes to announce.

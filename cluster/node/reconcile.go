@@ -323,12 +323,13 @@ func (n *Node) openReplica(h *partition.Host, t *metadata.Topic, p int32, reps [
 	if !hosts(reps, n.self) {
 		learners = []raftlite.NodeID{n.self}
 	}
+	sendSeg, answerSeg := n.segmentFns()
 	r, err := h.Open(partition.Config{
 		FS: n.fs, Dir: n.partitionDir(t.ID, p), Log: cfg,
 		Topic: t.Name, TopicID: t.ID, Partition: p,
 		Self: n.self, Replicas: ids, Learners: learners, Limits: n.limits,
 		Send: n.sendFn(), OnRoute: n.routeChanged, Alive: n.aliveFn(),
-		Throttle: n.throttle,
+		Throttle: n.throttle, SendSegment: sendSeg, AnswerSegment: answerSeg,
 	})
 	if err == nil {
 		n.opened(r, h.Shard().ID())

@@ -89,7 +89,13 @@ func (n *Node) peerDeps() peerDeps {
 			return n.ctrl.snapshot
 		},
 		ledRoutes: func() []peerwire.Route { return n.routes.ledBy(int32(n.self)) },
-		tls:       n.peerTLS(),
+		replica: func(shardID int, g raftlite.GroupID) *partition.Replica {
+			if h := n.replicas.d.hosts[shardID]; h != nil {
+				return h.Group(g)
+			}
+			return nil
+		},
+		tls: n.peerTLS(),
 	}
 }
 
@@ -98,4 +104,31 @@ func (n *Node) peerDeps() peerDeps {
 func (p *peers) requestTransfer(from int32, t peerwire.Transfer) {
 	ps := p.shards[p.linkShard(0)]
 	ps.sendFrame(linkKey{peer: from, k: 0}, peerwire.AppendTransfer(nil, t))
+}
+
+// appendsOnly turns catch-up by whole segments off: a seam for the
+// figures that compare it with appends (BENCHMARKS.md).
+var appendsOnly = false
+
+// segmentFns are the replicas' Config.SendSegment and AnswerSegment:
+// catch-up of learners by whole segments over the peer links (nil on a
+// single node).
+func (n *Node) segmentFns() (func(*partition.Replica, *partition.SegmentChunk), func(*partition.Replica, raftlite.NodeID, partition.SegmentAnswer)) {
+	if n.peers == nil || appendsOnly {
+		return nil, nil
+	}
+	p, ok := n.peers.(*peers)
+	if !ok {
+		return nil, nil // another transport (tests): appends only
+	}
+	return p.sendSegment, p.answerSegment
+}
+
+// SegmentBytesSent is how many bytes this node's primaries sent to
+// learners as whole segments.
+func (n *Node) SegmentBytesSent() int64 {
+	if p, ok := n.peers.(*peers); ok {
+		return p.SegmentBytes.Load()
+	}
+	return 0
 }

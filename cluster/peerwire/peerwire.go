@@ -24,6 +24,17 @@
 //	          learners u32, committed u8 (1: no change waits for its
 //	          commit), entries_behind i64, bytes_behind i64 (the learner
 //	          being caught up, 0 when none): the answer to Reassign
+//	kind 7  Segment    group u64, from u8, to u8, term i32, base i64,
+//	          last i64, last_term i32, file_bytes i64, pos i64, then the
+//	          chunk: the bytes [pos, pos+chunk) of the primary's sealed
+//	          segment file holding offsets base..last, whose last batch
+//	          is of last_term; the chunk is the rest of the frame, at most
+//	          SegmentChunkBytesMax, last so that it is sent from the
+//	          segment file with sendfile (docs/design/moves.md)
+//	kind 8  SegmentAck group u64, from u8, to u8, term i32, base i64,
+//	          held i64 (the bytes of the segment the follower holds, all
+//	          of them once adopted), status u8 (0 more, 1 adopted,
+//	          2 refused: the primary falls back to appends)
 //
 //	message: type u8, group u64, from u8, to u8, term i32, index i64,
 //	         log_term i32, commit i64, flags u8 (1 reject, 2 transfer,
@@ -62,6 +73,8 @@ const (
 	KindTransfer      byte = 4
 	KindReassign      byte = 5
 	KindReassignState byte = 6
+	KindSegment       byte = 7
+	KindSegmentAck    byte = 8
 )
 
 // Bounds a decoder enforces before it allocates.
@@ -72,6 +85,11 @@ const (
 	EntriesPerMessageMax = 1 << 16
 	// SnapshotBytesMax bounds a metadata snapshot.
 	SnapshotBytesMax = 256 << 20
+	// SegmentChunkBytesMax bounds the chunk of one Segment frame, so a
+	// large segment never holds the peer link for long.
+	SegmentChunkBytesMax = 1 << 20
+	// SegmentHeaderBytes is a Segment frame body before its chunk.
+	SegmentHeaderBytes = 1 + 8 + 1 + 1 + 4 + 8 + 8 + 4 + 8 + 8
 	// RoutesPerFrameMax bounds one routes frame.
 	RoutesPerFrameMax = 1 << 20
 	// entryHeaderBytes is one entry's metadata (without a conf).
@@ -546,6 +564,115 @@ func DecodeReassignState(b []byte) (ReassignState, error) {
 	m.BytesBehind = int64(r.u64())
 	if r.err == nil && len(r.b) != 0 {
 		r.fail("%d bytes after a reassign state", len(r.b))
+	}
+	return m, r.err
+}
+
+// Segment is one chunk of a sealed segment sent whole to a follower far
+// behind; Chunk is what follows the header on the wire (nil when the
+// sender appends it from the file).
+type Segment struct {
+	Group     raftlite.GroupID
+	From, To  raftlite.NodeID
+	Term      int32
+	Base      int64
+	Last      int64
+	LastTerm  int32
+	FileBytes int64
+	Pos       int64
+	Chunk     []byte
+}
+
+// AppendSegmentHeader appends a Segment frame body up to its chunk, which
+// is chunkBytes long and follows it (appended by the caller, or sent from
+// the file).
+func AppendSegmentHeader(dst []byte, m *Segment) []byte {
+	dst = append(dst, KindSegment)
+	dst = binary.BigEndian.AppendUint64(dst, uint64(m.Group))
+	dst = append(dst, byte(m.From), byte(m.To))
+	dst = binary.BigEndian.AppendUint32(dst, uint32(m.Term))
+	dst = binary.BigEndian.AppendUint64(dst, uint64(m.Base))
+	dst = binary.BigEndian.AppendUint64(dst, uint64(m.Last))
+	dst = binary.BigEndian.AppendUint32(dst, uint32(m.LastTerm))
+	dst = binary.BigEndian.AppendUint64(dst, uint64(m.FileBytes))
+	return binary.BigEndian.AppendUint64(dst, uint64(m.Pos))
+}
+
+// DecodeSegment decodes a Segment frame body; Chunk aliases b.
+func DecodeSegment(b []byte) (Segment, error) {
+	r := &reader{b: b}
+	var m Segment
+	if k := r.u8(); k != KindSegment {
+		r.fail("kind %d is not Segment", k)
+		return m, r.err
+	}
+	m.Group = raftlite.GroupID(r.u64())
+	m.From, m.To = raftlite.NodeID(r.u8()), raftlite.NodeID(r.u8())
+	m.Term = int32(r.u32())
+	m.Base, m.Last = int64(r.u64()), int64(r.u64())
+	m.LastTerm = int32(r.u32())
+	m.FileBytes, m.Pos = int64(r.u64()), int64(r.u64())
+	if r.err != nil {
+		return m, r.err
+	}
+	switch n := int64(len(r.b)); {
+	case n > SegmentChunkBytesMax:
+		r.fail("segment chunk of %d bytes, at most %d", n, SegmentChunkBytesMax)
+	case m.Base < 0 || m.Last < m.Base:
+		r.fail("segment offsets %d..%d", m.Base, m.Last)
+	case m.Pos < 0 || m.FileBytes < 0 || m.Pos+n > m.FileBytes:
+		r.fail("segment chunk [%d, %d) outside a file of %d bytes", m.Pos, m.Pos+n, m.FileBytes)
+	}
+	m.Chunk = r.b
+	return m, r.err
+}
+
+// Segment statuses of a SegmentAck.
+const (
+	SegmentMore    byte = 0
+	SegmentAdopted byte = 1
+	SegmentRefused byte = 2
+)
+
+// SegmentAck is a follower's answer to a Segment chunk.
+type SegmentAck struct {
+	Group    raftlite.GroupID
+	From, To raftlite.NodeID
+	Term     int32
+	Base     int64
+	Held     int64
+	Status   byte
+}
+
+// AppendSegmentAck appends a SegmentAck frame body.
+func AppendSegmentAck(dst []byte, m SegmentAck) []byte {
+	dst = append(dst, KindSegmentAck)
+	dst = binary.BigEndian.AppendUint64(dst, uint64(m.Group))
+	dst = append(dst, byte(m.From), byte(m.To))
+	dst = binary.BigEndian.AppendUint32(dst, uint32(m.Term))
+	dst = binary.BigEndian.AppendUint64(dst, uint64(m.Base))
+	dst = binary.BigEndian.AppendUint64(dst, uint64(m.Held))
+	return append(dst, m.Status)
+}
+
+// DecodeSegmentAck decodes a SegmentAck frame body.
+func DecodeSegmentAck(b []byte) (SegmentAck, error) {
+	r := &reader{b: b}
+	var m SegmentAck
+	if k := r.u8(); k != KindSegmentAck {
+		r.fail("kind %d is not SegmentAck", k)
+		return m, r.err
+	}
+	m.Group = raftlite.GroupID(r.u64())
+	m.From, m.To = raftlite.NodeID(r.u8()), raftlite.NodeID(r.u8())
+	m.Term = int32(r.u32())
+	m.Base, m.Held = int64(r.u64()), int64(r.u64())
+	m.Status = r.u8()
+	if r.err == nil && m.Status > SegmentRefused {
+		r.fail("segment status %d", m.Status)
+	}
+	if r.err == nil && len(r.b) != 0 {
+		r.fail("%d bytes after a segment ack", len(r.b))
 	}
 	return m, r.err
 }

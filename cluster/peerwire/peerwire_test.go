@@ -2,6 +2,7 @@ package peerwire
 
 import (
 	"bytes"
+	"errors"
 	"reflect"
 	"testing"
 
@@ -167,5 +168,63 @@ func TestReassignFrames(t *testing.T) {
 	}
 	if _, err := DecodeReassign(b); err == nil {
 		t.Fatal("a state decoded as a reassign")
+	}
+}
+
+func TestSegmentRoundTrip(t *testing.T) {
+	m := Segment{Group: 1 << 62, From: 1, To: 32, Term: 9, Base: 1 << 40, Last: 1<<40 + 999, LastTerm: 8,
+		FileBytes: 3 << 20, Pos: 2 << 20, Chunk: bytes.Repeat([]byte{7}, 1000)}
+	body := AppendSegmentHeader(nil, &m)
+	if len(body) != SegmentHeaderBytes {
+		t.Fatalf("header is %d bytes, SegmentHeaderBytes says %d", len(body), SegmentHeaderBytes)
+	}
+	body = append(body, m.Chunk...)
+	got, err := DecodeSegment(body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(got, m) {
+		t.Fatalf("got %+v, want %+v", got, m)
+	}
+	a := SegmentAck{Group: 3, From: 32, To: 1, Term: 9, Base: 1 << 40, Held: 3 << 20, Status: SegmentAdopted}
+	ga, err := DecodeSegmentAck(AppendSegmentAck(nil, a))
+	if err != nil || ga != a {
+		t.Fatalf("ack got %+v, %v, want %+v", ga, err, a)
+	}
+}
+
+func TestSegmentMalformed(t *testing.T) {
+	head := func(m Segment, chunk int) []byte {
+		return append(AppendSegmentHeader(nil, &m), make([]byte, chunk)...)
+	}
+	ok := Segment{Group: 1, From: 1, To: 2, Term: 1, Base: 0, Last: 10, LastTerm: 1, FileBytes: 100, Pos: 0}
+	big := ok
+	big.FileBytes = 4 << 20
+	past := ok
+	past.Pos = 90
+	backwards := ok
+	backwards.Last = -1
+	cases := map[string][]byte{
+		"short header":       head(ok, 0)[:SegmentHeaderBytes-1],
+		"chunk too large":    head(big, SegmentChunkBytesMax+1),
+		"chunk past the end": head(past, 11),
+		"offsets backwards":  head(backwards, 1),
+		"wrong kind":         append([]byte{KindPing}, head(ok, 1)[1:]...),
+		"ack status":         append(AppendSegmentAck(nil, SegmentAck{})[:1+8+2+4+8+8], 3),
+		"ack trailing":       append(AppendSegmentAck(nil, SegmentAck{}), 0),
+	}
+	for name, b := range cases {
+		var err error
+		if b[0] == KindSegmentAck {
+			_, err = DecodeSegmentAck(b)
+		} else {
+			_, err = DecodeSegment(b)
+		}
+		if !errors.Is(err, ErrMalformed) {
+			t.Errorf("%s: %v, want ErrMalformed", name, err)
+		}
+	}
+	if _, err := DecodeSegment(head(ok, 100)); err != nil {
+		t.Fatalf("a whole file in one chunk: %v", err)
 	}
 }

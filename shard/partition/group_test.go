@@ -32,6 +32,8 @@ type testGroup struct {
 	// fsOf, when it holds a member, is that member's file system (the OS
 	// one otherwise); set before the member starts.
 	fsOf map[raftlite.NodeID]vfs.FS
+	// segments wires catch-up by whole segments (segcatch_test.go).
+	segments bool
 }
 
 // setDrop installs (nil: removes) the message filter.
@@ -107,10 +109,14 @@ func (tg *testGroup) start(id raftlite.NodeID, replicas, learners []raftlite.Nod
 		if m.host, err = NewHost(m.sh, testEngine(fsys), groupTickEvery, 0); err != nil {
 			return
 		}
-		m.r, err = m.host.Open(Config{FS: fsys, Dir: tg.dir(id),
+		cfg := Config{FS: fsys, Dir: tg.dir(id),
 			Log:   tg.logCfg,
 			Topic: "t", TopicID: [16]byte{1}, Partition: 0, Self: id, Replicas: replicas, Learners: learners,
-			Send: tg.send})
+			Send: tg.send}
+		if tg.segments {
+			cfg.SendSegment, cfg.AnswerSegment = tg.sendSegment, tg.answerSegment
+		}
+		m.r, err = m.host.Open(cfg)
 	})
 	if err != nil {
 		t.Fatalf("node %d: %v", id, err) // not on the shard: t.Fatal there would end its goroutine

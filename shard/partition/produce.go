@@ -285,7 +285,12 @@ func (r *Replica) failPending(err error) {
 // idempotence table (on open, truncation and restart).
 func (r *Replica) rebuildProducers() error {
 	r.prod = newProducers()
-	start, end := r.log.LogStartOffset(), r.log.LogEndOffset()
+	return r.recordProducers(r.log.LogStartOffset(), r.log.LogEndOffset())
+}
+
+// recordProducers records the producer state of the batches in [start,
+// end) of the log (already written).
+func (r *Replica) recordProducers(start, end int64) error {
 	var hdr [batch.HeaderSize]byte
 	for off := start; off < end; {
 		spans, err := r.log.Read(off, 64<<20, end-1)

@@ -70,6 +70,12 @@ type Config struct {
 	// Throttle, when set, bounds the catch-up bytes this replica sends
 	// to learners while it leads (throttle.go; shared by the node).
 	Throttle *Throttle
+	// SendSegment carries one chunk of a sealed segment to a learner far
+	// behind (catch-up by whole segments, segcatch.go); the chunk's Span
+	// is the sender's to release. AnswerSegment carries a follower's
+	// answer back to the primary. Nil SendSegment: appends only.
+	SendSegment   func(r *Replica, c *SegmentChunk)
+	AnswerSegment func(r *Replica, to raftlite.NodeID, a SegmentAnswer)
 	// Alive reports whether a peer is believed up; nil means always. A
 	// primary that cannot reach a majority of its replicas refuses writes
 	// with ErrNotEnoughReplicas instead of letting them time out.
@@ -150,6 +156,8 @@ type Replica struct {
 	// (fillConfData).
 	confData   []byte
 	confDataAt int64
+	// seg is catch-up by whole segments (segcatch.go).
+	seg segCatchUp
 }
 
 // GroupID derives a consensus group id from the partition's key.
@@ -292,6 +300,7 @@ func (r *Replica) Tick() {
 	}
 	r.raft.Tick()
 	r.process()
+	r.tickSegments()
 }
 
 // Step delivers a message from a peer.
@@ -666,6 +675,7 @@ func (r *Replica) close(err error, closeLog func(*segment.Log) error) error {
 	r.failPending(err)
 	r.failWaiters(err)
 	r.closed = true
+	r.seg.in.abort(r.log)
 	return closeLog(r.log)
 }
 

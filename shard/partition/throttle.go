@@ -94,11 +94,18 @@ func (t *Throttle) Take(_ raftlite.NodeID, bytes int64) bool {
 	return true
 }
 
-// learnerBudget is the replica's raftlite.Config.LearnerBudget: its
-// throttle's Take, or nil without one.
+// learnerBudget is the replica's raftlite.Config.LearnerBudget: no
+// appends to a learner receiving a whole segment, or about to
+// (segcatch.go: they would move its log end away from the segment's
+// base), else its throttle's Take; nil when neither applies.
 func (r *Replica) learnerBudget() func(raftlite.NodeID, int64) bool {
-	if r.cfg.Throttle == nil {
+	if r.cfg.Throttle == nil && r.cfg.SendSegment == nil {
 		return nil
 	}
-	return r.cfg.Throttle.Take
+	return func(to raftlite.NodeID, bytes int64) bool {
+		if r.seg.out[to] != nil || r.startSegment(to) {
+			return false
+		}
+		return r.cfg.Throttle == nil || r.cfg.Throttle.Take(to, bytes)
+	}
 }
