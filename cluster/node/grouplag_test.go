@@ -2,13 +2,19 @@ package node
 
 import (
 	"encoding/json"
+	"fmt"
 	"net/http"
+	"slices"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
+	"github.com/corestream/corestream/client"
+
 	"github.com/corestream/corestream/cluster/config"
 	"github.com/corestream/corestream/cluster/service"
+	"github.com/corestream/corestream/netio/wire"
 	dto "github.com/prometheus/client_model/go"
 )
 
@@ -34,17 +40,7 @@ func lagFixture(t *testing.T, mutate func(*config.Config)) (*testNode, [2]int64)
 	}
 	commit := func(group string, offs ...service.OffsetCommit) {
 		t.Helper()
-		entries, err := await(func(done func([]error, error)) {
-			s.CommitOffsets(nil, &service.CommitOffsetsRequest{Consumer: group, Offsets: offs}, done)
-		})
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, e := range entries {
-			if e != nil {
-				t.Fatal(e)
-			}
-		}
+		commitWait(t, []service.Service{s}, group, offs...)
 	}
 	commit("g1", service.OffsetCommit{Topic: "lagged", Partition: 0, Offset: 1}, service.OffsetCommit{Topic: "lagged", Partition: 1, Offset: 2})
 	commit("g2", service.OffsetCommit{Topic: "lagged", Partition: 0, Offset: 0})
@@ -62,6 +58,29 @@ func lagFixture(t *testing.T, mutate func(*config.Config)) (*testNode, [2]int64)
 		t.Fatalf("high watermarks %v after 5 and 2 records", hw)
 	}
 	return n, hw
+}
+
+// commitWait commits offs for group through whichever of svcs
+// coordinates it, retrying while the group's coordinator is being made
+// (the internal topic created, a partition loading, an election).
+func commitWait(t *testing.T, svcs []service.Service, group string, offs ...service.OffsetCommit) {
+	t.Helper()
+	clusterWait(t, 30*time.Second, "a commit of group "+group, func() bool {
+		for _, s := range svcs {
+			entries, err := await(func(done func([]error, error)) {
+				s.CommitOffsets(nil, &service.CommitOffsetsRequest{Consumer: group, Offsets: offs}, done)
+			})
+			if err == nil {
+				for _, e := range entries {
+					if e != nil {
+						t.Fatalf("commit of group %s: %v", group, e)
+					}
+				}
+				return true
+			}
+		}
+		return false
+	})
 }
 
 // lagSeries reads the lag families of a scrape: group totals by group,
@@ -125,6 +144,62 @@ func TestMetricGroupLagBounded(t *testing.T) {
 	if len(groups)+len(parts) != 0 {
 		t.Fatalf("bound 0: groups %v, partitions %v; want none", groups, parts)
 	}
+}
+
+// In a cluster each group's lag is on its coordinator's /metrics only,
+// the primary of its __groups partition: groups committed through the
+// SDK after groups moved there (their offsets are not in the metadata
+// group) show there, against every partition's high watermark (each
+// node holds a replica of each), and on no other node.
+func TestMetricGroupLagCluster(t *testing.T) {
+	tc := startCluster(t, 3, nil)
+	ctx, cl := tc.dial(t, 90*time.Second)
+	createTopic(t, ctx, cl, client.TopicSpec{Name: "lc", Partitions: 2, ReplicationFactor: 3})
+	produceAll(t, ctx, cl, "lc", 0, 60)
+	var hw [2]int64
+	for p := range hw {
+		d, err := cl.DescribePartition(ctx, "lc", int32(p))
+		if err != nil {
+			t.Fatal(err)
+		}
+		hw[p] = d.HighWatermark
+	}
+	names := []string{"lag-a", "lag-b", "lag-c", "lag-d", "lag-e", "lag-f"}
+	coordinator := map[string]int32{}
+	for i, name := range names {
+		offs := []wire.OffsetCommit{{Topic: "lc", Partition: 0, Offset: int64(i)}, {Topic: "lc", Partition: 1, Offset: 1}}
+		clusterWait(t, 30*time.Second, "a commit of "+name, func() bool { return cl.CommitOffsets(ctx, name, offs) == nil })
+		fc, err := cl.FindCoordinator(ctx, name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		coordinator[name] = fc.NodeID
+	}
+	var got string
+	clusterWait(t, 30*time.Second, "each group's lag on its coordinator only", func() bool {
+		reported := map[string][]int32{}
+		ok := true
+		var b strings.Builder
+		for i, n := range tc.nodes {
+			groups, parts, omitted := lagSeries(scrape(t, n))
+			fmt.Fprintf(&b, "node %d: %v %v omitted %v; ", i+1, groups, parts, omitted)
+			for g, lag := range groups {
+				reported[g] = append(reported[g], int32(i+1))
+				j := slices.Index(names, g)
+				want0, want1 := float64(hw[0]-int64(j)), float64(hw[1]-1)
+				if j < 0 || lag != want0+want1 || parts[g+"/lc/0"] != want0 || parts[g+"/lc/1"] != want1 {
+					ok = false
+				}
+			}
+			ok = ok && omitted == 0
+		}
+		for _, name := range names {
+			ok = ok && slices.Equal(reported[name], []int32{coordinator[name]})
+		}
+		got = b.String()
+		return ok
+	})
+	t.Logf("coordinators %v; %s", coordinator, got)
 }
 
 // GET /v1/groups lists the groups with their partitions and total lag,
