@@ -305,42 +305,39 @@ func (n *Node) groupLagSeries(ctx context.Context, seriesMax int) groupLagSet {
 }
 
 // groupsSource is the node's side of the HTTP API's groups routes
-// (httpapi.GroupsSource): the names come from the applied metadata and
-// this node's coordinator, membership from the coordinator.
+// (httpapi.GroupsSource): this node's coordinators, and the names with
+// offsets in the applied metadata from before groups moved to __groups.
 type groupsSource struct{ n *Node }
 
-// GroupNames implements httpapi.GroupsSource.
-func (g groupsSource) GroupNames(ctx context.Context) ([]string, error) {
-	var consumers []string
+// OwnGroups implements httpapi.GroupsSource.
+func (g groupsSource) OwnGroups() []string {
+	var out []string
+	if r := g.n.groups; r != nil {
+		for _, c := range r.loadedCoordinators() {
+			for _, d := range c.List() {
+				out = append(out, d.Name)
+			}
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
+// OldGroupNames implements httpapi.GroupsSource.
+func (g groupsSource) OldGroupNames(ctx context.Context) ([]string, error) {
+	var out []string
 	if err := g.n.onMetaState(ctx, func(st *metadata.State) {
 		if st != nil {
-			consumers = st.Consumers()
+			out = st.Consumers()
 		}
 	}); err != nil {
 		return nil, err
 	}
-	names := make(map[string]bool, len(consumers))
-	for _, c := range consumers {
-		names[c] = true
-	}
-	if r := g.n.groups; r != nil {
-		for _, c := range r.loadedCoordinators() {
-			for _, d := range c.List() {
-				names[d.Name] = true
-			}
-		}
-	}
-	out := make([]string, 0, len(names))
-	for name := range names {
-		out = append(out, name)
-	}
-	sort.Strings(out)
 	return out, nil
 }
 
 // GroupMembers implements httpapi.GroupsSource: the group as this
-// node's coordinator holds it, when this node is the metadata primary
-// (the coordinator of every group).
+// node's coordinator holds it, when this node coordinates it.
 func (g groupsSource) GroupMembers(name string) (httpapi.GroupMembership, bool) {
 	r := g.n.groups
 	if r == nil {
