@@ -8,7 +8,9 @@ import (
 )
 
 // The groups answers join the snake-case check (shape_test.go).
-func init() { httpAnswers = append(httpAnswers, groupList{}, groupDetail{}) }
+func init() {
+	httpAnswers = append(httpAnswers, groupList{}, groupDetail{}, groupNamesAnswer{}, groupSummariesAnswer{})
+}
 
 // The listing filters by substring and pages what passed; the total
 // counts every match.
@@ -57,6 +59,25 @@ func TestGroupPartitions(t *testing.T) {
 		case want != nil && (p.Lag == nil || *p.Lag != *want):
 			t.Errorf("t/%d: lag %v, want %d", p.Partition, p.Lag, *want)
 		}
+	}
+}
+
+// The listing's names are the union of the nodes' lists, each group
+// once (a group listed by two nodes while its coordinator moves), sorted;
+// a node's list keeps the names containing the filter.
+func TestMergeAndFilterNames(t *testing.T) {
+	got := mergeNames([]string{"b", "d"}, nil, []string{"a", "b", "e"}, []string{"c"})
+	if want := []string{"a", "b", "c", "d", "e"}; !reflect.DeepEqual(got, want) {
+		t.Errorf("merged %v, want %v", got, want)
+	}
+	if got := mergeNames(); len(got) != 0 {
+		t.Errorf("merged nothing into %v", got)
+	}
+	if got, want := filterNames([]string{"orders-a", "stock", "orders-b"}, "orders"), []string{"orders-a", "orders-b"}; !reflect.DeepEqual(got, want) {
+		t.Errorf("filtered %v, want %v", got, want)
+	}
+	if got := filterNames([]string{"a"}, ""); !reflect.DeepEqual(got, []string{"a"}) {
+		t.Errorf("an empty filter kept %v", got)
 	}
 }
 

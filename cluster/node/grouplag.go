@@ -7,22 +7,28 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/corestream/corestream/cluster/groups"
 	"github.com/corestream/corestream/cluster/httpapi"
 	"github.com/corestream/corestream/cluster/metadata"
+	"github.com/corestream/corestream/cluster/service"
 	"github.com/corestream/corestream/shard"
 
 	"github.com/prometheus/client_golang/prometheus"
 )
 
 // Consumer-group lag: a group's (or named consumer's) committed offset
-// of a partition against the partition's high watermark. The committed
-// offsets are in every node's applied metadata; a high watermark is
-// known on the partition's primary. So /metrics serves, on each node,
-// the lag of the partitions this node leads, and the cluster's lag of a
-// group is the sum over nodes, as for partitions_offline: a scrape asks
-// each of this node's shards once and no other node. The HTTP API
-// (cluster/httpapi, groups.go) gathers the watermarks from every primary
-// instead, as its partition listing does.
+// of a partition against the partition's high watermark. A group's
+// committed offsets are held by its coordinator, the primary of its
+// __groups partition (groups_log.go; the metadata group keeps only what
+// was committed before groups moved there, read as a fallback); a high
+// watermark is known to the partition's replicas. So /metrics serves, on
+// each node, the lag of the groups this node coordinates, against the
+// high watermarks of the partitions it holds a replica of (a follower's
+// trails its primary's by a round trip): each group is reported by one
+// node, and a scrape asks each of this node's shards once and no other
+// node. A partition this node holds no replica of is left out. The HTTP
+// API (cluster/httpapi, groups.go) asks every primary instead, as its
+// partition listing does.
 
 // groupLagScrapeTimeout bounds the scrape's wait for the metadata shard
 // and the shards' watermarks: a shard that does not answer in time
@@ -36,7 +42,7 @@ var errGroupLagTimeout = errors.New("node: the metadata shard did not answer the
 // groupOffsets is one consumer's committed offsets.
 type groupOffsets struct {
 	name    string
-	offsets []metadata.OffsetEntry
+	offsets []service.CommittedOffset
 }
 
 // onMetaState runs read on the metadata shard with the applied state
@@ -62,38 +68,78 @@ func (n *Node) onMetaState(ctx context.Context, read func(st *metadata.State)) e
 	}
 }
 
-// committedGroups reads the committed offsets of the first groupsMax
-// consumers by name, and how many consumers have offsets in all.
-func (n *Node) committedGroups(ctx context.Context, groupsMax int) ([]groupOffsets, int, error) {
-	var groups []groupOffsets
-	total := 0
-	err := n.onMetaState(ctx, func(st *metadata.State) {
+// coordinatedGroups reads the committed offsets of the first groupsMax
+// groups by name that this node coordinates, and how many it
+// coordinates in all. A group is one its loaded coordinators hold, or a
+// name with offsets only in the metadata group whose coordinator this
+// node is; its offsets are the coordinator's, with the metadata group's
+// filling the partitions the coordinator has none of, as
+// FetchGroupOffsets answers them.
+func (n *Node) coordinatedGroups(ctx context.Context, groupsMax int) ([]groupOffsets, int, error) {
+	r := n.groups
+	if r == nil {
+		return nil, 0, nil
+	}
+	coordOf := map[string]*groups.Coordinator{}
+	for _, c := range r.loadedCoordinators() {
+		for _, d := range c.List() {
+			coordOf[d.Name] = c
+		}
+	}
+	var old []string
+	if err := n.onMetaState(ctx, func(st *metadata.State) {
+		if st != nil {
+			old = st.Consumers()
+		}
+	}); err != nil {
+		return nil, 0, err
+	}
+	for _, name := range old {
+		if coordOf[name] == nil {
+			if c, err := r.coordinatorOf(name); err == nil {
+				coordOf[name] = c
+			}
+		}
+	}
+	names := make([]string, 0, len(coordOf))
+	for name := range coordOf {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	names = names[:min(len(names), groupsMax)]
+	oldOffs := make([][]service.CommittedOffset, len(names))
+	if err := n.onMetaState(ctx, func(st *metadata.State) {
 		if st == nil {
 			return
 		}
-		names := st.Consumers()
-		total = len(names)
-		for _, name := range names[:min(len(names), groupsMax)] {
-			groups = append(groups, groupOffsets{name: name, offsets: st.CommittedAll(name)})
+		for i, name := range names {
+			for _, e := range st.CommittedAll(name) {
+				oldOffs[i] = append(oldOffs[i], service.CommittedOffset{Topic: e.Topic, Partition: e.Partition, TopicID: e.TopicID,
+					Offset: e.Offset, Metadata: e.Metadata})
+			}
 		}
-	})
-	if err != nil {
+	}); err != nil {
 		return nil, 0, err
 	}
-	return groups, total, nil
+	out := make([]groupOffsets, len(names))
+	for i, name := range names {
+		out[i] = groupOffsets{name: name, offsets: mergeGroupOffsets(coordOf[name].Offsets(name, nil), oldOffs[i], true)}
+	}
+	return out, len(coordOf), nil
 }
 
-// ledWatermark is a partition this node leads: its topic's id and high
-// watermark.
-type ledWatermark struct {
+// heldWatermark is a partition this node holds a replica of: its
+// topic's id and the replica's high watermark.
+type heldWatermark struct {
 	topicID metadata.TopicID
 	hw      int64
 }
 
-// ledWatermarks are the high watermarks of the partitions among keys
-// that this node leads, asked of each owning shard once; a shard that
-// does not answer within ctx leaves its partitions out.
-func (n *Node) ledWatermarks(ctx context.Context, keys []metadata.OffsetKey) map[metadata.OffsetKey]ledWatermark {
+// heldWatermarks are the high watermarks of the partitions among keys
+// that this node holds a replica of (leads or follows), asked of each
+// owning shard once; a shard that does not answer within ctx leaves its
+// partitions out.
+func (n *Node) heldWatermarks(ctx context.Context, keys []metadata.OffsetKey) map[metadata.OffsetKey]heldWatermark {
 	view := n.view.Load()
 	byShard := map[int][]metadata.OffsetKey{}
 	for _, k := range keys {
@@ -104,7 +150,7 @@ func (n *Node) ledWatermarks(ctx context.Context, keys []metadata.OffsetKey) map
 		i := n.shardOf(t.ID, k.Partition)
 		byShard[i] = append(byShard[i], k)
 	}
-	type answer map[metadata.OffsetKey]ledWatermark
+	type answer map[metadata.OffsetKey]heldWatermark
 	ch := make(chan answer, len(byShard)) // buffered: a late answer never blocks its shard
 	asked := 0
 	for i, ks := range byShard {
@@ -113,7 +159,7 @@ func (n *Node) ledWatermarks(ctx context.Context, keys []metadata.OffsetKey) map
 			asked++
 		}
 	}
-	out := map[metadata.OffsetKey]ledWatermark{}
+	out := map[metadata.OffsetKey]heldWatermark{}
 	for range asked {
 		select {
 		case a := <-ch:
@@ -127,19 +173,19 @@ func (n *Node) ledWatermarks(ctx context.Context, keys []metadata.OffsetKey) map
 	return out
 }
 
-// shardWatermarks reads, on sh, the high watermarks of the partitions
-// among keys that sh's replicas lead.
+// shardWatermarks reads, on sh, the high watermarks of sh's replicas of
+// the partitions among keys, primaries and followers alike.
 // REQUIRES: running on sh.
-func (n *Node) shardWatermarks(sh *shard.Shard, view *View, keys []metadata.OffsetKey) map[metadata.OffsetKey]ledWatermark {
-	out := map[metadata.OffsetKey]ledWatermark{}
+func (n *Node) shardWatermarks(sh *shard.Shard, view *View, keys []metadata.OffsetKey) map[metadata.OffsetKey]heldWatermark {
+	out := map[metadata.OffsetKey]heldWatermark{}
 	h := n.hosts[sh.ID()]
 	if h == nil {
 		return out
 	}
 	for _, k := range keys {
 		t := view.Topics[k.Topic]
-		if r := h.Get(shardKey(t.ID, k.Partition)); r != nil && r.IsPrimary() {
-			out[k] = ledWatermark{topicID: t.ID, hw: r.HighWatermark()}
+		if r := h.Get(shardKey(t.ID, k.Partition)); r != nil {
+			out[k] = heldWatermark{topicID: t.ID, hw: r.HighWatermark()}
 		}
 	}
 	return out
@@ -150,10 +196,10 @@ func (n *Node) shardWatermarks(sh *shard.Shard, view *View, keys []metadata.Offs
 // (a commit past the end is possible after a truncation).
 func groupLagOf(committed, hw int64) int64 { return max(hw-committed, 0) }
 
-// groupLagCollector serves the lag of the consumers' committed offsets
-// on the partitions this node leads, bounded by seriesMax
-// (http.group_lag_series_max): the totals of the first seriesMax groups
-// by name, and at most seriesMax group and partition series.
+// groupLagCollector serves the lag of the groups this node coordinates
+// on the partitions it holds a replica of, bounded by seriesMax
+// (http.group_lag_series_max): the totals of the first seriesMax of its
+// groups by name, and at most seriesMax group and partition series.
 type groupLagCollector struct {
 	n         *Node
 	seriesMax int
@@ -161,13 +207,13 @@ type groupLagCollector struct {
 
 var (
 	groupLagDesc = prometheus.NewDesc("corestream_group_lag_records",
-		"Records between a consumer group's (or named consumer's) committed offsets and the high watermarks, summed over the partitions this node leads; sum by group over nodes for the group's lag.",
+		"Records between a consumer group's (or named consumer's) committed offsets and the high watermarks, summed over its partitions this node holds a replica of; served by the group's coordinator only (one node per group).",
 		[]string{"group"}, nil)
 	groupPartitionLagDesc = prometheus.NewDesc("corestream_group_partition_lag_records",
-		"Records between a group's committed offset of a partition this node leads and its high watermark.",
+		"Records between a group's committed offset of a partition and the partition's high watermark, on the group's coordinator, for the partitions it holds a replica of (a follower's high watermark trails the primary's); a partition without a replica on this node is left out.",
 		[]string{"group", "topic", "partition"}, nil)
 	groupLagOmittedDesc = prometheus.NewDesc("corestream_group_lag_series_omitted",
-		"Group lag series this node left out of the scrape by http.group_lag_series_max (groups past the bound, partitions past it).",
+		"Group lag series this node left out of the scrape by http.group_lag_series_max, of the groups it coordinates (groups past the bound, partitions past it); sum over nodes for the cluster's.",
 		nil, nil)
 )
 
@@ -210,14 +256,14 @@ type groupPartitionLag struct {
 	lag          int64
 }
 
-// groupLagSeries computes the lag series of the partitions this node
-// leads, within seriesMax.
+// groupLagSeries computes the lag series of the groups this node
+// coordinates on the partitions it holds, within seriesMax.
 func (n *Node) groupLagSeries(ctx context.Context, seriesMax int) groupLagSet {
 	var out groupLagSet
 	if seriesMax <= 0 || n.group == nil {
 		return out
 	}
-	groups, total, err := n.committedGroups(ctx, seriesMax)
+	groups, total, err := n.coordinatedGroups(ctx, seriesMax)
 	if err != nil {
 		return out
 	}
@@ -226,31 +272,32 @@ func (n *Node) groupLagSeries(ctx context.Context, seriesMax int) groupLagSet {
 	var keys []metadata.OffsetKey
 	for _, g := range groups {
 		for _, e := range g.offsets {
-			if !seen[e.OffsetKey] {
-				seen[e.OffsetKey] = true
-				keys = append(keys, e.OffsetKey)
+			k := metadata.OffsetKey{Topic: e.Topic, Partition: e.Partition}
+			if e.Offset >= 0 && !seen[k] {
+				seen[k] = true
+				keys = append(keys, k)
 			}
 		}
 	}
-	hws := n.ledWatermarks(ctx, keys)
+	hws := n.heldWatermarks(ctx, keys)
 	for _, g := range groups {
 		var sum int64
-		led := false
+		held := false
 		for _, e := range g.offsets {
-			w, ok := hws[e.OffsetKey]
-			if !ok || (!e.TopicID.IsZero() && e.TopicID != w.topicID) {
+			w, ok := hws[metadata.OffsetKey{Topic: e.Topic, Partition: e.Partition}]
+			if !ok || e.Offset < 0 || (!e.TopicID.IsZero() && e.TopicID != w.topicID) {
 				continue
 			}
 			lag := groupLagOf(e.Offset, w.hw)
 			sum += lag
-			led = true
+			held = true
 			if len(out.partitions) < seriesMax {
 				out.partitions = append(out.partitions, groupPartitionLag{group: g.name, topic: e.Topic, partition: e.Partition, lag: lag})
 			} else {
 				out.omitted++
 			}
 		}
-		if led {
+		if held {
 			out.groups = append(out.groups, groupLagTotal{name: g.name, lag: sum})
 		}
 	}
@@ -258,42 +305,39 @@ func (n *Node) groupLagSeries(ctx context.Context, seriesMax int) groupLagSet {
 }
 
 // groupsSource is the node's side of the HTTP API's groups routes
-// (httpapi.GroupsSource): the names come from the applied metadata and
-// this node's coordinator, membership from the coordinator.
+// (httpapi.GroupsSource): this node's coordinators, and the names with
+// offsets in the applied metadata from before groups moved to __groups.
 type groupsSource struct{ n *Node }
 
-// GroupNames implements httpapi.GroupsSource.
-func (g groupsSource) GroupNames(ctx context.Context) ([]string, error) {
-	var consumers []string
+// OwnGroups implements httpapi.GroupsSource.
+func (g groupsSource) OwnGroups() []string {
+	var out []string
+	if r := g.n.groups; r != nil {
+		for _, c := range r.loadedCoordinators() {
+			for _, d := range c.List() {
+				out = append(out, d.Name)
+			}
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
+// OldGroupNames implements httpapi.GroupsSource.
+func (g groupsSource) OldGroupNames(ctx context.Context) ([]string, error) {
+	var out []string
 	if err := g.n.onMetaState(ctx, func(st *metadata.State) {
 		if st != nil {
-			consumers = st.Consumers()
+			out = st.Consumers()
 		}
 	}); err != nil {
 		return nil, err
 	}
-	names := make(map[string]bool, len(consumers))
-	for _, c := range consumers {
-		names[c] = true
-	}
-	if r := g.n.groups; r != nil {
-		for _, c := range r.loadedCoordinators() {
-			for _, d := range c.List() {
-				names[d.Name] = true
-			}
-		}
-	}
-	out := make([]string, 0, len(names))
-	for name := range names {
-		out = append(out, name)
-	}
-	sort.Strings(out)
 	return out, nil
 }
 
 // GroupMembers implements httpapi.GroupsSource: the group as this
-// node's coordinator holds it, when this node is the metadata primary
-// (the coordinator of every group).
+// node's coordinator holds it, when this node coordinates it.
 func (g groupsSource) GroupMembers(name string) (httpapi.GroupMembership, bool) {
 	r := g.n.groups
 	if r == nil {

@@ -2,13 +2,19 @@ package node
 
 import (
 	"encoding/json"
+	"fmt"
 	"net/http"
+	"slices"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
+	"github.com/corestream/corestream/client"
+
 	"github.com/corestream/corestream/cluster/config"
 	"github.com/corestream/corestream/cluster/service"
+	"github.com/corestream/corestream/netio/wire"
 	dto "github.com/prometheus/client_model/go"
 )
 
@@ -34,17 +40,7 @@ func lagFixture(t *testing.T, mutate func(*config.Config)) (*testNode, [2]int64)
 	}
 	commit := func(group string, offs ...service.OffsetCommit) {
 		t.Helper()
-		entries, err := await(func(done func([]error, error)) {
-			s.CommitOffsets(nil, &service.CommitOffsetsRequest{Consumer: group, Offsets: offs}, done)
-		})
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, e := range entries {
-			if e != nil {
-				t.Fatal(e)
-			}
-		}
+		commitWait(t, []service.Service{s}, group, offs...)
 	}
 	commit("g1", service.OffsetCommit{Topic: "lagged", Partition: 0, Offset: 1}, service.OffsetCommit{Topic: "lagged", Partition: 1, Offset: 2})
 	commit("g2", service.OffsetCommit{Topic: "lagged", Partition: 0, Offset: 0})
@@ -62,6 +58,29 @@ func lagFixture(t *testing.T, mutate func(*config.Config)) (*testNode, [2]int64)
 		t.Fatalf("high watermarks %v after 5 and 2 records", hw)
 	}
 	return n, hw
+}
+
+// commitWait commits offs for group through whichever of svcs
+// coordinates it, retrying while the group's coordinator is being made
+// (the internal topic created, a partition loading, an election).
+func commitWait(t *testing.T, svcs []service.Service, group string, offs ...service.OffsetCommit) {
+	t.Helper()
+	clusterWait(t, 30*time.Second, "a commit of group "+group, func() bool {
+		for _, s := range svcs {
+			entries, err := await(func(done func([]error, error)) {
+				s.CommitOffsets(nil, &service.CommitOffsetsRequest{Consumer: group, Offsets: offs}, done)
+			})
+			if err == nil {
+				for _, e := range entries {
+					if e != nil {
+						t.Fatalf("commit of group %s: %v", group, e)
+					}
+				}
+				return true
+			}
+		}
+		return false
+	})
 }
 
 // lagSeries reads the lag families of a scrape: group totals by group,
@@ -127,6 +146,62 @@ func TestMetricGroupLagBounded(t *testing.T) {
 	}
 }
 
+// In a cluster each group's lag is on its coordinator's /metrics only,
+// the primary of its __groups partition: groups committed through the
+// SDK after groups moved there (their offsets are not in the metadata
+// group) show there, against every partition's high watermark (each
+// node holds a replica of each), and on no other node.
+func TestMetricGroupLagCluster(t *testing.T) {
+	tc := startCluster(t, 3, nil)
+	ctx, cl := tc.dial(t, 90*time.Second)
+	createTopic(t, ctx, cl, client.TopicSpec{Name: "lc", Partitions: 2, ReplicationFactor: 3})
+	produceAll(t, ctx, cl, "lc", 0, 60)
+	var hw [2]int64
+	for p := range hw {
+		d, err := cl.DescribePartition(ctx, "lc", int32(p))
+		if err != nil {
+			t.Fatal(err)
+		}
+		hw[p] = d.HighWatermark
+	}
+	names := []string{"lag-a", "lag-b", "lag-c", "lag-d", "lag-e", "lag-f"}
+	coordinator := map[string]int32{}
+	for i, name := range names {
+		offs := []wire.OffsetCommit{{Topic: "lc", Partition: 0, Offset: int64(i)}, {Topic: "lc", Partition: 1, Offset: 1}}
+		clusterWait(t, 30*time.Second, "a commit of "+name, func() bool { return cl.CommitOffsets(ctx, name, offs) == nil })
+		fc, err := cl.FindCoordinator(ctx, name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		coordinator[name] = fc.NodeID
+	}
+	var got string
+	clusterWait(t, 30*time.Second, "each group's lag on its coordinator only", func() bool {
+		reported := map[string][]int32{}
+		ok := true
+		var b strings.Builder
+		for i, n := range tc.nodes {
+			groups, parts, omitted := lagSeries(scrape(t, n))
+			fmt.Fprintf(&b, "node %d: %v %v omitted %v; ", i+1, groups, parts, omitted)
+			for g, lag := range groups {
+				reported[g] = append(reported[g], int32(i+1))
+				j := slices.Index(names, g)
+				want0, want1 := float64(hw[0]-int64(j)), float64(hw[1]-1)
+				if j < 0 || lag != want0+want1 || parts[g+"/lc/0"] != want0 || parts[g+"/lc/1"] != want1 {
+					ok = false
+				}
+			}
+			ok = ok && omitted == 0
+		}
+		for _, name := range names {
+			ok = ok && slices.Equal(reported[name], []int32{coordinator[name]})
+		}
+		got = b.String()
+		return ok
+	})
+	t.Logf("coordinators %v; %s", coordinator, got)
+}
+
 // GET /v1/groups lists the groups with their partitions and total lag,
 // filtered and paged; GET /v1/groups/{group} answers committed, end and
 // lag per partition; an unknown group is 404 UNKNOWN_CONSUMER.
@@ -173,7 +248,9 @@ func TestHTTPGroups(t *testing.T) {
 	if code != http.StatusOK || json.Unmarshal(raw, &detail) != nil {
 		t.Fatalf("GET /v1/groups/g1: %d %s", code, raw)
 	}
-	if detail.Lag != g1 || len(detail.Partitions) != 2 || detail.Members != nil {
+	// Committed without joining (a named consumer's commits): the
+	// coordinator holds the group, Empty and without members.
+	if detail.Lag != g1 || len(detail.Partitions) != 2 || len(detail.Members) != 0 {
 		t.Fatalf("GET /v1/groups/g1: %s", raw)
 	}
 	for i, want := range []struct{ committed, end, lag int64 }{{1, hw[0], hw[0] - 1}, {2, hw[1], hw[1] - 2}} {
@@ -182,7 +259,12 @@ func TestHTTPGroups(t *testing.T) {
 			t.Errorf("partition %d: %s", i, raw)
 		}
 	}
-	code, _, raw = httpRaw(t, "GET", base+"/v1/groups/nobody", "", nil)
+	// Asked of its coordinator once that partition of __groups has one
+	// (503 COORDINATOR_NOT_AVAILABLE until then).
+	clusterWait(t, 20*time.Second, "an answer on nobody's coordinator", func() bool {
+		code, _, raw = httpRaw(t, "GET", base+"/v1/groups/nobody", "", nil)
+		return code != http.StatusServiceUnavailable
+	})
 	if c, _, _ := errorOf(t, raw); code != http.StatusNotFound || c != "UNKNOWN_CONSUMER" {
 		t.Fatalf("GET /v1/groups/nobody: %d %s", code, raw)
 	}
@@ -193,10 +275,12 @@ func TestHTTPGroups(t *testing.T) {
 	}
 }
 
-// In a cluster the groups routes run on the metadata primary, the
-// groups' coordinator: asked of any node they are forwarded there (the
-// answer names it as coordinator and was served by it), and every node
-// answers the same lag, gathered from the partitions' primaries.
+// In a cluster a group is described by its coordinator, the primary of
+// its __groups partition: asked of any node, GET /v1/groups/{group} is
+// forwarded there (the answer names it and was served by it) with the
+// offsets committed after groups moved to __groups, members included;
+// GET /v1/groups, asked of any node, lists the groups of every node's
+// coordinators, each with its coordinator and lag.
 func TestHTTPGroupsForwardedToCoordinator(t *testing.T) {
 	ports := freePorts(t, 3)
 	tc := startCluster(t, 3, func(c *config.Config) {
@@ -218,34 +302,111 @@ func TestHTTPGroupsForwardedToCoordinator(t *testing.T) {
 			return code == http.StatusOK
 		})
 	}
-	clusterWait(t, 20*time.Second, "a commit on the metadata primary", func() bool {
-		for _, n := range tc.nodes {
-			entries, err := await(func(done func([]error, error)) {
-				n.svc.CommitOffsets(nil, &service.CommitOffsetsRequest{Consumer: "web-readers",
-					Offsets: []service.OffsetCommit{{Topic: "web", Partition: 0, Offset: 1}, {Topic: "web", Partition: 1, Offset: 2}}}, done)
+	svcs := make([]service.Service, len(tc.nodes))
+	for i, n := range tc.nodes {
+		svcs[i] = n.svc
+	}
+	// Groups on more than one coordinator: each name is its own
+	// partition of __groups, and the partitions' primaries spread over
+	// the nodes.
+	names := []string{"web-a", "web-b", "web-c", "web-d", "web-e", "web-f"}
+	for _, name := range names {
+		commitWait(t, svcs, name, service.OffsetCommit{Topic: "web", Partition: 0, Offset: 1}, service.OffsetCommit{Topic: "web", Partition: 1, Offset: 2})
+	}
+	coordinator := map[string]int32{}
+	for _, name := range names {
+		clusterWait(t, 20*time.Second, "every node to name the coordinator of "+name, func() bool {
+			var ids []int32
+			for _, n := range tc.nodes {
+				c, err := n.svc.FindCoordinator(name)
+				if err != nil {
+					return false
+				}
+				ids = append(ids, c.NodeID)
+			}
+			coordinator[name] = ids[0]
+			return ids[1] == ids[0] && ids[2] == ids[0]
+		})
+	}
+	// And a group with a member (it reads "web" and commits as it goes).
+	ctx, _ := tc.dial(t, 90*time.Second)
+	startSDKMember(t, ctx, tc.brokers(), "web-members", "web", "m1", newGroupLedger(), 3*time.Second)
+	var lag float64
+	for _, name := range names {
+		for i := range tc.nodes {
+			var body map[string]any
+			var hdr http.Header
+			clusterWait(t, 20*time.Second, name+" on node "+strconv.Itoa(i+1), func() bool {
+				code, h, raw := httpRaw(t, "GET", base(i)+"/v1/groups/"+name, "", nil)
+				hdr = h
+				return code == http.StatusOK && json.Unmarshal(raw, &body) == nil && body["end_unknown"] == float64(0)
 			})
-			if err == nil && entries[0] == nil && entries[1] == nil {
-				return true
+			c := coordinator[name]
+			if body["coordinator_id"] != float64(c) || (int32(i+1) != c && hdr.Get("X-Corestream-Served-By") != strconv.Itoa(int(c))) {
+				t.Fatalf("%s on node %d: answered %v, served by %q; want its coordinator %d", name, i+1, body, hdr.Get("X-Corestream-Served-By"), c)
+			}
+			if lag == 0 {
+				lag = body["lag"].(float64)
+			}
+			if body["lag"] != lag || lag <= 0 {
+				t.Fatalf("%s on node %d: lag %v, want %v (every group committed the same, positive)", name, i+1, body["lag"], lag)
 			}
 		}
-		return false
-	})
-	lead, _ := tc.nodes[0].metaRoute()
-	var lags []float64
-	for i := range tc.nodes {
-		var body map[string]any
-		var hdr http.Header
-		clusterWait(t, 20*time.Second, "the group on node "+strconv.Itoa(i+1), func() bool {
-			code, h, raw := httpRaw(t, "GET", base(i)+"/v1/groups/web-readers", "", nil)
-			hdr = h
-			return code == http.StatusOK && json.Unmarshal(raw, &body) == nil && body["end_unknown"] == float64(0)
-		})
-		if body["coordinator_id"] != float64(lead) || (int32(i+1) != lead && hdr.Get("X-Corestream-Served-By") != strconv.Itoa(int(lead))) {
-			t.Fatalf("node %d answered %v, served by %q; want the metadata primary %d", i+1, body, hdr.Get("X-Corestream-Served-By"), lead)
+	}
+	clusterWait(t, 30*time.Second, "web-members with its member, described on any node", func() bool {
+		for i := range tc.nodes {
+			var body struct {
+				Members []GroupMemberJSON `json:"members"`
+				State   *string           `json:"state"`
+			}
+			code, _, raw := httpRaw(t, "GET", base(i)+"/v1/groups/web-members", "", nil)
+			if code != http.StatusOK || json.Unmarshal(raw, &body) != nil || len(body.Members) != 1 || body.Members[0].ClientID != "m1" {
+				return false
+			}
 		}
-		lags = append(lags, body["lag"].(float64))
+		return true
+	})
+	type listed struct {
+		Group         string  `json:"group"`
+		CoordinatorID int32   `json:"coordinator_id"`
+		Lag           float64 `json:"lag"`
+		Members       *int    `json:"members"`
+		Error         *string `json:"error"`
 	}
-	if lags[0] <= 0 || lags[1] != lags[0] || lags[2] != lags[0] {
-		t.Fatalf("the nodes answered lags %v; want one positive lag", lags)
+	for i := range tc.nodes {
+		var list struct {
+			Total           int      `json:"total"`
+			NodesUnanswered []int32  `json:"nodes_unanswered"`
+			Groups          []listed `json:"groups"`
+		}
+		code, _, raw := httpRaw(t, "GET", base(i)+"/v1/groups?filter=web-&limit=1000", "", nil)
+		if code != http.StatusOK || json.Unmarshal(raw, &list) != nil {
+			t.Fatalf("GET /v1/groups on node %d: %d %s", i+1, code, raw)
+		}
+		if list.Total != len(names)+1 || len(list.Groups) != list.Total || len(list.NodesUnanswered) != 0 {
+			t.Fatalf("GET /v1/groups on node %d: %s; want %v and web-members, every node answering", i+1, raw, names)
+		}
+		for j, g := range list.Groups {
+			if g.Group == "web-members" {
+				if g.Members == nil || *g.Members != 1 || g.Error != nil {
+					t.Errorf("node %d listed %+v; want one member", i+1, g)
+				}
+				continue
+			}
+			if g.Group != names[j] || g.CoordinatorID != coordinator[g.Group] || g.Lag != lag || g.Error != nil {
+				t.Errorf("node %d listed %+v; want %s coordinated by node %d with lag %v", i+1, g, names[j], coordinator[names[j]], lag)
+			}
+		}
+		code, _, raw = httpRaw(t, "GET", base(i)+"/v1/groups?filter=web-&offset=2&limit=2", "", nil)
+		if code != http.StatusOK || json.Unmarshal(raw, &list) != nil || list.Total != len(names)+1 || len(list.Groups) != 2 ||
+			list.Groups[0].Group != names[2] || list.Groups[1].Group != names[3] {
+			t.Fatalf("GET /v1/groups?offset=2&limit=2 on node %d: %d %s", i+1, code, raw)
+		}
 	}
+	t.Logf("coordinators %v", coordinator)
+}
+
+// GroupMemberJSON is one member in a group's description.
+type GroupMemberJSON struct {
+	ClientID string `json:"client_id"`
 }

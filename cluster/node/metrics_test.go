@@ -151,11 +151,7 @@ func TestMetricDocs(t *testing.T) {
 		n.svc.Fetch(nil, &service.FetchRequest{PartitionRef: service.PartitionRef{Topic: "missing", Generation: service.GenerationUnknown}}, done)
 	})
 	svcCreate(t, n.svc, "documented", 1)
-	if _, err := await(func(done func([]error, error)) {
-		n.svc.CommitOffsets(nil, &service.CommitOffsetsRequest{Consumer: "docs", Offsets: []service.OffsetCommit{{Topic: "documented", Offset: 0}}}, done)
-	}); err != nil {
-		t.Fatal(err)
-	}
+	commitWait(t, []service.Service{n.svc}, "docs", service.OffsetCommit{Topic: "documented", Offset: 0})
 	fams := scrape(t, n.Node)
 	table, err := os.ReadFile("../../docs/operations.md")
 	if err != nil {

@@ -278,8 +278,9 @@ async function pollPartitions() {
 
 // The consumer groups: one page of GET /v1/groups (filtered by name on
 // the node), and the partitions of the group clicked, from GET
-// /v1/groups/{group}. A null figure (no coordinator answer, a primary
-// that did not answer) shows as "–".
+// /v1/groups/{group}, both answered by each group's coordinator. A null
+// figure (no coordinator answer, a primary that did not answer) shows
+// as "–".
 const groupsPageSize = 100;
 let selectedGroup = "";
 const orDash = (v) => (v === null || v === undefined ? "–" : esc(v));
@@ -298,7 +299,7 @@ function renderGroupDetail(g) {
   $("group-detail").hidden = false;
   $("group-detail-name").textContent = `${g.group}: lag ${g.lag}` + (g.end_unknown ? ` (${g.end_unknown} partitions unknown)` : "");
   $("group-members").textContent = g.members === null ?
-    "members: not known here (the coordinator, the metadata primary, did not answer, or the group has none)" :
+    `members: none (coordinator node ${g.coordinator_id} holds no such group: its offsets are from before groups moved to __groups)` :
     `${g.state}, generation ${g.generation}, ${g.members.length} member${g.members.length === 1 ? "" : "s"}: ` +
     g.members.map((m) => `${m.client_id} (${m.host})`).join(", ");
   $("group-partitions").tBodies[0].innerHTML = g.partitions.map((p) =>
