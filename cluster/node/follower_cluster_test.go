@@ -40,9 +40,21 @@ func TestClusterFollowerReadServedInTheRack(t *testing.T) {
 	if near == primary {
 		near = d.Topic.Partitions[0].Replicas[1]
 	}
-	clusterWait(t, 30*time.Second, "every replica in sync", func() bool {
+	// The primary names a follower once its own route holds it in the
+	// in-sync set, and the follower serves once its route (the primary's
+	// last announcement) holds it too; the cluster status, answered by
+	// the metadata primary, can say "in sync" before either. A follower
+	// that refuses on a stale set sends the consumer back to the primary
+	// for a second (client.followerRetryAfter), long enough here to read
+	// all 200 records from the primary, so the test starts reading once
+	// both routes agree.
+	inSyncAt := func(n *Node) bool {
+		rt, ok := n.routes.get(shardKey(d.Topic.ID, 0))
+		return ok && containsID(rt.inSync, near)
+	}
+	clusterWait(t, 30*time.Second, "the primary's and the follower's routes to hold the follower in sync", func() bool {
 		st, err := cl.ClusterStatus(ctx)
-		return err == nil && st.UnderReplicated == 0
+		return err == nil && st.UnderReplicated == 0 && inSyncAt(tc.nodes[primary-1]) && inSyncAt(tc.nodes[near-1])
 	})
 	before := tc.nodes[primary-1].svc.followerReads.Load()
 
@@ -75,8 +87,12 @@ func TestClusterFollowerReadServedInTheRack(t *testing.T) {
 	}
 	served := tc.nodes[near-1].svc.followerReads.Load()
 	if served == 0 || tc.nodes[primary-1].svc.followerReads.Load() != before {
-		t.Fatalf("follower reads served: node %d (the follower) %d, node %d (the primary) %d more",
-			near, served, primary, tc.nodes[primary-1].svc.followerReads.Load()-before)
+		all := map[int]uint64{}
+		for i, n := range tc.nodes {
+			all[i+1] = uint64(n.svc.followerReads.Load())
+		}
+		t.Fatalf("follower reads served: node %d (the follower) %d, node %d (the primary) %d more; every node's count: %v",
+			near, served, primary, tc.nodes[primary-1].svc.followerReads.Load()-before, all)
 	}
 	if m := tc.metricsSum(t); m["follower_reads_served_total"] < float64(served) {
 		t.Fatalf("follower_reads_served_total %v, want at least %d", m["follower_reads_served_total"], served)
