@@ -259,37 +259,39 @@ func checkReplay(t *testing.T, g *groupsCommitRun, wantCheckpoint bool) (int, ti
 	return records, took
 }
 
-// TestGroupsCheckpointFigures: __groups bytes on disk and the new
-// coordinator's replay after 300 commits of 50 partitions, with a
+// TestGroupsCheckpointFigures: __groups bytes on disk and the replay of
+// the partition after 300 and 1,200 commits of 50 partitions, with a
 // checkpoint every 2,000 records and without checkpoints.
 func TestGroupsCheckpointFigures(t *testing.T) {
 	if !*groupsCheckpointFiguresFlag {
 		t.Skip("a measurement: run with -groups-checkpoint-figures")
 	}
-	for _, every := range []int64{2000, 0} {
-		t.Run(fmt.Sprint("checkpoint every ", every), func(t *testing.T) {
-			g := startGroupsCommitRun(t, every)
-			for round := 0; round < 300; round++ {
-				g.commit(round)
-			}
-			if every > 0 {
-				clusterWait(t, 60*time.Second, "segments deleted", func() bool {
-					start, _, _, err := replicaLog(g.coordinator())
-					return err == nil && start > 0
-				})
-			}
-			_, size, segs, _ := replicaLog(g.coordinator())
-			records, took := checkReplay(t, g, every > 0)
-			coord := g.coordinator()
-			for i, n := range g.tc.nodes {
-				if n == coord {
-					stopped := time.Now()
-					g.tc.stopNode(i)
-					g.fetch()
-					t.Logf("checkpoint every %d records: __groups %d bytes in %d segments; replay of %d records %v; failover to offsets answered in %v",
-						every, size, segs, records, took.Round(time.Microsecond), time.Since(stopped).Round(time.Millisecond))
+	for _, rounds := range []int{300, 1200} {
+		for _, every := range []int64{2000, 0} {
+			t.Run(fmt.Sprintf("%d commits, checkpoint every %d", rounds, every), func(t *testing.T) {
+				g := startGroupsCommitRun(t, every)
+				for round := 0; round < rounds; round++ {
+					g.commit(round)
 				}
-			}
-		})
+				if every > 0 {
+					clusterWait(t, 60*time.Second, "segments deleted", func() bool {
+						start, _, _, err := replicaLog(g.coordinator())
+						return err == nil && start > 0
+					})
+				}
+				_, size, segs, _ := replicaLog(g.coordinator())
+				records, took := checkReplay(t, g, every > 0)
+				coord := g.coordinator()
+				for i, n := range g.tc.nodes {
+					if n == coord {
+						stopped := time.Now()
+						g.tc.stopNode(i)
+						g.fetch()
+						t.Logf("%d commits, checkpoint every %d records: __groups %d bytes in %d segments; replay of %d records %v; failover to offsets answered in %v",
+							rounds, every, size, segs, records, took.Round(time.Microsecond), time.Since(stopped).Round(time.Millisecond))
+					}
+				}
+			})
+		}
 	}
 }
