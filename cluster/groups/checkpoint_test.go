@@ -219,3 +219,66 @@ func TestCheckpointTracker(t *testing.T) {
 		}
 	}
 }
+
+// TestCheckpointOfALargeState: a state above one Append's bound goes as
+// several Appends, in order, and a commit made while they are written
+// lands after the end marker, never between the markers.
+func TestCheckpointOfALargeState(t *testing.T) {
+	cfg := noDelay
+	cfg.CheckpointRecords, cfg.CheckpointBytes = 3000, 0 // due at the first commit after the 3,000 offsets
+	log := &memLog{}
+	c := NewLogged(cfg, log)
+	c.Loaded()
+	big := func(p int32, o int64) Offset {
+		x := off("t", p, o)
+		x.Metadata = string(make([]byte, 1000))
+		return x
+	}
+	for i := int32(0); i < 3000; i += 100 {
+		offs := make([]Offset, 100)
+		for j := range offs {
+			offs[j] = big(i+int32(j), 1)
+		}
+		commitG(t, c, t0, "g", "", -1, offs...)
+	}
+	log.hold = true
+	c.Commit(t0, "g", "", -1, []Offset{big(0, 2)}, func(error) {}) // due: the checkpoint goes first
+	c.Commit(t0, "g", "", -1, []Offset{big(1, 2)}, func(error) {})
+	for len(log.held) > 0 {
+		log.release(nil)
+	}
+	all := flat(log)
+	begins := completeBegins(all)
+	if len(begins) == 0 {
+		t.Fatal("no complete checkpoint")
+	}
+	if len(begins) != 1 {
+		t.Fatalf("complete checkpoints at %v, want one", begins)
+	}
+	b := begins[0]
+	chunks := 0
+	for i, n := 0, 0; i < len(log.batches); i++ {
+		if n >= b && n < b+3002 {
+			chunks++
+			if sz := (appendCall{recs: log.batches[i]}).bytes(); sz > checkpointChunkBytesMax {
+				t.Errorf("a checkpoint Append of %d bytes", sz)
+			}
+		}
+		n += len(log.batches[i])
+	}
+	if chunks < 3 {
+		t.Errorf("a checkpoint of about 3 MB went as %d Appends", chunks)
+	}
+	if got, want := string(all[b+3001].Key), checkpointEndKey; got != want {
+		t.Fatalf("record %d after the begin is %q, want the end marker", 3001, got)
+	}
+	if tail := all[b+3002:]; len(tail) != 2 {
+		t.Fatalf("%d records after the end marker, want the 2 commits made meanwhile", len(tail))
+	}
+	if got, want := view(replayed(t, [][]Record{all[b:]})), view(c); !reflect.DeepEqual(got, want) {
+		t.Fatal("the log from the checkpoint does not replay to the live state")
+	}
+	if o := c.Offsets("g", []TopicPartition{{"t", 0}, {"t", 1}}); o[0].Offset != 2 || o[1].Offset != 2 {
+		t.Fatalf("the commits made during the checkpoint: %+v", o)
+	}
+}
