@@ -197,7 +197,16 @@ type RetentionResult struct {
 // offset every consumer of interest still needs). The new log start offset
 // is persisted before any file is deleted.
 func (l *Log) ApplyRetention(limit int64) (RetentionResult, error) {
-	res, err := l.applyRetention(limit)
+	return l.ApplyRetentionBelow(limit, -1)
+}
+
+// ApplyRetentionBelow is ApplyRetention that also deletes, whatever the
+// bounds, every whole segment whose offsets all lie below below (a log
+// whose state is checkpointed keeps only what its newest complete
+// checkpoint needs). The active segment and the segment holding below
+// are kept.
+func (l *Log) ApplyRetentionBelow(limit, below int64) (RetentionResult, error) {
+	res, err := l.applyRetention(limit, below)
 	if prev := l.cleanupErr; prev != nil {
 		l.cleanupErr = nil
 		err = errors.Join(err, fmt.Errorf("removing segments an earlier retention dropped: %w", prev))
@@ -205,7 +214,7 @@ func (l *Log) ApplyRetention(limit int64) (RetentionResult, error) {
 	return res, err
 }
 
-func (l *Log) applyRetention(limit int64) (RetentionResult, error) {
+func (l *Log) applyRetention(limit, below int64) (RetentionResult, error) {
 	var res RetentionResult
 	if err := l.usable(); err != nil {
 		return res, err
@@ -219,13 +228,14 @@ func (l *Log) applyRetention(limit int64) (RetentionResult, error) {
 			break
 		}
 		bySize := l.cfg.RetentionBytes >= 0 && total-s.size >= l.cfg.RetentionBytes
+		byOffset := s.last < below
 		byAge := false
-		if l.cfg.RetentionMs >= 0 && !bySize {
+		if l.cfg.RetentionMs >= 0 && !bySize && !byOffset {
 			if err := l.loadIndex(s); err == nil && s.idx.maxTs != noTimestamp {
 				byAge = now-s.idx.maxTs > l.cfg.RetentionMs
 			}
 		}
-		if !bySize && !byAge {
+		if !bySize && !byAge && !byOffset {
 			break
 		}
 		total -= s.size

@@ -372,3 +372,39 @@ func TestWritebackSyncsInTheBackground(t *testing.T) {
 		l.Close()
 	}
 }
+
+// TestRetentionBelow: with unlimited bounds, ApplyRetentionBelow deletes
+// the whole segments below the offset and keeps the one holding it, and
+// the limit still holds it back.
+func TestRetentionBelow(t *testing.T) {
+	cfg := Config{SegmentBytes: 4096, RetentionBytes: -1, RetentionMs: -1, NowMs: func() int64 { return 10_000 }}
+	l := openLog(t, vfs.NewMem(), "/d", cfg, NewPwriteEngine())
+	fill(t, l, 100, constEpoch(1), func(i int) int64 { return int64(i) })
+	if res, err := l.ApplyRetention(1 << 40); err != nil || res.Segments != 0 {
+		t.Fatalf("unlimited bounds deleted %+v, %v", res, err)
+	}
+	segs := l.SegmentCount()
+	if segs < 4 {
+		t.Fatalf("%d segments, the test needs at least 4", segs)
+	}
+	below := int64(60)
+	if res, err := l.ApplyRetentionBelow(10, below); err != nil || l.LogStartOffset() > 10 {
+		t.Fatalf("the limit did not hold: %+v, %v, start %d", res, err, l.LogStartOffset())
+	}
+	res, err := l.ApplyRetentionBelow(1<<40, below)
+	if err != nil || res.Segments == 0 {
+		t.Fatalf("below %d: %+v, %v", below, res, err)
+	}
+	if start := l.LogStartOffset(); start > below || start == 0 {
+		t.Fatalf("log start %d after deleting below %d", start, below)
+	}
+	// A second pass at the same offset deletes nothing more.
+	if res, err := l.ApplyRetentionBelow(1<<40, below); err != nil || res.Segments != 0 {
+		t.Fatalf("second pass deleted %+v, %v", res, err)
+	}
+	spans, err := l.Read(below, 1<<20, 1<<40)
+	if err != nil || len(spans) == 0 {
+		t.Fatalf("read at %d: %v", below, err)
+	}
+	ReleaseSpans(spans)
+}

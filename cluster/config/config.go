@@ -149,6 +149,20 @@ const (
 	GroupsPartitionsMax = 256
 )
 
+// Defaults and bounds of cluster.groups_checkpoint_records and
+// cluster.groups_checkpoint_bytes.
+const (
+	// GroupsCheckpointRecordsDefault: a checkpoint per 10,000 commits
+	// keeps a replay to one state plus at most twice that many records.
+	GroupsCheckpointRecordsDefault = 10_000
+	// GroupsCheckpointRecordsMax bounds how far apart checkpoints may be.
+	GroupsCheckpointRecordsMax = 100_000_000
+	// GroupsCheckpointBytesDefault is 8 MiB of keys and values.
+	GroupsCheckpointBytesDefault = 8 << 20
+	// GroupsCheckpointBytesMax is 1 GiB.
+	GroupsCheckpointBytesMax = 1 << 30
+)
+
 // Cluster configures the roster and the consensus groups.
 type Cluster struct {
 	// Secret authenticates nodes to each other (challenge-response).
@@ -192,6 +206,16 @@ type Cluster struct {
 	// later change would move groups away from their state. Default 16,
 	// 1..256.
 	GroupsPartitions int `toml:"groups_partitions"`
+	// GroupsCheckpointRecords and GroupsCheckpointBytes: a groups
+	// coordinator writes a checkpoint of its partition's state (every
+	// live group and committed offset) once this many records, or this
+	// many bytes of keys and values, went to its __groups partition
+	// since the last one, so that every replica may delete the segments
+	// below it (docs/design/groups.md "Checkpoints"). 0 turns a bound
+	// off; both 0 turn checkpoints off and __groups grows forever.
+	// Defaults 10,000 records (0..100,000,000) and 8 MiB (0..1 GiB).
+	GroupsCheckpointRecords int64 `toml:"groups_checkpoint_records"`
+	GroupsCheckpointBytes   int64 `toml:"groups_checkpoint_bytes"`
 	// ReplicaLagTimeMaxMs is how long a follower may go without catching
 	// up to the primary's log end and still count as in sync (Kafka's
 	// replica.lag.time.max.ms).
@@ -378,7 +402,8 @@ func Default() Config {
 		Cluster: Cluster{DefaultReplicationFactor: All, HeartbeatIntervalMs: 100, ElectionTimeoutMs: 1000,
 			AutoLeaderRebalance: true, LeaderImbalancePercent: 10, LeaderBalanceIntervalMs: 30000,
 			ReplicaLagTimeMaxMs: 30000, LeaderImbalancePercentage: 10, LeaderImbalanceCheckIntervalMs: 30000,
-			ReassignConcurrency: 4, GroupsPartitions: GroupsPartitionsDefault, Coordinator: Coordinator{ReplicaConnectionsPerPeer: 1}},
+			ReassignConcurrency: 4, GroupsPartitions: GroupsPartitionsDefault,
+			GroupsCheckpointRecords: GroupsCheckpointRecordsDefault, GroupsCheckpointBytes: GroupsCheckpointBytesDefault, Coordinator: Coordinator{ReplicaConnectionsPerPeer: 1}},
 		Log:  Log{Level: "info"},
 		HTTP: HTTP{GroupLagSeriesMax: GroupLagSeriesMaxDefault},
 		Security: Security{Auth: AuthNone, TokenTTLMs: 3600 * 1000, LoginFailuresMax: 10, LoginFailureWindowMs: 60 * 1000,
@@ -521,6 +546,8 @@ func (c *Config) Validate() error {
 		inRange("cluster.reassign_concurrency", int64(c.Cluster.ReassignConcurrency), 1, 64),
 		inRange("cluster.reassign_throttle_bytes_per_second", c.Cluster.ReassignThrottleBytesPerSecond, 0, 1<<40),
 		inRange("cluster.groups_partitions", int64(c.Cluster.GroupsPartitions), 1, GroupsPartitionsMax),
+		inRange("cluster.groups_checkpoint_records", c.Cluster.GroupsCheckpointRecords, 0, GroupsCheckpointRecordsMax),
+		inRange("cluster.groups_checkpoint_bytes", c.Cluster.GroupsCheckpointBytes, 0, GroupsCheckpointBytesMax),
 		inRange("cluster.leader_imbalance_check_interval_ms", int64(c.Cluster.LeaderImbalanceCheckIntervalMs), 100, 24*3600*1000),
 		rack("node.rack", c.Node.Rack),
 		inRange("cluster.coordinator.replica_connections_per_peer", int64(c.Cluster.Coordinator.ReplicaConnectionsPerPeer), 1, ReplicaConnectionsPerPeerMax),

@@ -83,6 +83,8 @@ replication_addr = "127.0.0.1:6"
 		{"imbalance check too often", "[cluster]\nleader_imbalance_check_interval_ms = 5\n", "cluster.leader_imbalance_check_interval_ms: 5 is outside 100..86400000"},
 		{"groups partitions zero", "[cluster]\ngroups_partitions = 0\n", "cluster.groups_partitions: 0 is outside 1..256"},
 		{"groups partitions over max", "[cluster]\ngroups_partitions = 257\n", "cluster.groups_partitions: 257 is outside 1..256"},
+		{"groups checkpoint records negative", "[cluster]\ngroups_checkpoint_records = -1\n", "cluster.groups_checkpoint_records: -1 is outside 0..100000000"},
+		{"groups checkpoint bytes over max", "[cluster]\ngroups_checkpoint_bytes = 1073741825\n", "cluster.groups_checkpoint_bytes: 1073741825 is outside 0..1073741824"},
 		{"rack with a space", "[node]\nrack = \"rack a\"\n", "node.rack: \"rack a\" has a character"},
 		{"rack too long", "[node]\nrack = \"" + strings.Repeat("r", 256) + "\"\n", "node.rack: 256 bytes, at most 255"},
 		{"roster rack differs from node.rack", strings.Replace(strings.Replace(roster3, "[node]\nid = 1", "[node]\nid = 1\nrack = \"a\"", 1),

@@ -102,13 +102,18 @@ type Config struct {
 	// OffsetsMax bounds the partitions one group holds committed
 	// offsets for; a commit that would pass it is refused whole.
 	OffsetsMax int
+	// CheckpointRecords and CheckpointBytes: a coordinator writes a
+	// checkpoint of its state (checkpoint.go) once this many records,
+	// or this many bytes of keys and values, went to its log since the
+	// last one; 0 turns that bound off, both 0 turn checkpoints off.
+	CheckpointRecords, CheckpointBytes int64
 }
 
 // DefaultConfig is what a node uses.
 var DefaultConfig = Config{
 	SessionTimeoutMin: time.Second, SessionTimeoutMax: 30 * time.Minute,
 	MembersMax: 1000, GroupsMax: 100_000, InitialRebalanceDelay: 500 * time.Millisecond,
-	OffsetsMax: 100_000,
+	OffsetsMax: 100_000, CheckpointRecords: 10_000, CheckpointBytes: 8 << 20,
 }
 
 // Protocol is one assignor a member supports, with its metadata (the
@@ -192,6 +197,10 @@ type group struct {
 	rebalanceEnds, joinNotBefore time.Time
 	// offsets are the committed offsets whose records are durable.
 	offsets map[TopicPartition]Offset
+	// logged is the value of the newest group record queued for the
+	// log or replayed (nil: none since the group was made), which a
+	// checkpoint writes again.
+	logged []byte
 }
 
 // newGroup is an empty group.
@@ -225,6 +234,8 @@ type Coordinator struct {
 	outbox   []appendCall
 	flushing bool
 	inflight bool
+	// ckpt is the checkpoint writer's and replay's state (checkpoint.go).
+	ckpt checkpointState
 }
 
 // appendBytesMax bounds the keys and values of the appends merged into
@@ -246,6 +257,9 @@ type Log interface {
 type appendCall struct {
 	recs []Record
 	done func(error)
+	// checkpoint says recs are part of a checkpoint, which does not
+	// count towards the next one.
+	checkpoint bool
 }
 
 // New returns an empty coordinator that keeps its state in memory only.
@@ -291,6 +305,7 @@ func (c *Coordinator) flush() {
 			c.mu.Unlock()
 			return
 		}
+		c.maybeCheckpoint()
 		n, size := 0, 0
 		for _, a := range c.outbox {
 			s := a.bytes()
@@ -302,6 +317,7 @@ func (c *Coordinator) flush() {
 		batch := append([]appendCall(nil), c.outbox[:n]...)
 		c.outbox = c.outbox[n:]
 		c.inflight = true
+		c.countWritten(batch)
 		c.mu.Unlock()
 		var recs []Record
 		for _, a := range batch {
@@ -352,7 +368,15 @@ func (c *Coordinator) persist(recs []Record, done func(error)) {
 // persistGroup queues g's metadata record; nothing waits on it.
 // REQUIRES: c.mu held.
 func (c *Coordinator) persistGroup(g *group) {
-	c.persist([]Record{{Key: GroupKey(g.name), Value: encodeGroup(g.image())}}, nil)
+	c.persist([]Record{c.groupRecord(g)}, nil)
+}
+
+// groupRecord is g's metadata record, kept as the group's newest one
+// queued for the log: a checkpoint writes it again.
+// REQUIRES: c.mu held.
+func (c *Coordinator) groupRecord(g *group) Record {
+	g.logged = encodeGroup(g.image())
+	return Record{Key: GroupKey(g.name), Value: g.logged}
 }
 
 // image is what g's record holds.
@@ -380,6 +404,7 @@ func (c *Coordinator) Reset() {
 	}
 	c.groups = map[string]*group{}
 	c.epoch++
+	c.ckpt.serving = false // an empty state must never be written as a checkpoint
 	c.run()
 }
 
@@ -658,7 +683,7 @@ func (c *Coordinator) completeSync(g *group, now time.Time) {
 		}
 	}
 	epoch, gen := c.epoch, g.generation
-	c.persist([]Record{{Key: GroupKey(g.name), Value: encodeGroup(g.image())}}, func(err error) {
+	c.persist([]Record{c.groupRecord(g)}, func(err error) {
 		c.mu.Lock()
 		defer c.run()
 		if err != nil && c.epoch == epoch && c.groups[g.name] == g && g.generation == gen && g.state == Stable {

@@ -15,15 +15,26 @@ import (
 // member's session starting at now; an offset record sets one committed
 // offset; a tombstone removes what its key names. Replaying every
 // prefix of a log gives the state the coordinator had when it had
-// written that prefix. ErrCorruptRecord for a record it cannot read;
-// nothing is changed then.
+// written that prefix. A complete checkpoint resets the state to what
+// it holds, and one without its end changes nothing (checkpoint.go).
+// ErrCorruptRecord for a record it cannot read; nothing is changed then.
 func (c *Coordinator) Replay(now time.Time, rec Record) error {
 	c.mu.Lock()
 	defer c.run()
 	k := string(rec.Key)
 	switch {
-	case k == loadKey:
-		return nil
+	case k == loadKey, k == checkpointBeginKey, k == checkpointEndKey:
+		return c.replayCheckpointMarker(k, rec.Value)
+	case strings.HasPrefix(k, groupKeyPrefix), strings.HasPrefix(k, offsetKeyPrefix):
+		return c.replayInto(rec, func() error { return c.replayRecord(now, k, rec) })
+	}
+	return fmt.Errorf("%w: key %q is neither a group nor an offset", ErrCorruptRecord, k)
+}
+
+// replayRecord applies a group or offset record to c.groups.
+// REQUIRES: c.mu held.
+func (c *Coordinator) replayRecord(now time.Time, k string, rec Record) error {
+	switch {
 	case strings.HasPrefix(k, groupKeyPrefix):
 		name := k[len(groupKeyPrefix):]
 		if name == "" {
@@ -38,6 +49,7 @@ func (c *Coordinator) Replay(now time.Time, rec Record) error {
 			return fmt.Errorf("%w (key %q)", err, k)
 		}
 		c.replayGroup(now, name, im)
+		c.groups[name].logged = rec.Value
 		return nil
 	case strings.HasPrefix(k, offsetKeyPrefix):
 		name, tp, err := parseOffsetKey(k)
@@ -103,6 +115,7 @@ func (c *Coordinator) replayGroupTombstone(name string) {
 	if g == nil {
 		return
 	}
+	g.logged = nil
 	if len(g.offsets) == 0 {
 		delete(c.groups, name)
 		return

@@ -406,9 +406,19 @@ func FuzzReplay(f *testing.F) {
 	f.Add([]byte("group/g"), append(append([]byte{}, good...), 0xde, 0xad))
 	f.Add([]byte("offset/g/t/0"), encodeOffset(off("t", 0, 1<<62)))
 	f.Add([]byte("offset/g/t/0"), make([]byte, 1<<16))
+	f.Add([]byte(checkpointBeginKey), CheckpointBegin(1).Value)
+	f.Add([]byte(checkpointEndKey), CheckpointEnd(1, 0).Value)
+	f.Add([]byte(checkpointEndKey), CheckpointEnd(1, 0).Value[:9])
+	f.Add([]byte(checkpointEndKey), append(CheckpointEnd(1, 0).Value, 0))
 	f.Fuzz(func(t *testing.T, key, value []byte) {
 		c := New(noDelay)
 		_ = c.Replay(t0, Record{Key: key, Value: value})
+		// The same record inside a checkpoint, and to a tracker.
+		c = New(noDelay)
+		_ = c.Replay(t0, CheckpointBegin(1))
+		_ = c.Replay(t0, Record{Key: key, Value: value})
+		_ = c.Replay(t0, CheckpointEnd(1, 1))
+		NewCheckpointTracker().Observe(0, key, value)
 		if im, err := decodeGroup(value); err == nil {
 			if back := encodeGroup(im); string(back) != string(value) {
 				// Durations round to milliseconds; only values this

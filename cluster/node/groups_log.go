@@ -135,7 +135,9 @@ func (n *Node) newGroups() *groupsHost {
 	if parts <= 0 {
 		parts = config.GroupsPartitionsDefault // a config made without config.Default
 	}
-	return newGroupsHost(groupsHostDeps{self: int32(n.self), partitions: parts, cfg: groups.DefaultConfig,
+	cfg := groups.DefaultConfig
+	cfg.CheckpointRecords, cfg.CheckpointBytes = n.cfg.Cluster.GroupsCheckpointRecords, n.cfg.Cluster.GroupsCheckpointBytes
+	return newGroupsHost(groupsHostDeps{self: int32(n.self), partitions: parts, cfg: cfg,
 		metaPrimary: func() int32 { id, _ := n.metaRoute(); return id }, ready: n.metadataReady, addrOf: n.addrOf, kafkaAddrOf: n.kafkaAddrOf,
 		infof: n.log.Info})
 }
@@ -296,6 +298,7 @@ func (h *groupsHost) load(pt *groupsPart) {
 		records += len(recs)
 		next = nxt
 	}
+	pt.coord.Loaded()
 	pt.loaded.Store(true)
 	h.d.infof("groups: coordinating", "partition", pt.p, "generation", pt.gen, "records", records,
 		"load_ms", time.Since(start).Milliseconds())
@@ -481,11 +484,14 @@ func (l *groupsPartLog) appendWait(recs []groups.Record, gone <-chan struct{}) (
 var errGroupsPartitionGone = errors.New("node: no longer the primary of the groups partition")
 
 // fetchWait reads committed records from offset on, and the offset to
-// read next. Control batches (the consensus layer's) are skipped.
+// read next. Control batches (the consensus layer's) are skipped. An
+// offset below the log start (the segments below a checkpoint were
+// deleted: groups_checkpoint.go) answers no records and the log start.
 func (l *groupsPartLog) fetchWait(from int64, gone <-chan struct{}) ([]groups.Record, int64, error) {
 	type answer struct {
-		buf []byte
-		err error
+		buf   []byte
+		start int64
+		err   error
 	}
 	ch := make(chan answer, 1)
 	l.data.Fetch(nil, &service.FetchRequest{PartitionRef: l.ref(), Offset: from, MaxBytes: groupsLoadFetchBytesMax},
@@ -495,13 +501,16 @@ func (l *groupsPartLog) fetchWait(from int64, gone <-chan struct{}) ([]groups.Re
 				buf, err = res.Records.AppendTo(nil)
 				res.Records.Release()
 			}
-			ch <- answer{buf, err}
+			ch <- answer{buf, res.LogStartOffset, err}
 		})
 	var a answer
 	select {
 	case a = <-ch:
 	case <-gone:
 		return nil, from, errGroupsPartitionGone
+	}
+	if a.err != nil && a.start > from {
+		return nil, a.start, nil
 	}
 	if a.err != nil {
 		return nil, from, a.err
@@ -513,40 +522,15 @@ func (l *groupsPartLog) fetchWait(from int64, gone <-chan struct{}) ([]groups.Re
 // at or past from, and the offset after the last batch.
 func groupsRecords(buf []byte, from int64) ([]groups.Record, int64, error) {
 	var out []groups.Record
-	next := from
-	for len(buf) > 0 {
-		h, err := batch.ReadHeader(buf)
-		if err != nil {
-			return nil, from, fmt.Errorf("node: reading %s at offset %d: %w", metadata.GroupsTopic, next, err)
+	next, err := eachGroupsRecord(buf, from, func(_ int64, key, value []byte) {
+		rec := groups.Record{Key: append([]byte(nil), key...)}
+		if value != nil {
+			rec.Value = append([]byte{}, value...)
 		}
-		size := h.Size()
-		if size > len(buf) {
-			break // a partial batch at the end of the answer
-		}
-		if h.Attributes&batch.ControlBit == 0 {
-			var it batch.Records
-			if err := it.Reset(buf[:size]); err != nil {
-				return nil, from, fmt.Errorf("node: reading %s at offset %d: %w", metadata.GroupsTopic, h.BaseOffset, err)
-			}
-			for it.Next() {
-				r := it.Record()
-				if r.Offset < from {
-					continue
-				}
-				rec := groups.Record{Key: append([]byte(nil), r.Key...)}
-				if r.Value != nil {
-					rec.Value = append([]byte{}, r.Value...)
-				}
-				out = append(out, rec)
-			}
-			if err := it.Err(); err != nil {
-				return nil, from, fmt.Errorf("node: reading %s at offset %d: %w", metadata.GroupsTopic, h.BaseOffset, err)
-			}
-		}
-		if h.LastOffset()+1 > next {
-			next = h.LastOffset() + 1
-		}
-		buf = buf[size:]
+		out = append(out, rec)
+	})
+	if err != nil {
+		return nil, from, err
 	}
 	return out, next, nil
 }
@@ -608,8 +592,10 @@ type groupsTopicCreator interface {
 func (c *controller) createGroupsTopic(partitions int, done func(error)) {
 	roster, eligible := c.rosterIDs()
 	defRF := c.d.defaultRF.Resolve(len(roster))
-	// Unlimited retention: with no compaction yet, deleting old segments
-	// would lose the state of groups that last changed long ago.
+	// Unlimited time and size retention: deleting old segments by age
+	// would lose the state of groups that last changed long ago. The
+	// segments below a complete checkpoint go instead
+	// (groups_checkpoint.go).
 	cmd, err := c.state.PlanCreateTopic(metadata.CreateRequest{Name: metadata.GroupsTopic, Partitions: partitions,
 		Racks: c.rosterRacks(), Internal: true, Config: metadata.TopicConfig{RetentionMs: -1, RetentionBytes: -1}},
 		roster, eligible, defRF, time.Now().UnixMilli())

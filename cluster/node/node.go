@@ -84,6 +84,9 @@ type Node struct {
 	// groups coordinates consumer groups (svc_groups.go) for every front
 	// end; started with the service.
 	groups *groupsHost
+	// groupsScans find, per __groups replica, the newest complete
+	// checkpoint below which its retention deletes.
+	groupsScans groupsScans
 	// peers is the replication transport (nil on a single node).
 	peers Transport
 	// metaLoaded latches once the View holds everything committed this
@@ -413,7 +416,13 @@ func (n *Node) retentionLoop(sh *shard.Shard, every time.Duration) {
 			if r.Key() == shardKey(metaTopicID, 0) {
 				return // compacted after snapshots (snapshot.go), not by retention
 			}
-			res, err := r.ApplyRetention()
+			var res segment.RetentionResult
+			var err error
+			if r.Config().Topic == metadata.GroupsTopic {
+				res, err = n.groupsRetention(r) // below its newest checkpoint (groups_checkpoint.go)
+			} else {
+				res, err = r.ApplyRetention()
+			}
 			switch {
 			case err != nil && !errors.Is(err, partition.ErrClosed):
 				n.log.Warn("retention", "topic", r.Config().Topic, "partition", r.Config().Partition, "err", err)

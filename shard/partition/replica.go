@@ -383,6 +383,16 @@ func (r *Replica) ApplyRetentionUpTo(limit int64) (segment.RetentionResult, erro
 	return r.log.ApplyRetention(min(limit, r.commit, r.acked))
 }
 
+// ApplyRetentionBelow is ApplyRetention that also deletes every whole
+// segment below offset below whatever the bounds (__groups keeps what
+// its newest complete checkpoint needs).
+func (r *Replica) ApplyRetentionBelow(below int64) (segment.RetentionResult, error) {
+	if r.closed || r.raft == nil {
+		return segment.RetentionResult{}, ErrClosed
+	}
+	return r.log.ApplyRetentionBelow(min(r.commit, r.acked), below)
+}
+
 // TransferLeadership asks this primary to hand leadership to replica to
 // (catch it up, then tell it to campaign). Proposals are refused while the
 // transfer runs; it gives up after the limits' TransferTicksMax.
