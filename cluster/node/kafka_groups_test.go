@@ -481,3 +481,57 @@ func TestKafkaGroupStaticRestart(t *testing.T) {
 		t.Fatalf("the other member's partitions were revoked %d times during the restart", after-before)
 	}
 }
+
+// Every classic assignor Kafka clients ship works unchanged: the
+// coordinator only votes on the protocol and hands the leader's
+// assignment out. For each of franz-go's balancers, three members share
+// 12 partitions (4 each), every record is processed once, and when one
+// leaves the other two take its partitions and go on.
+func TestKafkaGroupAssignors(t *testing.T) {
+	n := runNode(t, t.TempDir(), withKafka)
+	ctx, cancel := context.WithTimeout(context.Background(), 180*time.Second)
+	defer cancel()
+	addrs := []string{n.KafkaAddr()}
+	adm := kadm.NewClient(kafkaClient(t, addrs))
+	for _, b := range []struct {
+		name     string
+		balancer kgo.GroupBalancer
+	}{
+		{"range", kgo.RangeBalancer()},
+		{"roundrobin", kgo.RoundRobinBalancer()},
+		{"sticky", kgo.StickyBalancer()},
+		{"cooperative-sticky", kgo.CooperativeStickyBalancer()},
+	} {
+		t.Run(b.name, func(t *testing.T) {
+			topic, group := "as-"+b.name, "ag-"+b.name
+			kafkaCreate(t, ctx, adm, topic, 12, -1)
+			produceValues(t, ctx, addrs, topic, "a", 0, 600)
+			led := newGroupLedger()
+			var ms []*groupMember
+			for _, name := range []string{"m1", "m2", "m3"} {
+				ms = append(ms, startGroupMember(t, ctx, addrs, group, topic, name, led, kgo.Balancers(b.balancer)))
+			}
+			clusterWait(t, 60*time.Second, "3 members with 4 partitions each", func() bool {
+				st, per, err := describeAssigned(ctx, adm, group)
+				return err == nil && st == "Stable" && len(per) == 3 && per["m1"] == 4 && per["m2"] == 4 && per["m3"] == 4
+			})
+			d, err := adm.DescribeGroups(ctx, group)
+			if err != nil || d[group].Protocol != b.name {
+				t.Fatalf("the group's protocol is %q (%v), want %q", d[group].Protocol, err, b.name)
+			}
+			waitProcessed(t, led, 600, 60*time.Second)
+			ms[2].close()
+			clusterWait(t, 60*time.Second, "2 members with 6 partitions each", func() bool {
+				st, per, err := describeAssigned(ctx, adm, group)
+				return err == nil && st == "Stable" && len(per) == 2 && per["m1"] == 6 && per["m2"] == 6
+			})
+			produceValues(t, ctx, addrs, topic, "b", 0, 300)
+			waitProcessed(t, led, 900, 60*time.Second)
+			ms[0].close()
+			ms[1].close()
+			if _, dup := led.count(); dup != 0 {
+				t.Errorf("%d records processed twice", dup)
+			}
+		})
+	}
+}
