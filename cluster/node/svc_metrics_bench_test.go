@@ -3,6 +3,7 @@ package node
 import (
 	"testing"
 
+	"github.com/corestream/corestream/cluster/clock"
 	"github.com/corestream/corestream/cluster/service"
 )
 
@@ -10,7 +11,7 @@ import (
 // wrapped callback, the clock read at the call and at the answer, and
 // the histogram observation.
 func BenchmarkMeterProduce(b *testing.B) {
-	s := &nodeService{svcDeps: svcDeps{meter: newSvcMeterForBench()}}
+	s := &nodeService{svcDeps: svcDeps{meter: newSvcMeter(clock.Real())}}
 	done := func(service.ProduceResult, error) {}
 	b.ReportAllocs()
 	for b.Loop() {
