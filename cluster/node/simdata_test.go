@@ -212,15 +212,11 @@ func (s *dsSim) at(d time.Duration, fn func()) {
 // Now is the shards' monotonic clock (shard.Clock).
 func (s *dsSim) Now() int64 { return s.nowNs }
 
-func newDsSim(seed int64, nodes int, trace func(string)) *dsSim {
+func newDsSim(seed int64, nodes int, fsync segment.FsyncPolicy, trace func(string)) *dsSim {
 	rng := rand.New(rand.NewPCG(uint64(seed), 0xda7a))
 	s := &dsSim{seed: seed, rng: rng, p: drawDsParams(rng, nodes), nowNs: int64(time.Second),
 		linkSeq: map[dsLink]uint64{}, primaries: map[int32]map[int32]int32{}, trace: trace, producing: true}
 	s.acks = newDsAcks(s)
-	fsync, err := segment.ParseFsyncPolicy(*simDataFsyncFlag)
-	if err != nil {
-		panic(fmt.Sprintf("-simdata.fsync: %v", err))
-	}
 	s.fsync, s.lossy = fsync, fsync != segment.FsyncAlways
 	var id metadata.TopicID
 	binary.BigEndian.PutUint64(id[:8], rng.Uint64())
