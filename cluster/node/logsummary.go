@@ -85,15 +85,16 @@ func (n *Node) logPartitionOpened(topic string, p int32, shardID int, rep segmen
 // logOpenSummary writes the summary of the partitions opened since the
 // last one once none opened for openSummaryQuietFor, on the node's
 // clock; before, it waits again on sh's timer (the clock has no timers:
-// a part arms them on the shard that runs it). A clock set back waits
-// at most openSummaryQuietFor more. Shard thread only.
+// a part arms them on the shard that runs it). A clock set back since the
+// last opening does not hold the line back: it is written at once, as
+// after a pause. Shard thread only.
 func (n *Node) logOpenSummary(sh *shard.Shard) {
 	s := &n.openSum
 	s.mu.Lock()
 	now := n.clock.Now()
-	if quiet := now.Sub(s.last); quiet < openSummaryQuietFor && s.opened > 0 {
+	if quiet := now.Sub(s.last); quiet >= 0 && quiet < openSummaryQuietFor && s.opened > 0 {
 		s.mu.Unlock()
-		sh.AfterFunc(min(openSummaryQuietFor-quiet, openSummaryQuietFor), func() { n.logOpenSummary(sh) })
+		sh.AfterFunc(openSummaryQuietFor-quiet, func() { n.logOpenSummary(sh) })
 		return
 	}
 	opened, clean, recovered, dropped, took := s.opened, s.clean, s.recovered, s.dropped, now.Sub(s.first)
