@@ -287,18 +287,35 @@ func (n *Node) handleAppAck(m Message, pr *progress) {
 
 // handleAppReject moves pr.next back after a log-matching failure, using
 // the follower's hint to skip a whole divergent term at a time.
+//
+// A refusal at pr.match itself says the follower no longer holds what it
+// acknowledged: its log acknowledges before it syncs and a power loss
+// took the tail (every fsync policy but always). Such a refusal comes
+// only from a message sent since match reached it (before, prevLast was
+// below match or the append was accepted), so match is forgotten down to
+// the follower's hint and probing goes on below it; a follower that lost
+// entries would otherwise be refused every probe at match+1 for good. A
+// refusal below match is stale: a later message matched.
 func (n *Node) handleAppReject(m Message, pr *progress) {
 	switch pr.state {
 	case ProgressReplicate:
-		if m.Index <= pr.match {
+		if m.Index < pr.match {
 			return // stale
 		}
 		pr.becomeProbe()
+		if m.Index > pr.match {
+			break
+		}
+		fallthrough // refused at match: probe below it at once
 	case ProgressProbe:
 		if m.Index != pr.next-1 {
 			return // stale
 		}
-		pr.next = max(n.probeTarget(m)+1, pr.match+1)
+		to := n.probeTarget(m)
+		if m.Index == pr.match && to < pr.match {
+			pr.match = max(to, -1) // lost what it acknowledged (see above)
+		}
+		pr.next = max(to+1, pr.match+1)
 		pr.probeSent = false
 	default:
 		return // a MsgReset is outstanding

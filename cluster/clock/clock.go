@@ -29,8 +29,15 @@ type realClock struct{}
 
 func (realClock) Now() time.Time { return time.Now() }
 
-// Since is c.Now().Sub(t).
-func Since(c Clock, t time.Time) time.Duration { return c.Now().Sub(t) }
+// Since is c.Now().Sub(t). On the wall clock it is time.Since, which
+// reads only the monotonic clock when t has a reading of it (half the
+// cost of a Now: the service's latency metrics time every produce).
+func Since(c Clock, t time.Time) time.Duration {
+	if _, ok := c.(realClock); ok {
+		return time.Since(t)
+	}
+	return c.Now().Sub(t)
+}
 
 // Until is t.Sub(c.Now()).
 func Until(c Clock, t time.Time) time.Duration { return t.Sub(c.Now()) }

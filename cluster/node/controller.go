@@ -288,7 +288,18 @@ func (n *Node) startController() error {
 			Self: n.self, Replicas: reps, Learners: learners, Limits: n.limits,
 			Send: n.sendFn(), OnCommit: c.onCommit, OnRoute: n.routeChanged, Alive: n.aliveFn(),
 			OnReset: c.onReset,
+			// The snapshot holds what the log applied: a fenced
+			// replica's snapshot may hold what its group lost.
+			FenceAlsoRemove: []string{filepath.Join(n.dir, metaSnapshotFile)},
 		})
+		if errors.Is(err, partition.ErrFenced) {
+			// docs/operations.md, "What each fsync policy survives".
+			done <- fmt.Errorf("node: this node's metadata replica is fenced and the node cannot start; "+
+				"remove (or move away) %s and %s, then start the node again: its metadata replica starts empty and copies "+
+				"the cluster's metadata from its peers (the other nodes keep serving meanwhile): %w",
+				filepath.Join(n.dir, metadata.MetaTopic), filepath.Join(n.dir, metaSnapshotFile), err)
+			return
+		}
 		if err != nil {
 			done <- fmt.Errorf("node: metadata log: %w", err)
 			return

@@ -36,8 +36,11 @@ type openSummary struct {
 	// every partition, those closed cleanly, those whose tail was
 	// scanned after a crash, and those that lost a torn tail.
 	opened, clean, recovered, dropped int
-	first                             time.Time
-	timer                             *time.Timer
+	// first and last are the node's clock at the burst's first and
+	// latest opening.
+	first, last time.Time
+	// armed says a summary check waits on a shard's timer.
+	armed bool
 }
 
 // logPartitionOpened is the hook for a replica whose log was opened: the
@@ -58,9 +61,11 @@ func (n *Node) logPartitionOpened(topic string, p int32, shardID int, rep segmen
 	}
 	n.log.Log(context.Background(), level, "partition opened", "topic", topic, "partition", p,
 		"shard", shardID, "clean", rep.Clean, "recovery", rep.String())
+	now := n.clock.Now()
 	if s.opened == 0 {
-		s.first = time.Now()
+		s.first = now
 	}
+	s.last = now
 	s.opened++
 	switch {
 	case rep.DataDropped():
@@ -70,20 +75,30 @@ func (n *Node) logPartitionOpened(topic string, p int32, shardID int, rep segmen
 	default:
 		s.recovered++
 	}
-	if s.timer == nil {
-		s.timer = time.AfterFunc(openSummaryQuietFor, n.logOpenSummary)
-	} else {
-		s.timer.Reset(openSummaryQuietFor)
+	if !s.armed && n.group != nil {
+		s.armed = true
+		sh := n.group.Shard(shardID)
+		sh.AfterFunc(openSummaryQuietFor, func() { n.logOpenSummary(sh) })
 	}
 }
 
 // logOpenSummary writes the summary of the partitions opened since the
-// last one.
-func (n *Node) logOpenSummary() {
+// last one once none opened for openSummaryQuietFor, on the node's
+// clock; before, it waits again on sh's timer (the clock has no timers:
+// a part arms them on the shard that runs it). A clock set back since the
+// last opening does not hold the line back: it is written at once, as
+// after a pause. Shard thread only.
+func (n *Node) logOpenSummary(sh *shard.Shard) {
 	s := &n.openSum
 	s.mu.Lock()
-	opened, clean, recovered, dropped, took := s.opened, s.clean, s.recovered, s.dropped, time.Since(s.first)
-	s.opened, s.clean, s.recovered, s.dropped, s.timer = 0, 0, 0, 0, nil
+	now := n.clock.Now()
+	if quiet := now.Sub(s.last); quiet >= 0 && quiet < openSummaryQuietFor && s.opened > 0 {
+		s.mu.Unlock()
+		sh.AfterFunc(openSummaryQuietFor-quiet, func() { n.logOpenSummary(sh) })
+		return
+	}
+	opened, clean, recovered, dropped, took := s.opened, s.clean, s.recovered, s.dropped, now.Sub(s.first)
+	s.opened, s.clean, s.recovered, s.dropped, s.armed = 0, 0, 0, 0, false
 	s.mu.Unlock()
 	if opened == 0 {
 		return

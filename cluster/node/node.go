@@ -260,9 +260,9 @@ func (n *Node) Stop(ctx context.Context) error {
 	if n.stopped.Swap(true) {
 		return nil
 	}
-	start, partitions := time.Now(), n.partitionsHosted()
+	start, partitions := n.clock.Now(), n.partitionsHosted()
 	var first error
-	defer func() { n.logStopped(partitions, time.Since(start), first) }()
+	defer func() { n.logStopped(partitions, clock.Since(n.clock, start), first) }()
 	// A parked long poll is a request in flight: answer them now (and
 	// later ones at once, in the service's Fetch) rather than hold the
 	// stop until the connections are cut.

@@ -141,7 +141,15 @@ func (c *dsClient) answer(b *dsBatch, a int, res service.ProduceResult, err erro
 	for _, k := range []error{partition.ErrOutOfOrderSequence, partition.ErrUnknownProducer, partition.ErrDuplicateSequence,
 		partition.ErrCorruptBatch, partition.ErrInvalidBatch} {
 		if errors.Is(err, k) {
-			s.fail("client %d: batch p%d seq %d refused: %v", c.id, b.p, b.seq, err)
+			s.lost("client %d: batch p%d seq %d refused: %v", c.id, b.p, b.seq, err)
+			if s.lossy {
+				// The partition lost the producer's state: start over
+				// as a new producer.
+				c.pid += 100
+				clear(c.seq)
+				c.cur = nil
+				c.at(time.Millisecond, c.next)
+			}
 			return
 		}
 	}
@@ -287,6 +295,15 @@ func (r *dsReader) answer(a int, res service.FetchResult, err error) {
 	r.at(delay, r.poll)
 }
 
+// lost fails the run, or, in a lossy run, counts the loss and starts
+// reading the partition over from its start.
+func (r *dsReader) lost(format string, args ...any) {
+	r.s.lost(format, args...)
+	r.pos = 0
+	clear(r.seen)
+	clear(r.next)
+}
+
 // check reads the batches of one fetch answer.
 func (r *dsReader) check(data []byte, hw int64) {
 	s := r.s
@@ -301,11 +318,11 @@ func (r *dsReader) check(data []byte, hw int64) {
 			continue
 		}
 		if h.BaseOffset != r.pos {
-			s.fail("partition %d: read batch %d..%d where offset %d was expected", r.p, h.BaseOffset, h.LastOffset(), r.pos)
+			r.lost("partition %d: read batch %d..%d where offset %d was expected", r.p, h.BaseOffset, h.LastOffset(), r.pos)
 			return
 		}
 		if h.LastOffset() >= hw {
-			s.fail("partition %d: read offset %d at or above the high watermark %d", r.p, h.LastOffset(), hw)
+			r.lost("partition %d: read offset %d at or above the high watermark %d", r.p, h.LastOffset(), hw)
 			return
 		}
 		got := dsSeen{pid: h.ProducerID, seq: h.BaseSequence, n: h.RecordCount, crc: h.CRC, last: h.LastOffset()}
@@ -313,7 +330,7 @@ func (r *dsReader) check(data []byte, hw int64) {
 			got.pid, got.seq = -1, -1
 		}
 		if prev, ok := r.seen[h.BaseOffset]; ok && prev != got {
-			s.fail("partition %d: the committed batch at %d changed: %+v, then %+v", r.p, h.BaseOffset, prev, got)
+			r.lost("partition %d: the committed batch at %d changed: %+v, then %+v", r.p, h.BaseOffset, prev, got)
 			return
 		}
 		r.seen[h.BaseOffset] = got
@@ -322,7 +339,7 @@ func (r *dsReader) check(data []byte, hw int64) {
 			continue
 		}
 		if want := r.next[got.pid]; got.seq != want {
-			s.fail("partition %d: producer %d's sequence %d at offset %d where %d was next: a batch repeated or lost", r.p, got.pid, got.seq, h.BaseOffset, want)
+			r.lost("partition %d: producer %d's sequence %d at offset %d where %d was next: a batch repeated or lost", r.p, got.pid, got.seq, h.BaseOffset, want)
 			return
 		}
 		r.next[got.pid] = got.seq + got.n

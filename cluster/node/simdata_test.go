@@ -3,6 +3,7 @@ package node
 import (
 	"container/heap"
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"time"
@@ -119,6 +120,10 @@ type dsStats struct {
 	Messages, Dropped, Partitions, Crashes, PowerLosses, Stops, ClockJumps int
 	Produced, Acked, Retries, Fetches, RecordsChecked                      int
 	PrimaryTerms                                                           int
+	// Lost counts what a lossy run (fsync other than always) saw lost:
+	// acknowledged batches refused or read out of place; Fenced, the
+	// replicas fenced because their group lost committed entries.
+	Lost, Fenced int
 }
 
 // dsSim is one seeded run.
@@ -143,8 +148,13 @@ type dsSim struct {
 	acks      *dsAcks
 	producing bool // clients start new batches only while true
 	stats     dsStats
-	err       error
-	trace     func(string)
+	// fsync is the replicas' policy; lossy (any policy but always) lets
+	// a power loss take acknowledged batches, so that what the checks
+	// would fail is counted (lost) and only convergence is checked.
+	fsync segment.FsyncPolicy
+	lossy bool
+	err   error
+	trace func(string)
 }
 
 type dsLink struct {
@@ -175,6 +185,17 @@ func (s *dsSim) tracef(format string, args ...any) {
 	}
 }
 
+// lost fails the run, or, in a lossy run, counts and traces an
+// acknowledged batch lost to a power loss.
+func (s *dsSim) lost(format string, args ...any) {
+	if !s.lossy {
+		s.fail(format, args...)
+		return
+	}
+	s.stats.Lost++
+	s.tracef("LOST: "+format, args...)
+}
+
 func (s *dsSim) fail(format string, args ...any) {
 	if s.err == nil {
 		s.err = fmt.Errorf("at %v: %s", s.now(), fmt.Sprintf(format, args...))
@@ -191,11 +212,12 @@ func (s *dsSim) at(d time.Duration, fn func()) {
 // Now is the shards' monotonic clock (shard.Clock).
 func (s *dsSim) Now() int64 { return s.nowNs }
 
-func newDsSim(seed int64, nodes int, trace func(string)) *dsSim {
+func newDsSim(seed int64, nodes int, fsync segment.FsyncPolicy, trace func(string)) *dsSim {
 	rng := rand.New(rand.NewPCG(uint64(seed), 0xda7a))
 	s := &dsSim{seed: seed, rng: rng, p: drawDsParams(rng, nodes), nowNs: int64(time.Second),
 		linkSeq: map[dsLink]uint64{}, primaries: map[int32]map[int32]int32{}, trace: trace, producing: true}
 	s.acks = newDsAcks(s)
+	s.fsync, s.lossy = fsync, fsync != segment.FsyncAlways
 	var id metadata.TopicID
 	binary.BigEndian.PutUint64(id[:8], rng.Uint64())
 	binary.BigEndian.PutUint64(id[8:], rng.Uint64())
@@ -345,32 +367,69 @@ func (nd *dsNode) start() {
 		openFailed: func([20]byte, string, int32) error { return nil },
 		now:        nd.wallNow,
 	}}
-	lim := raftlite.DefaultLimits()
-	lim.ElectionTicks, lim.HeartbeatTicks = dsElectionTick, 1
 	for p, reps := range s.topic.Replicas {
-		if !hosts(reps, raftlite.NodeID(nd.id)) {
-			continue
-		}
-		ids := make([]raftlite.NodeID, len(reps))
-		for i, r := range reps {
-			ids[i] = raftlite.NodeID(r)
-		}
-		h := nd.hosts[nd.shardOf(s.topic.ID, int32(p))]
-		cfg := partition.Config{FS: nd.fs, Dir: fmt.Sprintf("%s/partitions/%x-%d", dsDir, s.topic.ID, p),
-			Log: segment.Config{SegmentBytes: s.p.segmentBytes, IndexIntervalBytes: 1024, Fsync: segment.FsyncAlways,
-				BatchBytesMax: 1 << 20, Stopped: stopped},
-			Topic: s.topic.Name, TopicID: s.topic.ID, Partition: int32(p), Self: raftlite.NodeID(nd.id),
-			Replicas: ids, Limits: lim, Send: nd.send, OnRoute: nd.routeChanged,
-			NowMs: func() int64 { return nd.wallNow().UnixMilli() }}
-		if err := h.Shard().Post(func() {
-			if _, err := h.Open(cfg); err != nil {
-				s.fail("node %d: opening partition %d: %v", nd.id, p, err)
-			}
-		}); err != nil {
-			s.fail("node %d: posting an open: %v", nd.id, err)
+		if hosts(reps, raftlite.NodeID(nd.id)) {
+			nd.open(int32(p), stopped)
 		}
 	}
 	s.tracef("node %d starts (incarnation %d)", nd.id, nd.inc)
+}
+
+// partitionDir is the directory of the node's replica of p.
+func (nd *dsNode) partitionDir(p int32) string {
+	return fmt.Sprintf("%s/partitions/%x-%d", dsDir, nd.s.topic.ID, p)
+}
+
+// open opens the node's replica of p on its shard (stopped: the logs
+// closed at the last graceful stop, nil for none).
+func (nd *dsNode) open(p int32, stopped *segment.StopRecord) {
+	s := nd.s
+	lim := raftlite.DefaultLimits()
+	lim.ElectionTicks, lim.HeartbeatTicks = dsElectionTick, 1
+	reps := s.topic.Replicas[p]
+	ids := make([]raftlite.NodeID, len(reps))
+	for i, r := range reps {
+		ids[i] = raftlite.NodeID(r)
+	}
+	h := nd.hosts[nd.shardOf(s.topic.ID, p)]
+	cfg := partition.Config{FS: nd.fs, Dir: nd.partitionDir(p),
+		Log: segment.Config{SegmentBytes: s.p.segmentBytes, IndexIntervalBytes: 1024, Fsync: s.fsync,
+			BatchBytesMax: 1 << 20, Stopped: stopped},
+		Topic: s.topic.Name, TopicID: s.topic.ID, Partition: p, Self: raftlite.NodeID(nd.id),
+		Replicas: ids, Limits: lim, Send: nd.send, OnRoute: nd.routeChanged,
+		NowMs: func() int64 { return nd.wallNow().UnixMilli() }}
+	if err := h.Shard().Post(func() {
+		_, err := h.Open(cfg)
+		switch {
+		case err == nil:
+		case s.lossy && errors.Is(err, partition.ErrFenced):
+			nd.fenced(p)
+		default:
+			s.fail("node %d: opening partition %d: %v", nd.id, p, err)
+		}
+	}); err != nil {
+		s.fail("node %d: posting an open: %v", nd.id, err)
+	}
+}
+
+// fenced plays the operator for the node's replica of p, fenced because
+// its group lost entries it knew committed (possible only in a lossy
+// run): a second later the replica's directory is removed and the
+// partition opened again, so that it copies the log from its peers.
+func (nd *dsNode) fenced(p int32) {
+	s, inc := nd.s, nd.inc
+	s.stats.Fenced++
+	s.tracef("node %d: partition %d fenced; its directory is removed in 1s", nd.id, p)
+	s.at(time.Second, func() {
+		if !nd.up || nd.inc != inc {
+			return // restarted meanwhile: its open finds the fence again
+		}
+		if err := removeTree(nd.fs, nd.partitionDir(p)); err != nil {
+			s.fail("node %d: removing partition %d's directory: %v", nd.id, p, err)
+			return
+		}
+		nd.open(p, nil)
+	})
 }
 
 func (nd *dsNode) shardOf(id [16]byte, p int32) int {
@@ -505,7 +564,9 @@ func (s *dsSim) transmit(from *dsNode, to int32, key [20]byte, p int32, m raftli
 		sh := dst.group.Shard(dst.shardOf(s.topic.ID, p))
 		_ = sh.Post(func() {
 			if r := dst.hosts[sh.ID()].Get(key); r != nil {
-				_ = r.Step(m)
+				if err := r.Step(m); s.lossy && errors.Is(err, partition.ErrFenced) {
+					dst.fenced(p)
+				}
 			}
 		})
 	}})

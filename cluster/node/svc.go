@@ -127,7 +127,7 @@ func newService(n *Node) *nodeService {
 			}
 			return nil
 		},
-		caughtUp: n.lags.caughtUp, now: n.now, pids: n.pids, meter: newSvcMeter(), groups: n.groups,
+		caughtUp: n.lags.caughtUp, now: n.now, pids: n.pids, meter: newSvcMeter(n.clock), groups: n.groups,
 		admin: func() metadataAdmin {
 			if n.ctrl == nil {
 				return nil

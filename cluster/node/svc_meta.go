@@ -49,7 +49,7 @@ func (s *nodeService) Locate(topic string, p int32) (service.PartitionRef, int32
 
 // Metadata implements service.Meta.
 func (s *nodeService) Metadata(req service.MetadataRequest) (res service.MetadataResult, err error) {
-	defer func(start time.Time) { s.meter.observe(apiMetadata, start, err) }(time.Now())
+	defer func(start time.Time) { s.meter.observe(apiMetadata, start, err) }(s.meter.now())
 	if err := s.ready(); err != nil {
 		return service.MetadataResult{}, s.svcErr(err)
 	}
@@ -239,7 +239,7 @@ func (s *nodeService) clusterStatus() service.ClusterStatus {
 
 // InitProducer implements service.Meta.
 func (s *nodeService) InitProducer(req service.InitProducerRequest) (res service.InitProducerResult, err error) {
-	defer func(start time.Time) { s.meter.observe(apiInitProducer, start, err) }(time.Now())
+	defer func(start time.Time) { s.meter.observe(apiInitProducer, start, err) }(s.meter.now())
 	if req.ProducerID >= 0 && req.ProducerEpoch < 32767 {
 		return service.InitProducerResult{ProducerID: req.ProducerID, ProducerEpoch: req.ProducerEpoch + 1}, nil
 	}

@@ -50,7 +50,7 @@ func NewInteractionEnv() *InteractionEnv {
 //	propose ID DATA [count=N] | transfer-leadership from=ID to=ID
 //	process-ready ID...|all | deliver-msgs [ID...] [drop=true] [type=MsgType]
 //	stabilize | run n=TICKS | partition A,B C,D | isolate ID | heal
-//	durable ID | compact ID START [snapshot=true] | crash ID | restart ID | unquiesce ID
+//	durable ID | compact ID START [snapshot=true] | crash ID [lose-from=OFFSET] | restart ID | unquiesce ID
 //	forget-leader ID
 //	propose-conf-change ID add-learner|promote|remove NODE
 //	status [ID...] | log [ID...]
@@ -128,6 +128,15 @@ func (e *InteractionEnv) Handle(c *Cmd) (out string) {
 		n := e.nodes[c.ArgInt(0)-1]
 		n.node = nil
 		n.disk.Crash(nil)
+		if from := c.Int("lose-from", -1); from >= 0 {
+			// A log that acknowledges before it syncs (fsync other
+			// than always) loses acknowledged entries on a power loss.
+			for _, l := range []*raftlite.MemLog{n.disk.Log, n.disk.Synced} {
+				if _, err := l.TruncateTo(int64(from)); err != nil {
+					fmt.Fprintf(&b, "error: %v\n", err)
+				}
+			}
+		}
 	case "restart":
 		e.restart(e.nodes[c.ArgInt(0)-1])
 	case "unquiesce":

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io/fs"
 	"path/filepath"
+	"strings"
 
 	"github.com/corestream/corestream/segment"
 	"github.com/corestream/corestream/segment/checkpoint"
@@ -49,7 +50,7 @@ func checkFence(cfg *Config) error {
 		return nil
 	case err != nil:
 		return fmt.Errorf("%w: partition %s/%d: its fence record %s cannot be read (%v); remove the directory %s so that the node copies the partition from its peers",
-			ErrFenced, cfg.Topic, cfg.Partition, fenceFile, err, cfg.Dir)
+			ErrFenced, cfg.Topic, cfg.Partition, fenceFile, err, strings.Join(append([]string{cfg.Dir}, cfg.FenceAlsoRemove...), " and "))
 	case v != 1:
 		return fmt.Errorf("%w: partition %s/%d: fence record version %d", ErrFenced, cfg.Topic, cfg.Partition, v)
 	}
@@ -58,11 +59,15 @@ func checkFence(cfg *Config) error {
 
 // fenceMessage says what happened to the replica and what to do.
 func fenceMessage(cfg *Config, cause error) string {
+	what := "the replica's directory " + cfg.Dir
+	if len(cfg.FenceAlsoRemove) > 0 {
+		what = fmt.Sprintf("the replica's directory %s and %s", cfg.Dir, strings.Join(cfg.FenceAlsoRemove, " and "))
+	}
 	msg := fmt.Sprintf("partition %s/%d on node %d: its group lost entries this replica knows committed (%v): "+
 		"a majority of its replicas lost writes they had acknowledged, which storage.fsync = %q allows on a power loss. "+
 		"This replica keeps its log, which holds what the group lost, and serves nothing. To rejoin the group, "+
-		"remove (or move away, to keep the lost entries) the replica's directory %s; the node then copies the partition from its peers",
-		cfg.Topic, cfg.Partition, cfg.Self, cause, cfg.Log.Fsync, cfg.Dir)
+		"remove (or move away, to keep the lost entries) %s; the node then copies the partition from its peers",
+		cfg.Topic, cfg.Partition, cfg.Self, cause, cfg.Log.Fsync, what)
 	if len(msg) > fenceMessageBytesMax {
 		msg = msg[:fenceMessageBytesMax]
 	}

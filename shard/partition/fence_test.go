@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/corestream/corestream/raftlite"
+	"github.com/corestream/corestream/segment"
 	"github.com/corestream/corestream/segment/vfs"
 	"github.com/corestream/corestream/shard"
 )
@@ -207,4 +208,27 @@ func removeTree(t *testing.T, fsys vfs.FS, dir string) {
 		}
 	}
 	_ = fsys.Remove(dir)
+}
+
+// The fence's message names every path the operator must remove: the
+// replica's directory, and state derived from its log kept elsewhere
+// (the metadata group's snapshot).
+func TestFenceMessageNamesWhatToRemove(t *testing.T) {
+	cause := errors.New("would replace committed offset 7")
+	for _, tc := range []struct {
+		also []string
+		want []string
+	}{
+		{nil, []string{"remove (or move away, to keep the lost entries) the replica's directory /d/t-0;"}},
+		{[]string{"/d/metadata-snapshot.checkpoint"},
+			[]string{"the replica's directory /d/t-0 and /d/metadata-snapshot.checkpoint;"}},
+	} {
+		cfg := &Config{Dir: "/d/t-0", FenceAlsoRemove: tc.also, Topic: "t", Self: 2, Log: segment.Config{Fsync: segment.FsyncNever}}
+		msg := fenceMessage(cfg, cause)
+		for _, w := range append(tc.want, "partition t/0 on node 2", `storage.fsync = "never"`, cause.Error()) {
+			if !strings.Contains(msg, w) {
+				t.Errorf("also %v: the message lacks %q: %s", tc.also, w, msg)
+			}
+		}
+	}
 }

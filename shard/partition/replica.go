@@ -25,6 +25,11 @@ type Scheduler interface {
 type Config struct {
 	FS  vfs.FS
 	Dir string
+	// FenceAlsoRemove are paths outside Dir that hold state derived from
+	// the log (the metadata group's snapshot): a fenced replica's message
+	// tells the operator to remove them with Dir (fence.go). None by
+	// default.
+	FenceAlsoRemove []string
 	// Log configures the segment log; IO is the owning shard's dispatcher.
 	Log segment.Config
 	IO  *segment.IO
