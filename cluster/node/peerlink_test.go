@@ -32,6 +32,12 @@ func TestPeerLinkRedialsWhenPeerDialsIn(t *testing.T) {
 	tc.waitLoaded()
 	tc.stopNode(2)
 	a := tc.nodes[0]
+	// Node 1 learns of the stop when the link's connection closes, a
+	// moment after stopNode returns.
+	clusterWait(t, 30*time.Second, "node 1's link to the stopped node 3 to go down", func() bool {
+		ready, _, _ := linkState(t, a, 3)
+		return !ready
+	})
 
 	// Wait for a redial armed with a long wait: a new timer while the
 	// backoff is at its ceiling waits redialMax.
