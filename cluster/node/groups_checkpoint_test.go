@@ -215,7 +215,7 @@ func replayPartition(t *testing.T, g *groupsCommitRun) (*groups.Coordinator, *gr
 	if err != nil || len(routes) != 1 {
 		t.Fatalf("routes: %v %v", routes, err)
 	}
-	log := &groupsPartLog{data: n.svc, p: 0, gen: routes[0].Generation}
+	log := &groupsPartLog{data: n.svc, p: 0, gen: routes[0].Generation, clock: n.clock}
 	c, tr := groups.New(groups.DefaultConfig), groups.NewCheckpointTracker()
 	start := time.Now()
 	records := 0

@@ -8,6 +8,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/corestream/corestream/cluster/clock"
 	"github.com/corestream/corestream/cluster/config"
 	"github.com/corestream/corestream/cluster/groups"
 	"github.com/corestream/corestream/cluster/metadata"
@@ -87,6 +88,9 @@ type groupsHostDeps struct {
 	addrOf, kafkaAddrOf func(id int32) string
 	// infof logs a coordinator's gain, load and loss of a partition.
 	infof func(msg string, args ...any)
+	// clock is the node's clock: the coordinators' ticks, the load's
+	// timing and the records' timestamps read it.
+	clock clock.Clock
 }
 
 // groupsHost runs the coordinators of the __groups partitions this node
@@ -139,7 +143,7 @@ func (n *Node) newGroups() *groupsHost {
 	cfg.CheckpointRecords, cfg.CheckpointBytes = n.cfg.Cluster.GroupsCheckpointRecords, n.cfg.Cluster.GroupsCheckpointBytes
 	return newGroupsHost(groupsHostDeps{self: int32(n.self), partitions: parts, cfg: cfg,
 		metaPrimary: func() int32 { id, _ := n.metaRoute(); return id }, ready: n.metadataReady, addrOf: n.addrOf, kafkaAddrOf: n.kafkaAddrOf,
-		infof: n.log.Info})
+		infof: n.log.Info, clock: n.clock})
 }
 
 // start wires the host to the service and refreshes the routes and
@@ -156,8 +160,9 @@ func (h *groupsHost) start(svc *nodeService) {
 			select {
 			case <-h.done:
 				return
-			case now := <-t.C:
+			case <-t.C:
 				h.refresh()
+				now := h.d.clock.Now()
 				for _, c := range h.loadedCoordinators() {
 					c.Tick(now)
 				}
@@ -235,7 +240,7 @@ func (h *groupsHost) refresh() {
 	}
 	for p, gen := range led {
 		if h.parts[p] == nil {
-			pt := &groupsPart{p: p, gen: gen, gone: make(chan struct{}), log: &groupsPartLog{data: h.d.data, p: p, gen: gen}}
+			pt := &groupsPart{p: p, gen: gen, gone: make(chan struct{}), log: &groupsPartLog{data: h.d.data, p: p, gen: gen, clock: h.d.clock}}
 			pt.coord = groups.NewLogged(h.d.cfg, pt.log)
 			h.parts[p] = pt
 			started = append(started, pt)
@@ -262,7 +267,7 @@ func (h *groupsHost) refresh() {
 // (the next refresh starts over), or after groupsLoadAttemptsMax
 // refusals.
 func (h *groupsHost) load(pt *groupsPart) {
-	start := time.Now()
+	start := h.d.clock.Now()
 	log := pt.log
 	var marker int64
 	for attempt := 0; ; attempt++ {
@@ -285,7 +290,7 @@ func (h *groupsHost) load(pt *groupsPart) {
 			attempt++
 			continue
 		}
-		now := time.Now()
+		now := h.d.clock.Now()
 		for _, r := range recs {
 			if err := pt.coord.Replay(now, r); err != nil {
 				// A record this coordinator cannot read is not one it
@@ -301,7 +306,7 @@ func (h *groupsHost) load(pt *groupsPart) {
 	pt.coord.Loaded()
 	pt.loaded.Store(true)
 	h.d.infof("groups: coordinating", "partition", pt.p, "generation", pt.gen, "records", records,
-		"load_ms", time.Since(start).Milliseconds())
+		"load_ms", clock.Since(h.d.clock, start).Milliseconds())
 }
 
 // retryLoad waits before a load's next attempt and says whether to make
@@ -437,6 +442,8 @@ func (h *groupsHost) find(group string) (service.GroupCoordinator, error) {
 type groupsPartLog struct {
 	data   groupsData
 	p, gen int32
+	// clock stamps the records.
+	clock clock.Clock
 }
 
 var _ groups.Log = (*groupsPartLog)(nil)
@@ -445,7 +452,7 @@ var _ groups.Log = (*groupsPartLog)(nil)
 // successive Appends reach the partition's shard in order (one inbox),
 // so the log keeps the coordinator's order.
 func (l *groupsPartLog) Append(recs []groups.Record, done func(error)) {
-	b, err := groupsBatch(recs)
+	b, err := groupsBatch(recs, l.clock.Now().UnixMilli())
 	if err != nil {
 		done(err)
 		return
@@ -460,7 +467,7 @@ func (l *groupsPartLog) ref() service.PartitionRef {
 
 // appendWait is Append that waits, and answers the batch's base offset.
 func (l *groupsPartLog) appendWait(recs []groups.Record, gone <-chan struct{}) (int64, error) {
-	b, err := groupsBatch(recs)
+	b, err := groupsBatch(recs, l.clock.Now().UnixMilli())
 	if err != nil {
 		return 0, err
 	}
@@ -535,15 +542,14 @@ func groupsRecords(buf []byte, from int64) ([]groups.Record, int64, error) {
 	return out, next, nil
 }
 
-// groupsBatch is recs as one record batch.
-func groupsBatch(recs []groups.Record) ([]byte, error) {
+// groupsBatch is recs as one record batch stamped nowMs.
+func groupsBatch(recs []groups.Record, nowMs int64) ([]byte, error) {
 	b, err := batch.NewBuilder(batch.Options{})
 	if err != nil {
 		return nil, err
 	}
-	now := time.Now().UnixMilli()
 	for _, r := range recs {
-		if err := b.AppendKV(now, r.Key, r.Value); err != nil {
+		if err := b.AppendKV(nowMs, r.Key, r.Value); err != nil {
 			return nil, err
 		}
 	}
@@ -598,7 +604,7 @@ func (c *controller) createGroupsTopic(partitions int, done func(error)) {
 	// (groups_checkpoint.go).
 	cmd, err := c.state.PlanCreateTopic(metadata.CreateRequest{Name: metadata.GroupsTopic, Partitions: partitions,
 		Racks: c.rosterRacks(), Internal: true, Config: metadata.TopicConfig{RetentionMs: -1, RetentionBytes: -1}},
-		roster, eligible, defRF, time.Now().UnixMilli())
+		roster, eligible, defRF, c.d.clock.Now().UnixMilli())
 	if errors.Is(err, metadata.ErrTopicExists) {
 		done(nil)
 		return

@@ -435,11 +435,11 @@ func metaPrimaryService(t *testing.T, tc *testCluster) *nodeService {
 // a batch cut off at the end of the answer are left out.
 func TestGroupsRecordsFromBatches(t *testing.T) {
 	recs := []groups.Record{{Key: []byte("group/a"), Value: []byte{1, 2}}, {Key: []byte("offset/a/t/0")}, groups.LoadMarker()}
-	b1, err := groupsBatch(recs)
+	b1, err := groupsBatch(recs, time.Now().UnixMilli())
 	if err != nil {
 		t.Fatal(err)
 	}
-	b2, err := groupsBatch(recs[:1])
+	b2, err := groupsBatch(recs[:1], time.Now().UnixMilli())
 	if err != nil {
 		t.Fatal(err)
 	}
