@@ -96,3 +96,92 @@ func TestAnswerFetchesEndsLongPolls(t *testing.T) {
 	}
 	segment.ReleaseSpans(some.Spans)
 }
+
+// Long polls whose wait passed do not count against fetchWaitersMax: a
+// partition with nothing new, polled by a consumer of many partitions
+// (one long poll each time any of them answers), sees thousands of polls
+// time out between commits; the next one still waits and is woken by
+// the next record, instead of being answered at once, empty, while the
+// record waits for the consumer's next poll.
+func TestFetchWaitersTimedOutDoNotCount(t *testing.T) {
+	e := newEnv(t, vfs.OS(), t.TempDir())
+	r := e.open(segment.FsyncAlways)
+	short := make(chan FetchResult, fetchWaitersMax)
+	e.do(func() {
+		for i := 0; i < fetchWaitersMax; i++ {
+			r.Fetch(&FetchArgs{Generation: GenerationUnknown, Offset: 1,
+				MaxBytes: 1 << 10, MinBytes: 1, MaxWait: time.Millisecond}, func(res FetchResult) { short <- res })
+		}
+	})
+	deadline := time.After(10 * time.Second)
+	for i := 0; i < fetchWaitersMax; i++ {
+		select {
+		case res := <-short:
+			if res.Err != nil || res.Bytes != 0 {
+				t.Fatalf("timed-out poll %d: %+v", i, res)
+			}
+		case <-deadline:
+			t.Fatalf("only %d of %d short polls timed out", i, fetchWaitersMax)
+		}
+	}
+	out := make(chan FetchResult, 1)
+	e.do(func() {
+		r.Fetch(&FetchArgs{Generation: GenerationUnknown, Offset: 1,
+			MaxBytes: 1 << 10, MinBytes: 1, MaxWait: 30000 * time.Millisecond}, func(res FetchResult) { out <- res })
+	})
+	select {
+	case res := <-out:
+		t.Fatalf("a long poll after %d timed-out ones was answered at once: %+v", fetchWaitersMax, res)
+	default:
+	}
+	if res := e.produce(r, mkBatch(t, 1, -1, 0, 0), acksQuorum); res.Err != nil {
+		t.Fatal(res.Err)
+	}
+	select {
+	case res := <-out:
+		if res.Err != nil || res.Bytes == 0 {
+			t.Fatalf("woken fetch: %+v", res)
+		}
+		segment.ReleaseSpans(res.Spans)
+	case <-time.After(10 * time.Second):
+		t.Fatal("the long poll was not woken by the commit")
+	}
+}
+
+// A long poll parked from inside another one's reply, while a commit
+// wakes the waiters (the Kafka listener reads again past control
+// batches), is kept and woken by the next commit, not dropped from the
+// list to wait out its whole max wait.
+func TestFetchParkedFromAReplyIsWoken(t *testing.T) {
+	e := newEnv(t, vfs.OS(), t.TempDir())
+	r := e.open(segment.FsyncAlways)
+	out := make(chan FetchResult, 2)
+	e.do(func() {
+		r.Fetch(&FetchArgs{Generation: GenerationUnknown, Offset: 1, MaxBytes: 1 << 10, MinBytes: 1, MaxWait: 30000 * time.Millisecond},
+			func(res FetchResult) {
+				segment.ReleaseSpans(res.Spans)
+				r.Fetch(&FetchArgs{Generation: GenerationUnknown, Offset: res.HighWatermark, MaxBytes: 1 << 10, MinBytes: 1,
+					MaxWait: 30000 * time.Millisecond}, func(res FetchResult) { out <- res })
+			})
+	})
+	if res := e.produce(r, mkBatch(t, 1, -1, 0, 0), acksQuorum); res.Err != nil {
+		t.Fatal(res.Err)
+	}
+	select {
+	case res := <-out:
+		t.Fatalf("the second long poll was answered before its record: %+v", res)
+	default:
+	}
+	if res := e.produce(r, mkBatch(t, 1, -1, 0, 0), acksQuorum); res.Err != nil {
+		t.Fatal(res.Err)
+	}
+	select {
+	case res := <-out:
+		if res.Err != nil || res.Bytes == 0 {
+			t.Fatalf("woken fetch: %+v", res)
+		}
+		segment.ReleaseSpans(res.Spans)
+	case <-time.After(10 * time.Second):
+		t.Fatal("the long poll parked from a reply was not woken by the next commit")
+	}
+}

@@ -102,6 +102,13 @@ func (r *Replica) Fetch(req *FetchArgs, reply func(FetchResult)) {
 		return
 	}
 	res := r.read(req)
+	if len(r.waiters) >= fetchWaitersMax {
+		// Waiters whose wait passed stay in the list until a commit
+		// sweeps it: on a partition that has nothing new they would fill
+		// the bound, and every later long poll would be answered at once,
+		// empty, and miss the next record.
+		r.dropAnswered()
+	}
 	if res.Err != nil || res.Bytes >= int64(req.MinBytes) || req.MaxWait <= 0 || len(r.waiters) >= fetchWaitersMax {
 		reply(res)
 		return
@@ -197,16 +204,36 @@ func (r *Replica) answer(w *fetchWaiter) {
 }
 
 // wakeFetchers answers the waiters that the new commit satisfies and drops
-// answered ones.
+// answered ones. The list is detached while it is walked: a reply may
+// park a new long poll on this replica (the Kafka listener reads again
+// past control batches), which goes to a fresh list and is kept after
+// the walk, not cut off with the answered ones (it would then wait out
+// its whole max wait).
 func (r *Replica) wakeFetchers() {
 	if len(r.waiters) == 0 {
 		return
 	}
+	ws := r.waiters
+	r.waiters = nil
 	n := 0
-	for _, w := range r.waiters {
+	for _, w := range ws {
 		if !w.done && r.commit+1-w.req.Offset > 0 && r.available(w) >= int64(w.req.MinBytes) {
 			r.answer(w)
 		}
+		if !w.done {
+			ws[n] = w
+			n++
+		}
+	}
+	clear(ws[n:])
+	r.waiters = append(ws[:n], r.waiters...)
+}
+
+// dropAnswered removes the answered waiters (woken, or their wait passed)
+// from the list.
+func (r *Replica) dropAnswered() {
+	n := 0
+	for _, w := range r.waiters {
 		if !w.done {
 			r.waiters[n] = w
 			n++
