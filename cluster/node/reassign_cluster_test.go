@@ -360,10 +360,30 @@ func TestClusterReassignFigures(t *testing.T) {
 	}
 	const valueBytes, records = 16 << 10, 4096
 	tc, ctx, cl, targets := startMoveCluster(t, 1, nil)
+	fillMovePartition(t, ctx, cl, records, valueBytes)
+	began := time.Now()
+	if err := tc.reassign(t, "move", 0, targets[0], false); err != nil {
+		t.Fatal(err)
+	}
+	clusterWait(t, 180*time.Second, "the move complete", func() bool {
+		reps, moving := replicasOf(tc.nodes[1], "move", 0)
+		return !moving && fmt.Sprint(reps) == fmt.Sprint(targets[0])
+	})
+	took := time.Since(began)
+	mib := float64(valueBytes*records) / (1 << 20)
+	t.Logf("moved %.0f MiB in %v: %.0f MiB/s", mib, took, mib/took.Seconds())
+}
+
+// fillMovePartition writes records values of valueBytes (each led by its
+// index) to partition 0 of topic "move", every one acknowledged, so that
+// a move has a log of a known size to copy.
+func fillMovePartition(t *testing.T, ctx context.Context, cl *client.Client, records, valueBytes int) {
+	t.Helper()
 	p, err := cl.NewProducer(ctx, client.ProducerConfig{Linger: 5 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
 	}
+	defer p.Close(ctx)
 	val := make([]byte, valueBytes)
 	for i := range records {
 		if err := p.ProduceAsync(ctx, client.Record{Topic: "move", Value: append([]byte(fmt.Sprint(i)), val...)}, func(_ client.Produced, err error) {
@@ -377,16 +397,4 @@ func TestClusterReassignFigures(t *testing.T) {
 	if err := p.Flush(ctx); err != nil {
 		t.Fatal(err)
 	}
-	p.Close(ctx)
-	began := time.Now()
-	if err := tc.reassign(t, "move", 0, targets[0], false); err != nil {
-		t.Fatal(err)
-	}
-	clusterWait(t, 180*time.Second, "the move complete", func() bool {
-		reps, moving := replicasOf(tc.nodes[1], "move", 0)
-		return !moving && fmt.Sprint(reps) == fmt.Sprint(targets[0])
-	})
-	took := time.Since(began)
-	mib := float64(valueBytes*records) / (1 << 20)
-	t.Logf("moved %.0f MiB in %v: %.0f MiB/s", mib, took, mib/took.Seconds())
 }

@@ -7,7 +7,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/corestream/corestream/client"
 	"github.com/corestream/corestream/cluster/metadata"
 	"github.com/corestream/corestream/netio/wire"
 )
@@ -26,24 +25,7 @@ func TestClusterReassignThrottleFigures(t *testing.T) {
 	tc, ctx, cl, targets := startMoveCluster(t, 1, nil)
 	from, _ := replicasOf(tc.nodes[0], "move", 0)
 	from = append([]metadata.NodeID(nil), from...)
-	p, err := cl.NewProducer(ctx, client.ProducerConfig{Linger: 5 * time.Millisecond})
-	if err != nil {
-		t.Fatal(err)
-	}
-	val := make([]byte, valueBytes)
-	for i := range records {
-		if err := p.ProduceAsync(ctx, client.Record{Topic: "move", Value: append([]byte(fmt.Sprint(i)), val...)}, func(_ client.Produced, err error) {
-			if err != nil {
-				t.Errorf("produce: %v", err)
-			}
-		}); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if err := p.Flush(ctx); err != nil {
-		t.Fatal(err)
-	}
-	p.Close(ctx)
+	fillMovePartition(t, ctx, cl, records, valueBytes)
 	mib := float64(valueBytes*records) / (1 << 20)
 
 	load := startSteadyLoad(ctx, cl, "move", 1<<18)
@@ -111,24 +93,7 @@ func TestClusterReassignThrottled(t *testing.T) {
 	const valueBytes, records = 16 << 10, 192 // 3 MiB
 	const throttleBps = 1 << 20
 	tc, ctx, cl, targets := startMoveCluster(t, 1, nil)
-	p, err := cl.NewProducer(ctx, client.ProducerConfig{Linger: 5 * time.Millisecond})
-	if err != nil {
-		t.Fatal(err)
-	}
-	val := make([]byte, valueBytes)
-	for i := range records {
-		if err := p.ProduceAsync(ctx, client.Record{Topic: "move", Value: append([]byte(fmt.Sprint(i)), val...)}, func(_ client.Produced, err error) {
-			if err != nil {
-				t.Errorf("produce: %v", err)
-			}
-		}); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if err := p.Flush(ctx); err != nil {
-		t.Fatal(err)
-	}
-	p.Close(ctx)
+	fillMovePartition(t, ctx, cl, records, valueBytes)
 	began := time.Now()
 	req := &wire.ReassignRequest{Action: wire.ReassignStart, ThrottleBytesPerSecond: throttleBps,
 		Moves: []wire.ReassignMove{{Topic: "move", Partition: 0, Replicas: int32s(targets[0])}}}

@@ -29,24 +29,7 @@ func segFigureMiB() int {
 func fillMove(t *testing.T, ctx context.Context, cl *client.Client, mib int) {
 	t.Helper()
 	const valueBytes = 16 << 10
-	p, err := cl.NewProducer(ctx, client.ProducerConfig{Linger: 5 * time.Millisecond})
-	if err != nil {
-		t.Fatal(err)
-	}
-	val := make([]byte, valueBytes)
-	for i := range mib << 20 / valueBytes {
-		if err := p.ProduceAsync(ctx, client.Record{Topic: "move", Value: append([]byte(fmt.Sprint(i)), val...)}, func(_ client.Produced, err error) {
-			if err != nil {
-				t.Errorf("produce: %v", err)
-			}
-		}); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if err := p.Flush(ctx); err != nil {
-		t.Fatal(err)
-	}
-	p.Close(ctx)
+	fillMovePartition(t, ctx, cl, mib<<20/valueBytes, valueBytes)
 }
 
 // moveAndWait moves partition 0 of "move" to target and waits until
