@@ -75,39 +75,7 @@ func TestLaunchAndInterrupt(t *testing.T) {
 	corestream := goBuild(t, bins, "github.com/corestream/corestream/cmd/corestream")
 	tool := goBuild(t, bins, "github.com/corestream/corestream/tools/localcluster")
 	dir := filepath.Join(t.TempDir(), "cluster")
-	cmd := exec.Command(tool, "-n", "3", "-dir", dir, "-bin", corestream, "-shards", "1", "-fsync", "never")
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	exited := make(chan error, 1)
-	var doc document
-	decoded := make(chan error, 1)
-	go func() {
-		r := bufio.NewReader(stdout)
-		decoded <- json.NewDecoder(r).Decode(&doc)
-		io.Copy(io.Discard, r)
-		exited <- cmd.Wait()
-	}()
-	t.Cleanup(func() {
-		cmd.Process.Kill()
-		for _, n := range doc.Nodes {
-			syscall.Kill(n.PID, syscall.SIGKILL)
-		}
-	})
-	select {
-	case err := <-decoded:
-		if err != nil {
-			t.Fatalf("reading the JSON document: %v\nstderr:\n%s", err, stderr.String())
-		}
-	case <-time.After(90 * time.Second):
-		t.Fatalf("no JSON document after 90 s; stderr:\n%s", stderr.String())
-	}
+	cmd, doc, exited, stderr := startLauncher(t, tool, "-n", "3", "-dir", dir, "-bin", corestream, "-shards", "1", "-fsync", "never")
 
 	if len(doc.Nodes) != 3 || doc.Dir != dir {
 		t.Fatalf("document: %+v", doc)
@@ -312,4 +280,45 @@ func (s *syncBuffer) String() string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.b.String()
+}
+
+// startLauncher runs the launcher built at tool with args and reads the
+// JSON document it prints once its nodes run; every node it names is
+// killed at the test's end. exited answers the launcher's exit.
+func startLauncher(t *testing.T, tool string, args ...string) (*exec.Cmd, document, <-chan error, *bytes.Buffer) {
+	t.Helper()
+	cmd := exec.Command(tool, args...)
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	stderr := &bytes.Buffer{}
+	cmd.Stderr = stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	var doc document
+	decoded := make(chan error, 1)
+	exited := make(chan error, 1)
+	go func() {
+		r := bufio.NewReader(stdout)
+		decoded <- json.NewDecoder(r).Decode(&doc)
+		io.Copy(io.Discard, r)
+		exited <- cmd.Wait()
+	}()
+	t.Cleanup(func() {
+		cmd.Process.Kill()
+		for _, n := range doc.Nodes {
+			syscall.Kill(n.PID, syscall.SIGKILL)
+		}
+	})
+	select {
+	case err := <-decoded:
+		if err != nil {
+			t.Fatalf("reading the JSON document: %v\nstderr:\n%s", err, stderr.String())
+		}
+	case <-time.After(90 * time.Second):
+		t.Fatalf("no JSON document after 90 s; stderr:\n%s", stderr.String())
+	}
+	return cmd, doc, exited, stderr
 }

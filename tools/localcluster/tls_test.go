@@ -1,19 +1,13 @@
 package main
 
 import (
-	"bufio"
-	"bytes"
 	"context"
 	"crypto/tls"
 	"crypto/x509"
-	"encoding/json"
-	"io"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -32,39 +26,7 @@ func TestLaunchTLS(t *testing.T) {
 	corestream := goBuild(t, bins, "github.com/corestream/corestream/cmd/corestream")
 	tool := goBuild(t, bins, "github.com/corestream/corestream/tools/localcluster")
 	dir := filepath.Join(t.TempDir(), "cluster")
-	cmd := exec.Command(tool, "-n", "2", "-dir", dir, "-bin", corestream, "-shards", "1", "-fsync", "never", "-tls")
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	var doc document
-	decoded := make(chan error, 1)
-	exited := make(chan error, 1)
-	go func() {
-		r := bufio.NewReader(stdout)
-		decoded <- json.NewDecoder(r).Decode(&doc)
-		io.Copy(io.Discard, r)
-		exited <- cmd.Wait()
-	}()
-	t.Cleanup(func() {
-		cmd.Process.Kill()
-		for _, n := range doc.Nodes {
-			syscall.Kill(n.PID, syscall.SIGKILL)
-		}
-	})
-	select {
-	case err := <-decoded:
-		if err != nil {
-			t.Fatalf("reading the JSON document: %v\nstderr:\n%s", err, stderr.String())
-		}
-	case <-time.After(90 * time.Second):
-		t.Fatalf("no JSON document after 90 s; stderr:\n%s", stderr.String())
-	}
+	cmd, doc, exited, stderr := startLauncher(t, tool, "-n", "2", "-dir", dir, "-bin", corestream, "-shards", "1", "-fsync", "never", "-tls")
 	if doc.CAFile != filepath.Join(dir, "tls", "ca.pem") {
 		t.Fatalf("ca_file %q", doc.CAFile)
 	}
