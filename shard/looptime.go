@@ -27,6 +27,24 @@ type loopTimes struct {
 	seq            atomic.Uint64
 	waitNs         atomic.Int64 // finished parks' time
 	parkedNs       atomic.Int64 // when the current park began; 0: none
+	// readBusyNs and readWaitNs are the largest figures read so far:
+	// a read that gave up on a consistent snapshot (the loop parked and
+	// woke without pause loopTimesReadsMax times) may be torn, and no
+	// figure it gives may go below one given before (they are counters).
+	readBusyNs, readWaitNs atomic.Int64
+}
+
+// atLeastSeen raises v to seen's largest earlier value and records v.
+func atLeastSeen(seen *atomic.Int64, v int64) int64 {
+	for {
+		old := seen.Load()
+		if v <= old {
+			return old
+		}
+		if seen.CompareAndSwap(old, v) {
+			return v
+		}
+	}
 }
 
 // begin marks the loop's start at now (ns).
@@ -79,7 +97,8 @@ func (t *loopTimes) read(clock Clock) (busy, wait time.Duration) {
 		waitNs += now - parked
 	}
 	elapsed := now - t.startNs.Load()
-	return time.Duration(max(elapsed-waitNs, 0)), time.Duration(waitNs)
+	busyNs := atLeastSeen(&t.readBusyNs, max(elapsed-waitNs, 0))
+	return time.Duration(busyNs), time.Duration(atLeastSeen(&t.readWaitNs, waitNs))
 }
 
 // LoopTimes are the time the shard's loop has spent busy and waiting

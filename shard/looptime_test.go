@@ -123,3 +123,36 @@ func BenchmarkLoopTimesPark(b *testing.B) {
 		_ = sum
 	})
 }
+
+// A read that gives up on a consistent snapshot (a writer mid-update
+// every time it looks, as on a loaded machine where the loop parks and
+// wakes without pause) may be torn: here it takes a park's start that
+// the finished parks already hold, and counts that park twice. The
+// figures it gives must still never go below those given before, nor
+// may the next consistent read's go below the torn one's (CI saw the
+// wait go back by 70 us).
+func TestLoopTimesTornReadNeverGoesBack(t *testing.T) {
+	clk := &manualClock{}
+	clk.ns.Store(int64(time.Second))
+	var lt loopTimes
+	lt.begin(clk.Now())
+	clk.ns.Add(int64(time.Millisecond))
+	lt.park(clk)
+	clk.ns.Add(int64(2 * time.Millisecond))
+	lt.wake(clk) // 1 ms busy, 2 ms waiting
+	b0, w0 := lt.read(clk)
+	if b0 != time.Millisecond || w0 != 2*time.Millisecond {
+		t.Fatalf("consistent read: busy %v wait %v", b0, w0)
+	}
+	// Torn: the finished park's start is still seen as a park in
+	// progress, while a writer holds the sequence odd.
+	lt.parkedNs.Store(int64(time.Second) + int64(time.Millisecond))
+	lt.seq.Add(1)
+	b1, w1 := lt.read(clk)
+	lt.seq.Add(1)
+	lt.parkedNs.Store(0)
+	b2, w2 := lt.read(clk)
+	if b1 < b0 || w1 < w0 || b2 < b1 || w2 < w1 {
+		t.Fatalf("went back: busy %v→%v→%v wait %v→%v→%v", b0, b1, b2, w0, w1, w2)
+	}
+}
