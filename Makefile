@@ -27,9 +27,13 @@ build:
 run: build
 	./$(BIN)/corestream serve
 
-## test: vet, then every test (unit, simulation seeds, end-to-end)
+## test: vet, then every test (unit, simulation seeds, end-to-end); the
+## NATS side of the bench is its own module (bench/peer) and imports the
+## bench package, so it is vetted too: a dependency the bench gains must
+## reach its go.sum as well.
 test:
 	$(GO) vet $(PKGS)
+	cd bench/peer && $(GO) vet ./...
 	$(GO) test -count=1 -timeout 15m $(PKGS)
 
 ## test-race: the unit tests under the race detector
