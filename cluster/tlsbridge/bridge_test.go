@@ -199,13 +199,9 @@ func TestAcceptorBridgesFramesAndSendfile(t *testing.T) {
 		t.Errorf("shard saw %s, the client is %s", remote, c.LocalAddr())
 	}
 	c.Close()
-	deadline := time.Now().Add(10 * time.Second)
-	for a.Stats().Open.Load() != 0 || r.srv.Connections() != 0 {
-		if time.Now().After(deadline) {
-			t.Fatalf("after the client's close: %d sessions, %d connections open", a.Stats().Open.Load(), r.srv.Connections())
-		}
-		time.Sleep(time.Millisecond)
-	}
+	waitStat(t, "the client's close to end its session and connection", func() bool {
+		return a.Stats().Open.Load() == 0 && r.srv.Connections() == 0
+	})
 	if a.Stats().Handshakes.Load() != 1 || a.Stats().BytesOut.Load() < uint64(3*len(data)) {
 		t.Errorf("stats: %d handshakes, %d bytes out", a.Stats().Handshakes.Load(), a.Stats().BytesOut.Load())
 	}
