@@ -640,8 +640,35 @@ func (l *Log) retire(o *op) {
 	o.seg.writtenSize = max(o.seg.writtenSize, o.pos+int64(o.buf.n))
 	if o.sync && (l.durable == prev || o.coversAll) {
 		l.durable = o.last
+		if l.durable == l.written {
+			l.dropSynced(o.seg)
+		}
 	}
 	l.io.queueNotify(l)
+}
+
+// dropSynced drops s's pages more than CacheTailBytes behind its written
+// end from the page cache, on the background worker, once WritebackBytes
+// of them have gathered. It serves FsyncAlways, where every write is
+// synced and no writeback sync drops them (writeback).
+// REQUIRES: everything s holds is written and synced.
+func (l *Log) dropSynced(s *segment) {
+	if l.cfg.CacheTailBytes < 0 || l.cfg.WritebackBytes <= 0 || l.io.bg == nil || s.file.f.Fd() == vfs.InvalidFd {
+		return
+	}
+	from, to := s.droppedEnd, (s.writtenSize-l.cfg.CacheTailBytes)&^int64(pageBytes-1)
+	if to-from < l.cfg.WritebackBytes {
+		return
+	}
+	s.droppedEnd = to
+	o := l.io.newOp()
+	*o = op{log: l, file: s.file, seg: s, standalone: true, covers: l.durable}
+	s.file.acquire()
+	l.syncsInFlight++
+	l.io.startBackground(o, func() error {
+		dropCached(o.file.f, from, to)
+		return nil
+	})
 }
 
 // rewind undoes the appends from the first write that found no space on:

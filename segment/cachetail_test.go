@@ -33,10 +33,11 @@ func residentPages(t *testing.T, f vfs.File, from, to int64) int {
 	return n
 }
 
-// TestCacheTailDropsSyncedPages: under never with writeback syncs, the
-// active segment's synced pages more than CacheTailBytes behind its
-// written end leave the page cache, and the tail stays; with -1 nothing
-// is dropped (the control that shows the drop is the log's doing).
+// TestCacheTailDropsSyncedPages: under never with writeback syncs, and
+// under always, the active segment's synced pages more than
+// CacheTailBytes behind its written end leave the page cache, and the
+// tail stays; with -1 nothing is dropped (the control that shows the drop
+// is the log's doing).
 func TestCacheTailDropsSyncedPages(t *testing.T) {
 	var st unix.Statfs_t
 	if err := unix.Statfs(t.TempDir(), &st); err == nil && st.Type == unix.TMPFS_MAGIC {
@@ -48,18 +49,22 @@ func TestCacheTailDropsSyncedPages(t *testing.T) {
 		total     = 6 << 20
 	)
 	for _, ef := range testEngines {
-		for _, keep := range []bool{false, true} {
-			name := ef.name + "/drop"
-			if keep {
-				name = ef.name + "/keep"
-			}
-			t.Run(name, func(t *testing.T) {
-				cfg := Config{Fsync: FsyncNever, WritebackBytes: writeback, CacheTailBytes: tail, SegmentBytes: 64 << 20}
+		for _, c := range []struct {
+			name  string
+			fsync FsyncPolicy
+			keep  bool
+		}{{"never/drop", FsyncNever, false}, {"never/keep", FsyncNever, true}, {"always/drop", FsyncAlways, false}} {
+			keep := c.keep
+			t.Run(ef.name+"/"+c.name, func(t *testing.T) {
+				cfg := Config{Fsync: c.fsync, WritebackBytes: writeback, CacheTailBytes: tail, SegmentBytes: 64 << 20}
 				if keep {
 					cfg.CacheTailBytes = -1
 				}
 				l := openLog(t, vfs.OS(), t.TempDir()+"/p", cfg, ef.new(t))
 				defer l.Close()
+				if c.fsync == FsyncAlways && l.io.bg == nil {
+					t.Skip("under always only an IO with a background worker drops pages")
+				}
 				rng := newRNG(3)
 				for l.active().writtenSize < total {
 					if _, _, err := l.AppendLeader(makeBatch(rng, 4, 32<<10, 1), 1); err != nil {

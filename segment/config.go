@@ -173,7 +173,9 @@ type Config struct {
 	// whose fresh page-cache pages are faulted in from the host, a log
 	// that keeps its pages cached writes at a third of the speed once a
 	// few GB are written (measured); recycled pages cost nothing. A
-	// consumer further behind than this reads from the disk. Default
+	// consumer further behind than this reads from the disk. Under
+	// FsyncAlways, where every write is synced, the drop runs every
+	// WritebackBytes written (on an IO with a background worker). Default
 	// CacheTailBytesDefault; -1: never drop.
 	CacheTailBytes int64
 	// ChainsInFlight bounds the log's writes in flight (default 8). When
