@@ -33,7 +33,7 @@ type Row struct {
 	// OfIdeal is corestream's figure against the ideal broker measured
 	// in the same run (Limits.Ideal): a fraction of its bytes/s, of its
 	// msg/s where the scenario's messages are the ideal's size, and a
-	// multiple of its server CPU per message.
+	// multiple of its server, client, or client+server CPU per message.
 	OfIdeal *float64 `json:"of_ideal,omitempty"`
 	Target  string   `json:"target,omitempty"`
 	// Verdict is "met", "MISSED", "pending" or "" (no target, or nothing
@@ -117,7 +117,7 @@ func ofLimit(f Figure, v *float64, lim *Limits) *float64 {
 
 // ofIdeal returns v against the ideal broker of lim: a fraction of its
 // throughput (msg/s only for messages of its size), a multiple of its
-// server CPU per message; nil when neither applies.
+// server, client or client+server CPU per message; nil when none applies.
 func ofIdeal(sc Scenario, f Figure, v *float64, lim *Limits) *float64 {
 	if v == nil || lim == nil || lim.Ideal == nil || lim.Ideal.Messages == 0 {
 		return nil
@@ -130,6 +130,10 @@ func ofIdeal(sc Scenario, f Figure, v *float64, lim *Limits) *float64 {
 		return ptr(*v / id.MessagesPerSec())
 	case f.Unit == "ns" && f.Name == cpuFigureName && id.CPUPerMessageNs() > 0:
 		return ptr(*v / id.CPUPerMessageNs())
+	case f.Unit == "ns" && f.Name == clientCPUFigureName && id.ClientCPUPerMessageNs() > 0:
+		return ptr(*v / id.ClientCPUPerMessageNs())
+	case f.Unit == "ns" && f.Name == totalCPUFigureName && id.ClientCPUPerMessageNs() > 0:
+		return ptr(*v / (id.CPUPerMessageNs() + id.ClientCPUPerMessageNs()))
 	}
 	return nil
 }

@@ -2,6 +2,8 @@ package bench
 
 import (
 	"bytes"
+	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -215,5 +217,75 @@ func TestCPUPerMessage(t *testing.T) {
 	}
 	if _, ok := (&RunResult{ServerCPUNs: 1, Report: &Report{}}).cpuPerMessage("produce"); ok {
 		t.Fatal("no timeline, no figure")
+	}
+	r.LoadCPUNs = 5e8
+	if v, ok := r.loadCPUPerMessage("produce"); !ok || v != 500 {
+		t.Fatalf("load generator, produce: %v, %v; want 500 ns", v, ok)
+	}
+	if v, ok := totalCPUFigure("produce").Get(r); !ok || v != 2500 {
+		t.Fatalf("client+server, produce: %v, %v; want 2500 ns", v, ok)
+	}
+	r.LoadCPUNs = 0
+	if _, ok := totalCPUFigure("produce").Get(r); ok {
+		t.Fatal("client+server without the client's CPU: no figure")
+	}
+}
+
+// The client CPU rows of a throughput scenario read the load
+// generator's CPU for both systems and stand against the ideal broker's
+// client, and client+server, CPU per message.
+func TestClientCPURows(t *testing.T) {
+	withCPU := func(sys string, serverNs, loadNs int64) *RunResult {
+		r := producedRun("1n-never-async", sys, 1e6, 1e6)
+		r.ServerCPUNs, r.LoadCPUNs = serverNs, loadNs
+		r.Report.Timeline = []Sample{{AtMs: 100, Produced: 1000}, {AtMs: 2000, Produced: 1e6}}
+		return r
+	}
+	runs := []*RunResult{withCPU("corestream", 1e9, 4e8), withCPU("nats-jetstream", 3e9, 9e8)}
+	lim := &Limits{Ideal: &IdealResult{Messages: 1e6, Bytes: 1e6 << 10, Elapsed: time.Second, ServerCPUNs: 5e8, ClientCPUNs: 2e8}}
+	rows := buildRows(Scenarios(time.Second, 0), runs, lim)
+	for _, c := range []struct {
+		figure          string
+		cs, peer, ideal float64
+	}{
+		{cpuFigureName, 1000, 3000, 2},
+		{clientCPUFigureName, 400, 900, 2},
+		{totalCPUFigureName, 1400, 3900, 2},
+	} {
+		r := rowOf(t, rows, "1n-never-async", c.figure)
+		if r.Corestream == nil || *r.Corestream != c.cs || r.Peer == nil || *r.Peer != c.peer || r.OfIdeal == nil || *r.OfIdeal != c.ideal {
+			t.Errorf("%s row: corestream %v, NATS %v, vs ideal %v; want %v, %v, %v", c.figure, r.Corestream, r.Peer, r.OfIdeal, c.cs, c.peer, c.ideal)
+		}
+	}
+	var buf bytes.Buffer
+	(&Comparison{Machine: ThisMachine(), Rows: rows}).WriteTable(&buf)
+	for _, want := range []string{"client CPU/msg", "400ns", "client+server CPU/msg", "1.40µs", "2.0× ideal"} {
+		if !strings.Contains(buf.String(), want) {
+			t.Errorf("table lacks %q:\n%s", want, buf.String())
+		}
+	}
+}
+
+// runLoad reports the load generator's own CPU time, from its rusage.
+func TestRunLoadReportsItsCPU(t *testing.T) {
+	sh, err := exec.LookPath("sh")
+	if err != nil {
+		t.Skip("no sh")
+	}
+	log := filepath.Join(t.TempDir(), "load.log")
+	start := time.Now()
+	cpu, err := runLoad(t.Context(), sh, []string{"-c", "i=0; while [ $i -lt 300000 ]; do i=$((i+1)); done"}, log, time.Minute)
+	wall := time.Since(start)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A busy loop is all CPU: at least some ticks of it, never more than
+	// the wall time it ran (one process, one thread) plus a tick.
+	if cpu < 20*time.Millisecond || cpu > wall+10*time.Millisecond {
+		t.Fatalf("a busy loop of %v reported %v of CPU", wall, cpu)
+	}
+	cpu, err = runLoad(t.Context(), sh, []string{"-c", "exit 3"}, log, time.Minute)
+	if err == nil || cpu > 10*time.Millisecond {
+		t.Fatalf("a failed load: %v of CPU, err %v", cpu, err)
 	}
 }

@@ -100,6 +100,11 @@ type IdealResult struct {
 	// and syncer), page-cache copying included: they use plain
 	// syscalls, so the kernel's work is charged to them.
 	ServerCPUNs int64 `json:"server_cpu_ns"`
+	// ClientCPUNs is the CPU time of the client's thread: building the
+	// frames (a copy per message, a CRC per frame) and writing them, the
+	// kernel's send path included. It is what an ideal load generator
+	// costs on the cores it shares with the server.
+	ClientCPUNs int64 `json:"client_cpu_ns"`
 }
 
 // BytesPerSec returns the message bytes written per second.
@@ -114,6 +119,14 @@ func (r *IdealResult) CPUPerMessageNs() float64 {
 		return 0
 	}
 	return float64(r.ServerCPUNs) / float64(r.Messages)
+}
+
+// ClientCPUPerMessageNs returns the client's CPU time per message.
+func (r *IdealResult) ClientCPUPerMessageNs() float64 {
+	if r.Messages == 0 {
+		return 0
+	}
+	return float64(r.ClientCPUNs) / float64(r.Messages)
 }
 
 func perSec(n int64, d time.Duration) float64 {
@@ -197,18 +210,29 @@ func RunIdeal(ctx context.Context, opt IdealOptions) (*IdealResult, error) {
 		return nil, err
 	}
 	start := time.Now()
-	sendErr := idealClient(ctx, c.(*net.TCPConn), opt, start)
+	clientCPU, sendErr := idealClient(ctx, c.(*net.TCPConn), opt, start)
 	s := <-done
 	if err := errors.Join(sendErr, s.err); err != nil {
 		return nil, fmt.Errorf("bench: ideal broker: %w", err)
 	}
 	msgs := s.frames * int64(opt.FrameMessages)
-	return &IdealResult{Messages: msgs, Bytes: msgs * int64(opt.MessageBytes), Elapsed: s.last.Sub(start), ServerCPUNs: s.cpuNs}, nil
+	return &IdealResult{Messages: msgs, Bytes: msgs * int64(opt.MessageBytes), Elapsed: s.last.Sub(start),
+		ServerCPUNs: s.cpuNs, ClientCPUNs: clientCPU}, nil
 }
 
 // idealClient builds frames and writes them to c until opt.Time (or
-// opt.BytesMax) is reached, then closes its side.
-func idealClient(ctx context.Context, c *net.TCPConn, opt IdealOptions, start time.Time) error {
+// opt.BytesMax) is reached, then closes its side. It returns its
+// thread's CPU time.
+func idealClient(ctx context.Context, c *net.TCPConn, opt IdealOptions, start time.Time) (cpuNs int64, err error) {
+	runtime.LockOSThread() // thread CPU time measures this thread alone
+	defer runtime.UnlockOSThread()
+	cpu0 := threadCPU()
+	defer func() { cpuNs = threadCPU() - cpu0 }()
+	return 0, idealSend(ctx, c, opt, start)
+}
+
+// idealSend is idealClient's loop.
+func idealSend(ctx context.Context, c *net.TCPConn, opt IdealOptions, start time.Time) error {
 	defer c.Close()
 	src := idealSource()
 	body := opt.MessageBytes * opt.FrameMessages
