@@ -183,6 +183,9 @@ func Compare(ctx context.Context, opt CompareOptions) (*Comparison, error) {
 	if probe.IdealTime <= 0 { // as long as each run, warm-up included
 		probe.IdealTime = opt.Warmup + opt.Duration
 	}
+	if len(probe.EchoCmd) == 0 && opt.CorestreamBin != "" {
+		probe.EchoCmd = EchoCommand(opt.CorestreamBin)
+	}
 	lim, err := Probe(ctx, probe)
 	if err != nil {
 		return nil, err

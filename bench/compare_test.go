@@ -47,7 +47,8 @@ func TestBuildRows(t *testing.T) {
 		producedRun("partitions-16", "corestream", 150_000, 1e6),
 	}
 	lim := &Limits{TCPBytesPerSec: 1e9, DiskWriteBytesPerSec: 5e8, TCPRoundTrip: &Summary{P50Ns: 50e3, P99Ns: 100e3},
-		Ideal: &IdealResult{Messages: 800_000, Bytes: 800_000 << 10, Elapsed: time.Second, ServerCPUNs: 800_000 * 500}}
+		TCPRoundTripTwoProcs: &Summary{P50Ns: 100e3, P99Ns: 150e3},
+		Ideal:                &IdealResult{Messages: 800_000, Bytes: 800_000 << 10, Elapsed: time.Second, ServerCPUNs: 800_000 * 500}}
 	rows := buildRows(Scenarios(time.Second, 0), runs, lim)
 	for _, c := range []struct {
 		scenario, figure string
@@ -90,6 +91,12 @@ func TestBuildRows(t *testing.T) {
 	if *r.OfLimit != 3 || *r.PeerOfLimit != 4 {
 		t.Errorf("sync p99 against the round trip: %v and %v, want 3 and 4", *r.OfLimit, *r.PeerOfLimit)
 	}
+	if r.OfTwoProcRTT == nil || *r.OfTwoProcRTT != 2 || r.PeerOfTwoProcRTT == nil || *r.PeerOfTwoProcRTT != 400.0/150 {
+		t.Errorf("sync p99 against the two-process round trip: %v and %v, want 2 and 2.67", r.OfTwoProcRTT, r.PeerOfTwoProcRTT)
+	}
+	if r := rowOf(t, rows, "1n-never-async", "ack p99"); r.OfLimit != nil || r.OfTwoProcRTT != nil {
+		t.Errorf("a saturating run's latency is queueing, not read against a round trip: %+v", r)
+	}
 	r = rowOf(t, rows, "1n-never-sync-primary", "ack p50")
 	if *r.Corestream != 200e3 || r.Verdict != "MISSED" || r.Peer != nil {
 		t.Errorf("primary p50 row %+v (200µs misses < 100µs)", r)
@@ -126,7 +133,7 @@ func TestBuildRows(t *testing.T) {
 	(&Comparison{Machine: ThisMachine(), Limits: lim, Rows: rows}).WriteTable(&buf)
 	out := buf.String()
 	for _, want := range []string{"== corestream vs NATS JetStream ==", "== partition scaling (corestream) ==",
-		"6.00×", "600,000", "pending: cluster", "61% TCP", "3.0× RTT", "75% ideal", "targets: 3 met, 3 missed, 1 pending"} {
+		"6.00×", "600,000", "pending: cluster", "61% TCP", "3.0× RTT, 1.5× 2-proc", "75% ideal", "targets: 3 met, 3 missed, 1 pending"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("table lacks %q:\n%s", want, out)
 		}
