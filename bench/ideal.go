@@ -105,6 +105,11 @@ type IdealResult struct {
 	// kernel's send path included. It is what an ideal load generator
 	// costs on the cores it shares with the server.
 	ClientCPUNs int64 `json:"client_cpu_ns"`
+	// ServerCPUPerMsgNs and ClientCPUPerMsgNs are the two CPU times
+	// per message (CPUPerMessageNs, ClientCPUPerMessageNs), written out
+	// for readers of the JSON.
+	ServerCPUPerMsgNs float64 `json:"server_cpu_per_message_ns"`
+	ClientCPUPerMsgNs float64 `json:"client_cpu_per_message_ns"`
 }
 
 // BytesPerSec returns the message bytes written per second.
@@ -216,8 +221,10 @@ func RunIdeal(ctx context.Context, opt IdealOptions) (*IdealResult, error) {
 		return nil, fmt.Errorf("bench: ideal broker: %w", err)
 	}
 	msgs := s.frames * int64(opt.FrameMessages)
-	return &IdealResult{Messages: msgs, Bytes: msgs * int64(opt.MessageBytes), Elapsed: s.last.Sub(start),
-		ServerCPUNs: s.cpuNs, ClientCPUNs: clientCPU}, nil
+	r := &IdealResult{Messages: msgs, Bytes: msgs * int64(opt.MessageBytes), Elapsed: s.last.Sub(start),
+		ServerCPUNs: s.cpuNs, ClientCPUNs: clientCPU}
+	r.ServerCPUPerMsgNs, r.ClientCPUPerMsgNs = r.CPUPerMessageNs(), r.ClientCPUPerMessageNs()
+	return r, nil
 }
 
 // idealClient builds frames and writes them to c until opt.Time (or
