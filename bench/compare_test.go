@@ -249,6 +249,7 @@ func TestClientCPURows(t *testing.T) {
 		return r
 	}
 	runs := []*RunResult{withCPU("corestream", 1e9, 4e8), withCPU("nats-jetstream", 3e9, 9e8)}
+	runs[0].LoadNs = 1e9
 	lim := &Limits{Ideal: &IdealResult{Messages: 1e6, Bytes: 1e6 << 10, Elapsed: time.Second, ServerCPUNs: 5e8, ClientCPUNs: 2e8}}
 	rows := buildRows(Scenarios(time.Second, 0), runs, lim)
 	for _, c := range []struct {
@@ -264,9 +265,12 @@ func TestClientCPURows(t *testing.T) {
 			t.Errorf("%s row: corestream %v, NATS %v, vs ideal %v; want %v, %v, %v", c.figure, r.Corestream, r.Peer, r.OfIdeal, c.cs, c.peer, c.ideal)
 		}
 	}
+	if r := rowOf(t, rows, "1n-never-async", "client+server CPU busy"); r.Corestream == nil || *r.Corestream != 140 || r.Peer != nil {
+		t.Errorf("busy row: corestream %v, NATS %v; want 140%% of a core, and none without the load's time", r.Corestream, r.Peer)
+	}
 	var buf bytes.Buffer
 	(&Comparison{Machine: ThisMachine(), Rows: rows}).WriteTable(&buf)
-	for _, want := range []string{"client CPU/msg", "400ns", "client+server CPU/msg", "1.40µs", "2.0× ideal"} {
+	for _, want := range []string{"client CPU/msg", "400ns", "client+server CPU/msg", "1.40µs", "2.0× ideal", "140.0% of a core"} {
 		if !strings.Contains(buf.String(), want) {
 			t.Errorf("table lacks %q:\n%s", want, buf.String())
 		}

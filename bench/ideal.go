@@ -134,6 +134,15 @@ func (r *IdealResult) ClientCPUPerMessageNs() float64 {
 	return float64(r.ClientCPUNs) / float64(r.Messages)
 }
 
+// BusyPercent returns the client's and the server's CPU time together
+// over the run's time, in percent of one core.
+func (r *IdealResult) BusyPercent() float64 {
+	if r.Elapsed <= 0 {
+		return 0
+	}
+	return 100 * float64(r.ServerCPUNs+r.ClientCPUNs) / float64(r.Elapsed)
+}
+
 func perSec(n int64, d time.Duration) float64 {
 	if d <= 0 {
 		return 0

@@ -331,9 +331,9 @@ func (l *Limits) WriteTable(w io.Writer) {
 	fmt.Fprintf(tw, "disk write+fdatasync\t%s\t%s\n", fmtMBps(l.DiskSyncBytesPerSec), note)
 	fmt.Fprintf(tw, "disk write, one fdatasync\t%s\t%d KiB writes, one fdatasync at the end (the disk limit below)\n", fmtMBps(l.DiskWriteBytesPerSec), l.ChunkBytes>>10)
 	if r := l.Ideal; r != nil {
-		fmt.Fprintf(tw, "ideal broker\t%s\t%s msg/s of 1 KiB over %v, server CPU %s/msg, client CPU %s/msg: one connection, 64 × 1 KiB frames with CRC-32C, one write per read, fallocate ahead, fdatasync + fadvise(DONTNEED) every 64 MiB (the \"vs ideal\" column)\n",
+		fmt.Fprintf(tw, "ideal broker\t%s\t%s msg/s of 1 KiB over %v, server CPU %s/msg, client CPU %s/msg (%.0f%% of a core busy): one connection, 64 × 1 KiB frames with CRC-32C, one write per read, fallocate ahead, fdatasync + fadvise(DONTNEED) every 64 MiB (the \"vs ideal\" column)\n",
 			fmtMBps(r.BytesPerSec()), humanize.CommafWithDigits(r.MessagesPerSec(), 0), r.Elapsed.Round(time.Millisecond),
-			FormatNs(int64(r.CPUPerMessageNs())), FormatNs(int64(r.ClientCPUPerMessageNs())))
+			FormatNs(int64(r.CPUPerMessageNs())), FormatNs(int64(r.ClientCPUPerMessageNs())), r.BusyPercent())
 	}
 	tw.Flush()
 	if l.FS == "tmpfs" {

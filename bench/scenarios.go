@@ -147,6 +147,18 @@ func totalCPUFigure(kind string) Figure {
 	}}
 }
 
+// busyFigure is the load generator's and the servers' CPU time together
+// over the load's wall time, in percent of one core: near 100 × the
+// machine's cores, the cores are the limit; well below, something waits.
+func busyFigure() Figure {
+	return Figure{Name: "client+server CPU busy", Unit: "%cpu", Get: func(r *RunResult) (float64, bool) {
+		if r.LoadNs <= 0 || r.LoadCPUNs <= 0 || r.ServerCPUNs <= 0 {
+			return 0, false
+		}
+		return 100 * float64(r.LoadCPUNs+r.ServerCPUNs) / float64(r.LoadNs), true
+	}}
+}
+
 // cpuFigures are the server and client CPU per message of kind.
 func cpuFigures(kind string) []Figure { return []Figure{cpuFigure(kind), clientCPUFigure(kind)} }
 
@@ -196,7 +208,7 @@ func Scenarios(d, w time.Duration) []Scenario {
 			with(msgsPerSec("produce"), fiveTimesPeer),
 			with(bytesPerSec("produce"), Target{Text: fmt.Sprintf("≥ %g%% ideal", idealTarget*100), Kind: "ideal>=", Value: idealTarget}),
 			latencyFigure("ack", "produce", 50), latencyFigure("ack", "produce", 99), with(cpuFigure("produce"), cpu),
-			clientCPUFigure("produce"), totalCPUFigure("produce"),
+			clientCPUFigure("produce"), totalCPUFigure("produce"), busyFigure(),
 		}
 	}
 	cpuHalfMicro := Target{Text: "≤ 0.5µs", Kind: "<=", Value: 500}
