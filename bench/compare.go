@@ -65,6 +65,11 @@ type RunResult struct {
 	Report *Report `json:"report,omitempty"`
 	// ServerCPUNs is the servers' CPU time during the load.
 	ServerCPUNs int64 `json:"server_cpu_ns"`
+	// LoadCPUNs is the load generator process's own CPU time (user +
+	// system, from its rusage at exit): its whole life, the same span as
+	// ServerCPUNs. Client and servers share the machine's cores, so the
+	// two together say whether the cores are the limit.
+	LoadCPUNs int64 `json:"load_cpu_ns"`
 	// LoadNs is the load generator's wall time (start to exit).
 	LoadNs int64 `json:"load_ns"`
 	// StopNs is how long the deployment took to stop gracefully.
@@ -93,7 +98,24 @@ func (r *RunResult) total(kind string) *ActorReport {
 // ("produce" or "consume") completed during the whole load, warm-up and
 // drain included: on a shared machine a steadier figure than throughput.
 func (r *RunResult) cpuPerMessage(kind string) (float64, bool) {
-	if r == nil || r.Report == nil || len(r.Report.Timeline) == 0 || r.ServerCPUNs <= 0 {
+	if r == nil {
+		return 0, false
+	}
+	return r.perMessage(kind, r.ServerCPUNs)
+}
+
+// loadCPUPerMessage is cpuPerMessage for the load generator's CPU time.
+func (r *RunResult) loadCPUPerMessage(kind string) (float64, bool) {
+	if r == nil {
+		return 0, false
+	}
+	return r.perMessage(kind, r.LoadCPUNs)
+}
+
+// perMessage divides cpuNs by the messages of kind completed during the
+// whole load (the timeline's last sample).
+func (r *RunResult) perMessage(kind string, cpuNs int64) (float64, bool) {
+	if r.Report == nil || len(r.Report.Timeline) == 0 || cpuNs <= 0 {
 		return 0, false
 	}
 	last := r.Report.Timeline[len(r.Report.Timeline)-1]
@@ -104,7 +126,7 @@ func (r *RunResult) cpuPerMessage(kind string) (float64, bool) {
 	if n == 0 {
 		return 0, false
 	}
-	return float64(r.ServerCPUNs) / float64(n), true
+	return float64(cpuNs) / float64(n), true
 }
 
 // Comparison is the whole result of Compare.
@@ -160,6 +182,9 @@ func Compare(ctx context.Context, opt CompareOptions) (*Comparison, error) {
 	probe.Dir = opt.Dir
 	if probe.IdealTime <= 0 { // as long as each run, warm-up included
 		probe.IdealTime = opt.Warmup + opt.Duration
+	}
+	if len(probe.EchoCmd) == 0 && opt.CorestreamBin != "" {
+		probe.EchoCmd = EchoCommand(opt.CorestreamBin)
 	}
 	lim, err := Probe(ctx, probe)
 	if err != nil {
@@ -249,8 +274,8 @@ func runScenario(ctx context.Context, opt CompareOptions, sc Scenario, sys strin
 	args = append(args, spec.Args()...)
 	cpu0, _ := d.CPU()
 	start := time.Now()
-	loadErr := runLoad(ctx, bin, args, filepath.Join(dir, "load.log"), loadTimeout(spec))
-	r.LoadNs = int64(time.Since(start))
+	loadCPU, loadErr := runLoad(ctx, bin, args, filepath.Join(dir, "load.log"), loadTimeout(spec))
+	r.LoadNs, r.LoadCPUNs = int64(time.Since(start)), int64(loadCPU)
 	cpu1, _ := d.CPU()
 	r.ServerCPUNs = int64(cpu1 - cpu0)
 	rep, err := ReadReport(filepath.Join(dir, "report.json"))
@@ -342,24 +367,31 @@ func loadTimeout(s Spec) time.Duration {
 }
 
 // runLoad runs one load-generator process, its output appended to
-// logPath, and waits for it (killing it after timeout).
-func runLoad(ctx context.Context, bin string, args []string, logPath string, timeout time.Duration) error {
+// logPath, and waits for it (killing it after timeout). It returns the
+// process's CPU time (user + system, from its rusage at exit; 0 when it
+// did not start).
+func runLoad(ctx context.Context, bin string, args []string, logPath string, timeout time.Duration) (time.Duration, error) {
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	logf, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 	if err != nil {
-		return err
+		return 0, err
 	}
 	defer logf.Close()
 	cmd := exec.CommandContext(ctx, bin, args...)
 	cmd.Stdout, cmd.Stderr = logf, logf
 	cmd.WaitDelay = 10 * time.Second
-	if err := cmd.Run(); err != nil {
+	err = cmd.Run()
+	var cpu time.Duration
+	if ps := cmd.ProcessState; ps != nil {
+		cpu = ps.UserTime() + ps.SystemTime()
+	}
+	if err != nil {
 		tail, _ := os.ReadFile(logPath)
 		if len(tail) > 400 {
 			tail = tail[len(tail)-400:]
 		}
-		return fmt.Errorf("%s: %w: %s", filepath.Base(bin), err, strings.TrimSpace(string(tail)))
+		return cpu, fmt.Errorf("%s: %w: %s", filepath.Base(bin), err, strings.TrimSpace(string(tail)))
 	}
-	return nil
+	return cpu, nil
 }

@@ -27,13 +27,19 @@ type Row struct {
 	// of the loopback round trip at the same percentile for latencies.
 	OfLimit     *float64 `json:"of_limit,omitempty"`
 	PeerOfLimit *float64 `json:"peer_of_limit,omitempty"`
+	// OfTwoProcRTT and PeerOfTwoProcRTT are a one-at-a-time latency as a
+	// multiple of the two-process round trip (Limits.TCPRoundTripTwoProcs)
+	// at the same percentile: the floor of a client and a broker that are
+	// two processes, where OfLimit's is two goroutines of one.
+	OfTwoProcRTT     *float64 `json:"of_two_process_rtt,omitempty"`
+	PeerOfTwoProcRTT *float64 `json:"peer_of_two_process_rtt,omitempty"`
 	// OfDisk is corestream's bytes/s as a fraction of the disk's
 	// sequential write bandwidth.
 	OfDisk *float64 `json:"of_disk,omitempty"`
 	// OfIdeal is corestream's figure against the ideal broker measured
 	// in the same run (Limits.Ideal): a fraction of its bytes/s, of its
 	// msg/s where the scenario's messages are the ideal's size, and a
-	// multiple of its server CPU per message.
+	// multiple of its server, client, or client+server CPU per message.
 	OfIdeal *float64 `json:"of_ideal,omitempty"`
 	Target  string   `json:"target,omitempty"`
 	// Verdict is "met", "MISSED", "pending" or "" (no target, or nothing
@@ -85,6 +91,9 @@ func buildRows(scenarios []Scenario, runs []*RunResult, lim *Limits) []Row {
 				}
 			}
 			row.OfLimit, row.PeerOfLimit, row.OfDisk = ofLimit(f, row.Corestream, lim), ofLimit(f, row.Peer, lim), nil
+			if lim != nil {
+				row.OfTwoProcRTT, row.PeerOfTwoProcRTT = ofRTT(f, row.Corestream, lim.TCPRoundTripTwoProcs), ofRTT(f, row.Peer, lim.TCPRoundTripTwoProcs)
+			}
 			if f.Unit == "B/s" && row.Corestream != nil && lim != nil && lim.DiskWriteBytesPerSec > 0 {
 				row.OfDisk = ptr(*row.Corestream / lim.DiskWriteBytesPerSec)
 			}
@@ -106,18 +115,28 @@ func ofLimit(f Figure, v *float64, lim *Limits) *float64 {
 	switch {
 	case f.Unit == "B/s" && lim.TCPBytesPerSec > 0:
 		return ptr(*v / lim.TCPBytesPerSec)
-	case f.Unit == "ns" && f.VsRTT && lim.TCPRoundTrip != nil:
-		rtt := map[float64]int64{50: lim.TCPRoundTrip.P50Ns, 90: lim.TCPRoundTrip.P90Ns, 99: lim.TCPRoundTrip.P99Ns, 99.9: lim.TCPRoundTrip.P999Ns}[f.Quantile]
-		if rtt > 0 {
-			return ptr(*v / float64(rtt))
-		}
+	case f.Unit == "ns":
+		return ofRTT(f, v, lim.TCPRoundTrip)
 	}
 	return nil
 }
 
+// ofRTT returns the one-at-a-time latency v as a multiple of the round
+// trip rtt at the same percentile; nil for other figures.
+func ofRTT(f Figure, v *float64, rtt *Summary) *float64 {
+	if v == nil || rtt == nil || f.Unit != "ns" || !f.VsRTT {
+		return nil
+	}
+	ns := map[float64]int64{50: rtt.P50Ns, 90: rtt.P90Ns, 99: rtt.P99Ns, 99.9: rtt.P999Ns}[f.Quantile]
+	if ns <= 0 {
+		return nil
+	}
+	return ptr(*v / float64(ns))
+}
+
 // ofIdeal returns v against the ideal broker of lim: a fraction of its
 // throughput (msg/s only for messages of its size), a multiple of its
-// server CPU per message; nil when neither applies.
+// server, client or client+server CPU per message; nil when none applies.
 func ofIdeal(sc Scenario, f Figure, v *float64, lim *Limits) *float64 {
 	if v == nil || lim == nil || lim.Ideal == nil || lim.Ideal.Messages == 0 {
 		return nil
@@ -130,6 +149,10 @@ func ofIdeal(sc Scenario, f Figure, v *float64, lim *Limits) *float64 {
 		return ptr(*v / id.MessagesPerSec())
 	case f.Unit == "ns" && f.Name == cpuFigureName && id.CPUPerMessageNs() > 0:
 		return ptr(*v / id.CPUPerMessageNs())
+	case f.Unit == "ns" && f.Name == clientCPUFigureName && id.ClientCPUPerMessageNs() > 0:
+		return ptr(*v / id.ClientCPUPerMessageNs())
+	case f.Unit == "ns" && f.Name == totalCPUFigureName && id.ClientCPUPerMessageNs() > 0:
+		return ptr(*v / (id.CPUPerMessageNs() + id.ClientCPUPerMessageNs()))
 	}
 	return nil
 }
@@ -260,11 +283,14 @@ func formatPercent(v *float64) string {
 }
 
 // formatLimit renders a figure against its limit: "31% TCP" for bytes/s,
-// "2.1× RTT" for latencies.
-func formatLimit(v *float64, unit string) string {
+// "2.1× RTT" for latencies, followed by ", 1.2× 2-proc" when the
+// two-process round trip was measured (twoProc).
+func formatLimit(v, twoProc *float64, unit string) string {
 	switch {
 	case v == nil:
 		return "-"
+	case unit == "ns" && twoProc != nil:
+		return fmt.Sprintf("%.1f× RTT, %.1f× 2-proc", *v, *twoProc)
 	case unit == "ns":
 		return fmt.Sprintf("%.1f× RTT", *v)
 	}
@@ -318,10 +344,10 @@ func (c *Comparison) WriteTable(w io.Writer) {
 		if group == groupPeer {
 			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", r.Title, r.Figure,
 				formatValue(r.Corestream, r.Unit), formatValue(r.Peer, r.Unit), formatRatio(r.Ratio), formatIdeal(r.OfIdeal, r.Unit),
-				formatLimit(r.OfLimit, r.Unit), formatLimit(r.PeerOfLimit, r.Unit), formatPercent(r.OfDisk), r.Target, r.Verdict, r.Note)
+				formatLimit(r.OfLimit, r.OfTwoProcRTT, r.Unit), formatLimit(r.PeerOfLimit, r.PeerOfTwoProcRTT, r.Unit), formatPercent(r.OfDisk), r.Target, r.Verdict, r.Note)
 		} else {
 			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", r.Title, r.Figure,
-				formatValue(r.Corestream, r.Unit), formatRatio(r.Ratio), formatIdeal(r.OfIdeal, r.Unit), formatLimit(r.OfLimit, r.Unit), r.Note)
+				formatValue(r.Corestream, r.Unit), formatRatio(r.Ratio), formatIdeal(r.OfIdeal, r.Unit), formatLimit(r.OfLimit, r.OfTwoProcRTT, r.Unit), r.Note)
 		}
 	}
 	if tw != nil {

@@ -2,6 +2,8 @@ package bench
 
 import (
 	"bytes"
+	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -45,7 +47,8 @@ func TestBuildRows(t *testing.T) {
 		producedRun("partitions-16", "corestream", 150_000, 1e6),
 	}
 	lim := &Limits{TCPBytesPerSec: 1e9, DiskWriteBytesPerSec: 5e8, TCPRoundTrip: &Summary{P50Ns: 50e3, P99Ns: 100e3},
-		Ideal: &IdealResult{Messages: 800_000, Bytes: 800_000 << 10, Elapsed: time.Second, ServerCPUNs: 800_000 * 500}}
+		TCPRoundTripTwoProcs: &Summary{P50Ns: 100e3, P99Ns: 150e3},
+		Ideal:                &IdealResult{Messages: 800_000, Bytes: 800_000 << 10, Elapsed: time.Second, ServerCPUNs: 800_000 * 500}}
 	rows := buildRows(Scenarios(time.Second, 0), runs, lim)
 	for _, c := range []struct {
 		scenario, figure string
@@ -88,6 +91,12 @@ func TestBuildRows(t *testing.T) {
 	if *r.OfLimit != 3 || *r.PeerOfLimit != 4 {
 		t.Errorf("sync p99 against the round trip: %v and %v, want 3 and 4", *r.OfLimit, *r.PeerOfLimit)
 	}
+	if r.OfTwoProcRTT == nil || *r.OfTwoProcRTT != 2 || r.PeerOfTwoProcRTT == nil || *r.PeerOfTwoProcRTT != 400.0/150 {
+		t.Errorf("sync p99 against the two-process round trip: %v and %v, want 2 and 2.67", r.OfTwoProcRTT, r.PeerOfTwoProcRTT)
+	}
+	if r := rowOf(t, rows, "1n-never-async", "ack p99"); r.OfLimit != nil || r.OfTwoProcRTT != nil {
+		t.Errorf("a saturating run's latency is queueing, not read against a round trip: %+v", r)
+	}
 	r = rowOf(t, rows, "1n-never-sync-primary", "ack p50")
 	if *r.Corestream != 200e3 || r.Verdict != "MISSED" || r.Peer != nil {
 		t.Errorf("primary p50 row %+v (200µs misses < 100µs)", r)
@@ -124,7 +133,7 @@ func TestBuildRows(t *testing.T) {
 	(&Comparison{Machine: ThisMachine(), Limits: lim, Rows: rows}).WriteTable(&buf)
 	out := buf.String()
 	for _, want := range []string{"== corestream vs NATS JetStream ==", "== partition scaling (corestream) ==",
-		"6.00×", "600,000", "pending: cluster", "61% TCP", "3.0× RTT", "75% ideal", "targets: 3 met, 3 missed, 1 pending"} {
+		"6.00×", "600,000", "pending: cluster", "61% TCP", "3.0× RTT, 1.5× 2-proc", "75% ideal", "targets: 3 met, 3 missed, 1 pending"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("table lacks %q:\n%s", want, out)
 		}
@@ -215,5 +224,79 @@ func TestCPUPerMessage(t *testing.T) {
 	}
 	if _, ok := (&RunResult{ServerCPUNs: 1, Report: &Report{}}).cpuPerMessage("produce"); ok {
 		t.Fatal("no timeline, no figure")
+	}
+	r.LoadCPUNs = 5e8
+	if v, ok := r.loadCPUPerMessage("produce"); !ok || v != 500 {
+		t.Fatalf("load generator, produce: %v, %v; want 500 ns", v, ok)
+	}
+	if v, ok := totalCPUFigure("produce").Get(r); !ok || v != 2500 {
+		t.Fatalf("client+server, produce: %v, %v; want 2500 ns", v, ok)
+	}
+	r.LoadCPUNs = 0
+	if _, ok := totalCPUFigure("produce").Get(r); ok {
+		t.Fatal("client+server without the client's CPU: no figure")
+	}
+}
+
+// The client CPU rows of a throughput scenario read the load
+// generator's CPU for both systems and stand against the ideal broker's
+// client, and client+server, CPU per message.
+func TestClientCPURows(t *testing.T) {
+	withCPU := func(sys string, serverNs, loadNs int64) *RunResult {
+		r := producedRun("1n-never-async", sys, 1e6, 1e6)
+		r.ServerCPUNs, r.LoadCPUNs = serverNs, loadNs
+		r.Report.Timeline = []Sample{{AtMs: 100, Produced: 1000}, {AtMs: 2000, Produced: 1e6}}
+		return r
+	}
+	runs := []*RunResult{withCPU("corestream", 1e9, 4e8), withCPU("nats-jetstream", 3e9, 9e8)}
+	runs[0].LoadNs = 1e9
+	lim := &Limits{Ideal: &IdealResult{Messages: 1e6, Bytes: 1e6 << 10, Elapsed: time.Second, ServerCPUNs: 5e8, ClientCPUNs: 2e8}}
+	rows := buildRows(Scenarios(time.Second, 0), runs, lim)
+	for _, c := range []struct {
+		figure          string
+		cs, peer, ideal float64
+	}{
+		{cpuFigureName, 1000, 3000, 2},
+		{clientCPUFigureName, 400, 900, 2},
+		{totalCPUFigureName, 1400, 3900, 2},
+	} {
+		r := rowOf(t, rows, "1n-never-async", c.figure)
+		if r.Corestream == nil || *r.Corestream != c.cs || r.Peer == nil || *r.Peer != c.peer || r.OfIdeal == nil || *r.OfIdeal != c.ideal {
+			t.Errorf("%s row: corestream %v, NATS %v, vs ideal %v; want %v, %v, %v", c.figure, r.Corestream, r.Peer, r.OfIdeal, c.cs, c.peer, c.ideal)
+		}
+	}
+	if r := rowOf(t, rows, "1n-never-async", "client+server CPU busy"); r.Corestream == nil || *r.Corestream != 140 || r.Peer != nil {
+		t.Errorf("busy row: corestream %v, NATS %v; want 140%% of a core, and none without the load's time", r.Corestream, r.Peer)
+	}
+	var buf bytes.Buffer
+	(&Comparison{Machine: ThisMachine(), Rows: rows}).WriteTable(&buf)
+	for _, want := range []string{"client CPU/msg", "400ns", "client+server CPU/msg", "1.40µs", "2.0× ideal", "140.0% of a core"} {
+		if !strings.Contains(buf.String(), want) {
+			t.Errorf("table lacks %q:\n%s", want, buf.String())
+		}
+	}
+}
+
+// runLoad reports the load generator's own CPU time, from its rusage.
+func TestRunLoadReportsItsCPU(t *testing.T) {
+	sh, err := exec.LookPath("sh")
+	if err != nil {
+		t.Skip("no sh")
+	}
+	log := filepath.Join(t.TempDir(), "load.log")
+	start := time.Now()
+	cpu, err := runLoad(t.Context(), sh, []string{"-c", "i=0; while [ $i -lt 300000 ]; do i=$((i+1)); done"}, log, time.Minute)
+	wall := time.Since(start)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A busy loop is all CPU: at least some ticks of it, never more than
+	// the wall time it ran (one process, one thread) plus a tick.
+	if cpu < 20*time.Millisecond || cpu > wall+10*time.Millisecond {
+		t.Fatalf("a busy loop of %v reported %v of CPU", wall, cpu)
+	}
+	cpu, err = runLoad(t.Context(), sh, []string{"-c", "exit 3"}, log, time.Minute)
+	if err == nil || cpu > 10*time.Millisecond {
+		t.Fatalf("a failed load: %v of CPU, err %v", cpu, err)
 	}
 }

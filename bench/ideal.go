@@ -100,6 +100,16 @@ type IdealResult struct {
 	// and syncer), page-cache copying included: they use plain
 	// syscalls, so the kernel's work is charged to them.
 	ServerCPUNs int64 `json:"server_cpu_ns"`
+	// ClientCPUNs is the CPU time of the client's thread: building the
+	// frames (a copy per message, a CRC per frame) and writing them, the
+	// kernel's send path included. It is what an ideal load generator
+	// costs on the cores it shares with the server.
+	ClientCPUNs int64 `json:"client_cpu_ns"`
+	// ServerCPUPerMsgNs and ClientCPUPerMsgNs are the two CPU times
+	// per message (CPUPerMessageNs, ClientCPUPerMessageNs), written out
+	// for readers of the JSON.
+	ServerCPUPerMsgNs float64 `json:"server_cpu_per_message_ns"`
+	ClientCPUPerMsgNs float64 `json:"client_cpu_per_message_ns"`
 }
 
 // BytesPerSec returns the message bytes written per second.
@@ -114,6 +124,23 @@ func (r *IdealResult) CPUPerMessageNs() float64 {
 		return 0
 	}
 	return float64(r.ServerCPUNs) / float64(r.Messages)
+}
+
+// ClientCPUPerMessageNs returns the client's CPU time per message.
+func (r *IdealResult) ClientCPUPerMessageNs() float64 {
+	if r.Messages == 0 {
+		return 0
+	}
+	return float64(r.ClientCPUNs) / float64(r.Messages)
+}
+
+// BusyPercent returns the client's and the server's CPU time together
+// over the run's time, in percent of one core.
+func (r *IdealResult) BusyPercent() float64 {
+	if r.Elapsed <= 0 {
+		return 0
+	}
+	return 100 * float64(r.ServerCPUNs+r.ClientCPUNs) / float64(r.Elapsed)
 }
 
 func perSec(n int64, d time.Duration) float64 {
@@ -197,18 +224,31 @@ func RunIdeal(ctx context.Context, opt IdealOptions) (*IdealResult, error) {
 		return nil, err
 	}
 	start := time.Now()
-	sendErr := idealClient(ctx, c.(*net.TCPConn), opt, start)
+	clientCPU, sendErr := idealClient(ctx, c.(*net.TCPConn), opt, start)
 	s := <-done
 	if err := errors.Join(sendErr, s.err); err != nil {
 		return nil, fmt.Errorf("bench: ideal broker: %w", err)
 	}
 	msgs := s.frames * int64(opt.FrameMessages)
-	return &IdealResult{Messages: msgs, Bytes: msgs * int64(opt.MessageBytes), Elapsed: s.last.Sub(start), ServerCPUNs: s.cpuNs}, nil
+	r := &IdealResult{Messages: msgs, Bytes: msgs * int64(opt.MessageBytes), Elapsed: s.last.Sub(start),
+		ServerCPUNs: s.cpuNs, ClientCPUNs: clientCPU}
+	r.ServerCPUPerMsgNs, r.ClientCPUPerMsgNs = r.CPUPerMessageNs(), r.ClientCPUPerMessageNs()
+	return r, nil
 }
 
 // idealClient builds frames and writes them to c until opt.Time (or
-// opt.BytesMax) is reached, then closes its side.
-func idealClient(ctx context.Context, c *net.TCPConn, opt IdealOptions, start time.Time) error {
+// opt.BytesMax) is reached, then closes its side. It returns its
+// thread's CPU time.
+func idealClient(ctx context.Context, c *net.TCPConn, opt IdealOptions, start time.Time) (cpuNs int64, err error) {
+	runtime.LockOSThread() // thread CPU time measures this thread alone
+	defer runtime.UnlockOSThread()
+	cpu0 := threadCPU()
+	defer func() { cpuNs = threadCPU() - cpu0 }()
+	return 0, idealSend(ctx, c, opt, start)
+}
+
+// idealSend is idealClient's loop.
+func idealSend(ctx context.Context, c *net.TCPConn, opt IdealOptions, start time.Time) error {
 	defer c.Close()
 	src := idealSource()
 	body := opt.MessageBytes * opt.FrameMessages

@@ -28,6 +28,12 @@ func TestIdealBrokerWritesWhatWasSent(t *testing.T) {
 	if res.Bytes != opt.BytesMax || res.Messages != opt.BytesMax/int64(opt.MessageBytes) {
 		t.Fatalf("wrote %d messages (%d bytes), want %d bytes", res.Messages, res.Bytes, opt.BytesMax)
 	}
+	if res.ServerCPUNs <= 0 || res.ClientCPUNs <= 0 {
+		t.Fatalf("server CPU %d ns, client CPU %d ns: both did work", res.ServerCPUNs, res.ClientCPUNs)
+	}
+	if res.ClientCPUPerMsgNs != float64(res.ClientCPUNs)/float64(res.Messages) || res.ServerCPUPerMsgNs != res.CPUPerMessageNs() {
+		t.Fatalf("per-message CPU in the JSON: server %v, client %v", res.ServerCPUPerMsgNs, res.ClientCPUPerMsgNs)
+	}
 	names, err := filepath.Glob(filepath.Join(dir, "corestream-ideal-*.log"))
 	if err != nil {
 		t.Fatal(err)

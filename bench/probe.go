@@ -7,6 +7,7 @@ import (
 	"io"
 	"net"
 	"os"
+	"strings"
 	"text/tabwriter"
 	"time"
 
@@ -29,6 +30,11 @@ type ProbeOptions struct {
 	// IdealTime is how long the ideal broker runs (see RunIdeal); 0:
 	// Time. A comparison runs it as long as each of its runs.
 	IdealTime time.Duration
+	// EchoCmd starts the answering side of the two-process round trip
+	// (ServeEcho: `corestream bench echo`); "--connect ADDR" and
+	// "--cpu N" are appended. Empty: the two-process round trips are not
+	// measured (Limits.TwoProcessNote says so).
+	EchoCmd []string
 }
 
 // DefaultProbeOptions returns the defaults (Dir empty: the temporary
@@ -48,6 +54,16 @@ type Limits struct {
 	// an 8-byte answer, one at a time: the floor of a synchronous
 	// produce's latency.
 	TCPRoundTrip *Summary `json:"tcp_round_trip,omitempty"`
+	// TCPRoundTripTwoProcs is the same ping-pong with the answering side
+	// in another process and both sides in blocking read and write calls
+	// (echo.go), unpinned: the floor for a client of a broker, which is
+	// always another process. TCPRoundTripTwoCPUs is the same with each
+	// side pinned to its own CPU (TwoProcessCPUs): every round trip then
+	// pays a wake-up across CPUs. TwoProcessNote says why one is missing.
+	TCPRoundTripTwoProcs *Summary `json:"tcp_round_trip_two_processes,omitempty"`
+	TCPRoundTripTwoCPUs  *Summary `json:"tcp_round_trip_two_cpus,omitempty"`
+	TwoProcessCPUs       []int    `json:"two_process_cpus,omitempty"`
+	TwoProcessNote       string   `json:"two_process_note,omitempty"`
 	// Dir and FS name where the disk probes wrote and its file system.
 	Dir string `json:"dir"`
 	FS  string `json:"fs"`
@@ -89,6 +105,10 @@ func Probe(ctx context.Context, opt ProbeOptions) (*Limits, error) {
 	}
 	if l.TCPRoundTrip, err = probeRTT(ctx, opt.Time/2); err != nil {
 		return nil, fmt.Errorf("bench: TCP round-trip probe: %w", err)
+	}
+	l.probeTwoProcs(ctx, opt.EchoCmd, opt.Time/4)
+	if err := ctx.Err(); err != nil {
+		return nil, err
 	}
 	if l.DiskSyncBytesPerSec, l.DiskSyncLatency, err = probeDisk(ctx, opt, true); err != nil {
 		return nil, fmt.Errorf("bench: disk probe: %w", err)
@@ -203,6 +223,29 @@ func probeRTT(ctx context.Context, d time.Duration) (*Summary, error) {
 	return lat.summary(), ctx.Err()
 }
 
+// probeTwoProcs measures the two-process round trips for d each: unpinned,
+// then pinned to two CPUs when there are two. A failure is not the
+// probe's: it is noted in TwoProcessNote and the figure stays nil.
+func (l *Limits) probeTwoProcs(ctx context.Context, echo []string, d time.Duration) {
+	var notes []string
+	if len(echo) == 0 {
+		l.TwoProcessNote = "not measured: no echo command"
+		return
+	}
+	var err error
+	if l.TCPRoundTripTwoProcs, err = probeProcRTT(ctx, procRTTOptions{Cmd: echo, Time: d}); err != nil {
+		notes = append(notes, "unpinned: "+err.Error())
+	}
+	if cpus := twoCPUs(); cpus == nil {
+		notes = append(notes, "not pinned: fewer than two CPUs")
+	} else if l.TCPRoundTripTwoCPUs, err = probeProcRTT(ctx, procRTTOptions{Cmd: echo, Time: d, CPUs: cpus}); err != nil {
+		notes = append(notes, "pinned: "+err.Error())
+	} else {
+		l.TwoProcessCPUs = cpus
+	}
+	l.TwoProcessNote = strings.Join(notes, "; ")
+}
+
 // probeDisk appends chunks to a new file in opt.Dir for opt.Time (or
 // opt.DiskBytesMax): with each a fdatasync when syncEach, else one at the
 // end. It returns bytes per second and, with syncEach, the latency of each
@@ -266,8 +309,20 @@ func (l *Limits) WriteTable(w io.Writer) {
 	fmt.Fprintf(tw, "limit\tMB/s\tnotes\n")
 	fmt.Fprintf(tw, "loopback TCP blast\t%s\tone connection, %d KiB writes\n", fmtMBps(l.TCPBytesPerSec), l.ChunkBytes>>10)
 	if s := l.TCPRoundTrip; s != nil {
-		fmt.Fprintf(tw, "loopback TCP round trip\t-\t1 KiB request, 8-byte answer, one at a time: p50 %s, p99 %s, p99.9 %s\n",
+		fmt.Fprintf(tw, "loopback TCP round trip\t-\t1 KiB request, 8-byte answer, one at a time, two goroutines of one process: p50 %s, p99 %s, p99.9 %s\n",
 			FormatNs(s.P50Ns), FormatNs(s.P99Ns), FormatNs(s.P999Ns))
+	}
+	rtt := func(s *Summary, what, how string) {
+		if s != nil {
+			fmt.Fprintf(tw, "loopback round trip, %s\t-\tp50 %s, p99 %s, p99.9 %s: %s\n", what, FormatNs(s.P50Ns), FormatNs(s.P99Ns), FormatNs(s.P999Ns), how)
+		}
+	}
+	rtt(l.TCPRoundTripTwoProcs, "two processes", "the same, answered by another process (bench echo), blocking read/write on both sides, unpinned (the \"2-proc\" figure)")
+	if c := l.TwoProcessCPUs; len(c) == 2 {
+		rtt(l.TCPRoundTripTwoCPUs, "two processes on different CPUs", fmt.Sprintf("the same, this side pinned to CPU %d, the echo to CPU %d", c[0], c[1]))
+	}
+	if l.TwoProcessNote != "" {
+		fmt.Fprintf(tw, "loopback round trip, two processes\t-\t%s\n", firstLine(l.TwoProcessNote))
 	}
 	note := fmt.Sprintf("%s on %s, %d KiB writes each followed by fdatasync", l.Dir, l.FS, l.ChunkBytes>>10)
 	if s := l.DiskSyncLatency; s != nil {
@@ -276,8 +331,9 @@ func (l *Limits) WriteTable(w io.Writer) {
 	fmt.Fprintf(tw, "disk write+fdatasync\t%s\t%s\n", fmtMBps(l.DiskSyncBytesPerSec), note)
 	fmt.Fprintf(tw, "disk write, one fdatasync\t%s\t%d KiB writes, one fdatasync at the end (the disk limit below)\n", fmtMBps(l.DiskWriteBytesPerSec), l.ChunkBytes>>10)
 	if r := l.Ideal; r != nil {
-		fmt.Fprintf(tw, "ideal broker\t%s\t%s msg/s of 1 KiB over %v, server CPU %s/msg: one connection, 64 × 1 KiB frames with CRC-32C, one write per read, fallocate ahead, fdatasync + fadvise(DONTNEED) every 64 MiB (the \"vs ideal\" column)\n",
-			fmtMBps(r.BytesPerSec()), humanize.CommafWithDigits(r.MessagesPerSec(), 0), r.Elapsed.Round(time.Millisecond), FormatNs(int64(r.CPUPerMessageNs())))
+		fmt.Fprintf(tw, "ideal broker\t%s\t%s msg/s of 1 KiB over %v, server CPU %s/msg, client CPU %s/msg (%.0f%% of a core busy): one connection, 64 × 1 KiB frames with CRC-32C, one write per read, fallocate ahead, fdatasync + fadvise(DONTNEED) every 64 MiB (the \"vs ideal\" column)\n",
+			fmtMBps(r.BytesPerSec()), humanize.CommafWithDigits(r.MessagesPerSec(), 0), r.Elapsed.Round(time.Millisecond),
+			FormatNs(int64(r.CPUPerMessageNs())), FormatNs(int64(r.ClientCPUPerMessageNs())), r.BusyPercent())
 	}
 	tw.Flush()
 	if l.FS == "tmpfs" {

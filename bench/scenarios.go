@@ -117,13 +117,50 @@ func latencyFigure(label, kind string, q float64) Figure {
 	}}
 }
 
-// cpuFigureName names the server CPU per message rows.
-const cpuFigureName = "server CPU/msg"
+// The names of the CPU per message rows: the servers', the load
+// generator's, and the two together.
+const (
+	cpuFigureName       = "server CPU/msg"
+	clientCPUFigureName = "client CPU/msg"
+	totalCPUFigureName  = "client+server CPU/msg"
+)
 
 // cpuFigure is the servers' CPU time per message of kind.
 func cpuFigure(kind string) Figure {
 	return Figure{Name: cpuFigureName, Unit: "ns", Kind: kind, Get: func(r *RunResult) (float64, bool) { return r.cpuPerMessage(kind) }}
 }
+
+// clientCPUFigure is the load generator's CPU time per message of kind.
+func clientCPUFigure(kind string) Figure {
+	return Figure{Name: clientCPUFigureName, Unit: "ns", Kind: kind, Get: func(r *RunResult) (float64, bool) { return r.loadCPUPerMessage(kind) }}
+}
+
+// totalCPUFigure is the load generator's and the servers' CPU time per
+// message of kind together (both must have been measured): against the
+// ideal broker's, it says whether the machine's cores are what limits a
+// run, since client and servers share them.
+func totalCPUFigure(kind string) Figure {
+	return Figure{Name: totalCPUFigureName, Unit: "ns", Kind: kind, Get: func(r *RunResult) (float64, bool) {
+		s, ok1 := r.cpuPerMessage(kind)
+		c, ok2 := r.loadCPUPerMessage(kind)
+		return s + c, ok1 && ok2
+	}}
+}
+
+// busyFigure is the load generator's and the servers' CPU time together
+// over the load's wall time, in percent of one core: near 100 × the
+// machine's cores, the cores are the limit; well below, something waits.
+func busyFigure() Figure {
+	return Figure{Name: "client+server CPU busy", Unit: "%cpu", Get: func(r *RunResult) (float64, bool) {
+		if r.LoadNs <= 0 || r.LoadCPUNs <= 0 || r.ServerCPUNs <= 0 {
+			return 0, false
+		}
+		return 100 * float64(r.LoadCPUNs+r.ServerCPUNs) / float64(r.LoadNs), true
+	}}
+}
+
+// cpuFigures are the server and client CPU per message of kind.
+func cpuFigures(kind string) []Figure { return []Figure{cpuFigure(kind), clientCPUFigure(kind)} }
 
 func with(f Figure, t Target) Figure { f.Target = &t; return f }
 
@@ -171,13 +208,14 @@ func Scenarios(d, w time.Duration) []Scenario {
 			with(msgsPerSec("produce"), fiveTimesPeer),
 			with(bytesPerSec("produce"), Target{Text: fmt.Sprintf("≥ %g%% ideal", idealTarget*100), Kind: "ideal>=", Value: idealTarget}),
 			latencyFigure("ack", "produce", 50), latencyFigure("ack", "produce", 99), with(cpuFigure("produce"), cpu),
+			clientCPUFigure("produce"), totalCPUFigure("produce"), busyFigure(),
 		}
 	}
 	cpuHalfMicro := Target{Text: "≤ 0.5µs", Kind: "<=", Value: 500}
 	syncFigs := []Figure{msgsPerSec("produce"), with(vsRTT(latencyFigure("ack", "produce", 50)), threeRTT),
-		with(vsRTT(latencyFigure("ack", "produce", 99)), halfPeerP99), cpuFigure("produce")}
-	r3Figs := []Figure{with(msgsPerSec("produce"), fiveTimesPeer), bytesPerSec("produce"), latencyFigure("ack", "produce", 99), cpuFigure("produce")}
-	scaling := []Figure{msgsPerSec("produce"), bytesPerSec("produce"), latencyFigure("ack", "produce", 99), cpuFigure("produce")}
+		with(vsRTT(latencyFigure("ack", "produce", 99)), halfPeerP99), cpuFigure("produce"), clientCPUFigure("produce")}
+	r3Figs := append([]Figure{with(msgsPerSec("produce"), fiveTimesPeer), bytesPerSec("produce"), latencyFigure("ack", "produce", 99)}, cpuFigures("produce")...)
+	scaling := append([]Figure{msgsPerSec("produce"), bytesPerSec("produce"), latencyFigure("ack", "produce", 99)}, cpuFigures("produce")...)
 	return []Scenario{
 		{Name: "1n-never-async", Title: "1 node, fsync never, batched async", Group: groupPeer, Nodes: 1, Fsync: "never", Peer: true, Spec: async, Figures: prodAsync(0.9, cpuHalfMicro)},
 		{Name: "1n-always-async", Title: "1 node, fsync always, batched async", Group: groupPeer, Nodes: 1, Fsync: "always", Peer: true, Spec: async, Figures: prodAsync(0.7, cpuHalfMicro)},
@@ -186,16 +224,16 @@ func Scenarios(d, w time.Duration) []Scenario {
 		{Name: "1n-never-sync-primary", Title: "1 node, fsync never, sync one-message, acks primary", Group: groupPeer, Nodes: 1, Fsync: "never", Spec: syncPrimary, Figures: []Figure{
 			msgsPerSec("produce"),
 			with(vsRTT(latencyFigure("ack", "produce", 50)), Target{Text: "< 100µs", Kind: "<", Value: 100e3}),
-			with(vsRTT(latencyFigure("ack", "produce", 99)), Target{Text: "< 500µs", Kind: "<", Value: 500e3}), cpuFigure("produce"),
+			with(vsRTT(latencyFigure("ack", "produce", 99)), Target{Text: "< 500µs", Kind: "<", Value: 500e3}), cpuFigure("produce"), clientCPUFigure("produce"),
 		}},
 		{Name: "1n-never-e2e", Title: "1 node, fsync never, e2e at 10k msg/s, no linger", Group: groupPeer, Nodes: 1, Fsync: "never", Peer: true, Spec: e2e, Figures: []Figure{
-			msgsPerSec("consume"), vsRTT(latencyFigure("e2e", "consume", 50)), vsRTT(latencyFigure("e2e", "consume", 99)), vsRTT(latencyFigure("e2e", "consume", 99.9)), cpuFigure("produce"),
+			msgsPerSec("consume"), vsRTT(latencyFigure("e2e", "consume", 50)), vsRTT(latencyFigure("e2e", "consume", 99)), vsRTT(latencyFigure("e2e", "consume", 99.9)), cpuFigure("produce"), clientCPUFigure("produce"),
 		}},
 		{Name: "1n-never-e2e-linger", Title: "1 node, fsync never, e2e at 10k msg/s, linger 5ms", Group: groupPeer, Nodes: 1, Fsync: "never", Spec: e2eLinger, Figures: []Figure{
-			msgsPerSec("consume"), vsRTT(latencyFigure("e2e", "consume", 50)), vsRTT(latencyFigure("e2e", "consume", 99)), cpuFigure("produce"),
+			msgsPerSec("consume"), vsRTT(latencyFigure("e2e", "consume", 50)), vsRTT(latencyFigure("e2e", "consume", 99)), cpuFigure("produce"), clientCPUFigure("produce"),
 		}},
 		{Name: "1n-never-consume", Title: "1 node, fsync never, consume 300k preloaded", Group: groupPeer, Nodes: 1, Fsync: "never", Peer: true, Spec: consume, Figures: []Figure{
-			msgsPerSec("consume"), bytesPerSec("consume"), cpuFigure("consume"),
+			msgsPerSec("consume"), bytesPerSec("consume"), cpuFigure("consume"), clientCPUFigure("consume"),
 		}},
 		{Name: "3n-never-async", Title: "3 nodes, factor 3, fsync never, batched async", Group: groupPeer, Nodes: 3, Fsync: "never", Peer: true, Spec: r3(async), Figures: r3Figs},
 		{Name: "3n-always-async", Title: "3 nodes, factor 3, fsync always, batched async", Group: groupPeer, Nodes: 3, Fsync: "always", Peer: true, Spec: r3(async), Figures: r3Figs},

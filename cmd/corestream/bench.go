@@ -30,7 +30,7 @@ func newBenchCmd() *cobra.Command {
 	for _, m := range []bench.Mode{bench.ModeProduce, bench.ModeConsume, bench.ModeE2E} {
 		cmd.AddCommand(newBenchRunCmd(m))
 	}
-	cmd.AddCommand(newBenchProbeCmd(), newBenchCompareCmd(), newBenchNodeCmd())
+	cmd.AddCommand(newBenchProbeCmd(), newBenchCompareCmd(), newBenchNodeCmd(), newBenchEchoCmd())
 	return cmd
 }
 
@@ -96,7 +96,7 @@ func emitReport(a *app, rep *bench.Report, jsonPath string) error {
 
 // newBenchProbeCmd builds `bench probe`: the machine's limits alone.
 func newBenchProbeCmd() *cobra.Command {
-	var dir, jsonPath string
+	var dir, jsonPath, echoBin string
 	var opt bench.ProbeOptions
 	cmd := &cobra.Command{
 		Use:   "probe [--dir DIR]",
@@ -105,6 +105,16 @@ func newBenchProbeCmd() *cobra.Command {
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			a := appFrom(cmd)
 			opt.Dir = dir
+			if echoBin == "" {
+				exe, err := os.Executable()
+				if err != nil {
+					return err
+				}
+				echoBin = exe
+			}
+			if echoBin != "-" {
+				opt.EchoCmd = bench.EchoCommand(echoBin)
+			}
 			lim, err := bench.Probe(cmd.Context(), opt)
 			if err != nil {
 				return err
@@ -121,6 +131,7 @@ func newBenchProbeCmd() *cobra.Command {
 	cmd.Flags().StringVar(&dir, "dir", os.TempDir(), "directory whose file system the disk probe measures")
 	cmd.Flags().DurationVar(&opt.Time, "time", bench.DefaultProbeOptions().Time, "time each probe runs at most")
 	cmd.Flags().StringVar(&jsonPath, "json", "", "write the limits as JSON to FILE ('-': standard output)")
+	cmd.Flags().StringVar(&echoBin, "echo-bin", "", "corestream binary whose `bench echo` answers the two-process round trip\n(default: this one; '-': skip the two-process round trips)")
 	return cmd
 }
 
@@ -203,6 +214,27 @@ func newBenchNodeCmd() *cobra.Command {
 	cmd.Flags().StringVar(&path, "config", "", "TOML configuration file")
 	cmd.Flags().StringVar(&profile, "cpuprofile", "", "write a CPU profile to FILE")
 	cmd.Flags().StringVar(&memProfile, "memprofile", "", "write the allocations made until the stop signal to FILE")
+	return cmd
+}
+
+// newBenchEchoCmd builds the hidden `bench echo`: the answering side of
+// the probe's two-process round trip, started by the probe itself.
+func newBenchEchoCmd() *cobra.Command {
+	opt := bench.EchoOptions{CPU: -1}
+	cmd := &cobra.Command{
+		Use:    "echo --connect ADDR [--cpu N]",
+		Short:  "answer the probe's round trip on ADDR with blocking system calls (bench probe only)",
+		Hidden: true,
+		Args:   argsRange(0, 0, "no arguments"),
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if opt.Addr == "" {
+				return usageErrorf("--connect is required")
+			}
+			return bench.ServeEcho(opt)
+		},
+	}
+	cmd.Flags().StringVar(&opt.Addr, "connect", "", "the probe's address (127.0.0.1:PORT)")
+	cmd.Flags().IntVar(&opt.CPU, "cpu", -1, "pin the answering thread to this CPU (-1: not pinned)")
 	return cmd
 }
 

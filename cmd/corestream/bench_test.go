@@ -2,10 +2,13 @@ package main
 
 import (
 	"encoding/json"
+	"io"
+	"net"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/corestream/corestream/bench"
 )
@@ -59,12 +62,59 @@ func TestBenchProbe(t *testing.T) {
 	c := newCLI(t, 1)
 	dir := t.TempDir()
 	out := c.ok("", "bench", "probe", "--dir", dir, "--time", "50ms")
-	for _, want := range []string{"loopback TCP blast", "loopback TCP round trip", "disk write+fdatasync", "ideal broker"} {
+	for _, want := range []string{"loopback TCP blast", "loopback TCP round trip", "loopback round trip, two processes", "disk write+fdatasync", "ideal broker"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("probe output lacks %q:\n%s", want, out)
 		}
 	}
+	// The two-process round trip ran this binary as `bench echo`.
+	for _, line := range strings.Split(out, "\n") {
+		if strings.Contains(line, "two processes") && !strings.Contains(line, "p50") {
+			t.Errorf("the two-process round trip was not measured: %s", line)
+		}
+	}
 	if entries, _ := os.ReadDir(dir); len(entries) != 0 {
 		t.Fatalf("the probe left %d files behind", len(entries))
+	}
+}
+
+// `bench echo` answers each 1 KiB request with 8 bytes until the
+// connection closes, then exits cleanly; it needs --connect.
+func TestBenchEcho(t *testing.T) {
+	c := newCLI(t, 1)
+	if code, _, errs := c.run("", "bench", "echo"); code != exitUsage || !strings.Contains(errs, "--connect") {
+		t.Fatalf("without --connect: exit %d, %q", code, errs)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	type result struct {
+		code int
+		errs string
+	}
+	done := make(chan result, 1)
+	go func() {
+		code, _, errs := c.run("", "bench", "echo", "--connect", ln.Addr().String())
+		done <- result{code, errs}
+	}()
+	conn, err := ln.Accept()
+	if err != nil {
+		t.Fatal(err)
+	}
+	conn.SetDeadline(time.Now().Add(10 * time.Second))
+	ans := make([]byte, 8)
+	for i := range 3 {
+		if _, err := conn.Write(make([]byte, 1024)); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := io.ReadFull(conn, ans); err != nil {
+			t.Fatalf("answer %d: %v", i, err)
+		}
+	}
+	conn.Close()
+	if r := <-done; r.code != exitOK {
+		t.Fatalf("exit %d after the connection closed: %s", r.code, r.errs)
 	}
 }
