@@ -22,7 +22,9 @@ import (
 // InFlightPerPartitionMax batches in flight on the primary's connection and
 // retries them in order (producer_send.go). Acknowledged batches go, in
 // order per partition, to the producer's one delivery goroutine, which runs
-// the callbacks.
+// the callbacks. A synchronous Produce that cuts its own batch while its
+// partition's sender is idle is the sender itself until its record is
+// answered (producer_inline.go).
 type Producer struct {
 	c   *Client
 	cfg ProducerConfig
