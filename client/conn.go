@@ -18,14 +18,21 @@ import (
 // This file is one pipelined connection to one broker node.
 //
 // A request's life: send assigns a correlation id, registers the call in
-// pending and queues it for the writer goroutine, which coalesces every
-// queued frame into one writev. The reader goroutine reads response frames,
+// pending and queues it. Whoever holds the write side (writing) writes the
+// queue, every queued frame in one writev: the writer goroutine, or the
+// sender itself when the connection was idle (a direct write: the one
+// request of a synchronous producer then reaches the socket without waking
+// the writer, a thread hand-off that costs tens of microseconds on a
+// machine whose idle CPUs halt). The reader goroutine reads response frames,
 // finds the call by correlation id (responses may come in any order),
 // decodes the body and completes the call. When the connection breaks, the
 // reader — the only goroutine that completes calls on failure — waits for
 // the writer to exit and then fails every pending call with
 // ErrConnectionLost, so a failed call's frame is never read again by a
-// writer: its buffers may be reused at once.
+// writer: its buffers may be reused at once. A direct write that fails
+// leaves its call pending like any other, so the reader fails it exactly
+// once, and the reader waits for the write side to be released (a direct
+// write in progress) before it fails anything.
 //
 // Every call sent has a deadline (Config.RequestTimeout plus a margin,
 // plus a fetch's own long-poll wait). A watchdog goroutine fails the whole
@@ -46,6 +53,13 @@ const (
 	scratchBytesMax = 64 << 10
 	// writeBatchMax bounds the frames gathered into one writev.
 	writeBatchMax = 64
+	// directWriteBytesMax bounds the frame a sender writes itself. A frame
+	// that fits the socket's send buffer is written at once by a
+	// connection with nothing else in flight (the broker has read every
+	// byte it answered); a larger one could block the sender on a node
+	// that stopped reading until the watchdog fails the connection, so
+	// the writer goroutine takes it.
+	directWriteBytesMax = 64 << 10
 )
 
 // Call states: a call is waited for, claimed by the reader to complete it,
@@ -104,20 +118,29 @@ type conn struct {
 	// responseTimeout is how long a sent request may wait for its answer
 	// (Config.responseTimeout) before the watchdog fails the connection.
 	responseTimeout time.Duration
-	// wake tells the watchdog that a call was sent while none was pending
-	// (capacity 1).
-	wake chan struct{}
-
 	// slots bounds the calls between send and completion.
 	slots chan struct{}
-	// writeq feeds the writer; its capacity equals slots', so a send that
-	// holds a slot never blocks on it.
-	writeq chan *call
+	// wakeWriter tells the writer goroutine that calls were queued while
+	// nobody held the write side (capacity 1).
+	wakeWriter chan struct{}
 
 	mu sync.Mutex
 	// pending maps correlation ids to calls sent and not completed.
 	// Guarded by mu; nil once the connection failed.
 	pending map[uint32]*call
+	// queue holds the calls sent and not yet written, in send order (the
+	// order a partition's produces must reach the broker in); its length
+	// is bounded by slots. Guarded by mu.
+	queue []*call
+	// writing says one goroutine holds the write side: the writer, or a
+	// sender writing directly. Only the holder writes to nc or touches
+	// wbufs; it takes the queue's frames in order, so frames are written
+	// in send order. Guarded by mu.
+	writing bool
+	// writeFree is signalled (on mu) when writing is released.
+	writeFree sync.Cond
+	// wbufs is the holder of the write side's writev list.
+	wbufs net.Buffers
 	// nextCorr is the last correlation id given. Guarded by mu.
 	nextCorr uint32
 	// err is why the connection failed; set once. Guarded by mu.
@@ -165,10 +188,11 @@ func dialConn(ctx context.Context, cfg *Config, addr string) (*conn, error) {
 		versions:        make([]int32, len(wire.APIs())),
 		frameBytesMax:   int(hs.FrameBytesMax),
 		responseTimeout: cfg.responseTimeout(),
-		wake:            make(chan struct{}, 1),
 		slots:           make(chan struct{}, cfg.InFlightPerConnMax),
-		writeq:          make(chan *call, cfg.InFlightPerConnMax),
+		wakeWriter:      make(chan struct{}, 1),
 		pending:         make(map[uint32]*call),
+		queue:           make([]*call, 0, cfg.InFlightPerConnMax),
+		wbufs:           make(net.Buffers, 0, 2*writeBatchMax),
 		closed:          make(chan struct{}),
 		writerDone:      make(chan struct{}),
 		readerDone:      make(chan struct{}),
@@ -183,6 +207,7 @@ func dialConn(ctx context.Context, cfg *Config, addr string) (*conn, error) {
 	if c.frameBytesMax <= 0 {
 		c.frameBytesMax = wire.FrameBytesMaxDefault
 	}
+	c.writeFree.L = &c.mu
 	go c.writeLoop()
 	go c.readLoop()
 	go c.watchLoop()
@@ -293,7 +318,9 @@ func (c *conn) setErr(err error) {
 
 // send starts cl on the connection. It waits for an in-flight slot under
 // ctx. On success cl will be completed exactly once (its cb run or its done
-// closed); on error it never will be.
+// closed); on error it never will be. When the connection has nothing else
+// in flight and nobody writes, send writes cl's frame itself (a direct
+// write) before it returns; otherwise the writer goroutine does.
 func (c *conn) send(ctx context.Context, cl *call) error {
 	select {
 	case c.slots <- struct{}{}:
@@ -315,17 +342,72 @@ func (c *conn) send(ctx context.Context, cl *call) error {
 	cl.corr = c.nextCorr
 	cl.deadline = time.Now().Add(c.responseTimeout + cl.waitExtra)
 	binary.BigEndian.PutUint32(cl.head[8:], cl.corr)
-	first := len(c.pending) == 0
+	// The watchdog needs no wake for a call sent while none was pending:
+	// idle, it sleeps one response timeout from its last scan, which ends
+	// before this call's deadline.
 	c.pending[cl.corr] = cl
-	c.writeq <- cl // never blocks: the slot bounds the queue
-	c.mu.Unlock()
-	if first {
+	c.queue = append(c.queue, cl) // never grows: the slot bounds the queue
+	switch {
+	case c.writing:
+		// The holder takes the queue when it is done.
+	case len(c.pending) == 1 && len(cl.head)+len(cl.tail) <= directWriteBytesMax:
+		c.writing = true
+		c.takeQueueLocked()
+		c.mu.Unlock()
+		c.writeTaken()
+		c.releaseWrite()
+		return nil
+	default:
 		select {
-		case c.wake <- struct{}{}:
+		case c.wakeWriter <- struct{}{}:
 		default:
 		}
 	}
+	c.mu.Unlock()
 	return nil
+}
+
+// takeQueueLocked moves up to writeBatchMax queued calls' frames, in
+// order, into wbufs. REQUIRES: mu held and the write side held.
+func (c *conn) takeQueueLocked() {
+	n := min(len(c.queue), writeBatchMax)
+	for _, cl := range c.queue[:n] {
+		c.wbufs = appendFrame(c.wbufs, cl)
+	}
+	rest := copy(c.queue, c.queue[n:])
+	clear(c.queue[rest:])
+	c.queue = c.queue[:rest]
+}
+
+// writeTaken writes wbufs; a failure fails the connection (the calls
+// written stay pending, and the reader fails them). It reports whether
+// the write succeeded. REQUIRES: the write side held, mu not held.
+func (c *conn) writeTaken() bool {
+	toWrite := c.wbufs // WriteTo consumes its receiver
+	_, err := toWrite.WriteTo(c.nc)
+	clear(c.wbufs[:cap(c.wbufs)]) // drop references to written frames
+	c.wbufs = c.wbufs[:0]
+	if err != nil {
+		c.setErr(err)
+		c.nc.Close()
+		return false
+	}
+	return true
+}
+
+// releaseWrite gives the write side up after a direct write, waking the
+// writer goroutine for the calls queued meanwhile.
+func (c *conn) releaseWrite() {
+	c.mu.Lock()
+	c.writing = false
+	if len(c.queue) > 0 && c.err == nil {
+		select {
+		case c.wakeWriter <- struct{}{}:
+		default:
+		}
+	}
+	c.writeFree.Broadcast()
+	c.mu.Unlock()
 }
 
 // roundTrip sends req and waits for its response, decoded into resp. When
@@ -356,35 +438,36 @@ func (c *conn) roundTrip(ctx context.Context, req wire.Request, resp wire.Respon
 	}
 }
 
-// writeLoop writes queued frames, gathering every frame already queued into
-// one writev.
+// writeLoop writes the queued frames that no direct write took, gathering
+// up to writeBatchMax of them into one writev.
 func (c *conn) writeLoop() {
 	defer close(c.writerDone)
-	bufs := make(net.Buffers, 0, 2*writeBatchMax)
 	for {
-		var cl *call
 		select {
-		case cl = <-c.writeq:
+		case <-c.wakeWriter:
 		case <-c.closed:
 			return
 		}
-		bufs = appendFrame(bufs[:0], cl)
-	gather:
-		for n := 1; n < writeBatchMax; n++ {
-			select {
-			case cl = <-c.writeq:
-				bufs = appendFrame(bufs, cl)
-			default:
-				break gather
+		for { // bounded by the calls queued; each turn writes at least one
+			c.mu.Lock()
+			if c.writing || len(c.queue) == 0 || c.err != nil {
+				// A direct writer holds the write side: it wakes this
+				// loop again for what it leaves queued.
+				c.mu.Unlock()
+				break
+			}
+			c.writing = true
+			c.takeQueueLocked()
+			c.mu.Unlock()
+			ok := c.writeTaken()
+			c.mu.Lock()
+			c.writing = false
+			c.writeFree.Broadcast()
+			c.mu.Unlock()
+			if !ok {
+				return
 			}
 		}
-		toWrite := bufs
-		if _, err := toWrite.WriteTo(c.nc); err != nil {
-			c.setErr(err)
-			c.nc.Close()
-			return
-		}
-		clear(bufs[:cap(bufs)]) // drop references to written frames
 	}
 }
 
@@ -406,8 +489,16 @@ func (c *conn) readLoop() {
 	<-c.writerDone
 	<-c.watchDone
 	c.mu.Lock()
+	// c.err is set, so no send takes the write side again; wait for a
+	// direct write in progress (it fails soon on the closed socket) so
+	// that no frame of a failed call is read after it fails.
+	for c.writing {
+		c.writeFree.Wait()
+	}
 	pending := c.pending
 	c.pending = nil
+	clear(c.queue)
+	c.queue = c.queue[:0]
 	failure := c.err
 	c.mu.Unlock()
 	for _, cl := range pending {
@@ -472,9 +563,11 @@ func (c *conn) readResponses() error {
 
 // watchLoop fails the connection when a sent request's deadline passes
 // without an answer. It sleeps until the earliest deadline of the calls
-// pending (a scan of at most InFlightPerConnMax calls per wake), or until a
-// call is sent while none was pending; so it wakes about once per response
-// timeout on a busy connection and never on an idle one.
+// pending (a scan of at most InFlightPerConnMax calls per wake), or one
+// response timeout when none is pending, which ends no later than the
+// deadline of any call sent meanwhile; so it wakes about once per response
+// timeout, and never on a send (a wake per send of a synchronous producer
+// would cost a thread hand-off per request).
 func (c *conn) watchLoop() {
 	defer close(c.watchDone)
 	t := time.NewTimer(c.responseTimeout)
@@ -483,7 +576,6 @@ func (c *conn) watchLoop() {
 		select {
 		case <-c.closed:
 			return
-		case <-c.wake:
 		case <-t.C:
 		}
 		now := time.Now()

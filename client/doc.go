@@ -39,7 +39,8 @@
 // partitions: home.go; Config.SingleConnPerNode turns that off):
 // requests are matched to responses by correlation id (responses may come
 // back in any order), a writer goroutine gathers queued frames into one
-// writev, a reader goroutine dispatches responses, and at most
+// writev (a request sent on an idle connection is written by its sender at
+// once: conn.go), a reader goroutine dispatches responses, and at most
 // Config.InFlightPerConnMax requests are in flight. Every call honours its
 // context: when it ends the caller returns at once and the late response
 // is dropped. A broken connection fails its requests with

@@ -195,7 +195,7 @@ func TestProducerStampsOncePerRecordGroup(t *testing.T) {
 		if i == 5 {
 			rec.Timestamp = own
 		}
-		if err := s.add(nil, &rec, rec.Timestamp.UnixMilli(), rec.Timestamp.IsZero(), 20, nil); err != nil {
+		if _, err := s.add(nil, &rec, rec.Timestamp.UnixMilli(), rec.Timestamp.IsZero(), 20, nil, false); err != nil {
 			t.Fatal(err)
 		}
 	}

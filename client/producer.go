@@ -22,7 +22,9 @@ import (
 // InFlightPerPartitionMax batches in flight on the primary's connection and
 // retries them in order (producer_send.go). Acknowledged batches go, in
 // order per partition, to the producer's one delivery goroutine, which runs
-// the callbacks.
+// the callbacks. A synchronous Produce that cuts its own batch while its
+// partition's sender is idle is the sender itself until its record is
+// answered (producer_inline.go).
 type Producer struct {
 	c   *Client
 	cfg ProducerConfig
@@ -130,8 +132,12 @@ func (p *Producer) Produce(ctx context.Context, rec Record) (Produced, error) {
 		err error
 	}
 	ch := make(chan result, 1)
-	if err := p.ProduceAsync(ctx, rec, func(pr Produced, err error) { ch <- result{pr, err} }); err != nil {
+	own, err := p.produce(ctx, rec, func(pr Produced, err error) { ch <- result{pr, err} }, true)
+	if err != nil {
 		return Produced{}, err
+	}
+	if own != nil { // no sender ran: this call is it (producer_inline.go)
+		own.ps.runInline(ctx, own)
 	}
 	select {
 	case r := <-ch:
@@ -152,12 +158,19 @@ func (p *Producer) Produce(ctx context.Context, rec Record) (Produced, error) {
 // offset order per partition; they must return quickly and must not call
 // Produce or Flush.
 func (p *Producer) ProduceAsync(ctx context.Context, rec Record, cb func(Produced, error)) error {
+	_, err := p.produce(ctx, rec, cb, false)
+	return err
+}
+
+// produce is ProduceAsync; with inline, it may return the batch rec was
+// cut into, whose sender the caller must then run (runInline).
+func (p *Producer) produce(ctx context.Context, rec Record, cb func(Produced, error), inline bool) (*prodBatch, error) {
 	if errp := p.fatal.Load(); errp != nil {
-		return *errp
+		return nil, *errp
 	}
 	tp, err := p.topic(ctx, rec.Topic)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	parts := tp.partitions(p.c)
 	n := int32(len(parts))
@@ -166,32 +179,33 @@ func (p *Producer) ProduceAsync(ctx context.Context, rec Record, cb func(Produce
 		part = tp.sticky.Load() % n
 	}
 	if part < 0 || part >= n {
-		return wire.Errorf(wire.ErrUnknownTopicOrPartition, "topic %q has %d partitions, no partition %d", rec.Topic, n, part)
+		return nil, wire.Errorf(wire.ErrUnknownTopicOrPartition, "topic %q has %d partitions, no partition %d", rec.Topic, n, part)
 	}
 	size := recordOverheadBytes + len(rec.Key) + len(rec.Value)
 	for _, h := range rec.Headers {
 		size += len(h.Key) + len(h.Value) + 8
 	}
 	if size > wire.RecordsBytesMax {
-		return fmt.Errorf("%w: %d bytes, at most %d", ErrRecordTooLarge, size, wire.RecordsBytesMax)
+		return nil, fmt.Errorf("%w: %d bytes, at most %d", ErrRecordTooLarge, size, wire.RecordsBytesMax)
 	}
 	// A record without a timestamp is stamped by add, with a clock read
 	// shared by the records of its batch (stampNow).
 	ts, stampNow := rec.Timestamp.UnixMilli(), rec.Timestamp.IsZero()
 	if err := p.reserve(ctx, size); err != nil {
-		return err
+		return nil, err
 	}
 	p.closeMu.RLock()
 	defer p.closeMu.RUnlock()
 	if p.closing.Load() {
 		p.release(size)
-		return ErrClosed
+		return nil, ErrClosed
 	}
-	if err := parts[part].add(tp, &rec, ts, stampNow, size, cb); err != nil {
+	own, err := parts[part].add(tp, &rec, ts, stampNow, size, cb, inline)
+	if err != nil {
 		p.release(size)
-		return err
+		return nil, err
 	}
-	return nil
+	return own, nil
 }
 
 // Flush sends every buffered record now and waits, under ctx, until every
@@ -355,28 +369,35 @@ func (p *Producer) batchCut() {
 func (p *Producer) deliver() {
 	defer close(p.deliveryDone)
 	for b := range p.deliveries {
-		for i := range b.recs {
-			r := &b.recs[i]
-			if r.cb == nil {
-				continue
-			}
-			pr := Produced{Topic: b.ps.topic, Partition: b.ps.partition, Offset: -1, Timestamp: time.UnixMilli(r.ts)}
-			if b.err == nil && b.baseOffset >= 0 {
-				pr.Offset = b.baseOffset + int64(i)
-			}
-			if b.err == nil && b.logAppendTimeMs >= 0 {
-				pr.Timestamp = time.UnixMilli(b.logAppendTimeMs)
-			}
-			r.cb(pr, b.err)
-		}
-		p.release(b.bytes)
-		p.putBuf(b)
-		p.pendMu.Lock()
-		if p.pending--; p.pending == 0 {
-			close(p.idle)
-		}
-		p.pendMu.Unlock()
+		ps := b.ps
+		p.deliverBatch(b)
+		ps.undelivered.Add(-1) // after the callbacks: see partSender.undelivered
 	}
+}
+
+// deliverBatch runs b's callbacks and recycles its buffer.
+func (p *Producer) deliverBatch(b *prodBatch) {
+	for i := range b.recs {
+		r := &b.recs[i]
+		if r.cb == nil {
+			continue
+		}
+		pr := Produced{Topic: b.ps.topic, Partition: b.ps.partition, Offset: -1, Timestamp: time.UnixMilli(r.ts)}
+		if b.err == nil && b.baseOffset >= 0 {
+			pr.Offset = b.baseOffset + int64(i)
+		}
+		if b.err == nil && b.logAppendTimeMs >= 0 {
+			pr.Timestamp = time.UnixMilli(b.logAppendTimeMs)
+		}
+		r.cb(pr, b.err)
+	}
+	p.release(b.bytes)
+	p.putBuf(b)
+	p.pendMu.Lock()
+	if p.pending--; p.pending == 0 {
+		close(p.idle)
+	}
+	p.pendMu.Unlock()
 }
 
 // getBuf returns an empty batch buffer.

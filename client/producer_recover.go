@@ -182,7 +182,7 @@ func (s *partSender) failExpired(head *prodBatch) {
 				bound, s.topic, s.partition, b.failures, b.err))
 		}
 	}
-	s.deliverDone() // on time, before the epoch bump's round trip
+	s.deliverDone(nil) // on time, before the epoch bump's round trip
 	if s.p.cfg.StopOnFailure {
 		s.halt(head.err)
 		return

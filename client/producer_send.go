@@ -101,6 +101,11 @@ type partSender struct {
 	// events receives completions of this partition's produce calls; its
 	// capacity is the in-flight bound, so a connection reader never blocks.
 	events chan *prodBatch
+	// undelivered counts this partition's batches handed to the delivery
+	// goroutine whose callbacks have not all run. A Produce that runs the
+	// sender itself completes its own batch only when it is 0, so its
+	// answer never overtakes an earlier record's callback.
+	undelivered atomic.Int32
 	// kick wakes the sender when batches are cut (capacity 1).
 	kick chan struct{}
 
@@ -118,7 +123,8 @@ type partSender struct {
 	timer     *time.Timer // linger; guarded by mu
 	// ready holds cut batches not yet taken by the sender. Guarded by mu.
 	ready []*prodBatch
-	// running says a sender goroutine is active. Guarded by mu.
+	// running says a sender is active: a goroutine (run), or a Produce
+	// call running the same loop itself (runInline). Guarded by mu.
 	running bool
 	stopped bool
 	// pid, epoch and nextSeq number the next batch cut. Guarded by mu.
@@ -173,13 +179,15 @@ const stampRecordsMax = 64
 // add appends one record to the accumulating batch, cutting it first when
 // the record would not fit and after when it is full. With stampNow the
 // record gets the time read when its batch started (or at most
-// stampRecordsMax records ago), not ts.
-func (s *partSender) add(tp *topicProducer, rec *Record, ts int64, stampNow bool, size int, cb func(Produced, error)) error {
+// stampRecordsMax records ago), not ts. With inline, when the record's
+// batch is cut at once and no sender runs, add starts none and returns the
+// batch: the caller must then run the sender itself (runInline).
+func (s *partSender) add(tp *topicProducer, rec *Record, ts int64, stampNow bool, size int, cb func(Produced, error), inline bool) (*prodBatch, error) {
 	br := batch.Record{Timestamp: ts, Key: rec.Key, Value: rec.Value, Headers: rec.Headers}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.stopped {
-		return ErrClosed
+		return nil, ErrClosed
 	}
 	s.tp = tp
 	if s.builder.Len() > 0 && s.builder.EstimatedBytes()+s.builder.RecordBytes(&br) > s.p.cfg.BatchBytesMax {
@@ -194,12 +202,15 @@ func (s *partSender) add(tp *topicProducer, rec *Record, ts int64, stampNow bool
 		br.Timestamp = ts
 	}
 	if err := s.builder.Append(br); err != nil {
-		return fmt.Errorf("%w: %w", ErrRecordTooLarge, err)
+		return nil, fmt.Errorf("%w: %w", ErrRecordTooLarge, err)
 	}
 	s.recs = append(s.recs, pendingRecord{cb: cb, ts: ts})
 	s.bytes += size
 	switch {
 	case s.builder.EstimatedBytes() >= s.p.cfg.BatchBytesMax || s.p.cfg.Linger < 0:
+		if inline && !s.running {
+			return s.cutRunLocked(), nil
+		}
 		s.cutLocked()
 	case s.builder.Len() == 1:
 		if stampNow { // read for this record, just now
@@ -213,7 +224,7 @@ func (s *partSender) add(tp *topicProducer, rec *Record, ts int64, stampNow bool
 			s.timer.Reset(s.p.cfg.Linger)
 		}
 	}
-	return nil
+	return nil, nil
 }
 
 // lingerExpired cuts the batch when it has waited Linger (the timer may
@@ -252,8 +263,36 @@ func (s *partSender) stop() {
 // cutLocked builds the accumulating batch and hands it to the sender,
 // starting one when none runs. REQUIRES: s.mu held.
 func (s *partSender) cutLocked() {
-	if s.builder.Len() == 0 {
+	if s.buildLocked() == nil {
 		return
+	}
+	if !s.running {
+		s.running = true
+		s.p.senders.Add(1)
+		go s.run()
+		return
+	}
+	select {
+	case s.kick <- struct{}{}:
+	default:
+	}
+}
+
+// cutRunLocked builds the accumulating batch and takes the sender's role
+// for the caller, which must call runInline with the batch returned.
+// REQUIRES: s.mu held, something accumulated, and no sender running.
+func (s *partSender) cutRunLocked() *prodBatch {
+	b := s.buildLocked()
+	s.running = true
+	s.p.senders.Add(1)
+	return b
+}
+
+// buildLocked builds the accumulating batch into ready and returns it, or
+// nil when nothing accumulated. REQUIRES: s.mu held.
+func (s *partSender) buildLocked() *prodBatch {
+	if s.builder.Len() == 0 {
+		return nil
 	}
 	p := s.p
 	b := &prodBatch{ps: s, recs: s.recs, bytes: s.bytes, created: time.Now(), seq: batch.NoSequence, epoch: batch.NoProducerEpoch}
@@ -288,16 +327,7 @@ func (s *partSender) cutLocked() {
 	case b.err != nil && p.cfg.StopOnFailure:
 		s.halted = fmt.Errorf("%w (%s/%d: %v)", ErrEarlierRecordFailed, s.topic, s.partition, b.err)
 	}
-	if !s.running {
-		s.running = true
-		p.senders.Add(1)
-		go s.run()
-		return
-	}
-	select {
-	case s.kick <- struct{}{}:
-	default:
-	}
+	return b
 }
 
 // run is the sender goroutine: it sends the partition's batches in order,
@@ -324,7 +354,7 @@ func (s *partSender) run() {
 			s.abort()
 			return
 		}
-		s.deliverDone()
+		s.deliverDone(nil)
 		if len(s.window) == 0 {
 			continue
 		}
@@ -334,7 +364,7 @@ func (s *partSender) run() {
 			continue
 		}
 		if !s.recovering {
-			s.sendUnsent()
+			s.sendUnsent(nil)
 		}
 		if s.inflight == 0 {
 			continue // recover from a failed send, or take new batches
@@ -435,14 +465,19 @@ func (s *partSender) hasState(st int) bool {
 
 // sendUnsent sends unsent batches in order while the in-flight bound
 // allows. Routing, connecting and waiting for a connection slot end at the
-// oldest unfinished batch's delivery deadline.
-func (s *partSender) sendUnsent() {
+// oldest unfinished batch's delivery deadline, and when caller (a
+// Produce's context, for runInline; nil for run) ends: a send stopped by
+// it leaves its batch unsent, for the sender goroutine taking over.
+func (s *partSender) sendUnsent(caller context.Context) {
 	head := s.oldestUnfinished()
 	if head == nil {
 		return
 	}
 	ctx, cancel := context.WithDeadline(s.p.ctx, head.deadline())
 	defer cancel()
+	if caller != nil {
+		defer context.AfterFunc(caller, cancel)()
+	}
 	for _, b := range s.window {
 		if s.inflight >= s.p.cfg.InFlightPerPartitionMax || (s.probing && s.inflight > 0) {
 			return
@@ -451,7 +486,7 @@ func (s *partSender) sendUnsent() {
 			continue
 		}
 		if err := s.send(ctx, b); err != nil {
-			if err == errWaitInFlight {
+			if err == errWaitInFlight || (caller != nil && caller.Err() != nil) {
 				return
 			}
 			if errors.Is(err, context.DeadlineExceeded) && s.p.ctx.Err() == nil {
@@ -537,19 +572,35 @@ func (s *partSender) completed(b *prodBatch) {
 	}
 }
 
-// deliverDone hands finished batches at the head of the window to delivery.
-func (s *partSender) deliverDone() {
+// deliverDone hands finished batches at the head of the window to delivery,
+// and reports whether own (runInline's batch; nil for run) was among them.
+// own is delivered on the calling goroutine, without waking the delivery
+// goroutine, when its one record is the caller's (its callback only hands
+// the outcome to Produce) and every earlier batch of the partition has
+// been delivered; otherwise it queues behind them.
+func (s *partSender) deliverDone(own *prodBatch) (ownDone bool) {
 	n := 0
 	for n < len(s.window) && s.window[n].state == batchDone {
-		if b := s.window[n]; b.abandoned {
+		b := s.window[n]
+		if b.abandoned {
 			b.buf = nil // a connection may still read it: do not recycle
 		}
-		s.p.deliveries <- s.window[n]
+		if b == own {
+			ownDone = true
+			if len(b.recs) == 1 && s.undelivered.Load() == 0 {
+				s.p.deliverBatch(b)
+				n++
+				continue
+			}
+		}
+		s.undelivered.Add(1)
+		s.p.deliveries <- b
 		n++
 	}
 	if n > 0 {
 		s.window = append(s.window[:0], s.window[n:]...)
 	}
+	return ownDone
 }
 
 // abort fails everything left after the producer's context ended.
@@ -569,6 +620,7 @@ func (s *partSender) abort() {
 		if b.sent && b.err != nil {
 			b.buf = nil // a dead send may still read it: do not recycle
 		}
+		s.undelivered.Add(1)
 		s.p.deliveries <- b
 	}
 	s.window = nil
