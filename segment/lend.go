@@ -47,6 +47,15 @@ func (l *Log) AppendLeaderCheckedLent(b []byte, epoch int32, lend Lend) (base, l
 	if lend == nil || len(b) < InPlaceBytesMin || l.cfg.Fsync == FsyncAlways {
 		return l.AppendLeaderChecked(b, epoch)
 	}
+	if len(l.chains)+1 >= l.cfg.ChainsInFlight && !l.io.delivering {
+		// io_uring makes a write of this size at once (its inline
+		// writes) and reports it at the next reap: reaping without
+		// waiting frees the slots of those already done, where the
+		// batch would otherwise be copied. (As an append that waits for
+		// a slot does, this may deliver notifications; it runs before
+		// anything of this append is decided.)
+		_, _ = l.io.Poll()
+	}
 	if err := l.appendable(); err != nil {
 		return 0, 0, err
 	}
@@ -104,6 +113,11 @@ func (l *Log) writeInPlace(b []byte, h *batch.Header, base int64, epoch int32, l
 	l.awaitZeros(s, pos, pos+int64(n))
 	if err := l.appendable(); err != nil {
 		return false, err
+	}
+	if l.leo != base {
+		// The wait went through a rewind (ENOSPC): base is no longer
+		// the end, and the rewind's cause is the answer.
+		return false, l.lastFailure
 	}
 	release := lend()
 	if release == nil {
