@@ -7,6 +7,7 @@ import (
 	"syscall"
 	"testing"
 
+	"github.com/corestream/corestream/netio/uring"
 	"github.com/corestream/corestream/segment/vfs"
 )
 
@@ -287,4 +288,40 @@ func TestAppendLentReleasedByClose(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestAppendLentReapsInlineWrites: io_uring makes a lent batch's write at
+// once (inline) and reports it at the next reap; an append that finds
+// every write slot taken reaps those instead of copying its batch.
+func TestAppendLentReapsInlineWrites(t *testing.T) {
+	e, err := uring.NewEngine(uring.Options{})
+	if errors.Is(err, uring.ErrUnavailable) {
+		t.Skip(err)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	l := openLog(t, vfs.OS(), t.TempDir()+"/p", Config{Fsync: FsyncNever, ChainsInFlight: 4}, e)
+	defer l.Close()
+	ld := newLender(t)
+	rng := newRNG(12)
+	want := map[int64][]byte{}
+	const n = 12 // three times the slots, without a flush
+	for i := 0; i < n; i++ {
+		b := makeBatch(rng, 2, 64<<10-100, 1)
+		orig := bytes.Clone(b)
+		base, _, err := l.AppendLeaderCheckedLent(b, 1, ld.lend(b))
+		if err != nil {
+			t.Fatal(err)
+		}
+		want[base] = stamped(orig, base, 1)
+	}
+	if ld.lent != n {
+		t.Fatalf("%d of %d batches lent: the rest were copied though their slots' writes were done", ld.lent, n)
+	}
+	mustFlush(t, l)
+	if ld.outstanding() != 0 {
+		t.Fatal("a lent batch was not released")
+	}
+	mustHave(t, l, want)
 }
