@@ -250,7 +250,9 @@ func (c *Conn) read() {
 // readOnce makes one read(2) and delivers the complete frames it finished.
 // Small frames are read into the shard's buffer and delivered from there
 // without a copy (a partial frame left over is copied out, with at most
-// half the buffer copied back in front of the next read); the rest of a
+// half the buffer copied back in front of the next read); a handler may
+// retain them past the delivery (Retain), and the shard then reads into
+// another buffer; the rest of a
 // frame larger than half the buffer is read straight into the connection's
 // own buffer, sized to that frame.
 func (c *Conn) readOnce() (int, error) {
@@ -263,7 +265,12 @@ func (c *Conn) readOnce() (int, error) {
 			return 0, err
 		}
 		c.srv.stats.BytesIn.Add(uint64(n))
-		c.keep(c.deliver(lp.scratch[:k+n]))
+		prevConn, prevBuf := lp.delivering, lp.deliveringBuf
+		lp.delivering, lp.deliveringBuf = c, lp.rbuf
+		rest := c.deliver(lp.scratch[:k+n])
+		lp.delivering, lp.deliveringBuf = prevConn, prevBuf
+		c.keep(rest)
+		lp.renewReadBuf()
 		c.trimPend()
 		return n, nil
 	}

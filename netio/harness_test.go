@@ -39,6 +39,8 @@ const (
 	opClose            // answer, then close the connection gracefully
 	opHandshake        // answer, then migrate to shard payload[0]
 	opNoAnswer         // release the slot without answering
+	opRetain           // retain the frame (Conn.Retain) and keep its payload; answer 1 if retained, else 0
+	opGiveBack         // answer with every kept payload, concatenated, then release them (twice: extras are ignored)
 )
 
 const respHeaderBytes = 4 + 8 + 1
@@ -75,6 +77,9 @@ type testHandler struct {
 
 type connState struct {
 	held []uint64
+	// kept are the payloads of retained frames and their releases.
+	kept     [][]byte
+	releases []func()
 }
 
 func newTestHandler() *testHandler { return &testHandler{fileFd: -1, closeCh: make(chan error, 4096)} }
@@ -147,6 +152,25 @@ func (h *testHandler) OnFrame(c *Conn, body []byte) {
 		}
 	case opNoAnswer:
 		c.Release()
+	case opRetain:
+		rel := c.Retain()
+		if rel == nil {
+			_ = c.Reply(Response{Header: append(response(corr, sid, 1), 0)})
+			return
+		}
+		st.kept, st.releases = append(st.kept, payload), append(st.releases, rel)
+		_ = c.Reply(Response{Header: append(response(corr, sid, 1), 1)})
+	case opGiveBack:
+		var all []byte
+		for _, p := range st.kept {
+			all = append(all, p...)
+		}
+		for _, rel := range st.releases {
+			rel()
+			rel()
+		}
+		st.kept, st.releases = nil, nil
+		_ = c.Reply(Response{Header: append(response(corr, sid, len(all)), all...)})
 	default:
 		c.Abort(fmt.Errorf("unknown op %d", op))
 	}

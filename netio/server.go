@@ -82,6 +82,8 @@ type Stats struct {
 	BytesOut      atomic.Uint64 // bytes written with write/writev
 	SendfileBytes atomic.Uint64 // bytes sent with sendfile
 	SendBlocked   atomic.Uint64 // times a send met a full socket buffer (EAGAIN)
+	Retained      atomic.Uint64 // frames a handler retained (Conn.Retain)
+	ReadBufsMade  atomic.Uint64 // read buffers allocated to replace retained ones
 }
 
 // Server states.
@@ -129,7 +131,15 @@ type loop struct {
 	sh      *shard.Shard
 	lfd     int // listener, or -1
 	conns   map[*Conn]struct{}
-	scratch []byte // read buffer shared by the shard's connections
+	scratch []byte // read buffer shared by the shard's connections: rbuf.mem
+	// rbuf is the current read buffer; rbufFree the released ones kept
+	// for reuse (retain.go).
+	rbuf     *readBuf
+	rbufFree []*readBuf
+	// delivering is the connection whose frames are being delivered from
+	// deliveringBuf (Conn.Retain); nil outside such a delivery.
+	delivering    *Conn
+	deliveringBuf *readBuf
 	// spare is the largest input buffer a connection gave back, kept for
 	// the next large frame or partial frame (at most one per shard, at
 	// most MaxFrameBytes+4 rounded up to a power of two; loop.buffer).
@@ -149,12 +159,14 @@ func NewServer(g *shard.Group, cfg Config, h Handler) (*Server, error) {
 	}
 	s := &Server{group: g, cfg: c, handler: h, drained: make(chan struct{}), logLimit: newLogLimit(c.LogLinesMax, c.LogInterval)}
 	for i := 0; i < g.Len(); i++ {
+		rb := &readBuf{mem: make([]byte, c.ReadBufferBytes)}
 		s.loops = append(s.loops, &loop{
 			srv:     s,
 			sh:      g.Shard(i),
 			lfd:     -1,
 			conns:   make(map[*Conn]struct{}),
-			scratch: make([]byte, c.ReadBufferBytes),
+			scratch: rb.mem,
+			rbuf:    rb,
 			iov:     make([]unix.Iovec, 0, iovMax),
 		})
 	}

@@ -202,19 +202,8 @@ func (l *Log) copyIn(b []byte, h *batch.Header, base int64, epoch int32, stamp b
 		batch.SetPartitionLeaderEpoch(dst, epoch)
 	}
 	l.cur.n += n
-	if s.empty() {
-		s.rollAtMs = l.cfg.NowMs()
-	}
-	s.idx.add(uint32(base-s.base), s.size, n, h.MaxTimestamp, l.cfg.IndexIntervalBytes)
-	s.size += int64(n)
-	s.last = base + int64(h.LastOffsetDelta)
-	l.leo = s.last + 1
-	l.unsyncedRecords += int64(h.RecordCount)
-	l.preallocate(s)
+	l.account(s, h, base, n)
 	l.io.markDirty(l)
-	if l.cfg.Fsync == FsyncInterval {
-		l.io.markLagging(l)
-	}
 	if l.cur.free() == 0 || l.cur.n >= l.cfg.WriteBufferBytes {
 		// Full before the iteration ended: the next buffer may be larger,
 		// and this one goes to the kernel now rather than at Flush.
@@ -225,6 +214,23 @@ func (l *Log) copyIn(b []byte, h *batch.Header, base int64, epoch int32, stamp b
 		}
 	}
 	return nil
+}
+
+// account enters one batch of n bytes at base, appended at the active
+// segment s's end, in the segment's and the log's bookkeeping.
+func (l *Log) account(s *segment, h *batch.Header, base int64, n int) {
+	if s.empty() {
+		s.rollAtMs = l.cfg.NowMs()
+	}
+	s.idx.add(uint32(base-s.base), s.size, n, h.MaxTimestamp, l.cfg.IndexIntervalBytes)
+	s.size += int64(n)
+	s.last = base + int64(h.LastOffsetDelta)
+	l.leo = s.last + 1
+	l.unsyncedRecords += int64(h.RecordCount)
+	l.preallocate(s)
+	if l.cfg.Fsync == FsyncInterval {
+		l.io.markLagging(l)
+	}
 }
 
 // newBuffer starts a buffer for appends at the active segment's end.
@@ -411,16 +417,25 @@ func (l *Log) submitCur(forceSync bool) {
 	if l.cur == nil || l.failed != nil || l.stall != nil {
 		return
 	}
+	buf := l.cur
+	l.cur = nil
+	l.startWrite(s, buf, l.curPos, l.curFirst, l.leo-1, forceSync)
+}
+
+// startWrite hands the engine one write of buf at pos in the active
+// segment s, carrying offsets first..last, with its sync when forced or
+// due, and queues it on the log's chains. The write owns buf from here:
+// its completion puts it back (complete).
+func (l *Log) startWrite(s *segment, buf *wbuf, pos, first, last int64, forceSync bool) {
 	o := l.io.newOp()
-	*o = op{log: l, file: s.file, seg: s, buf: l.cur, pos: l.curPos,
-		first: l.curFirst, last: l.leo - 1, coversAll: len(l.chains) == 0}
+	*o = op{log: l, file: s.file, seg: s, buf: buf, pos: pos,
+		first: first, last: last, coversAll: len(l.chains) == 0}
 	o.sync = forceSync || l.syncDue()
 	if o.sync {
 		l.unsyncedRecords, l.lastSyncMs = 0, l.cfg.NowMs()
 	}
 	s.file.acquire()
-	n := int64(l.cur.n)
-	l.cur = nil
+	n := int64(buf.n)
 	l.chains = append(l.chains, o)
 	l.io.start(o)
 	if !o.sync {

@@ -27,6 +27,10 @@ type wbuf struct {
 	mem   []byte
 	n     int
 	class int
+	// release is set on a lent buffer: mem is a caller's batch the log
+	// writes in place (AppendLeaderCheckedLent), never the pool's, and put
+	// hands it back by calling release instead of recycling it.
+	release func()
 }
 
 func (b *wbuf) free() int      { return len(b.mem) - b.n }
@@ -69,6 +73,13 @@ func (p *bufPool) get(class int) (*wbuf, error) {
 }
 
 func (p *bufPool) put(b *wbuf) {
+	if r := b.release; r != nil {
+		// Lent: the pool never owned it. Clearing it first keeps a second
+		// put from releasing twice.
+		b.release, b.mem, b.n = nil, nil, 0
+		r()
+		return
+	}
 	p.liveBytes -= int64(len(b.mem))
 	b.n = 0
 	if p.cachedBytes+int64(len(b.mem)) > p.cachedBytesMax {

@@ -77,8 +77,9 @@ func NewIO(e Engine) *IO {
 // SetNotify installs fn, called with a log after its WrittenOffset,
 // DurableOffset or LogEndOffset (a rewind after ENOSPC) moved, or it
 // failed. Calls happen on the owner goroutine from Flush, Poll, Wait and
-// from appends that wait for a free write slot. fn may read the log's state
-// (watermarks, Err) but must not append, read, flush or close anything.
+// from appends that wait for a free write slot (or, lent, find none). fn
+// may read the log's state (watermarks, Err) but must not append, read,
+// flush or close anything.
 func (d *IO) SetNotify(fn func(*Log)) { d.notify = fn }
 
 // Engine returns the engine the IO owns.

@@ -19,9 +19,11 @@ func (h *Handler) produce(c *netio.Conn, hdr wire.RequestHeader, body []byte) {
 		return
 	}
 	// Records borrows the read buffer; the service copies it when the
-	// partition is served on another shard.
+	// partition is served on another shard. On this shard the log may
+	// retain the read buffer instead and write a large batch from it
+	// (Lend: c.Retain, which the log calls during this call or not at all).
 	sreq := service.ProduceRequest{PartitionRef: serviceRef(&req.PartitionRef), Acks: service.Acks(req.Acks),
-		Timeout: msDuration(req.TimeoutMs), Records: req.Records}
+		Timeout: msDuration(req.TimeoutMs), Records: req.Records, Lend: c.Retain}
 	after := h.track(c, req.Topic, req.Partition)
 	h.svcOf(c).Produce(c.Shard(), &sreq, func(res service.ProduceResult, err error) {
 		if err != nil {

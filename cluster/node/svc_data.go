@@ -27,13 +27,15 @@ func (s *nodeService) Produce(from *shard.Shard, req *service.ProduceRequest, do
 func (s *nodeService) produceInternal(from *shard.Shard, req *service.ProduceRequest, done func(service.ProduceResult, error)) {
 	done = s.meterProduce(len(req.Records), done)
 	args := partition.ProduceArgs{Generation: req.Generation, AcksPrimary: req.Acks == service.AcksPrimary,
-		Timeout: req.Timeout, Records: req.Records}
+		Timeout: req.Timeout, Records: req.Records, Lend: req.Lend}
 	if len(args.Records) > service.RecordsBytesMax {
 		done(service.ProduceResult{}, service.Errorf(partition.ErrBatchTooLarge, "record batch of %d bytes exceeds the maximum %d",
 			len(args.Records), service.RecordsBytesMax))
 		return
 	}
-	detach := func() { args.Records = append([]byte(nil), args.Records...) }
+	// On another shard the batch is a copy (the caller's buffer is not
+	// the owner's to hold).
+	detach := func() { args.Records, args.Lend = append([]byte(nil), args.Records...), nil }
 	onReplica(s, from, req.PartitionRef, detach, func(r *partition.Replica, t *metadata.Topic, reply func(service.ProduceResult, error)) {
 		r.Produce(&args, func(res partition.ProduceResult) {
 			p := res.Produced

@@ -68,8 +68,14 @@ type ProduceRequest struct {
 	// repeated here.
 	// The service reads Records before Produce returns when the partition
 	// is owned by the caller's shard, and copies it otherwise: the caller
-	// may reuse the buffer once Produce returns.
+	// may reuse the buffer once Produce returns, unless Lend lent it.
 	Records []byte
+	// Lend, when set, lets the partition's log keep Records past Produce
+	// and write the batch from where it lies (segment.Lend: the log calls
+	// it, before Produce returns, only for a batch it writes in place, and
+	// releases the memory once written). It is used only when the
+	// partition is owned by the caller's shard; nil: Records is copied.
+	Lend segment.Lend
 }
 
 // ProduceResult is where an acknowledged batch landed.

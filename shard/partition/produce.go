@@ -22,6 +22,11 @@ type ProduceArgs struct {
 	Timeout time.Duration
 	// Records is one RecordBatch v2.
 	Records []byte
+	// Lend, when set, lends the log the memory of Records (segment.Lend):
+	// the log may then write the batch from where it lies, stamped in
+	// place, and releases the memory once written. It is called, if at
+	// all, before Produce returns. Nil: the log copies Records.
+	Lend segment.Lend
 }
 
 // Produced is where an acknowledged batch landed.
@@ -78,7 +83,8 @@ func (r *Replica) CheckRoute(generation int32) error {
 // Produce appends req's batch through consensus and calls reply once:
 // when the batch commits (acks=quorum), when it is durable here
 // (acks=primary), on an error, or when req's timeout passes. data must stay
-// valid until Produce returns (it is copied into the log before that).
+// valid until Produce returns (it is copied into the log before that),
+// unless req.Lend lent it to the log, which then holds it until written.
 func (r *Replica) Produce(req *ProduceArgs, reply func(ProduceResult)) {
 	fail := func(err error) { reply(ProduceResult{Err: err}) }
 	if r.closed {
@@ -122,8 +128,8 @@ func (r *Replica) Produce(req *ProduceArgs, reply func(ProduceResult)) {
 	}
 	// The log appends data during this call (process): it need not
 	// compute the CRC ValidateRecords has just checked (appendEntries).
-	r.checked = data
-	defer func() { r.checked = nil }()
+	r.checked, r.lend = data, req.Lend
+	defer func() { r.checked, r.lend = nil, nil }()
 	e, err := r.raft.Propose(h.RecordCount, data)
 	if err != nil {
 		fail(r.proposeErr(err))

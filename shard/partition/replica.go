@@ -153,6 +153,9 @@ type Replica struct {
 	// while that call lasts: appendEntries appends it without computing
 	// the CRC again.
 	checked []byte
+	// lend lends the log the memory of checked (ProduceArgs.Lend), for
+	// the same while; nil when the caller cannot.
+	lend segment.Lend
 	// checkedAppends counts the batches appended without a second CRC
 	// (tests: the produce path must compute it once).
 	checkedAppends int64
@@ -585,13 +588,17 @@ func (r *Replica) appendEntries(entries []raftlite.Entry) error {
 		if data == nil {
 			return fmt.Errorf("entry %v has no bytes", e)
 		}
+		// Read before the append: a lent batch belongs to the log from
+		// there until its write completes.
+		h, _ := batch.ReadHeader(data)
+		size := len(data)
 		var base, last int64
 		var err error
 		switch {
 		case payload != nil:
 			base, last, err = r.log.AppendLeaderMarked(data, e.Term, payload)
 		case r.isChecked(data):
-			base, last, err = r.log.AppendLeaderChecked(data, e.Term)
+			base, last, err = r.log.AppendLeaderCheckedLent(data, e.Term, r.lend)
 			r.checkedAppends++
 		default:
 			base, last, err = r.log.AppendLeader(data, e.Term)
@@ -602,9 +609,8 @@ func (r *Replica) appendEntries(entries []raftlite.Entry) error {
 		if base != e.Base || last != e.Last {
 			return fmt.Errorf("appended %v at [%d, %d]: the log and the consensus group disagree", e, base, last)
 		}
-		h, _ := batch.ReadHeader(data)
 		r.prod.record(&h, base, last, e.Term)
-		e.Bytes = int32(len(data))
+		e.Bytes = int32(size)
 		r.rlog.appended(e)
 	}
 	if r.cfg.onAppend != nil {
