@@ -101,6 +101,13 @@ count = %d
 
 [storage]
 fsync = %q
+# About two segments per partition, as the ideal broker keeps two files
+# and deletes the rest: a run that keeps every byte fills tens of GB in a
+# minute of the disk's never-written blocks (one producer, 60 s on the
+# test VM: 821k msg/s steady with this; ~850k falling to 440-710k after
+# 30 s and 22 GB without).
+retention_bytes = 2147483648
+retention_check_interval_ms = 1000
 
 [log]
 level = "warn"
