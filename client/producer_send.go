@@ -305,10 +305,8 @@ func (s *partSender) buildLocked() *prodBatch {
 		s.builder.SetProducer(s.pid, s.epoch, s.nextSeq)
 		s.nextSeq = batch.IncrementSequence(s.nextSeq, int32(s.builder.Len()))
 	}
-	// The builder finishes an uncompressed batch in its own buffer and
-	// keeps this one for the next batch: no copy of the batch (BuildSwap).
 	b.buf = p.getBuf()
-	data, err := s.builder.BuildSwap((*b.buf)[:0])
+	data, err := s.builder.BuildAppend((*b.buf)[:0])
 	if err != nil { // a compressed batch over the format's bound
 		s.builder.Reset()
 		b.err = fmt.Errorf("%w: %w", ErrRecordTooLarge, err)

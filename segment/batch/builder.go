@@ -62,13 +62,10 @@ type Builder struct {
 	producerID    int64
 	producerEpoch int16
 	baseSequence  int32
-	// buf holds room for the batch header, then the encoded, uncompressed
-	// records of the batch being built, so that an uncompressed batch is
-	// finished in place (BuildSwap).
-	// Invariant: len(buf) >= HeaderSize; buf[HeaderSize:] holds exactly
-	// count records, with offset deltas 0..count-1, and at most recsMax
-	// bytes.
-	buf     []byte
+	// recs holds the encoded, uncompressed records of the batch being built.
+	// Invariant: it holds exactly count records, with offset deltas
+	// 0..count-1, and len(recs) <= recsMax.
+	recs    []byte
 	recsMax int
 	count   int32
 	// baseTS is the first record's timestamp, maxTS the largest one; both
@@ -93,7 +90,7 @@ func NewBuilder(opts Options) (*Builder, error) {
 	if opts.Transactional && !opts.Idempotent {
 		return nil, fmt.Errorf("%w: transactional batches need an idempotent producer", ErrOptions)
 	}
-	b := &Builder{opts: opts, recsMax: RecordsBytesMax, buf: make([]byte, HeaderSize)}
+	b := &Builder{opts: opts, recsMax: RecordsBytesMax}
 	if opts.Codec == CodecNone {
 		b.recsMax = BatchBytesMax - HeaderSize
 	}
@@ -118,10 +115,7 @@ func (b *Builder) Len() int { return int(b.count) }
 // it were not compressed: exact for CodecNone, and for other codecs an
 // upper bound in practice (compression of record data rarely grows it by
 // more than a few bytes). A producer cuts batches on it.
-func (b *Builder) EstimatedBytes() int { return len(b.buf) }
-
-// recs returns the encoded records appended so far.
-func (b *Builder) recs() []byte { return b.buf[HeaderSize:] }
+func (b *Builder) EstimatedBytes() int { return HeaderSize + len(b.recs) }
 
 // RecordBytes is how many bytes r would add to EstimatedBytes if appended
 // now, so that a producer can cut before a record that would not fit.
@@ -157,10 +151,10 @@ func (b *Builder) append(r *Record) error {
 	}
 	tsDelta := r.Timestamp - baseTS
 	body := recordBodySize(r, tsDelta, b.count)
-	if n, have := varintSize(int64(body))+body, len(b.buf)-HeaderSize; n > b.recsMax-have {
-		return fmt.Errorf("%w: a %d-byte record after %d bytes of records exceeds %d", ErrTooLarge, n, have, b.recsMax)
+	if n := varintSize(int64(body)) + body; n > b.recsMax-len(b.recs) {
+		return fmt.Errorf("%w: a %d-byte record after %d bytes of records exceeds %d", ErrTooLarge, n, len(b.recs), b.recsMax)
 	}
-	b.buf = appendRecord(b.buf, r, body, tsDelta, b.count)
+	b.recs = appendRecord(b.recs, r, body, tsDelta, b.count)
 	if b.count == 0 {
 		b.baseTS, b.maxTS = r.Timestamp, r.Timestamp
 	}
@@ -172,7 +166,7 @@ func (b *Builder) append(r *Record) error {
 // Reset drops the records appended so far, keeping the buffers, the
 // options and the producer fields.
 func (b *Builder) Reset() {
-	b.buf, b.count = b.buf[:HeaderSize], 0
+	b.recs, b.count = b.recs[:0], 0
 }
 
 // Build returns the finished batch in a newly allocated slice of exactly
@@ -182,7 +176,7 @@ func (b *Builder) Reset() {
 // records are kept (call Reset to drop them).
 func (b *Builder) Build() ([]byte, error) {
 	if b.opts.Codec == CodecNone {
-		return b.BuildAppend(make([]byte, 0, len(b.buf)))
+		return b.BuildAppend(make([]byte, 0, HeaderSize+len(b.recs)))
 	}
 	out, err := b.BuildAppend(b.out[:0])
 	b.out = out[:0]
@@ -202,10 +196,10 @@ func (b *Builder) BuildAppend(dst []byte) ([]byte, error) {
 	start := len(dst)
 	dst = append(dst, make([]byte, HeaderSize)...)
 	if b.opts.Codec == CodecNone {
-		dst = append(dst, b.recs()...)
+		dst = append(dst, b.recs...)
 	} else {
 		var err error
-		if dst, err = compress(b.opts.Codec, b.opts.Level, dst, b.recs()); err != nil {
+		if dst, err = compress(b.opts.Codec, b.opts.Level, dst, b.recs); err != nil {
 			return dst[:start], err
 		}
 	}
@@ -215,31 +209,6 @@ func (b *Builder) BuildAppend(dst []byte) ([]byte, error) {
 	b.putHeader(dst[start:])
 	b.Reset()
 	return dst, nil
-}
-
-// BuildSwap finishes the batch as BuildAppend(next[:0]) would and resets
-// the Builder, but an uncompressed batch is not copied: it is finished in
-// the Builder's own buffer, which is returned, and the Builder keeps next's
-// memory for the batches that follow. A producer that recycles its batch
-// buffers hands one in per batch and saves a copy of every batch (a fifth
-// of a producer's CPU with 1 KiB records in a profile). A compressed batch
-// is compressed into next, as BuildAppend does. Errors are BuildAppend's.
-// The caller must not use next's memory again except through the result.
-func (b *Builder) BuildSwap(next []byte) ([]byte, error) {
-	if b.opts.Codec != CodecNone {
-		return b.BuildAppend(next[:0])
-	}
-	if b.count == 0 {
-		return next[:0], ErrEmpty
-	}
-	out := b.buf
-	b.putHeader(out)
-	if cap(next) < HeaderSize {
-		next = make([]byte, 0, HeaderSize)
-	}
-	b.buf = next[:HeaderSize]
-	b.Reset()
-	return out, nil
 }
 
 // putHeader fills in the header of the finished batch bt and its CRC.
