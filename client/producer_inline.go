@@ -39,16 +39,9 @@ func (s *partSender) runInline(ctx context.Context, own *prodBatch) {
 		}
 	}()
 	for { // bounded like run's; every way out of the plain path hands off
-		s.mu.Lock()
-		s.window = append(s.window, s.ready...)
-		clear(s.ready)
-		s.ready = s.ready[:0]
-		if len(s.window) == 0 {
-			s.running = false
-			s.mu.Unlock()
+		if !s.takeReady() {
 			return
 		}
-		s.mu.Unlock()
 		if s.p.ctx.Err() != nil || ctx.Err() != nil || s.recovering {
 			s.handOff()
 			return
@@ -92,17 +85,9 @@ func (s *partSender) runInline(ctx context.Context, own *prodBatch) {
 // handOffOrStop gives the sender's role up after the caller's batch was
 // delivered: it ends when nothing is left, else a goroutine takes over.
 func (s *partSender) handOffOrStop() {
-	s.mu.Lock()
-	s.window = append(s.window, s.ready...)
-	clear(s.ready)
-	s.ready = s.ready[:0]
-	if len(s.window) == 0 {
-		s.running = false
-		s.mu.Unlock()
-		return
+	if s.takeReady() {
+		s.handOff()
 	}
-	s.mu.Unlock()
-	s.handOff()
 }
 
 // handOff passes the sender's role, and with it the state it owns (the

@@ -340,16 +340,9 @@ func (s *partSender) run() {
 	expiry := time.NewTimer(time.Hour)
 	defer expiry.Stop()
 	for { // bounded by the batches cut; each turn waits for an event or makes progress
-		s.mu.Lock()
-		s.window = append(s.window, s.ready...)
-		clear(s.ready)
-		s.ready = s.ready[:0]
-		if len(s.window) == 0 {
-			s.running = false
-			s.mu.Unlock()
+		if !s.takeReady() {
 			return
 		}
-		s.mu.Unlock()
 		if s.p.ctx.Err() != nil {
 			s.abort()
 			return
@@ -380,6 +373,23 @@ func (s *partSender) run() {
 		case <-s.p.ctx.Done():
 		}
 	}
+}
+
+// takeReady moves the batches cut since the last look into the window and
+// reports whether anything is left to send or wait for. When nothing is,
+// the sender's role ends (running = false) under the same lock, so that a
+// batch cut after that starts a new sender.
+func (s *partSender) takeReady() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.window = append(s.window, s.ready...)
+	clear(s.ready)
+	s.ready = s.ready[:0]
+	if len(s.window) == 0 {
+		s.running = false
+		return false
+	}
+	return true
 }
 
 // oldestUnfinished returns the window's first batch that is not done, or
