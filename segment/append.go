@@ -37,17 +37,24 @@ func (l *Log) AppendLeader(b []byte, epoch int32) (base, last int64, err error) 
 // produce path would otherwise compute twice per batch. A batch from
 // anywhere else (a replica's network, a file) goes through AppendLeader.
 func (l *Log) AppendLeaderChecked(b []byte, epoch int32) (base, last int64, err error) {
-	if err := l.appendable(); err != nil {
-		return 0, 0, err
-	}
-	if err := l.dropMarkersFrom(l.leo); err != nil {
-		return 0, 0, err
-	}
-	h, err := l.validateChecked(b)
+	h, err := l.checkedLeaderBatch(b)
 	if err != nil {
 		return 0, 0, err
 	}
-	return l.appendValidated(b, h, epoch)
+	return l.appendValidated(b, h, epoch, nil)
+}
+
+// checkedLeaderBatch is the part of AppendLeaderChecked before the batch
+// is placed: the log must take appends, markers above its end go, and b
+// must be a whole batch (its CRC already checked by the caller).
+func (l *Log) checkedLeaderBatch(b []byte) (batch.Header, error) {
+	if err := l.appendable(); err != nil {
+		return batch.Header{}, err
+	}
+	if err := l.dropMarkersFrom(l.leo); err != nil {
+		return batch.Header{}, err
+	}
+	return l.validateChecked(b)
 }
 
 // appendLeader is AppendLeader after the marker check.
@@ -56,11 +63,13 @@ func (l *Log) appendLeader(b []byte, epoch int32) (base, last int64, err error) 
 	if err != nil {
 		return 0, 0, err
 	}
-	return l.appendValidated(b, h, epoch)
+	return l.appendValidated(b, h, epoch, nil)
 }
 
-// appendValidated is appendLeader after the batch's validation.
-func (l *Log) appendValidated(b []byte, h batch.Header, epoch int32) (base, last int64, err error) {
+// appendValidated is appendLeader after the batch's validation. With lend
+// set the batch may be written from b itself (writeInPlace); otherwise,
+// or when that declines, it is copied into the write buffer.
+func (l *Log) appendValidated(b []byte, h batch.Header, epoch int32, lend Lend) (base, last int64, err error) {
 	if epoch < 0 || epoch < l.epochs.last() {
 		return 0, 0, fmt.Errorf("%w: epoch %d after %d", ErrStaleEpoch, epoch, l.epochs.last())
 	}
@@ -71,8 +80,16 @@ func (l *Log) appendValidated(b []byte, h batch.Header, epoch int32) (base, last
 	if err := l.noteEpoch(epoch, base); err != nil {
 		return 0, 0, err
 	}
-	if err := l.copyIn(b, &h, base, epoch, true); err != nil {
-		return 0, 0, err
+	lent := false
+	if lend != nil {
+		if lent, err = l.writeInPlace(b, &h, base, epoch, lend); err != nil {
+			return 0, 0, err
+		}
+	}
+	if !lent {
+		if err := l.copyIn(b, &h, base, epoch, true); err != nil {
+			return 0, 0, err
+		}
 	}
 	return base, base + int64(h.LastOffsetDelta), nil
 }

@@ -1,8 +1,6 @@
 package segment
 
 import (
-	"fmt"
-
 	"github.com/corestream/corestream/segment/batch"
 )
 
@@ -56,36 +54,11 @@ func (l *Log) AppendLeaderCheckedLent(b []byte, epoch int32, lend Lend) (base, l
 		// anything of this append is decided.)
 		_, _ = l.io.Poll()
 	}
-	if err := l.appendable(); err != nil {
-		return 0, 0, err
-	}
-	if err := l.dropMarkersFrom(l.leo); err != nil {
-		return 0, 0, err
-	}
-	h, err := l.validateChecked(b)
+	h, err := l.checkedLeaderBatch(b)
 	if err != nil {
 		return 0, 0, err
 	}
-	if epoch < 0 || epoch < l.epochs.last() {
-		return 0, 0, fmt.Errorf("%w: epoch %d after %d", ErrStaleEpoch, epoch, l.epochs.last())
-	}
-	if err := l.maybeRoll(len(b), int64(h.LastOffsetDelta)); err != nil {
-		return 0, 0, err
-	}
-	base = l.leo
-	if err := l.noteEpoch(epoch, base); err != nil {
-		return 0, 0, err
-	}
-	lent, err := l.writeInPlace(b, &h, base, epoch, lend)
-	if err != nil {
-		return 0, 0, err
-	}
-	if !lent {
-		if err := l.copyIn(b, &h, base, epoch, true); err != nil {
-			return 0, 0, err
-		}
-	}
-	return base, base + int64(h.LastOffsetDelta), nil
+	return l.appendValidated(b, h, epoch, lend)
 }
 
 // writeInPlace queues one write of b, at the active segment's end, after
