@@ -258,16 +258,16 @@ func (c *Conn) read() {
 func (c *Conn) readOnce() (int, error) {
 	lp := c.lp
 	need := c.frameNeed(c.pend)
-	if need <= len(lp.scratch)/2 {
-		k := copy(lp.scratch, c.pend)
-		n, err := unix.Read(c.fd, lp.scratch[k:])
+	if buf := lp.rbuf.mem; need <= len(buf)/2 {
+		k := copy(buf, c.pend)
+		n, err := unix.Read(c.fd, buf[k:])
 		if n <= 0 {
 			return 0, err
 		}
 		c.srv.stats.BytesIn.Add(uint64(n))
 		prevConn, prevBuf := lp.delivering, lp.deliveringBuf
 		lp.delivering, lp.deliveringBuf = c, lp.rbuf
-		rest := c.deliver(lp.scratch[:k+n])
+		rest := c.deliver(buf[:k+n])
 		lp.delivering, lp.deliveringBuf = prevConn, prevBuf
 		c.keep(rest)
 		lp.renewReadBuf()
@@ -366,7 +366,7 @@ func (c *Conn) compact(rest []byte) {
 // trimPend frees a large input buffer once it is empty (one larger than
 // the partial frames the shard's read buffer leaves behind).
 func (c *Conn) trimPend() {
-	if len(c.pend) == 0 && cap(c.pend) > len(c.lp.scratch)/2 {
+	if len(c.pend) == 0 && cap(c.pend) > len(c.lp.rbuf.mem)/2 {
 		if cap(c.pend) > cap(c.lp.spare) {
 			c.lp.spare = c.pend[:0] // the next large frame on this shard reuses it
 		}

@@ -87,8 +87,7 @@ func (lp *loop) renewReadBuf() {
 		lp.rbufFree[n-1] = nil
 		lp.rbufFree = lp.rbufFree[:n-1]
 	} else {
-		lp.rbuf = &readBuf{mem: make([]byte, len(lp.scratch))}
+		lp.rbuf = &readBuf{mem: make([]byte, len(lp.rbuf.mem))}
 		lp.srv.stats.ReadBufsMade.Add(1)
 	}
-	lp.scratch = lp.rbuf.mem
 }

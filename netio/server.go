@@ -127,13 +127,12 @@ type Server struct {
 
 // loop is a server's state on one shard.
 type loop struct {
-	srv     *Server
-	sh      *shard.Shard
-	lfd     int // listener, or -1
-	conns   map[*Conn]struct{}
-	scratch []byte // read buffer shared by the shard's connections: rbuf.mem
-	// rbuf is the current read buffer; rbufFree the released ones kept
-	// for reuse (retain.go).
+	srv   *Server
+	sh    *shard.Shard
+	lfd   int // listener, or -1
+	conns map[*Conn]struct{}
+	// rbuf is the read buffer shared by the shard's connections;
+	// rbufFree the released ones kept for reuse (retain.go).
 	rbuf     *readBuf
 	rbufFree []*readBuf
 	// delivering is the connection whose frames are being delivered from
@@ -161,13 +160,12 @@ func NewServer(g *shard.Group, cfg Config, h Handler) (*Server, error) {
 	for i := 0; i < g.Len(); i++ {
 		rb := &readBuf{mem: make([]byte, c.ReadBufferBytes)}
 		s.loops = append(s.loops, &loop{
-			srv:     s,
-			sh:      g.Shard(i),
-			lfd:     -1,
-			conns:   make(map[*Conn]struct{}),
-			scratch: rb.mem,
-			rbuf:    rb,
-			iov:     make([]unix.Iovec, 0, iovMax),
+			srv:   s,
+			sh:    g.Shard(i),
+			lfd:   -1,
+			conns: make(map[*Conn]struct{}),
+			rbuf:  rb,
+			iov:   make([]unix.Iovec, 0, iovMax),
 		})
 	}
 	return s, nil
