@@ -27,6 +27,11 @@ var ErrMalformedRequest = errors.New("kafka: malformed request")
 // response has no top-level error code to say so.
 var ErrUnsupportedAPI = errors.New("kafka: API not served")
 
+// ErrSASLFailed is the reason a connection is closed when authentication
+// fails in the raw token exchange after a v0 SaslHandshake, which has no
+// field to carry an error (as a Kafka broker closes it).
+var ErrSASLFailed = errors.New("kafka: SASL authentication failed")
+
 // Listener serves Kafka's protocol on netio connections: it is the
 // netio.Handler of the node's Kafka port. Every method runs on the shard
 // that owns the connection. It calls the node's typed service and
@@ -165,6 +170,12 @@ func (a answer) dropped() {
 // OnFrame implements netio.Handler: it reads the request header and
 // dispatches by API key.
 func (l *Listener) OnFrame(c *netio.Conn, frame []byte) {
+	if st := c.Context().(*conn); st.sasl.raw {
+		seq := st.next
+		st.next++
+		l.rawToken(c, st, seq, frame)
+		return
+	}
 	h, req, body, err := parseHeader(frame)
 	if err != nil {
 		c.Release()

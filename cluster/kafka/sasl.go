@@ -20,8 +20,12 @@ import (
 
 // SASL on the Kafka port (docs/security.md, docs/kafka.md). With
 // Config.Auth set, a connection authenticates as Kafka clients do: after
-// ApiVersions, SaslHandshake (v1) names the mechanism and SaslAuthenticate
-// carries its messages: PLAIN (one step: the password itself, so only over
+// ApiVersions, SaslHandshake names the mechanism, then the mechanism's
+// messages follow: in SaslAuthenticate requests after a v1 handshake, as
+// raw size-prefixed tokens without a Kafka header after a v0 one (Kafka's
+// legacy exchange, which older clients use; librdkafka decides from
+// ApiVersions listing v0 whether the broker speaks SASL at all, then
+// sends v1). The mechanisms: PLAIN (one step: the password itself, so only over
 // TLS or a trusted network), SCRAM-SHA-256 or SCRAM-SHA-512 (two steps,
 // the password never sent). Until then every other request is refused:
 // with SASL_AUTHENTICATION_FAILED where its response has a top-level
@@ -54,7 +58,10 @@ var saslMechanisms = []string{scram.SHA512.Name, scram.SHA256.Name, "PLAIN"}
 type saslState struct {
 	// mechanism is the one SaslHandshake chose ("": none yet).
 	mechanism string
-	conv      *scram.ServerConversation
+	// raw: the handshake was v0, so the mechanism's tokens arrive as
+	// bare frames (rawToken), not in SaslAuthenticate requests.
+	raw  bool
+	conv *scram.ServerConversation
 	// as is this listener as the authenticated user may use it (nil:
 	// not authenticated).
 	as *Listener
@@ -76,6 +83,7 @@ func saslOpen(key int16) bool {
 }
 
 func (l *Listener) saslHandshake(st *conn, r *kmsg.SASLHandshakeRequest) *kmsg.SASLHandshakeResponse {
+	st.sasl.raw = false
 	resp := r.ResponseKind().(*kmsg.SASLHandshakeResponse)
 	resp.SupportedMechanisms = saslMechanisms
 	if l.cfg.Auth == nil {
@@ -87,6 +95,7 @@ func (l *Listener) saslHandshake(st *conn, r *kmsg.SASLHandshakeRequest) *kmsg.S
 	for _, m := range saslMechanisms {
 		if m == r.Mechanism {
 			st.sasl.mechanism, st.sasl.conv = m, nil
+			st.sasl.raw = r.GetVersion() == 0
 			return resp
 		}
 	}
@@ -108,7 +117,7 @@ func (l *Listener) saslAuthenticate(c *netio.Conn, st *conn, r *kmsg.SASLAuthent
 	addr := hostOf(c.RemoteAddr())
 	failed := func(err error) *kmsg.SASLAuthenticateResponse {
 		a.Limiter.Fail(addr, a.Now())
-		st.sasl.mechanism, st.sasl.conv = "", nil
+		st.sasl.mechanism, st.sasl.conv, st.sasl.raw = "", nil, false
 		l.cfg.Log.Info("kafka authentication failed", "remote", addr, "err", err)
 		return fail(kerr.SaslAuthenticationFailed.Code, "authentication failed: unknown user or wrong password")
 	}
@@ -174,9 +183,31 @@ func (l *Listener) saslAuthenticate(c *netio.Conn, st *conn, r *kmsg.SASLAuthent
 	return resp
 }
 
+// rawToken serves one frame of the exchange that follows a v0
+// SaslHandshake: the frame is the mechanism's token itself, and the answer
+// is the server's token, size-prefixed, with no Kafka header (an empty one
+// after PLAIN, as Kafka sends). A failure closes the connection, as Kafka
+// does in this exchange, which has no field for an error. The frame is
+// answered in order after the requests before it.
+func (l *Listener) rawToken(c *netio.Conn, st *conn, seq uint64, frame []byte) {
+	req := kmsg.NewPtrSASLAuthenticateRequest()
+	req.SASLAuthBytes = frame
+	resp := l.saslAuthenticate(c, st, req)
+	if resp.ErrorCode != 0 {
+		msg := ""
+		if resp.ErrorMessage != nil {
+			msg = *resp.ErrorMessage
+		}
+		l.refuse(c, st, seq, fmt.Errorf("%w: SASL (after a v0 handshake): %s", ErrSASLFailed, msg))
+		return
+	}
+	out := make([]byte, 4, 4+len(resp.SASLAuthBytes))
+	st.deliver(c, seq, answer{frame: finishFrame(append(out, resp.SASLAuthBytes...))})
+}
+
 // authenticated gives the connection its user's view of the listener.
 func (l *Listener) authenticated(c *netio.Conn, st *conn, u *metadata.User) {
-	st.sasl.mechanism, st.sasl.conv = "", nil
+	st.sasl.mechanism, st.sasl.conv, st.sasl.raw = "", nil, false
 	p := security.Principal{User: u.Name, Superuser: u.Superuser}
 	st.sasl.as = &Listener{svc: service.Guard(l.svc, l.cfg.Auth.Users, p), cfg: l.cfg, sessionIDs: l.sessionIDs, names: l.names}
 	l.cfg.Log.Debug("kafka connection authenticated", "remote", c.RemoteAddr(), "user", u.Name)

@@ -75,7 +75,7 @@ var supported = []struct {
 	{deleteGroupsKey, 0, 2},
 	{offsetDeleteKey, 0, 0},
 	{describeClusterKey, 0, 1},
-	{saslHandshakeKey, 1, 1},
+	{saslHandshakeKey, 0, 1},
 	{saslAuthenticateKey, 0, 2},
 }
 

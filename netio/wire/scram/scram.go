@@ -252,7 +252,11 @@ func (s *ServerConversation) Final(clientFinal string) (serverFinal, user string
 	if err != nil {
 		return "", "", err
 	}
-	if attrs["c"] != "biws" || attrs["r"] != s.nonce {
+	// The nonce must end with the server's (which begins with the
+	// client's), as Kafka's SCRAM server checks it: librdkafka 2.0 sends
+	// its own nonce in front of the server's. The proof covers the
+	// message as sent, so nothing else may vary.
+	if attrs["c"] != "biws" || !strings.HasSuffix(attrs["r"], s.nonce) {
 		return "", "", fmt.Errorf("%w: channel binding or nonce does not match", ErrBadMessage)
 	}
 	proof, err := base64.StdEncoding.DecodeString(clientFinal[i+3:])
@@ -316,6 +320,12 @@ func (c *ClientConversation) Final(serverFirst string) (string, error) {
 	if !strings.HasPrefix(attrs["r"], c.nonce) || len(attrs["r"]) == len(c.nonce) {
 		return "", fmt.Errorf("%w: the server's nonce does not extend ours", ErrBadMessage)
 	}
+	return c.final(serverFirst, attrs, attrs["r"])
+}
+
+// final is the client-final message of serverFirst (parsed into attrs)
+// naming nonce as the exchange's.
+func (c *ClientConversation) final(serverFirst string, attrs map[string]string, nonce string) (string, error) {
 	salt, err := base64.StdEncoding.DecodeString(attrs["s"])
 	if err != nil {
 		return "", fmt.Errorf("%w: salt: %v", ErrBadMessage, err)
@@ -336,7 +346,7 @@ func (c *ClientConversation) Final(serverFirst string) (string, error) {
 	m := c.m
 	ck := m.mac(salted, "Client Key")
 	stored := m.sum(ck)
-	withoutProof := "c=biws,r=" + attrs["r"]
+	withoutProof := "c=biws,r=" + nonce
 	auth := c.bare + "," + serverFirst + "," + withoutProof
 	sig := m.mac(stored, auth)
 	for j := range ck {

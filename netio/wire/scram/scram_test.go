@@ -175,3 +175,54 @@ func TestSCRAMSHA512(t *testing.T) {
 		}
 	}
 }
+
+// librdkafka 2.0's client-final names its own nonce followed by the
+// server's whole nonce; Kafka accepts a nonce that ends with the server's,
+// and so do we. One that lacks the server's is refused.
+func TestSCRAMClientNoncePrefixed(t *testing.T) {
+	cred, err := NewCredential("pw", IterationsDefault, rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	users := map[string]Credential{"u": cred}
+	for _, tc := range []struct {
+		name  string
+		nonce func(client, server string) string
+		ok    bool
+	}{
+		{"exact", func(_, s string) string { return s }, true},
+		{"librdkafka 2.0", func(c, s string) string { return c + s }, true},
+		{"server's nonce cut", func(c, s string) string { return s[:len(s)-1] }, false},
+		{"client's only", func(c, _ string) string { return c }, false},
+	} {
+		cl, err := NewClientConversation("u", "pw", rand.Reader)
+		if err != nil {
+			t.Fatal(err)
+		}
+		srv := NewServerConversation(lookupOf(users), rand.Reader)
+		sf, err := srv.First(cl.First())
+		if err != nil {
+			t.Fatal(err)
+		}
+		attrs, err := parseAttrs(sf, "r", "s", "i")
+		if err != nil {
+			t.Fatal(err)
+		}
+		cf, err := cl.final(sf, attrs, tc.nonce(cl.nonce, attrs["r"]))
+		if err != nil {
+			t.Fatal(err)
+		}
+		fin, who, err := srv.Final(cf)
+		if got := err == nil; got != tc.ok {
+			t.Fatalf("%s: Final: %v, want ok=%v", tc.name, err, tc.ok)
+		}
+		if tc.ok {
+			if who != "u" {
+				t.Fatalf("%s: authenticated %q", tc.name, who)
+			}
+			if err := cl.Verify(fin); err != nil {
+				t.Fatalf("%s: server signature: %v", tc.name, err)
+			}
+		}
+	}
+}
