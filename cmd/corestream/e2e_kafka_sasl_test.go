@@ -10,12 +10,12 @@ import (
 	"github.com/corestream/corestream/tools/localcluster/launch"
 )
 
-// librdkafka (Debian's kcat), unchanged, logging in to a node with
+// librdkafka (Debian's kcat, and confluent-kafka for Python), unchanged, logging in to a node with
 // security.auth = scram over SASL_PLAINTEXT with each mechanism Kafka
 // clients configure: librdkafka uses SASL only when ApiVersions lists
 // SaslHandshake from v0. A wrong password is refused and produces
 // nothing. Skips when kcat is not installed (CI installs it).
-func TestE2EKafkaSASLKcat(t *testing.T) {
+func TestE2EKafkaSASLLibrdkafka(t *testing.T) {
 	kcat, err := exec.LookPath("kcat")
 	if err != nil {
 		t.Skip("kcat is not installed (Debian: apt-get install kcat)")
@@ -55,5 +55,53 @@ func TestE2EKafkaSASLKcat(t *testing.T) {
 	}
 	if got, want := strings.Fields(out), mechs; strings.Join(got, " ") != strings.Join(want, " ") {
 		t.Fatalf("kcat read back %q, want %q (and nothing of the wrong password)", got, want)
+	}
+
+	// confluent-kafka for Python (librdkafka too), with the system's
+	// interpreter, which sees Debian's packages.
+	py := "/usr/bin/python3"
+	if exec.Command(py, "-c", "import confluent_kafka").Run() != nil {
+		t.Log("python3-confluent-kafka is not installed for /usr/bin/python3: its part is skipped")
+		return
+	}
+	script := `
+import sys
+from confluent_kafka import Producer, Consumer
+conf = {"bootstrap.servers": sys.argv[1], "security.protocol": "SASL_PLAINTEXT",
+        "sasl.mechanisms": "SCRAM-SHA-512", "sasl.username": "root", "sasl.password": sys.argv[2]}
+p = Producer(dict(conf, **{"message.timeout.ms": 5000}))
+errs = []
+p.produce("sasl-orders", b"confluent", partition=0, on_delivery=lambda e, m: errs.append(e))
+p.flush(10)
+if errs[0] is not None:
+    print("delivery failed:", errs[0]); sys.exit(1)
+c = Consumer(dict(conf, **{"group.id": "py-sasl", "auto.offset.reset": "earliest"}))
+c.assign([__import__("confluent_kafka").TopicPartition("sasl-orders", 0, 0)])
+got = []
+for _ in range(100):
+    m = c.poll(0.2)
+    if m is None or m.error():
+        continue
+    got.append(m.value().decode())
+    if len(got) == 4:
+        break
+print(" ".join(got))
+c.close()
+`
+	runPy := func(pass string) (string, error) {
+		ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+		defer cancel()
+		b, err := exec.CommandContext(ctx, py, "-c", script, kafka, pass).CombinedOutput()
+		return string(b), err
+	}
+	out, err = runPy("rootpw")
+	if err != nil {
+		t.Fatalf("confluent-kafka: %v\n%s", err, out)
+	}
+	if want := "SCRAM-SHA-512 SCRAM-SHA-256 PLAIN confluent"; !strings.Contains(out, want) {
+		t.Fatalf("confluent-kafka read back %q, want %q", out, want)
+	}
+	if out, err := runPy("nope"); err == nil {
+		t.Fatalf("confluent-kafka with a wrong password succeeded:\n%s", out)
 	}
 }
