@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -27,6 +28,46 @@ import (
 // named with the issue that makes it pass; one of those that starts to
 // pass fails this test too, so the list cannot go stale.
 func TestE2EFranzGoSuite(t *testing.T) {
+	bin, pkgDir := buildFranzGoSuite(t)
+	addrs, err := launch.FreeAddrs("127.0.0.1", 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := startServer(t, serverOpts{kafkaAddr: addrs[0]})
+	runFranzGoSuite(t, bin, pkgDir, addrs, 1, "", func() string { return tail(s.stderr.String(), 8<<10) })
+}
+
+// The same suite's tests of consuming, groups and producing against three
+// nodes with every topic on all three (KGO_TEST_RF=3), where partitions
+// have primaries on different nodes and a group's coordinator may be on
+// another node than the partitions it commits for.
+func TestE2EFranzGoSuiteCluster(t *testing.T) {
+	bin, pkgDir := buildFranzGoSuite(t)
+	c := startCluster(t, clusterOpts{nodes: 3})
+	var seeds []string
+	for _, n := range c.plan.Nodes {
+		seeds = append(seeds, n.KafkaAddr)
+	}
+	runFranzGoSuite(t, bin, pkgDir, seeds, 3, "^("+strings.Join(franzGoClusterTests, "|")+")$", func() string {
+		var b strings.Builder
+		for i, n := range c.nodes {
+			fmt.Fprintf(&b, "node %d:\n%s\n", i+1, tail(n.stderr.String(), 4<<10))
+		}
+		return b.String()
+	})
+}
+
+// franzGoClusterTests are the suite's tests run against three nodes.
+var franzGoClusterTests = []string{
+	"TestGroupSimple", "TestClient_Produce", "TestIssue434", "TestIssue523",
+	"TestDirectPartitionPurge", "TestPauseIssue489",
+	"TestGroupETL", "TestConsumeMaxDecompressBatchBytes", "TestAddRemovePartitions",
+}
+
+// buildFranzGoSuite builds franz-go's kgo tests and returns the binary
+// and the package's source folder, where it must run.
+func buildFranzGoSuite(t *testing.T) (bin, pkgDir string) {
+	t.Helper()
 	if testing.Short() {
 		t.Skip("builds and runs franz-go's suite (minutes)")
 	}
@@ -34,48 +75,62 @@ func TestE2EFranzGoSuite(t *testing.T) {
 	if err != nil {
 		t.Skip("go is not on PATH")
 	}
-	dir := t.TempDir()
-	bin := filepath.Join(dir, "kgo.test")
-	ctx, cancel := context.WithTimeout(context.Background(), 12*time.Minute)
+	bin = filepath.Join(t.TempDir(), "kgo.test")
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	modDir, err := exec.CommandContext(ctx, goBin, "list", "-m", "-f", "{{.Dir}}", "github.com/twmb/franz-go").Output()
 	if err != nil {
 		t.Fatalf("go list -m github.com/twmb/franz-go: %v", err)
 	}
-	pkgDir := filepath.Join(strings.TrimSpace(string(modDir)), "pkg", "kgo")
+	pkgDir = filepath.Join(strings.TrimSpace(string(modDir)), "pkg", "kgo")
 	if out, err := exec.CommandContext(ctx, goBin, "test", "-c", "-o", bin, "github.com/twmb/franz-go/pkg/kgo").CombinedOutput(); err != nil {
 		t.Fatalf("go test -c github.com/twmb/franz-go/pkg/kgo: %v\n%s", err, out)
 	}
+	return bin, pkgDir
+}
 
-	addrs, err := launch.FreeAddrs("127.0.0.1", 1)
-	if err != nil {
-		t.Fatal(err)
+// runFranzGoSuite runs the suite's tests matching run (all when empty)
+// but the known failures against seeds, then each known failure that
+// matches alone, which must still fail. logs tells the nodes' logs.
+func runFranzGoSuite(t *testing.T, bin, pkgDir string, seeds []string, rf int, run string, logs func() string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 12*time.Minute)
+	defer cancel()
+	var runRE *regexp.Regexp
+	if run != "" {
+		runRE = regexp.MustCompile(run)
 	}
-	s := startServer(t, serverOpts{kafkaAddr: addrs[0]})
-
 	names := make([]string, 0, len(franzGoKnownFailing))
 	for name := range franzGoKnownFailing {
-		names = append(names, name)
+		if runRE == nil || runRE.MatchString(name) {
+			names = append(names, name)
+		}
 	}
 	sort.Strings(names)
-	cmd := exec.CommandContext(ctx, bin, "-test.v", "-test.timeout", "10m",
-		"-test.skip", "^("+strings.Join(names, "|")+")$")
-	cmd.Dir = pkgDir
-	cmd.Env = append(os.Environ(),
-		"KGO_SEEDS="+addrs[0],
-		"KGO_TEST_RF=1",
+	args := []string{"-test.v", "-test.timeout", "10m"}
+	if run != "" {
+		args = append(args, "-test.run", run)
+	}
+	if len(names) > 0 {
+		args = append(args, "-test.skip", "^("+strings.Join(names, "|")+")$")
+	}
+	env := append(os.Environ(),
+		"KGO_SEEDS="+strings.Join(seeds, ","),
+		fmt.Sprintf("KGO_TEST_RF=%d", rf),
 		"KGO_TEST_RECORDS=20000",
 		"KGO_LOG_LEVEL=none",
 	)
+	cmd := exec.CommandContext(ctx, bin, args...)
+	cmd.Dir, cmd.Env = pkgDir, env
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out
 	runErr := cmd.Run()
 	failed := franzGoResults(out.String(), "FAIL")
 	passed := franzGoResults(out.String(), "PASS")
-	t.Logf("franz-go's kgo suite against corestream: %d top-level tests passed, %d failed, %d known to fail not run",
-		len(passed), len(failed), len(franzGoKnownFailing))
+	t.Logf("franz-go's kgo suite against %d node(s): %d top-level tests passed, %d failed, %d known to fail not run",
+		len(seeds), len(passed), len(failed), len(names))
 	if runErr != nil || len(failed) > 0 || len(passed) == 0 {
-		t.Errorf("franz-go's suite: %v; failed: %v\n%s\nnode log:\n%s", runErr, failed, tail(out.String(), 32<<10), tail(s.stderr.String(), 8<<10))
+		t.Errorf("franz-go's suite: %v; failed: %v\n%s\nnodes' logs:\n%s", runErr, failed, tail(out.String(), 32<<10), logs())
 	}
 
 	// The known failures, one at a time with a short deadline: one that
@@ -85,10 +140,9 @@ func TestE2EFranzGoSuite(t *testing.T) {
 			continue
 		}
 		c := exec.CommandContext(ctx, bin, "-test.run", "^"+name+"$", "-test.timeout", "90s")
-		c.Dir = pkgDir
-		c.Env = cmd.Env
+		c.Dir, c.Env = pkgDir, env
 		if b, err := c.CombinedOutput(); err == nil && bytes.Contains(b, []byte("\nPASS")) {
-			t.Errorf("%s passes now (%s): take it off franzGoKnownFailing", name, franzGoKnownFailing[name].why)
+			t.Errorf("%s passes now against %d node(s) (%s): take it off franzGoKnownFailing", name, len(seeds), franzGoKnownFailing[name].why)
 		}
 	}
 }
