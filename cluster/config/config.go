@@ -216,6 +216,15 @@ type Cluster struct {
 	// Defaults 10,000 records (0..100,000,000) and 8 MiB (0..1 GiB).
 	GroupsCheckpointRecords int64 `toml:"groups_checkpoint_records"`
 	GroupsCheckpointBytes   int64 `toml:"groups_checkpoint_bytes"`
+	// AutoCreateTopics lets a Kafka client create a topic by naming it in
+	// a Metadata request that allows auto creation (Kafka's
+	// auto.create.topics.enable), with DefaultPartitions partitions and
+	// the default replication factor. Default false: a typo should not
+	// make a topic.
+	AutoCreateTopics bool `toml:"auto_create_topics"`
+	// DefaultPartitions is the partition count of an auto-created topic
+	// (Kafka's num.partitions). Default 1, 1..16384.
+	DefaultPartitions int `toml:"default_partitions"`
 	// ReplicaLagTimeMaxMs is how long a follower may go without catching
 	// up to the primary's log end and still count as in sync (Kafka's
 	// replica.lag.time.max.ms).
@@ -402,7 +411,7 @@ func Default() Config {
 		Cluster: Cluster{DefaultReplicationFactor: All, HeartbeatIntervalMs: 100, ElectionTimeoutMs: 1000,
 			AutoLeaderRebalance: true, LeaderImbalancePercent: 10, LeaderBalanceIntervalMs: 30000,
 			ReplicaLagTimeMaxMs: 30000, LeaderImbalancePercentage: 10, LeaderImbalanceCheckIntervalMs: 30000,
-			ReassignConcurrency: 4, GroupsPartitions: GroupsPartitionsDefault,
+			ReassignConcurrency: 4, GroupsPartitions: GroupsPartitionsDefault, DefaultPartitions: 1,
 			GroupsCheckpointRecords: GroupsCheckpointRecordsDefault, GroupsCheckpointBytes: GroupsCheckpointBytesDefault, Coordinator: Coordinator{ReplicaConnectionsPerPeer: 1}},
 		Log:  Log{Level: "info"},
 		HTTP: HTTP{GroupLagSeriesMax: GroupLagSeriesMaxDefault},
@@ -546,6 +555,7 @@ func (c *Config) Validate() error {
 		inRange("cluster.reassign_concurrency", int64(c.Cluster.ReassignConcurrency), 1, 64),
 		inRange("cluster.reassign_throttle_bytes_per_second", c.Cluster.ReassignThrottleBytesPerSecond, 0, 1<<40),
 		inRange("cluster.groups_partitions", int64(c.Cluster.GroupsPartitions), 1, GroupsPartitionsMax),
+		inRange("cluster.default_partitions", int64(c.Cluster.DefaultPartitions), 1, 16384),
 		inRange("cluster.groups_checkpoint_records", c.Cluster.GroupsCheckpointRecords, 0, GroupsCheckpointRecordsMax),
 		inRange("cluster.groups_checkpoint_bytes", c.Cluster.GroupsCheckpointBytes, 0, GroupsCheckpointBytesMax),
 		inRange("cluster.leader_imbalance_check_interval_ms", int64(c.Cluster.LeaderImbalanceCheckIntervalMs), 100, 24*3600*1000),

@@ -56,6 +56,10 @@ type Config struct {
 	// Auth, when set, requires SASL authentication (sasl.go); nil:
 	// security.auth = none.
 	Auth *Auth
+	// AutoCreatePartitions, when above 0, creates a topic a Metadata
+	// request names and allows to be created (cluster.auto_create_topics)
+	// with this many partitions and the cluster's default factor; 0: off.
+	AutoCreatePartitions int32
 }
 
 // New returns a listener that answers through svc.
@@ -276,7 +280,7 @@ func (l *Listener) serve(c *netio.Conn, h RequestHeader, req kmsg.Request, reply
 	case *kmsg.SASLAuthenticateRequest:
 		reply(l.saslAuthenticate(c, c.Context().(*conn), r))
 	case *kmsg.MetadataRequest:
-		reply(l.metadata(r))
+		reply(l.metadata(c, r))
 	case *kmsg.DescribeConfigsRequest:
 		reply(l.describeConfigs(r))
 	case *kmsg.IncrementalAlterConfigsRequest:

@@ -1,13 +1,16 @@
 package kafka
 
 import (
+	"errors"
 	"net"
 	"strconv"
 
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/corestream/corestream/cluster/metadata"
 	"github.com/corestream/corestream/cluster/service"
+	"github.com/corestream/corestream/netio"
 )
 
 // broker is a node as Kafka clients see it.
@@ -54,7 +57,7 @@ func (l *Listener) controllerID() int32 {
 // its epoch (our generation), the replicas, the ISR (our in-sync set)
 // and the offline replicas; topic ids are ours. Topics are never created
 // by a Metadata request: an unknown topic is UNKNOWN_TOPIC_OR_PARTITION.
-func (l *Listener) metadata(req *kmsg.MetadataRequest) *kmsg.MetadataResponse {
+func (l *Listener) metadata(c *netio.Conn, req *kmsg.MetadataRequest) *kmsg.MetadataResponse {
 	resp := req.ResponseKind().(*kmsg.MetadataResponse)
 	for _, b := range l.brokers() {
 		mb := kmsg.NewMetadataResponseBroker()
@@ -106,9 +109,35 @@ func (l *Listener) metadata(req *kmsg.MetadataRequest) *kmsg.MetadataResponse {
 		if len(byID) > 0 && !wanted[t.Name] && !byID[t.ID] {
 			continue
 		}
-		resp.Topics = append(resp.Topics, topicMetadata(t))
+		mt := topicMetadata(t)
+		if mt.ErrorCode == kerr.UnknownTopicOrPartition.Code && l.autoCreate(c, req, t.Name) {
+			// Being created: the client asks again, as against Kafka.
+			mt.ErrorCode = kerr.LeaderNotAvailable.Code
+		}
+		resp.Topics = append(resp.Topics, mt)
 	}
 	return resp
+}
+
+// autoCreate starts the creation of topic name when the listener and the
+// request allow it (Kafka's auto.create.topics.enable and Metadata's
+// allow_auto_topic_creation, implied before v4), and reports whether it
+// did. It does not wait: Kafka answers LEADER_NOT_AVAILABLE meanwhile and
+// the client asks again. An invalid or internal name is not created (the
+// client keeps UNKNOWN_TOPIC_OR_PARTITION); a creation that fails (the
+// topic was created meanwhile, too few nodes) is logged.
+func (l *Listener) autoCreate(c *netio.Conn, req *kmsg.MetadataRequest, name string) bool {
+	if l.cfg.AutoCreatePartitions <= 0 || (req.Version >= 4 && !req.AllowAutoTopicCreation) ||
+		metadata.IsInternalTopic(name) || service.ValidateTopicName(name) != nil {
+		return false
+	}
+	l.svc.CreateTopic(c.Shard(), &service.CreateTopicRequest{Name: name, Partitions: l.cfg.AutoCreatePartitions},
+		func(_ service.CreateTopicResult, err error) {
+			if err != nil && !errors.Is(err, service.ErrTopicExists) {
+				l.cfg.Log.Info("kafka: auto topic creation failed", "topic", name, "err", err)
+			}
+		})
+	return true
 }
 
 func topicMetadata(t *service.TopicMetadata) kmsg.MetadataResponseTopic {

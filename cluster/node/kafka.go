@@ -20,7 +20,8 @@ func (n *Node) startKafka(l *netio.Listener) error {
 		MaxConnections: n.cfg.Network.MaxConnections, OutboundBytesMax: int64(n.cfg.Network.OutboundBytesMax),
 		RetransmitBackoffMax: time.Duration(n.cfg.Network.TCPRetransmitMaxMs) * time.Millisecond,
 		Logf:                 func(format string, args ...any) { n.log.Info("kafka: " + fmt.Sprintf(format, args...)) },
-	}, n.guardPlain(kafka.New(n.svc, kafka.Config{MaxFrameBytes: n.cfg.Network.MaxFrameBytes, Log: n.log, Auth: n.kafkaAuth()}), config.ListenerKafka))
+	}, n.guardPlain(kafka.New(n.svc, kafka.Config{MaxFrameBytes: n.cfg.Network.MaxFrameBytes, Log: n.log, Auth: n.kafkaAuth(),
+		AutoCreatePartitions: n.autoCreatePartitions()}), config.ListenerKafka))
 	if err != nil {
 		return err
 	}
@@ -65,4 +66,13 @@ func (n *Node) kafkaAddrOf(id int32) string {
 		}
 	}
 	return ""
+}
+
+// autoCreatePartitions is the Kafka listener's auto-creation setting:
+// cluster.default_partitions with cluster.auto_create_topics, else 0 (off).
+func (n *Node) autoCreatePartitions() int32 {
+	if !n.cfg.Cluster.AutoCreateTopics {
+		return 0
+	}
+	return int32(n.cfg.Cluster.DefaultPartitions)
 }
