@@ -27,21 +27,41 @@ type consumeOpts struct {
 	printKey  bool
 	keySep    string
 	rack      string
+	// group consumes as a member of this consumer group (consume_group.go).
+	group string
+	// format is --format parsed; nil: the default output.
+	format recordFormat
 }
 
 func newConsumeCmd() *cobra.Command {
 	var o consumeOpts
+	var formatFlag string
 	cmd := &cobra.Command{
 		Use:   "consume TOPIC [--partition P] --from earliest|latest|OFFSET|TIME [--count N] [--follow]",
 		Short: "print messages, one value per line",
 		Long: "consume prints one message value per line. It stops after --count messages; with --follow it\n" +
 			"keeps waiting for new ones; with neither it stops at the end of each partition as it was at start.",
 		Args: argsRange(1, 1, "one TOPIC"),
-		RunE: func(cmd *cobra.Command, args []string) error {
+		RunE: func(cmd *cobra.Command, args []string) (err error) {
 			if o.count < 0 {
 				return usageErrorf("--count %d is negative", o.count)
 			}
-			start, err := parseStart(o.from, o.consumer)
+			if o.group != "" && (o.consumer != "" || o.partition >= 0 || o.follow) {
+				return usageErrorf("--group takes its partitions from the group: it goes without --consumer, --partition and --follow")
+			}
+			if formatFlag != "" {
+				if a := appFrom(cmd); a.json {
+					return usageErrorf("--format and --json are two outputs: give one")
+				}
+				if o.format, err = parseFormat(formatFlag); err != nil {
+					return err
+				}
+			}
+			from := o.from
+			if o.group != "" && !cmd.Flags().Changed("from") {
+				from = "earliest" // where a partition without a committed offset starts
+			}
+			start, err := parseStart(from, o.consumer)
 			if err != nil {
 				return err
 			}
@@ -51,6 +71,9 @@ func newConsumeCmd() *cobra.Command {
 				return err
 			}
 			defer c.Close()
+			if o.group != "" {
+				return consumeGroup(cmd.Context(), a, c, args[0], start, o)
+			}
 			return consume(cmd.Context(), a, c, args[0], start, o)
 		},
 	}
@@ -63,6 +86,8 @@ func newConsumeCmd() *cobra.Command {
 	f.BoolVar(&o.printKey, "print-key", false, "print the key before each value")
 	f.StringVar(&o.keySep, "key-separator", "\t", "what separates key and value with --print-key")
 	f.StringVar(&o.rack, "rack", "", "read from in-sync replicas in rack NAME (a node.rack) when the primary names one (follower reads)")
+	f.StringVar(&o.group, "group", "", "consume as a member of consumer group G: share the partitions with its other members, start at its committed offsets, commit as you go and leave on exit; runs until interrupted or --count")
+	f.StringVarP(&formatFlag, "format", "f", "", "print each message as this format (kcat's): %t topic, %p partition, %o offset, %k key, %K key length, %s value, %S value length, %T timestamp ms, %% a percent; \\n \\t")
 	return cmd
 }
 
@@ -224,6 +249,10 @@ func printRecord(w *bufio.Writer, asJSON bool, r *client.Record, o consumeOpts) 
 		b, _ := json.Marshal(out)
 		w.Write(b)
 		w.WriteByte('\n')
+		return
+	}
+	if o.format != nil {
+		o.format.print(w, r)
 		return
 	}
 	if o.printKey {
