@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"net"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
@@ -11,6 +12,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/corestream/corestream/tools/localcluster/launch"
 )
 
 // An unknown key or a bad value stops `corestream serve` before it listens,
@@ -211,4 +214,38 @@ func TestE2EServeOpenFileLimit(t *testing.T) {
 		code, out, _ := s.cli("", "topic", "describe", "many", "--json")
 		return code == 0 && !strings.Contains(out, `"error"`) && strings.Count(out, `"primary": 1`)+strings.Count(out, `"primary":1`) == 40
 	})
+}
+
+// The start-up banner: one "WHAT on ADDRESS" line a listener, each with
+// an address a client can use as it is (the HTTP ones answer).
+func TestE2EServeBanner(t *testing.T) {
+	addrs, err := launch.FreeAddrs("127.0.0.1", 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := startServer(t, serverOpts{kafkaAddr: addrs[0], httpAddr: addrs[1]})
+	want := []string{
+		"serving clients on " + s.addr,
+		"Kafka protocol on " + addrs[0],
+		"HTTP API on http://" + addrs[1],
+		"console on http://" + addrs[1] + "/",
+		"metrics on http://" + addrs[1] + "/metrics",
+	}
+	eventually(t, 10*time.Second, "the banner", func() bool { return strings.Contains(s.stdout.String(), want[len(want)-1]) })
+	out := s.stdout.String()
+	for _, w := range want {
+		if !strings.Contains(out, w+"\n") && !strings.Contains(out, w+" ") {
+			t.Fatalf("banner lacks %q:\n%s", w, out)
+		}
+	}
+	for _, u := range []string{"http://" + addrs[1] + "/", "http://" + addrs[1] + "/metrics"} {
+		resp, err := http.Get(u)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusOK {
+			t.Fatalf("GET %s: %s", u, resp.Status)
+		}
+	}
 }

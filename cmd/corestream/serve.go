@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"io"
 	"log/slog"
 	"os"
 	"os/signal"
@@ -68,13 +69,7 @@ func newServeCmd() *cobra.Command {
 				return err
 			}
 			fmt.Fprintf(a.stdout, "corestream %s node %d serving clients on %s (data in %s)\n", node.Version, cfg.Node.ID, n.ClientAddr(), cfg.Node.DataDir)
-			if h := n.HTTPAddr(); h != "" {
-				scheme := "http"
-				if cfg.Security.TLSCertFile != "" {
-					scheme = "https"
-				}
-				fmt.Fprintf(a.stdout, "HTTP API on %s://%s\n", scheme, h)
-			}
+			printListeners(a.stdout, &cfg, n)
 			// SIGHUP rereads the TLS certificate (security.tls_cert_file).
 			hup := make(chan os.Signal, 1)
 			signal.Notify(hup, syscall.SIGHUP)
@@ -91,9 +86,6 @@ func newServeCmd() *cobra.Command {
 					}
 				}
 			}()
-			if k := n.KafkaAddr(); k != "" {
-				fmt.Fprintf(a.stdout, "Kafka protocol on %s\n", k)
-			}
 			<-cmd.Context().Done()
 			logger.Info("stopping")
 			ctx, cancel := context.WithTimeout(context.Background(), shutdownTimeout)
@@ -113,4 +105,26 @@ func newServeCmd() *cobra.Command {
 	f.StringVar(&kafkaAddr, "kafka-addr", "", "Kafka protocol listener HOST:PORT, empty to disable (node.kafka_addr; default 127.0.0.1:9092)")
 	f.IntVar(&shards, "shards", 0, "shards, 0 = one per CPU (shard.count)")
 	return cmd
+}
+
+// printListeners prints one line a listener after the serving line, each
+// "WHAT on ADDRESS" with the address as a client uses it, so that a
+// newcomer can copy it: the Kafka port, the HTTP API, the console and
+// /metrics on it, and the replication port of a cluster's node.
+func printListeners(w io.Writer, cfg *config.Config, n *node.Node) {
+	if k := n.KafkaAddr(); k != "" {
+		fmt.Fprintf(w, "Kafka protocol on %s\n", k)
+	}
+	if h := n.HTTPAddr(); h != "" {
+		scheme := "http"
+		if cfg.Security.TLSCertFile != "" {
+			scheme = "https"
+		}
+		fmt.Fprintf(w, "HTTP API on %s://%s\n", scheme, h)
+		fmt.Fprintf(w, "console on %s://%s/\n", scheme, h)
+		fmt.Fprintf(w, "metrics on %s://%s/metrics\n", scheme, h)
+	}
+	if len(cfg.Cluster.Nodes) > 1 && cfg.Node.ReplicationAddr != "" {
+		fmt.Fprintf(w, "replication on %s\n", cfg.Node.ReplicationAddr)
+	}
 }
