@@ -152,3 +152,34 @@ func sortedPartitions(m map[TopicPartition]Offset) []TopicPartition {
 	})
 	return out
 }
+
+// CheckCommit says whether an offset commit may be stored: by a member
+// of the current generation (it keeps the member's session), or, with
+// generation -1 and no member id, by a consumer that assigns itself
+// partitions while the group has no members.
+func (c *Coordinator) CheckCommit(now time.Time, name, id string, gen int32) error {
+	c.mu.Lock()
+	defer c.run()
+	return c.checkCommit(now, name, id, gen)
+}
+
+// checkCommit is CheckCommit under the lock.
+// REQUIRES: c.mu held.
+func (c *Coordinator) checkCommit(now time.Time, name, id string, gen int32) error {
+	g := c.groups[name]
+	if gen < 0 && id == "" {
+		if g == nil || len(g.members) == 0 {
+			return nil
+		}
+		return fmt.Errorf("%w: a commit without a generation, but group %q has members", ErrIllegalGeneration, name)
+	}
+	g, m, err := c.check(name, id, gen)
+	if err != nil {
+		return err
+	}
+	m.expires = now.Add(m.session)
+	if g.state == CompletingRebalance {
+		return ErrRebalanceInProgress
+	}
+	return nil
+}
