@@ -27,7 +27,6 @@ type Description struct {
 // Describe is a group's state; ErrUnknownGroup when the coordinator
 // holds no such group.
 func (c *Coordinator) Describe(name string) (Description, error) {
-	c.mu.Lock()
 	defer c.run()
 	g := c.groups[name]
 	if g == nil {
@@ -44,7 +43,6 @@ func (c *Coordinator) Describe(name string) (Description, error) {
 
 // List describes every group, sorted by name, without members.
 func (c *Coordinator) List() []Description {
-	c.mu.Lock()
 	defer c.run()
 	out := make([]Description, 0, len(c.groups))
 	for _, g := range c.groups {
@@ -59,7 +57,6 @@ func (c *Coordinator) List() []Description {
 // a coordinator that replays the log does not find the group again
 // unless the log lost them (then the group, empty, is deleted again).
 func (c *Coordinator) Delete(name string) error {
-	c.mu.Lock()
 	defer c.run()
 	g := c.groups[name]
 	switch {

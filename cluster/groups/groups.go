@@ -1,7 +1,7 @@
 // Package groups is the consumer group coordinator: Kafka's classic group
 // protocol (join, sync, heartbeat, leave) and the checks an offset commit
 // passes, as a state machine on an injected clock. It does no I/O and
-// reads no clock: callers pass the time of each call and call Tick
+// reads no clock: its owner passes the time of each call and calls Tick
 // periodically, so tests drive timeouts with times, not sleeps. Where
 // the coordinator runs and where offsets are stored is the node's
 // business (docs/design/groups.md).
@@ -9,7 +9,7 @@ package groups
 
 import (
 	"errors"
-	"sync"
+
 	"time"
 )
 
@@ -206,24 +206,27 @@ func newGroup(name string) *group {
 		static: map[string]string{}, offsets: map[TopicPartition]Offset{}}
 }
 
-// Coordinator holds groups. Its methods are safe for concurrent use;
-// callbacks run after its lock is released, on the caller's goroutine
-// (of the call, of the Tick, or of the log's answer that completed
-// them).
+// Coordinator holds groups. It has one owner, a goroutine that makes
+// every call and delivers every answer of its Log (on a node, the shard
+// that owns the coordinator's partition of the internal topic, which
+// also ticks it on its timer wheel): it holds no lock and starts no
+// goroutine, and is not safe for concurrent use. Callbacks run on the
+// owner once the call's state change is complete (of the call, of the
+// Tick, or of the log's answer that completed them), so a callback may
+// call the coordinator again.
 type Coordinator struct {
 	cfg Config
 	// log is where changes are made durable; nil keeps them in memory.
 	log    Log
-	mu     sync.Mutex
 	groups map[string]*group
 	nextID uint64
 	// epoch counts Resets: a log answer for an append made before the
 	// last Reset changes nothing in memory.
 	epoch uint64
-	// fire are the callbacks to run once the lock is released.
+	// fire are the callbacks to run when the current call ends (run).
 	fire []func()
-	// outbox are the appends made under the lock, in order; flushing
-	// says a goroutine is handing them to the log, so that the log sees
+	// outbox are the appends the calls made, in order; flushing
+	// says a flush is handing them to the log, so that the log sees
 	// them in the order the state changed; inflight that the log has not
 	// answered the last Append yet. One Append is in flight at a time:
 	// what queues meanwhile goes to the log as one Append (up to
@@ -245,8 +248,8 @@ const appendBytesMax = 1 << 20
 type Log interface {
 	// Append makes recs durable after every record of earlier Appends
 	// and then calls done(nil), or done(err) when they may not be
-	// durable. done may run on any goroutine, also before Append
-	// returns; it must be called exactly once.
+	// durable. done must run on the coordinator's owner (also before
+	// Append returns is allowed), exactly once.
 	Append(recs []Record, done func(error))
 }
 
@@ -277,7 +280,6 @@ func NewLogged(cfg Config, log Log) *Coordinator {
 // Appends already queued still go to the log; their answers change
 // nothing here.
 func (c *Coordinator) Reset() {
-	c.mu.Lock()
 	for _, g := range c.groups {
 		for _, m := range g.members {
 			c.failWaits(m, ErrNotCoordinator)

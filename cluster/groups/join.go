@@ -14,7 +14,6 @@ import (
 // Join handles a JoinGroup; done runs once, when the rebalance completes
 // or the request is refused.
 func (c *Coordinator) Join(now time.Time, req JoinRequest, done func(JoinResult, error)) {
-	c.mu.Lock()
 	defer c.run()
 	fail := func(err error) {
 		c.fire = append(c.fire, func() { done(JoinResult{MemberID: req.MemberID, Generation: -1}, err) })
@@ -157,7 +156,6 @@ func (c *Coordinator) joinStatic(g *group, now time.Time, req JoinRequest, done 
 // MemberOfInstance is the member id of a static instance ("" when none):
 // LeaveGroup v3+ may name a member by its instance only.
 func (c *Coordinator) MemberOfInstance(name, instance string) string {
-	c.mu.Lock()
 	defer c.run()
 	if g := c.groups[name]; g != nil {
 		return g.static[instance]

@@ -4,8 +4,9 @@ package groups
 // coordinator's Log in the order the state changed, one Append in
 // flight at a time, what queues meanwhile merged into the next one.
 
-// run releases the lock, runs the callbacks queued under it and hands
-// the queued appends to the log.
+// run ends a call: it runs the callbacks the call queued (once the
+// state change is complete, so that a callback may call the coordinator
+// again) and hands the queued appends to the log.
 func (c *Coordinator) run() {
 	f := c.fire
 	c.fire = nil
@@ -13,7 +14,6 @@ func (c *Coordinator) run() {
 	if flush {
 		c.flushing = true
 	}
-	c.mu.Unlock()
 	for _, fn := range f {
 		fn()
 	}
@@ -25,14 +25,12 @@ func (c *Coordinator) run() {
 // flush hands the outbox to the log in order: while no Append is in
 // flight, the queued appends (up to appendBytesMax) as one Append, whose
 // answer answers each of them and flushes what queued meanwhile. One
-// goroutine flushes at a time; a done the log runs inside Append is
+// flush runs at a time (flushing); a done the log runs inside Append is
 // taken care of by the loop.
 func (c *Coordinator) flush() {
 	for {
-		c.mu.Lock()
 		if c.inflight || len(c.outbox) == 0 {
 			c.flushing = false
-			c.mu.Unlock()
 			return
 		}
 		c.maybeCheckpoint()
@@ -48,7 +46,6 @@ func (c *Coordinator) flush() {
 		c.outbox = c.outbox[n:]
 		c.inflight = true
 		c.countWritten(batch)
-		c.mu.Unlock()
 		var recs []Record
 		for _, a := range batch {
 			recs = append(recs, a.recs...)
@@ -57,13 +54,11 @@ func (c *Coordinator) flush() {
 			for _, a := range batch {
 				a.done(err)
 			}
-			c.mu.Lock()
 			c.inflight = false
 			more := len(c.outbox) > 0 && !c.flushing
 			if more {
 				c.flushing = true
 			}
-			c.mu.Unlock()
 			if more {
 				c.flush()
 			}
@@ -81,9 +76,8 @@ func (a appendCall) bytes() int {
 }
 
 // persist queues recs for the log; done (may be nil) runs with the
-// log's answer, without the lock held. Without a log done is answered
-// nil once the lock is released.
-// REQUIRES: c.mu held.
+// log's answer. Without a log done is answered nil when the call ends
+// (run).
 func (c *Coordinator) persist(recs []Record, done func(error)) {
 	if done == nil {
 		done = func(error) {}
@@ -96,14 +90,12 @@ func (c *Coordinator) persist(recs []Record, done func(error)) {
 }
 
 // persistGroup queues g's metadata record; nothing waits on it.
-// REQUIRES: c.mu held.
 func (c *Coordinator) persistGroup(g *group) {
 	c.persist([]Record{c.groupRecord(g)}, nil)
 }
 
 // groupRecord is g's metadata record, kept as the group's newest one
 // queued for the log: a checkpoint writes it again.
-// REQUIRES: c.mu held.
 func (c *Coordinator) groupRecord(g *group) Record {
 	g.logged = encodeGroup(g.image())
 	return Record{Key: GroupKey(g.name), Value: g.logged}

@@ -48,7 +48,6 @@ type groupView struct {
 
 // view is every group's durable state.
 func view(c *Coordinator) map[string]groupView {
-	c.mu.Lock()
 	defer c.run()
 	out := map[string]groupView{}
 	for name, g := range c.groups {

@@ -11,7 +11,6 @@ import (
 // Heartbeat keeps a member's session; during a rebalance it answers
 // ErrRebalanceInProgress, which makes the member rejoin.
 func (c *Coordinator) Heartbeat(now time.Time, name, id string, gen int32) error {
-	c.mu.Lock()
 	defer c.run()
 	g, m, err := c.check(name, id, gen)
 	if err != nil {
@@ -26,7 +25,6 @@ func (c *Coordinator) Heartbeat(now time.Time, name, id string, gen int32) error
 
 // Leave removes members (LeaveGroup); one error per id, in order.
 func (c *Coordinator) Leave(now time.Time, name string, ids []string) []error {
-	c.mu.Lock()
 	defer c.run()
 	errs := make([]error, len(ids))
 	g := c.groups[name]
@@ -75,7 +73,6 @@ func (c *Coordinator) afterRemoval(g *group, now time.Time) {
 // Tick expires sessions and ends rebalances that ran out of time. A
 // member parked in a join is not expired (it is waiting on the others).
 func (c *Coordinator) Tick(now time.Time) {
-	c.mu.Lock()
 	defer c.run()
 	for _, g := range c.groups {
 		for id, at := range g.pending {

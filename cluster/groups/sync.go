@@ -10,7 +10,6 @@ import (
 
 // Sync handles a SyncGroup; done runs once with the member's assignment.
 func (c *Coordinator) Sync(now time.Time, req SyncRequest, done func([]byte, error)) {
-	c.mu.Lock()
 	defer c.run()
 	g, m, err := c.check(req.Group, req.MemberID, req.Generation)
 	if err != nil {
@@ -44,7 +43,6 @@ func (c *Coordinator) Sync(now time.Time, req SyncRequest, done func([]byte, err
 // the parked syncs with it; when the log fails them, they are answered
 // its error and the group rebalances (its members rejoin), as a Kafka
 // coordinator does when it cannot store the group.
-// REQUIRES: c.mu held.
 func (c *Coordinator) completeSync(g *group, now time.Time) {
 	type wait struct {
 		w func([]byte, error)
@@ -59,7 +57,6 @@ func (c *Coordinator) completeSync(g *group, now time.Time) {
 	}
 	epoch, gen := c.epoch, g.generation
 	c.persist([]Record{c.groupRecord(g)}, func(err error) {
-		c.mu.Lock()
 		defer c.run()
 		if err != nil && c.epoch == epoch && c.groups[g.name] == g && g.generation == gen && g.state == Stable {
 			c.prepareRebalance(g, now)
