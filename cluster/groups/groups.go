@@ -9,6 +9,7 @@ package groups
 
 import (
 	"errors"
+	"sort"
 
 	"time"
 )
@@ -192,6 +193,9 @@ type group struct {
 	// that did not rejoin; joinNotBefore when it may complete at the
 	// earliest (the initial delay of an empty group).
 	rebalanceEnds, joinNotBefore time.Time
+	// storing is the generation whose record (the leader's assignment)
+	// is being written, 0 when none: a member's SyncGroup waits for it.
+	storing int32
 	// offsets are the committed offsets whose records are durable.
 	offsets map[TopicPartition]Offset
 	// logged is the value of the newest group record queued for the
@@ -280,9 +284,15 @@ func NewLogged(cfg Config, log Log) *Coordinator {
 // Appends already queued still go to the log; their answers change
 // nothing here.
 func (c *Coordinator) Reset() {
-	for _, g := range c.groups {
-		for _, m := range g.members {
-			c.failWaits(m, ErrNotCoordinator)
+	names := make([]string, 0, len(c.groups))
+	for name := range c.groups {
+		names = append(names, name)
+	}
+	sort.Strings(names) // the answers in one order on every run
+	for _, name := range names {
+		g := c.groups[name]
+		for _, id := range g.sortedIDs() {
+			c.failWaits(g.members[id], ErrNotCoordinator)
 		}
 	}
 	c.groups = map[string]*group{}

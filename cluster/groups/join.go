@@ -168,7 +168,8 @@ func (c *Coordinator) MemberOfInstance(name, instance string) string {
 func (c *Coordinator) prepareRebalance(g *group, now time.Time) {
 	g.state = PreparingRebalance
 	var longest time.Duration
-	for _, m := range g.members {
+	for _, id := range g.sortedIDs() {
+		m := g.members[id]
 		if w := m.syncWait; w != nil {
 			m.syncWait = nil
 			c.fire = append(c.fire, func() { w(nil, ErrRebalanceInProgress) })
@@ -209,7 +210,8 @@ func (c *Coordinator) maybeCompleteJoin(g *group, now time.Time, timedOut bool) 
 	for _, id := range g.sortedIDs() {
 		all = append(all, MemberMeta{ID: id, Metadata: g.members[id].metadata(g.protocol)})
 	}
-	for _, m := range g.members {
+	for _, id := range g.sortedIDs() {
+		m := g.members[id]
 		m.assignment = nil
 		m.expires = now.Add(m.session)
 		res := JoinResult{Generation: g.generation, Protocol: g.protocol, LeaderID: g.leader, MemberID: m.id}

@@ -2,6 +2,7 @@ package groups
 
 import (
 	"fmt"
+	"sort"
 	"time"
 )
 
@@ -72,20 +73,30 @@ func (c *Coordinator) afterRemoval(g *group, now time.Time) {
 
 // Tick expires sessions and ends rebalances that ran out of time. A
 // member parked in a join is not expired (it is waiting on the others).
+// The groups with something to do are handled in name order, their
+// members in id order, so that the answers and records of one tick come
+// out in the same order on every run (a simulated seed replays).
 func (c *Coordinator) Tick(now time.Time) {
 	defer c.run()
+	var due []*group
 	for _, g := range c.groups {
 		for id, at := range g.pending {
 			if now.After(at) {
 				delete(g.pending, id)
 			}
 		}
+		if g.state == PreparingRebalance || g.expired(now) {
+			due = append(due, g)
+		}
+	}
+	sort.Slice(due, func(i, j int) bool { return due[i].name < due[j].name })
+	for _, g := range due {
 		removed := false
-		for _, m := range g.members {
+		for _, id := range g.sortedIDs() {
 			// A member parked in a join or a sync waits on the others
 			// (the rebalance timeout, the leader's session), not on
 			// its own session.
-			if m.joinWait == nil && m.syncWait == nil && now.After(m.expires) {
+			if m := g.members[id]; m.joinWait == nil && m.syncWait == nil && now.After(m.expires) {
 				c.remove(g, m)
 				removed = true
 			}
@@ -97,4 +108,15 @@ func (c *Coordinator) Tick(now time.Time) {
 			c.maybeCompleteJoin(g, now, now.After(g.rebalanceEnds))
 		}
 	}
+}
+
+// expired says whether a member of g that is not parked ran out of its
+// session at now.
+func (g *group) expired(now time.Time) bool {
+	for _, m := range g.members {
+		if m.joinWait == nil && m.syncWait == nil && now.After(m.expires) {
+			return true
+		}
+	}
+	return false
 }

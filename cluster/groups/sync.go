@@ -21,6 +21,16 @@ func (c *Coordinator) Sync(now time.Time, req SyncRequest, done func([]byte, err
 	case PreparingRebalance:
 		c.fire = append(c.fire, func() { done(nil, ErrRebalanceInProgress) })
 	case Stable:
+		if g.storing == g.generation {
+			// The leader's assignment is not durable yet: answered with
+			// it, this member could hold a generation that a new
+			// coordinator never hears of. It waits for the record.
+			if w := m.syncWait; w != nil {
+				c.fire = append(c.fire, func() { w(nil, ErrRebalanceInProgress) })
+			}
+			m.syncWait = done
+			return
+		}
 		a := m.assignment
 		c.fire = append(c.fire, func() { done(a, nil) })
 	case CompletingRebalance:
@@ -40,24 +50,38 @@ func (c *Coordinator) Sync(now time.Time, req SyncRequest, done func([]byte, err
 }
 
 // completeSync makes the leader's assignment durable and then answers
-// the parked syncs with it; when the log fails them, they are answered
-// its error and the group rebalances (its members rejoin), as a Kafka
-// coordinator does when it cannot store the group.
+// the parked syncs with it, and those that arrived while it was being
+// written; when the log fails them, they are answered its error and the
+// group rebalances (its members rejoin), as a Kafka coordinator does
+// when it cannot store the group.
 func (c *Coordinator) completeSync(g *group, now time.Time) {
 	type wait struct {
 		w func([]byte, error)
 		a []byte
 	}
 	var waits []wait
-	for _, mm := range g.members {
+	for _, id := range g.sortedIDs() {
+		mm := g.members[id]
 		if w := mm.syncWait; w != nil {
 			mm.syncWait = nil
 			waits = append(waits, wait{w, mm.assignment})
 		}
 	}
 	epoch, gen := c.epoch, g.generation
+	g.storing = gen
 	c.persist([]Record{c.groupRecord(g)}, func(err error) {
 		defer c.run()
+		if c.epoch == epoch && c.groups[g.name] == g && g.storing == gen {
+			g.storing = 0
+			if g.generation == gen && g.state == Stable {
+				for _, id := range g.sortedIDs() {
+					if mm := g.members[id]; mm.syncWait != nil {
+						waits = append(waits, wait{mm.syncWait, mm.assignment})
+						mm.syncWait = nil
+					}
+				}
+			}
+		}
 		if err != nil && c.epoch == epoch && c.groups[g.name] == g && g.generation == gen && g.state == Stable {
 			c.prepareRebalance(g, now)
 		}
