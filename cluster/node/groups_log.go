@@ -640,6 +640,9 @@ func (c *controller) createGroupsTopic(partitions int, done func(error)) {
 	cmd, err := c.state.PlanCreateTopic(metadata.CreateRequest{Name: metadata.GroupsTopic, Partitions: partitions,
 		Racks: c.rosterRacks(), Internal: true, Config: metadata.TopicConfig{RetentionMs: -1, RetentionBytes: -1}},
 		roster, eligible, defRF, c.d.clock.Now().UnixMilli())
+	if err == nil && c.d.topicID != nil {
+		cmd.Topic.ID = c.d.topicID() // the seam createTopic draws from, so that a simulated seed replays
+	}
 	if errors.Is(err, metadata.ErrTopicExists) {
 		done(nil)
 		return
