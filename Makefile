@@ -8,7 +8,7 @@ PKGS     ?= ./...
 FUZZTIME ?= 10s
 SEEDS    ?= 20000
 
-.PHONY: all build run test test-race bench fuzz lint sim sim-cluster sim-data sim-node cluster chaos clean
+.PHONY: all build run test test-race bench fuzz lint sim sim-cluster sim-data sim-node sim-node-groups cluster chaos clean
 
 all: build
 
@@ -81,6 +81,12 @@ sim-data:
 ## replays it
 sim-node:
 	$(GO) test ./cluster/node -run 'TestSimNode$$' -count=1 -timeout 3h -v -simnode.seeds=$(SEEDS) -simnode.nodes=$(SIM_NODES)
+
+## sim-node-groups: the whole-node simulator's consumer-group scenario
+## (members joining, syncing, heartbeating and committing across
+## coordinator failovers, docs/design/groups.md) over SEEDS seeds.
+sim-node-groups:
+	$(GO) test ./cluster/node -run 'TestSimNodeGroups$$' -count=1 -timeout 3h -v -simnode.groups-seeds=$(SEEDS) -simnode.nodes=$(SIM_NODES)
 
 ## lint: gofmt and vet
 lint:

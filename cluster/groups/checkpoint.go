@@ -65,7 +65,6 @@ type checkpointState struct {
 // now the log's, and it may write checkpoints of it. A coordinator that
 // is Reset writes none again.
 func (c *Coordinator) Loaded() {
-	c.mu.Lock()
 	defer c.run()
 	c.ckpt.serving = true
 	c.ckpt.shadow = nil
@@ -73,7 +72,6 @@ func (c *Coordinator) Loaded() {
 
 // countWritten adds batch's records to the counts towards the next
 // checkpoint.
-// REQUIRES: c.mu held.
 func (c *Coordinator) countWritten(batch []appendCall) {
 	for _, a := range batch {
 		if a.checkpoint {
@@ -86,7 +84,6 @@ func (c *Coordinator) countWritten(batch []appendCall) {
 
 // checkpointDue says whether the records written since the last
 // checkpoint reached a bound (a zero bound never triggers).
-// REQUIRES: c.mu held.
 func (c *Coordinator) checkpointDue() bool {
 	return c.log != nil && c.ckpt.serving &&
 		(c.cfg.CheckpointRecords > 0 && c.ckpt.sinceRecords >= c.cfg.CheckpointRecords ||
@@ -95,7 +92,7 @@ func (c *Coordinator) checkpointDue() bool {
 
 // maybeCheckpoint puts a checkpoint at the head of the outbox when one
 // is due.
-// REQUIRES: c.mu held, no Append in flight (every record handed to the
+// REQUIRES: no Append in flight (every record handed to the
 // log before was answered, and applied if accepted).
 func (c *Coordinator) maybeCheckpoint() {
 	if c.inflight || !c.checkpointDue() {
@@ -114,7 +111,6 @@ func (c *Coordinator) maybeCheckpoint() {
 // checkpointRecords are the records of the coordinator's state: per
 // group by name, its newest group record, then its offsets by topic and
 // partition.
-// REQUIRES: c.mu held.
 func (c *Coordinator) checkpointRecords() []Record {
 	names := make([]string, 0, len(c.groups))
 	for name := range c.groups {
@@ -181,7 +177,6 @@ func decodeCheckpointMarker(v []byte, end bool) (id, count uint64, err error) {
 
 // replayCheckpointMarker applies a begin or end marker (or a load
 // marker, which drops a checkpoint left without its end) to replay.
-// REQUIRES: c.mu held.
 func (c *Coordinator) replayCheckpointMarker(k string, v []byte) error {
 	switch k {
 	case loadKey:
@@ -210,7 +205,6 @@ func (c *Coordinator) replayCheckpointMarker(k string, v []byte) error {
 
 // replayInto applies one group or offset record of replay: to the
 // checkpoint being replayed, when inside one, else to the state.
-// REQUIRES: c.mu held.
 func (c *Coordinator) replayInto(rec Record, apply func() error) error {
 	if c.ckpt.shadow == nil {
 		c.ckpt.sinceRecords++

@@ -15,7 +15,6 @@ import (
 // gen (CheckCommit's rules); done runs once, after the records are
 // durable (nil) or with the refusal or the log's error.
 func (c *Coordinator) Commit(now time.Time, name, id string, gen int32, offs []Offset, done func(error)) {
-	c.mu.Lock()
 	defer c.run()
 	fail := func(err error) { c.fire = append(c.fire, func() { done(err) }) }
 	if err := c.checkCommit(now, name, id, gen); err != nil {
@@ -58,7 +57,6 @@ func (c *Coordinator) Commit(now time.Time, name, id string, gen int32, offs []O
 	kept := append([]Offset(nil), offs...)
 	epoch := c.epoch
 	c.persist(recs, func(err error) {
-		c.mu.Lock()
 		defer c.run()
 		if err == nil && c.epoch == epoch {
 			g := c.groups[name]
@@ -77,7 +75,6 @@ func (c *Coordinator) Commit(now time.Time, name, id string, gen int32, offs []O
 // Offsets are the group's committed offsets of tps (Offset -1 where it
 // has none), or with tps nil all it has, sorted by topic and partition.
 func (c *Coordinator) Offsets(name string, tps []TopicPartition) []Offset {
-	c.mu.Lock()
 	defer c.run()
 	var have map[TopicPartition]Offset
 	if g := c.groups[name]; g != nil {
@@ -106,7 +103,6 @@ func (c *Coordinator) Offsets(name string, tps []TopicPartition) []Offset {
 // partitions a group with members may drop (not those of topics it
 // subscribes to) is the caller's rule: it reads the subscriptions.
 func (c *Coordinator) DeleteOffsets(name string, tps []TopicPartition, done func(error)) {
-	c.mu.Lock()
 	defer c.run()
 	g := c.groups[name]
 	if g == nil {
@@ -126,7 +122,6 @@ func (c *Coordinator) DeleteOffsets(name string, tps []TopicPartition, done func
 	}
 	epoch := c.epoch
 	c.persist(recs, func(err error) {
-		c.mu.Lock()
 		defer c.run()
 		if g := c.groups[name]; err == nil && c.epoch == epoch && g != nil {
 			for _, tp := range tps {
@@ -151,4 +146,33 @@ func sortedPartitions(m map[TopicPartition]Offset) []TopicPartition {
 		return out[i].Partition < out[j].Partition
 	})
 	return out
+}
+
+// CheckCommit says whether an offset commit may be stored: by a member
+// of the current generation (it keeps the member's session), or, with
+// generation -1 and no member id, by a consumer that assigns itself
+// partitions while the group has no members.
+func (c *Coordinator) CheckCommit(now time.Time, name, id string, gen int32) error {
+	defer c.run()
+	return c.checkCommit(now, name, id, gen)
+}
+
+// checkCommit is CheckCommit within a call that ends with run.
+func (c *Coordinator) checkCommit(now time.Time, name, id string, gen int32) error {
+	g := c.groups[name]
+	if gen < 0 && id == "" {
+		if g == nil || len(g.members) == 0 {
+			return nil
+		}
+		return fmt.Errorf("%w: a commit without a generation, but group %q has members", ErrIllegalGeneration, name)
+	}
+	g, m, err := c.check(name, id, gen)
+	if err != nil {
+		return err
+	}
+	m.expires = now.Add(m.session)
+	if g.state == CompletingRebalance {
+		return ErrRebalanceInProgress
+	}
+	return nil
 }

@@ -19,7 +19,6 @@ import (
 // it holds, and one without its end changes nothing (checkpoint.go).
 // ErrCorruptRecord for a record it cannot read; nothing is changed then.
 func (c *Coordinator) Replay(now time.Time, rec Record) error {
-	c.mu.Lock()
 	defer c.run()
 	k := string(rec.Key)
 	switch {
@@ -32,7 +31,6 @@ func (c *Coordinator) Replay(now time.Time, rec Record) error {
 }
 
 // replayRecord applies a group or offset record to c.groups.
-// REQUIRES: c.mu held.
 func (c *Coordinator) replayRecord(now time.Time, k string, rec Record) error {
 	switch {
 	case strings.HasPrefix(k, groupKeyPrefix):
@@ -75,7 +73,6 @@ func (c *Coordinator) replayRecord(now time.Time, k string, rec Record) error {
 
 // groupFor is the group named, made empty when there is none. Replay
 // does not refuse past GroupsMax: the log holds what was accepted.
-// REQUIRES: c.mu held.
 func (c *Coordinator) groupFor(name string) *group {
 	g := c.groups[name]
 	if g == nil {
@@ -86,7 +83,6 @@ func (c *Coordinator) groupFor(name string) *group {
 }
 
 // replayGroup sets a group's membership from its record.
-// REQUIRES: c.mu held.
 func (c *Coordinator) replayGroup(now time.Time, name string, im groupImage) {
 	g := c.groupFor(name)
 	g.generation, g.protocolType, g.protocol, g.leader = im.generation, im.protocolType, im.protocol, im.leader
@@ -109,7 +105,6 @@ func (c *Coordinator) replayGroup(now time.Time, name string, im groupImage) {
 
 // replayGroupTombstone forgets a group (Delete writes its offsets'
 // tombstones first); a group that still holds offsets keeps them, Empty.
-// REQUIRES: c.mu held.
 func (c *Coordinator) replayGroupTombstone(name string) {
 	g := c.groups[name]
 	if g == nil {
@@ -127,7 +122,6 @@ func (c *Coordinator) replayGroupTombstone(name string) {
 // dropIfBare forgets a group that never completed a join (generation 0:
 // it has no group record) and holds no offsets: one only commits made,
 // whose offsets are all deleted.
-// REQUIRES: c.mu held.
 func (c *Coordinator) dropIfBare(g *group) {
 	if len(g.members) == 0 && len(g.offsets) == 0 && g.generation == 0 {
 		delete(c.groups, g.name)
@@ -137,7 +131,6 @@ func (c *Coordinator) dropIfBare(g *group) {
 // noteID keeps the member ids the coordinator hands out from now on
 // past a replayed one (ids end in "-<n>"), so a new member never takes
 // the id of one found in the log.
-// REQUIRES: c.mu held.
 func (c *Coordinator) noteID(id string) {
 	i := strings.LastIndexByte(id, '-')
 	if i < 0 {

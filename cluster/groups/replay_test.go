@@ -48,7 +48,6 @@ type groupView struct {
 
 // view is every group's durable state.
 func view(c *Coordinator) map[string]groupView {
-	c.mu.Lock()
 	defer c.run()
 	out := map[string]groupView{}
 	for name, g := range c.groups {
@@ -466,5 +465,43 @@ func TestConcurrentCommitsShareAnAppend(t *testing.T) {
 	log.release(errors.New("lost the partition"))
 	if len(errs) != 3 || errs[0] != nil || errs[1] == nil || errs[2] == nil || c.Offsets("g", []TopicPartition{{"u", 0}})[0].Offset != 6 {
 		t.Fatalf("errors %v, offset %+v", errs, c.Offsets("g", []TopicPartition{{"u", 0}}))
+	}
+}
+
+// TestLateSyncWaitsForTheRecord: a follower whose SyncGroup arrives after
+// the leader's, while the generation's record is still being written, is
+// answered only once it is durable (else it could hold a generation that
+// a new coordinator never hears of: found by the whole-node simulator),
+// and with the log's error when the write fails.
+func TestLateSyncWaitsForTheRecord(t *testing.T) {
+	for _, fail := range []bool{false, true} {
+		log := &memLog{hold: true}
+		c := NewLogged(noDelay, log)
+		ja := join(c, t0, "")
+		a := ja.res.MemberID
+		jb := join(c, t0, "") // a rebalance: a must rejoin
+		ja = join(c, t0, a)
+		if !ja.done || !jb.done || ja.res.Generation != 2 || ja.res.LeaderID != a {
+			t.Fatalf("joins: %+v %+v", ja, jb)
+		}
+		b := jb.res.MemberID
+		sa := syncg(c, t0, a, 2, map[string][]byte{a: []byte("pa"), b: []byte("pb")})
+		sb := syncg(c, t0, b, 2, nil)
+		if sa.done || sb.done {
+			t.Fatalf("answered before the record is durable: %+v %+v", sa, sb)
+		}
+		var err error
+		if fail {
+			err = errors.New("lost the partition")
+		}
+		log.release(err)
+		switch {
+		case !sa.done || !sb.done:
+			t.Fatalf("fail %v: not answered once the log answered: %+v %+v", fail, sa, sb)
+		case fail && (sb.err == nil || sb.a != nil):
+			t.Fatalf("a failed write answered the late sync %+v", sb)
+		case !fail && (sb.err != nil || string(sb.a) != "pb" || string(sa.a) != "pa"):
+			t.Fatalf("syncs: %+v %+v", sa, sb)
+		}
 	}
 }

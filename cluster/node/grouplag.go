@@ -80,10 +80,35 @@ func (n *Node) coordinatedGroups(ctx context.Context, groupsMax int) ([]groupOff
 	if r == nil {
 		return nil, 0, nil
 	}
-	coordOf := map[string]*groups.Coordinator{}
-	for _, c := range r.loadedCoordinators() {
-		for _, d := range c.List() {
-			coordOf[d.Name] = c
+	// The groups of the loaded coordinators, and which partitions they
+	// coordinate, asked of every shard.
+	type held struct {
+		names  []string
+		loaded []int32
+	}
+	per, err := groupsAllWait(ctx, r, func(gs *groupsShard) held {
+		var h held
+		for _, pt := range gs.sorted() {
+			if pt.loaded {
+				h.loaded = append(h.loaded, pt.p)
+				for _, d := range pt.coord.List() {
+					h.names = append(h.names, d.Name)
+				}
+			}
+		}
+		return h
+	})
+	if err != nil {
+		return nil, 0, err
+	}
+	mine := map[string]bool{}
+	loaded := map[int32]bool{}
+	for _, h := range per {
+		for _, name := range h.names {
+			mine[name] = true
+		}
+		for _, p := range h.loaded {
+			loaded[p] = true
 		}
 	}
 	var old []string
@@ -94,18 +119,19 @@ func (n *Node) coordinatedGroups(ctx context.Context, groupsMax int) ([]groupOff
 	}); err != nil {
 		return nil, 0, err
 	}
-	for _, name := range old {
-		if coordOf[name] == nil {
-			if c, err := r.coordinatorOf(name); err == nil {
-				coordOf[name] = c
+	if routes, err := n.svc.groupsRoutes(); err == nil && len(routes) > 0 {
+		for _, name := range old {
+			if loaded[groupsPartitionOf(name, len(routes))] {
+				mine[name] = true
 			}
 		}
 	}
-	names := make([]string, 0, len(coordOf))
-	for name := range coordOf {
+	names := make([]string, 0, len(mine))
+	for name := range mine {
 		names = append(names, name)
 	}
 	sort.Strings(names)
+	total := len(names)
 	names = names[:min(len(names), groupsMax)]
 	oldOffs := make([][]service.CommittedOffset, len(names))
 	if err := n.onMetaState(ctx, func(st *metadata.State) {
@@ -121,11 +147,35 @@ func (n *Node) coordinatedGroups(ctx context.Context, groupsMax int) ([]groupOff
 	}); err != nil {
 		return nil, 0, err
 	}
+	// Each chosen group's offsets, read on its coordinator's shard.
+	offsPer, err := groupsAllWait(ctx, r, func(gs *groupsShard) map[string][]groups.Offset {
+		out := map[string][]groups.Offset{}
+		for _, pt := range gs.parts {
+			if !pt.loaded {
+				continue
+			}
+			for _, name := range names {
+				if offs := pt.coord.Offsets(name, nil); len(offs) > 0 {
+					out[name] = offs
+				}
+			}
+		}
+		return out
+	})
+	if err != nil {
+		return nil, 0, err
+	}
+	have := map[string][]groups.Offset{}
+	for _, m := range offsPer {
+		for name, offs := range m {
+			have[name] = offs
+		}
+	}
 	out := make([]groupOffsets, len(names))
 	for i, name := range names {
-		out[i] = groupOffsets{name: name, offsets: mergeGroupOffsets(coordOf[name].Offsets(name, nil), oldOffs[i], true)}
+		out[i] = groupOffsets{name: name, offsets: mergeGroupOffsets(have[name], oldOffs[i], true)}
 	}
-	return out, len(coordOf), nil
+	return out, total, nil
 }
 
 // heldWatermark is a partition this node holds a replica of: its
@@ -309,14 +359,26 @@ func (n *Node) groupLagSeries(ctx context.Context, seriesMax int) groupLagSet {
 // offsets in the applied metadata from before groups moved to __groups.
 type groupsSource struct{ n *Node }
 
-// OwnGroups implements httpapi.GroupsSource.
+// OwnGroups implements httpapi.GroupsSource: the groups of this node's
+// loaded coordinators, asked of every shard.
 func (g groupsSource) OwnGroups() []string {
 	var out []string
 	if r := g.n.groups; r != nil {
-		for _, c := range r.loadedCoordinators() {
-			for _, d := range c.List() {
-				out = append(out, d.Name)
+		ctx, cancel := context.WithTimeout(context.Background(), groupLagScrapeTimeout)
+		defer cancel()
+		per, _ := groupsAllWait(ctx, r, func(gs *groupsShard) []string {
+			var names []string
+			for _, pt := range gs.parts {
+				if pt.loaded {
+					for _, d := range pt.coord.List() {
+						names = append(names, d.Name)
+					}
+				}
 			}
+			return names
+		})
+		for _, names := range per {
+			out = append(out, names...)
 		}
 	}
 	sort.Strings(out)
@@ -337,20 +399,32 @@ func (g groupsSource) OldGroupNames(ctx context.Context) ([]string, error) {
 }
 
 // GroupMembers implements httpapi.GroupsSource: the group as this
-// node's coordinator holds it, when this node coordinates it.
+// node's coordinator holds it, when this node coordinates it (asked of
+// the coordinator's shard).
 func (g groupsSource) GroupMembers(name string) (httpapi.GroupMembership, bool) {
-	r := g.n.groups
-	if r == nil {
+	if g.n.svc == nil || g.n.groups == nil {
 		return httpapi.GroupMembership{}, false
 	}
-	c, err := r.coordinatorOf(name)
-	if err != nil {
+	type answer struct {
+		d   groups.Description
+		err error
+	}
+	ch := make(chan answer, 1) // buffered: a late answer never blocks its shard
+	groupCall(g.n.svc, nil, name, func(c *groups.Coordinator, reply func(groups.Description, error)) {
+		reply(c.Describe(name))
+	}, func(d groups.Description, err error) { ch <- answer{d, err} })
+	ctx, cancel := context.WithTimeout(context.Background(), groupLagScrapeTimeout)
+	defer cancel()
+	var a answer
+	select {
+	case a = <-ch:
+	case <-ctx.Done():
 		return httpapi.GroupMembership{}, false
 	}
-	d, err := c.Describe(name)
-	if err != nil {
+	if a.err != nil {
 		return httpapi.GroupMembership{}, false
 	}
+	d := a.d
 	m := httpapi.GroupMembership{State: d.State.String(), ProtocolType: d.ProtocolType, Protocol: d.Protocol,
 		Generation: d.Generation, Members: make([]httpapi.GroupMember, 0, len(d.Members))}
 	for _, mb := range d.Members {

@@ -220,7 +220,15 @@ func replayPartition(t *testing.T, g *groupsCommitRun) (*groups.Coordinator, *gr
 	start := time.Now()
 	records := 0
 	for from := int64(0); ; {
-		recs, next, err := log.fetchWait(from, nil)
+		type answer struct {
+			recs []groups.Record
+			next int64
+			err  error
+		}
+		ch := make(chan answer, 1)
+		log.fetch(from, func(recs []groups.Record, next int64, err error) { ch <- answer{recs, next, err} })
+		a := <-ch
+		recs, next, err := a.recs, a.next, a.err
 		if err != nil {
 			t.Fatalf("fetch at %d: %v", from, err)
 		}

@@ -1,10 +1,11 @@
 package node
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"hash/fnv"
-	"sync"
+	"sort"
 	"sync/atomic"
 	"time"
 
@@ -22,17 +23,18 @@ import (
 // state lives in the internal topic __groups (metadata.GroupsTopic) of
 // cluster.groups_partitions partitions; group g lives in partition
 // hash(g) mod N, and that partition's primary coordinates it. This node
-// runs one groups.Coordinator per partition it leads, whose log is the
-// partition: each change is produced there with acks = quorum before it
-// is answered, and a node that becomes a partition's primary replays the
-// partition before it answers for its groups.
+// runs one groups.Coordinator per partition it leads, on the shard that
+// owns the partition's replica, whose log is the partition: each change
+// is produced there with acks = quorum before it is answered, and a node
+// that becomes a partition's primary replays the partition before it
+// answers for its groups.
 
 // Bounds of the coordinators and their log.
 const (
-	// groupsTick is how often the coordinators expire sessions and end
-	// rebalances that ran out of time (a member is removed at most this
-	// late past its session timeout), and how often the node reads which
-	// partitions of the internal topic it leads.
+	// groupsTick is how often each shard's coordinators expire sessions
+	// and end rebalances that ran out of time (a member is removed at
+	// most this late past its session timeout), and how often the shard
+	// reads which of its partitions of the internal topic it leads.
 	groupsTick = 100 * time.Millisecond
 	// groupsLoadFetchBytesMax bounds one fetch of a replay.
 	groupsLoadFetchBytesMax = 1 << 20
@@ -86,6 +88,9 @@ type groupsHostDeps struct {
 	ready func() error
 	// addrOf and kafkaAddrOf are a node's advertised addresses.
 	addrOf, kafkaAddrOf func(id int32) string
+	// ownerShard is the shard that owns partition p of the internal
+	// topic (-1: not in the View).
+	ownerShard func(p int32) int
 	// infof logs a coordinator's gain, load and loss of a partition.
 	infof func(msg string, args ...any)
 	// clock is the node's clock: the coordinators' ticks, the load's
@@ -94,46 +99,59 @@ type groupsHostDeps struct {
 }
 
 // groupsHost runs the coordinators of the __groups partitions this node
-// leads, and answers where the others are.
+// leads, and answers where the others are. It has no lock and no
+// goroutine of its own: each coordinator belongs to the shard that owns
+// its partition (groupsShard), which ticks it on its timer wheel and is
+// the only goroutine that touches it; every caller reaches it by a
+// message to that shard (groupsCall), as a replica is reached.
 type groupsHost struct {
 	d groupsHostDeps
-	// mu guards the fields below.
-	mu sync.Mutex
-	// routes are the topic's routes at the last refresh; nil while the
-	// topic does not exist (or was not seen yet).
-	routes []service.PartitionRoute
-	// parts are the partitions this node led at the last refresh, by
-	// index. Invariant: parts[p].gen is the generation it led p at.
+	// shards are the per-shard halves, by shard id. The slice is fixed at
+	// construction; shards[i] is touched only on shard i.
+	shards []*groupsShard
+	// creating says a create of the topic is in flight (any shard may
+	// start one: an atomic, not a field of one shard); stopped that stop
+	// ran, so that no tick arms again and no load retries.
+	creating, stopped atomic.Bool
+}
+
+// groupsShard is one shard's coordinators: the __groups partitions this
+// node leads whose replica lives on the shard. REQUIRES: every method
+// runs on sh.
+type groupsShard struct {
+	sh *shard.Shard
+	// parts are the partitions led at the last look, by index.
+	// Invariant: parts[p].gen is the generation it led p at.
 	parts map[int32]*groupsPart
-	// creating says a create of the topic is in flight.
-	creating bool
-	stopped  bool
-	done     chan struct{}
-	wg       sync.WaitGroup
 }
 
 // groupsPart is one partition this node leads, with its coordinator.
+// Touched only on its shard.
 type groupsPart struct {
 	p, gen int32
 	coord  *groups.Coordinator
 	log    *groupsPartLog
 	// loaded says the replay is done: the coordinator answers requests.
-	loaded atomic.Bool
-	// gone is closed when the node stops leading p at gen; the load
-	// gives up then.
-	gone chan struct{}
+	loaded bool
+	// gone says the node stopped leading p at gen (or the load gave
+	// up): the load's answers change nothing then.
+	gone bool
 }
 
-// newGroupsHost returns a host; start runs it.
-func newGroupsHost(d groupsHostDeps) *groupsHost {
+// newGroupsHost returns a host for the shards of g; start runs it.
+func newGroupsHost(d groupsHostDeps, g *shard.Group) *groupsHost {
 	if d.infof == nil {
 		d.infof = func(string, ...any) {}
 	}
-	return &groupsHost{d: d, parts: map[int32]*groupsPart{}, done: make(chan struct{})}
+	h := &groupsHost{d: d}
+	for i := 0; i < g.Len(); i++ {
+		h.shards = append(h.shards, &groupsShard{sh: g.Shard(i), parts: map[int32]*groupsPart{}})
+	}
+	return h
 }
 
 // newGroups is the node's host of coordinators, to start once the
-// service it calls exists.
+// service it calls exists. REQUIRES: the shards are started.
 func (n *Node) newGroups() *groupsHost {
 	parts := n.cfg.Cluster.GroupsPartitions
 	if parts <= 0 {
@@ -143,152 +161,147 @@ func (n *Node) newGroups() *groupsHost {
 	cfg.CheckpointRecords, cfg.CheckpointBytes = n.cfg.Cluster.GroupsCheckpointRecords, n.cfg.Cluster.GroupsCheckpointBytes
 	return newGroupsHost(groupsHostDeps{self: int32(n.self), partitions: parts, cfg: cfg,
 		metaPrimary: func() int32 { id, _ := n.metaRoute(); return id }, ready: n.metadataReady, addrOf: n.addrOf, kafkaAddrOf: n.kafkaAddrOf,
-		infof: n.log.Info, clock: n.clock})
+		ownerShard: func(p int32) int { return n.ownerShard(metadata.GroupsTopic, p) },
+		infof:      n.log.Info, clock: n.clock}, n.group)
 }
 
-// start wires the host to the service and refreshes the routes and
-// ticks the coordinators every groupsTick, until stop.
+// start wires the host to the service and arms each shard's look at the
+// routes and tick of its coordinators, every groupsTick on the shard's
+// timer wheel, until stop.
 func (h *groupsHost) start(svc *nodeService) {
 	h.d.data = svc
 	h.d.createTopic = svc.createGroupsTopic
-	h.wg.Add(1)
-	go func() {
-		defer h.wg.Done()
-		t := time.NewTicker(groupsTick)
-		defer t.Stop()
-		for {
-			select {
-			case <-h.done:
-				return
-			case <-t.C:
-				h.refresh()
-				now := h.d.clock.Now()
-				for _, c := range h.loadedCoordinators() {
-					c.Tick(now)
-				}
-			}
-		}
-	}()
-}
-
-// stop ends the ticks and drops every coordinator (parked calls are
-// answered; their connections are closing). A nil host has nothing to
-// stop.
-func (h *groupsHost) stop() {
-	if h == nil {
-		return
-	}
-	h.mu.Lock()
-	if h.stopped {
-		h.mu.Unlock()
-		return
-	}
-	h.stopped = true
-	close(h.done)
-	parts := h.parts
-	h.parts = map[int32]*groupsPart{}
-	h.mu.Unlock()
-	// Loads waiting on a produce or fetch give up now rather than at
-	// its timeout.
-	for _, pt := range parts {
-		close(pt.gone)
-	}
-	h.wg.Wait()
-	for _, pt := range parts {
-		pt.coord.Reset()
+	for _, gs := range h.shards {
+		_ = gs.sh.Post(func() { gs.sh.AfterFunc(groupsTick, func() { h.tick(gs) }) })
 	}
 }
 
-func (h *groupsHost) loadedCoordinators() []*groups.Coordinator {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	out := make([]*groups.Coordinator, 0, len(h.parts))
-	for _, pt := range h.parts {
-		if pt.loaded.Load() {
-			out = append(out, pt.coord)
+// tick looks at the routes, then expires sessions and ends rebalances
+// of gs's loaded coordinators on the node's clock, and arms the next.
+func (h *groupsHost) tick(gs *groupsShard) {
+	if h.stopped.Load() {
+		return
+	}
+	h.refresh(gs)
+	now := h.d.clock.Now()
+	for _, pt := range gs.sorted() {
+		if pt.loaded {
+			pt.coord.Tick(now)
 		}
 	}
+	gs.sh.AfterFunc(groupsTick, func() { h.tick(gs) })
+}
+
+// sorted are gs's parts by partition, so that a seed of the simulator
+// replays whatever the map's order.
+func (gs *groupsShard) sorted() []*groupsPart {
+	out := make([]*groupsPart, 0, len(gs.parts))
+	for _, pt := range gs.parts {
+		out = append(out, pt)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].p < out[j].p })
 	return out
 }
 
-// refresh reads the topic's routes: a partition this node now leads (or
-// leads at a new generation) gets a new coordinator that loads its
-// state; one it no longer leads drops its coordinator, whose members
-// are told they are unknown and find the new coordinator.
-func (h *groupsHost) refresh() {
-	routes, err := h.d.data.groupsRoutes()
-	h.mu.Lock()
-	if h.stopped {
-		h.mu.Unlock()
+// stop ends the ticks and drops every coordinator on its shard (parked
+// calls are answered; their connections are closing). A nil host has
+// nothing to stop. REQUIRES: not on a shard (it waits for each).
+func (h *groupsHost) stop() {
+	if h == nil || h.stopped.Swap(true) {
 		return
 	}
-	if err == nil {
-		h.routes = routes
-	}
-	var dropped, started []*groupsPart
-	led := map[int32]int32{}
-	for _, r := range h.routes {
-		if r.PrimaryID == h.d.self && r.Generation > 0 {
-			led[r.Partition] = r.Generation
-		}
-	}
-	for p, pt := range h.parts {
-		if gen, ok := led[p]; !ok || gen != pt.gen {
-			delete(h.parts, p)
-			dropped = append(dropped, pt)
-		}
-	}
-	for p, gen := range led {
-		if h.parts[p] == nil {
-			pt := &groupsPart{p: p, gen: gen, gone: make(chan struct{}), log: &groupsPartLog{data: h.d.data, p: p, gen: gen, clock: h.d.clock}}
-			pt.coord = groups.NewLogged(h.d.cfg, pt.log)
-			h.parts[p] = pt
-			started = append(started, pt)
-		}
-	}
-	for _, pt := range started {
-		h.wg.Add(1)
-		go func() {
-			defer h.wg.Done()
-			h.load(pt)
-		}()
-	}
-	h.mu.Unlock()
-	for _, pt := range dropped {
-		close(pt.gone)
-		pt.coord.Reset()
-		h.d.infof("groups: no longer coordinating", "partition", pt.p, "generation", pt.gen)
+	for _, gs := range h.shards {
+		_ = gs.sh.Do(func(*shard.Shard) {
+			for _, pt := range gs.sorted() {
+				pt.gone = true
+				pt.coord.Reset()
+			}
+			gs.parts = map[int32]*groupsPart{}
+		})
 	}
 }
 
-// load makes a load marker durable in pt's partition, then replays the
-// partition up to it into pt's coordinator, and marks it loaded. It
-// gives up when the node stops leading the partition at pt's generation
-// (the next refresh starts over), or after groupsLoadAttemptsMax
-// refusals.
-func (h *groupsHost) load(pt *groupsPart) {
-	start := h.d.clock.Now()
-	log := pt.log
-	var marker int64
-	for attempt := 0; ; attempt++ {
-		off, err := log.appendWait([]groups.Record{groups.LoadMarker()}, pt.gone)
-		if err == nil {
-			marker = off
-			break
-		}
-		if !h.retryLoad(pt, attempt, err) {
-			return
+// refresh reads the topic's routes: a partition of gs this node now
+// leads (or leads at a new generation) gets a new coordinator that loads
+// its state; one it no longer leads drops its coordinator, whose members
+// are told they are unknown and find the new coordinator. Routes that
+// cannot be read (the metadata is not loaded) change nothing.
+func (h *groupsHost) refresh(gs *groupsShard) {
+	routes, err := h.d.data.groupsRoutes()
+	if err != nil || h.stopped.Load() {
+		return
+	}
+	led := map[int32]int32{}
+	for _, r := range routes {
+		if r.PrimaryID == h.d.self && r.Generation > 0 && h.d.ownerShard(r.Partition) == gs.sh.ID() {
+			led[r.Partition] = r.Generation
 		}
 	}
-	next, records := int64(0), 0
-	for attempt := 0; next <= marker; {
-		recs, nxt, err := log.fetchWait(next, pt.gone)
-		if err != nil {
-			if !h.retryLoad(pt, attempt, err) {
-				return
-			}
-			attempt++
+	for _, pt := range gs.sorted() {
+		if gen, ok := led[pt.p]; !ok || gen != pt.gen {
+			delete(gs.parts, pt.p)
+			pt.gone = true
+			pt.coord.Reset()
+			h.d.infof("groups: no longer coordinating", "partition", pt.p, "generation", pt.gen)
+		}
+	}
+	for _, r := range routes {
+		gen, ok := led[r.Partition]
+		if !ok || gs.parts[r.Partition] != nil {
 			continue
+		}
+		pt := &groupsPart{p: r.Partition, gen: gen, log: &groupsPartLog{data: h.d.data, sh: gs.sh, p: r.Partition, gen: gen, clock: h.d.clock}}
+		pt.coord = groups.NewLogged(h.d.cfg, pt.log)
+		gs.parts[pt.p] = pt
+		h.loadMarker(gs, pt, 0, h.d.clock.Now())
+	}
+}
+
+// loadMarker makes a load marker durable in pt's partition (once it is,
+// every record the last coordinator answered lies below it), then
+// replays the partition up to it. Each step runs on gs as the log's
+// answer; a step that finds pt gone stops.
+func (h *groupsHost) loadMarker(gs *groupsShard, pt *groupsPart, attempt int, start time.Time) {
+	pt.log.append([]groups.Record{groups.LoadMarker()}, func(marker int64, err error) {
+		switch {
+		case pt.gone:
+		case err != nil:
+			h.retryLoad(gs, pt, attempt, err, func() { h.loadMarker(gs, pt, attempt+1, start) })
+		default:
+			h.replay(gs, pt, groupsLoad{marker: marker, start: start})
+		}
+	})
+}
+
+// groupsLoad is how far a load's replay got.
+type groupsLoad struct {
+	// next is the offset to read next, marker the load marker's.
+	next, marker int64
+	attempt      int
+	records      int
+	start        time.Time
+}
+
+// replay reads pt's partition from ld.next and replays it into pt's
+// coordinator, up to the load marker; then the coordinator serves.
+func (h *groupsHost) replay(gs *groupsShard, pt *groupsPart, ld groupsLoad) {
+	if ld.next > ld.marker {
+		pt.coord.Loaded()
+		pt.loaded = true
+		h.d.infof("groups: coordinating", "partition", pt.p, "generation", pt.gen, "records", ld.records,
+			"load_ms", clock.Since(h.d.clock, ld.start).Milliseconds())
+		return
+	}
+	pt.log.fetch(ld.next, func(recs []groups.Record, next int64, err error) {
+		if pt.gone {
+			return
+		}
+		if err == nil && next <= ld.next {
+			err = fmt.Errorf("node: no record at offset %d below the load marker %d yet", ld.next, ld.marker)
+		}
+		if err != nil {
+			h.retryLoad(gs, pt, ld.attempt, err, func() { ld.attempt++; h.replay(gs, pt, ld) })
+			return
 		}
 		now := h.d.clock.Now()
 		for _, r := range recs {
@@ -300,56 +313,45 @@ func (h *groupsHost) load(pt *groupsPart) {
 				return
 			}
 		}
-		records += len(recs)
-		next = nxt
-	}
-	pt.coord.Loaded()
-	pt.loaded.Store(true)
-	h.d.infof("groups: coordinating", "partition", pt.p, "generation", pt.gen, "records", records,
-		"load_ms", clock.Since(h.d.clock, start).Milliseconds())
+		ld.records += len(recs)
+		ld.next = next
+		h.replay(gs, pt, ld)
+	})
 }
 
-// retryLoad waits before a load's next attempt and says whether to make
-// it: not once the partition is gone, the host stopped, or attempts ran
-// out (then the part is forgotten, so the next refresh starts a new
-// load if the node still leads the partition).
-func (h *groupsHost) retryLoad(pt *groupsPart, attempt int, err error) bool {
+// retryLoad runs again after groupsLoadRetryWait on gs's timer wheel,
+// unless the partition is gone or the host stopped by then; after
+// groupsLoadAttemptsMax attempts the part is forgotten instead, so that
+// the next refresh starts a new load if the node still leads it.
+func (h *groupsHost) retryLoad(gs *groupsShard, pt *groupsPart, attempt int, err error, again func()) {
 	if attempt >= groupsLoadAttemptsMax {
 		h.d.infof("groups: gave up loading the partition; the next refresh tries again", "partition", pt.p, "error", err)
-		h.mu.Lock()
-		if h.parts[pt.p] == pt {
-			delete(h.parts, pt.p)
-			close(pt.gone)
+		if gs.parts[pt.p] == pt {
+			delete(gs.parts, pt.p)
 		}
-		h.mu.Unlock()
-		return false
+		pt.gone = true
+		return
 	}
-	t := time.NewTimer(groupsLoadRetryWait)
-	defer t.Stop()
-	select {
-	case <-pt.gone:
-		return false
-	case <-h.done:
-		return false
-	case <-t.C:
-		return true
-	}
+	gs.sh.AfterFunc(groupsLoadRetryWait, func() {
+		if !pt.gone && !h.stopped.Load() {
+			again()
+		}
+	})
 }
 
-// coordinatorOf is the coordinator of group when this node coordinates
-// it and has loaded its state, else the error to answer:
-// ErrNotCoordinator (hint: the partition's primary),
-// ErrCoordinatorLoading, or ErrCoordinatorNotAvailable.
-func (h *groupsHost) coordinatorOf(group string) (*groups.Coordinator, error) {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	if h.routes == nil {
-		return nil, h.needTopic(group)
+// coordinator is, on gs, the loaded coordinator of partition p (route
+// r), else the error to answer for group: ErrCoordinatorLoading while it
+// loads (a partition this node was just given starts loading now),
+// ErrNotCoordinator (hint: the partition's primary), or
+// ErrCoordinatorNotAvailable.
+func (h *groupsHost) coordinator(gs *groupsShard, p int32, r service.PartitionRoute, group string) (*groups.Coordinator, error) {
+	pt := gs.parts[p]
+	if pt == nil && r.PrimaryID == h.d.self && r.Generation > 0 {
+		h.refresh(gs) // the route says this node leads it: start the load at once rather than at the tick
+		pt = gs.parts[p]
 	}
-	p := groupsPartitionOf(group, len(h.routes))
-	r := h.routes[p]
-	if pt := h.parts[p]; pt != nil {
-		if !pt.loaded.Load() {
+	if pt != nil {
+		if !pt.loaded {
 			return nil, service.Errorf(service.ErrCoordinatorLoading,
 				"node %d is loading the state of %s partition %d, which holds group %q; retry shortly", h.d.self, metadata.GroupsTopic, p, group)
 		}
@@ -365,11 +367,79 @@ func (h *groupsHost) coordinatorOf(group string) (*groups.Coordinator, error) {
 	return nil, e
 }
 
+// groupsCall runs fn with group's coordinator on the shard that owns it
+// and answers through done on from (on the owner when from is nil), as
+// runOn reaches a replica; a call this node cannot serve (it does not
+// coordinate the group, is loading it, or the topic does not exist yet)
+// is answered its error without fn. Callable from any goroutine.
+func groupsCall[R any](h *groupsHost, from *shard.Shard, group string, fn func(c *groups.Coordinator, reply func(R, error)), done func(R, error)) {
+	var zero R
+	routes, err := h.d.data.groupsRoutes()
+	if err == nil && routes == nil {
+		err = h.needTopic(group)
+	}
+	if err != nil {
+		done(zero, err)
+		return
+	}
+	p := groupsPartitionOf(group, len(routes))
+	i := h.d.ownerShard(p)
+	if i < 0 || i >= len(h.shards) {
+		done(zero, service.Errorf(service.ErrCoordinatorNotAvailable, "%s partition %d, which holds group %q, is not in this node's metadata yet; retry shortly",
+			metadata.GroupsTopic, p, group))
+		return
+	}
+	gs := h.shards[i]
+	runOn(from, gs.sh, nil, func(_ *shard.Shard, reply func(R, error)) {
+		c, err := h.coordinator(gs, p, routes[p], group)
+		if err != nil {
+			reply(zero, err)
+			return
+		}
+		fn(c, reply)
+	}, done)
+}
+
+// groupsAll runs read on every shard with its half of the host and
+// calls done once with the answers, by shard id: on from, or (from nil)
+// on the shard that answered last. A shard that cannot take the call
+// answers R's zero value.
+func groupsAll[R any](h *groupsHost, from *shard.Shard, read func(gs *groupsShard) R, done func([]R)) {
+	out := make([]R, len(h.shards))
+	var left atomic.Int32 // answers may arrive on several shards when from is nil
+	left.Store(int32(len(h.shards)))
+	for i, gs := range h.shards {
+		runOn(from, gs.sh, nil, func(_ *shard.Shard, reply func(R, error)) { reply(read(gs), nil) }, func(v R, _ error) {
+			out[i] = v
+			if left.Add(-1) == 0 {
+				done(out)
+			}
+		})
+	}
+}
+
+// groupsAllWait is groupsAll for a caller that is not a shard (a scrape,
+// the HTTP API): it waits for the answers within ctx. REQUIRES: not on a
+// shard, and not a stepped group's (nothing would run the shards).
+func groupsAllWait[R any](ctx context.Context, h *groupsHost, read func(gs *groupsShard) R) ([]R, error) {
+	ch := make(chan []R, 1) // buffered: a late answer never blocks its shard
+	groupsAll(h, nil, read, func(out []R) { ch <- out })
+	select {
+	case out := <-ch:
+		return out, nil
+	case <-ctx.Done():
+		return nil, errGroupsTimeout
+	}
+}
+
+// errGroupsTimeout is a wait for the shards' coordinators running past
+// its deadline.
+var errGroupsTimeout = errors.New("node: the shards did not answer for their group coordinators in time")
+
 // needTopic answers a group request made before the topic exists: the
 // metadata primary creates it (once) and answers ErrCoordinatorLoading
 // meanwhile; another node points at the metadata primary, which
 // FindCoordinator names until the topic exists.
-// REQUIRES: h.mu held.
 func (h *groupsHost) needTopic(group string) error {
 	if err := h.d.ready(); err != nil {
 		return err // the topic may exist: this node has not loaded the metadata yet
@@ -385,21 +455,18 @@ func (h *groupsHost) needTopic(group string) error {
 		e.Hint = &service.Hint{NodeID: primary, ClientAddr: h.d.addrOf(primary)}
 		return e
 	}
-	if !h.creating && !h.stopped {
-		h.creating = true
-		h.wg.Add(1)
-		go func() {
-			defer h.wg.Done()
-			ch := make(chan error, 1)
-			h.d.createTopic(h.d.partitions, func(err error) { ch <- err })
-			if err := <-ch; err != nil {
+	if !h.stopped.Load() && h.creating.CompareAndSwap(false, true) {
+		// The answer runs on the controller's shard; each shard then
+		// looks at the new routes at once rather than at its tick.
+		h.d.createTopic(h.d.partitions, func(err error) {
+			if err != nil {
 				h.d.infof("groups: creating the internal topic failed", "topic", metadata.GroupsTopic, "error", err)
 			}
-			h.refresh()
-			h.mu.Lock()
-			h.creating = false
-			h.mu.Unlock()
-		}()
+			h.creating.Store(false)
+			for _, gs := range h.shards {
+				_ = gs.sh.Post(func() { h.refresh(gs) })
+			}
+		})
 	}
 	return service.Errorf(service.ErrCoordinatorLoading, "node %d is creating %s, which will hold group %q; retry shortly",
 		h.d.self, metadata.GroupsTopic, group)
@@ -407,20 +474,15 @@ func (h *groupsHost) needTopic(group string) error {
 
 // find is the node that coordinates group: the primary of its
 // partition, or, until the topic exists, the metadata primary (which
-// creates it at the group's first request).
+// creates it at the group's first request). Callable from any goroutine.
 func (h *groupsHost) find(group string) (service.GroupCoordinator, error) {
-	h.mu.Lock()
-	routes := h.routes
-	if routes == nil {
-		if err := h.d.ready(); err != nil {
-			h.mu.Unlock()
-			return service.GroupCoordinator{NodeID: -1}, err
-		}
-		if h.d.metaPrimary() == h.d.self {
-			_ = h.needTopic(group) // starts the create; the answer names this node meanwhile
-		}
+	routes, err := h.d.data.groupsRoutes()
+	if err != nil {
+		return service.GroupCoordinator{NodeID: -1}, err
 	}
-	h.mu.Unlock()
+	if routes == nil && h.d.metaPrimary() == h.d.self {
+		_ = h.needTopic(group) // starts the create; the answer names this node meanwhile
+	}
 	id := h.d.metaPrimary()
 	where := "the metadata primary"
 	if routes != nil {
@@ -438,9 +500,13 @@ func (h *groupsHost) find(group string) (service.GroupCoordinator, error) {
 // groupsPartLog is a coordinator's log: partition p of the internal
 // topic, written at generation gen, so that a write after the node lost
 // the partition is refused (the generation fences it) instead of landing
-// in a log another coordinator now writes.
+// in a log another coordinator now writes. Its calls are made from sh,
+// the partition's shard and the coordinator's owner, and answered there.
 type groupsPartLog struct {
-	data   groupsData
+	data groupsData
+	// sh is the shard the calls are made from; nil (a test reading the
+	// log) answers on the partition's shard.
+	sh     *shard.Shard
 	p, gen int32
 	// clock stamps the records.
 	clock clock.Clock
@@ -449,80 +515,49 @@ type groupsPartLog struct {
 var _ groups.Log = (*groupsPartLog)(nil)
 
 // Append produces recs as one batch with acks = quorum. Batches of
-// successive Appends reach the partition's shard in order (one inbox),
-// so the log keeps the coordinator's order.
+// successive Appends reach the partition's replica in order (on its own
+// shard, inline), so the log keeps the coordinator's order.
 func (l *groupsPartLog) Append(recs []groups.Record, done func(error)) {
+	l.append(recs, func(_ int64, err error) { done(err) })
+}
+
+// append is Append that answers the batch's base offset.
+func (l *groupsPartLog) append(recs []groups.Record, done func(int64, error)) {
 	b, err := groupsBatch(recs, l.clock.Now().UnixMilli())
 	if err != nil {
-		done(err)
+		done(0, err)
 		return
 	}
-	l.data.produceInternal(nil, &service.ProduceRequest{PartitionRef: l.ref(), Acks: service.AcksQuorum, Timeout: groupsCallTimeout, Records: b},
-		func(_ service.ProduceResult, err error) { done(coordinatorErr(err, l.p)) })
+	l.data.produceInternal(l.sh, &service.ProduceRequest{PartitionRef: l.ref(), Acks: service.AcksQuorum, Timeout: groupsCallTimeout, Records: b},
+		func(res service.ProduceResult, err error) { done(res.BaseOffset, coordinatorErr(err, l.p)) })
 }
 
 func (l *groupsPartLog) ref() service.PartitionRef {
 	return service.PartitionRef{Topic: metadata.GroupsTopic, Partition: l.p, Generation: l.gen}
 }
 
-// appendWait is Append that waits, and answers the batch's base offset.
-func (l *groupsPartLog) appendWait(recs []groups.Record, gone <-chan struct{}) (int64, error) {
-	b, err := groupsBatch(recs, l.clock.Now().UnixMilli())
-	if err != nil {
-		return 0, err
-	}
-	type answer struct {
-		off int64
-		err error
-	}
-	ch := make(chan answer, 1)
-	l.data.produceInternal(nil, &service.ProduceRequest{PartitionRef: l.ref(), Acks: service.AcksQuorum, Timeout: groupsCallTimeout, Records: b},
-		func(res service.ProduceResult, err error) { ch <- answer{res.BaseOffset, err} })
-	select {
-	case a := <-ch:
-		return a.off, a.err
-	case <-gone:
-		return 0, errGroupsPartitionGone
-	}
-}
-
-// errGroupsPartitionGone: the node stopped leading the partition while
-// a load waited on it.
-var errGroupsPartitionGone = errors.New("node: no longer the primary of the groups partition")
-
-// fetchWait reads committed records from offset on, and the offset to
-// read next. Control batches (the consensus layer's) are skipped. An
-// offset below the log start (the segments below a checkpoint were
-// deleted: groups_checkpoint.go) answers no records and the log start.
-func (l *groupsPartLog) fetchWait(from int64, gone <-chan struct{}) ([]groups.Record, int64, error) {
-	type answer struct {
-		buf   []byte
-		start int64
-		err   error
-	}
-	ch := make(chan answer, 1)
-	l.data.Fetch(nil, &service.FetchRequest{PartitionRef: l.ref(), Offset: from, MaxBytes: groupsLoadFetchBytesMax},
+// fetch reads committed records from offset on, and answers them with
+// the offset to read next. Control batches (the consensus layer's) are
+// skipped. An offset below the log start (the segments below a
+// checkpoint were deleted: groups_checkpoint.go) answers no records and
+// the log start.
+func (l *groupsPartLog) fetch(from int64, done func(recs []groups.Record, next int64, err error)) {
+	l.data.Fetch(l.sh, &service.FetchRequest{PartitionRef: l.ref(), Offset: from, MaxBytes: groupsLoadFetchBytesMax},
 		func(res service.FetchResult, err error) {
 			var buf []byte
 			if err == nil {
 				buf, err = res.Records.AppendTo(nil)
 				res.Records.Release()
 			}
-			ch <- answer{buf, res.LogStartOffset, err}
+			switch {
+			case err != nil && res.LogStartOffset > from:
+				done(nil, res.LogStartOffset, nil)
+			case err != nil:
+				done(nil, from, err)
+			default:
+				done(groupsRecords(buf, from))
+			}
 		})
-	var a answer
-	select {
-	case a = <-ch:
-	case <-gone:
-		return nil, from, errGroupsPartitionGone
-	}
-	if a.err != nil && a.start > from {
-		return nil, a.start, nil
-	}
-	if a.err != nil {
-		return nil, from, a.err
-	}
-	return groupsRecords(a.buf, from)
 }
 
 // groupsRecords splits fetched batches into the coordinator's records
@@ -605,6 +640,9 @@ func (c *controller) createGroupsTopic(partitions int, done func(error)) {
 	cmd, err := c.state.PlanCreateTopic(metadata.CreateRequest{Name: metadata.GroupsTopic, Partitions: partitions,
 		Racks: c.rosterRacks(), Internal: true, Config: metadata.TopicConfig{RetentionMs: -1, RetentionBytes: -1}},
 		roster, eligible, defRF, c.d.clock.Now().UnixMilli())
+	if err == nil && c.d.topicID != nil {
+		cmd.Topic.ID = c.d.topicID() // the seam createTopic draws from, so that a simulated seed replays
+	}
 	if errors.Is(err, metadata.ErrTopicExists) {
 		done(nil)
 		return

@@ -155,6 +155,9 @@ func (s *snSim) create(t *snTopic) {
 			for i := 0; i < s.p.clients; i++ {
 				s.startClient(t)
 			}
+			if s.groups != nil {
+				s.groups.start(t)
+			}
 		})
 	})
 }
@@ -352,6 +355,14 @@ func (s *snSim) fault(until time.Duration) {
 		}
 		if down+1 <= (s.p.n-1)/2 && len(ups) > 0 {
 			nd := ups[s.rng.IntN(len(ups))]
+			if s.groups != nil && s.rng.IntN(2) == 0 {
+				// Half of the crashes take the group's coordinator.
+				if c := s.groups.coordinatorNode(); c != nil {
+					nd = c
+					s.groups.stats.CoordinatorCrashes++
+					s.tracef("group: the coordinator's node %d is crashed", c.id)
+				}
+			}
 			nd.crash(s.rng.Float64() < s.p.powerLossP)
 			s.at(time.Duration(100+s.rng.IntN(3000))*time.Millisecond, func() {
 				if !nd.up {
@@ -469,6 +480,9 @@ func (s *snSim) settledWhy() string {
 			}
 		}
 	}
+	if s.groups != nil {
+		return s.groups.settledWhy()
+	}
 	return ""
 }
 
@@ -568,8 +582,22 @@ func (s *snSim) check() {
 // runNodeSim runs one seed: topics created (and one deleted) through the
 // service while clients produce, faults for the adversarial phase
 // faulty, then the heal, the settling and the checks.
-func runNodeSim(seed int64, nodes int, faulty time.Duration, trace func(string)) (st snStats, err error) {
+func runNodeSim(seed int64, nodes int, faulty time.Duration, trace func(string)) (snStats, error) {
+	return newSnSim(seed, nodes, trace).run(faulty)
+}
+
+// runNodeSimGroups runs one seed with the groups scenario
+// (simnode_groups_test.go) on top.
+func runNodeSimGroups(seed int64, nodes int, faulty time.Duration, trace func(string)) (snStats, snGroupStats, error) {
 	s := newSnSim(seed, nodes, trace)
+	s.groups = newSnGroups(s)
+	st, err := s.run(faulty)
+	return st, s.groups.stats, err
+}
+
+// run runs the seed's topics, clients and faults.
+func (s *snSim) run(faulty time.Duration) (st snStats, err error) {
+	seed := s.seed
 	defer func() {
 		if p := recover(); p != nil {
 			s.fail("panic: %v\n%s", p, debug.Stack())
@@ -628,6 +656,9 @@ func runNodeSim(seed int64, nodes int, faulty time.Duration, trace func(string))
 		s.stats.PrimaryMoves += int(nd.n.balanceStats.Finished.Load())
 	}
 	s.check()
+	if s.groups != nil && s.err == nil {
+		s.groups.check()
+	}
 	return
 }
 

@@ -8,6 +8,7 @@ import (
 	"io"
 	"log/slog"
 	"math/rand/v2"
+	"os"
 	"time"
 
 	"github.com/cespare/xxhash/v2"
@@ -131,6 +132,8 @@ type snSim struct {
 	trace     func(string)
 	roster    []config.RosterNode
 	idSeq     uint64
+	// groups is the groups scenario (simnode_groups_test.go); nil: off.
+	groups *snGroups
 }
 
 // snLink is one stream of messages: from, to, and what it carries (a
@@ -240,6 +243,9 @@ func (nd *snNode) config() config.Config {
 	// The balancer looks every half second (30 s in the product), so
 	// that primaries move while clients produce.
 	cfg.Cluster.LeaderBalanceIntervalMs, cfg.Cluster.LeaderImbalanceCheckIntervalMs = snBalanceMs, snBalanceMs
+	// Two partitions of __groups (created only by the groups scenario's
+	// first call), so that seeds stay quick.
+	cfg.Cluster.GroupsPartitions = 2
 	return cfg
 }
 
@@ -247,7 +253,7 @@ func (nd *snNode) config() config.Config {
 // simulator's seams, and starts its transport's beat.
 func (nd *snNode) start() {
 	s := nd.s
-	n, err := New(nd.config(), slog.New(slog.NewTextHandler(io.Discard, nil)))
+	n, err := New(nd.config(), slog.New(slog.NewTextHandler(snLogOut(), nil)))
 	if err != nil {
 		s.fail("node %d: %v", nd.id, err)
 		return
@@ -561,4 +567,13 @@ func (nd *snNode) replica(id metadata.TopicID, p int32) *partition.Replica {
 		return nil
 	}
 	return h.Get(shardKey(id, p))
+}
+
+// snLogOut is where the simulated nodes log: nowhere, or with SNLOG set
+// (replaying one seed), stderr.
+func snLogOut() io.Writer {
+	if os.Getenv("SNLOG") != "" {
+		return os.Stderr
+	}
+	return io.Discard
 }

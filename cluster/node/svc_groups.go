@@ -45,30 +45,21 @@ func (s *nodeService) groupErr(err error) error {
 	return s.svcErr(err)
 }
 
-// onShard runs fn on from (inline when already there): the coordinator
-// answers a parked call on the goroutine that completed it (another
-// connection's shard, or the ticker). With from nil fn runs where it is.
-func onShard(from *shard.Shard, fn func()) {
-	if from == nil || from.OnThread() {
-		fn()
+// groupCall runs fn with group's coordinator on the shard that owns it
+// (groups_log.go) and answers through done on from (on the owner when
+// from is nil); a group this node does not coordinate, or an invalid
+// name, is answered its error without fn.
+func groupCall[R any](s *nodeService, from *shard.Shard, group string, fn func(c *groups.Coordinator, reply func(R, error)), done func(R, error)) {
+	var zero R
+	if s.groups == nil {
+		done(zero, service.Errorf(service.ErrCoordinatorNotAvailable, "this node runs no group coordinator"))
 		return
 	}
-	// A refused post (the shard is stopping, or its inbox is full) loses
-	// the answer; the client times the request out and retries.
-	_ = from.Post(fn)
-}
-
-// coordinator is this node's coordinator of group when it coordinates
-// the group (it leads the group's partition of the internal topic and
-// has loaded it: groups_log.go), else the error to answer with.
-func (s *nodeService) coordinator(group string) (*groups.Coordinator, error) {
-	if s.groups == nil {
-		return nil, service.Errorf(service.ErrCoordinatorNotAvailable, "this node runs no group coordinator")
-	}
 	if err := wire.ValidateConsumerName(group); err != nil {
-		return nil, service.Errorf(service.ErrInvalidConsumerName, "group %q: %v", group, err)
+		done(zero, service.Errorf(service.ErrInvalidConsumerName, "group %q: %v", group, err))
+		return
 	}
-	return s.groups.coordinatorOf(group)
+	groupsCall(s.groups, from, group, fn, done)
 }
 
 // FindCoordinator implements service.Groups: the primary of the group's
@@ -85,11 +76,6 @@ func (s *nodeService) FindCoordinator(group string) (service.GroupCoordinator, e
 
 // JoinGroup implements service.Groups.
 func (s *nodeService) JoinGroup(from *shard.Shard, req *service.JoinGroupRequest, done func(service.JoinGroupResult, error)) {
-	c, err := s.coordinator(req.Group)
-	if err != nil {
-		done(service.JoinGroupResult{Generation: -1, MemberID: req.MemberID}, err)
-		return
-	}
 	jr := groups.JoinRequest{Group: req.Group, MemberID: req.MemberID, InstanceID: req.InstanceID, ClientID: req.ClientID,
 		Host: req.Host, ProtocolType: req.ProtocolType, SessionTimeout: req.SessionTimeout,
 		RebalanceTimeout: req.RebalanceTimeout, RequireKnownMember: req.RequireKnownMember}
@@ -97,69 +83,65 @@ func (s *nodeService) JoinGroup(from *shard.Shard, req *service.JoinGroupRequest
 		jr.Protocols = append(jr.Protocols, groups.Protocol{Name: p.Name, Metadata: p.Metadata})
 	}
 	ptype := req.ProtocolType
-	c.Join(s.now(), jr, func(res groups.JoinResult, err error) {
-		out := service.JoinGroupResult{Generation: res.Generation, MemberID: res.MemberID}
-		if err == nil {
-			out.ProtocolType, out.Protocol, out.LeaderID = ptype, res.Protocol, res.LeaderID
-			for _, m := range res.Members {
-				out.Members = append(out.Members, service.GroupMember{MemberID: m.ID, Metadata: m.Metadata})
+	groupCall(s, from, req.Group, func(c *groups.Coordinator, reply func(service.JoinGroupResult, error)) {
+		c.Join(s.now(), jr, func(res groups.JoinResult, err error) {
+			out := service.JoinGroupResult{Generation: res.Generation, MemberID: res.MemberID}
+			if err == nil {
+				out.ProtocolType, out.Protocol, out.LeaderID = ptype, res.Protocol, res.LeaderID
+				for _, m := range res.Members {
+					out.Members = append(out.Members, service.GroupMember{MemberID: m.ID, Metadata: m.Metadata})
+				}
 			}
+			reply(out, s.groupErr(err))
+		})
+	}, func(out service.JoinGroupResult, err error) {
+		if err != nil && out.MemberID == "" && out.Generation == 0 {
+			out.Generation, out.MemberID = -1, req.MemberID // refused before the coordinator saw it
 		}
-		err = s.groupErr(err)
-		onShard(from, func() { done(out, err) })
+		done(out, err)
 	})
 }
 
 // SyncGroup implements service.Groups.
 func (s *nodeService) SyncGroup(from *shard.Shard, req *service.SyncGroupRequest, done func(service.SyncGroupResult, error)) {
-	c, err := s.coordinator(req.Group)
-	if err != nil {
-		done(service.SyncGroupResult{}, err)
-		return
-	}
 	sr := groups.SyncRequest{Group: req.Group, MemberID: req.MemberID, Generation: req.Generation, Assignments: req.Assignments}
-	c.Sync(s.now(), sr, func(assignment []byte, err error) {
-		var out service.SyncGroupResult
-		if err == nil {
-			out.Assignment = assignment
-			if d, derr := c.Describe(req.Group); derr == nil {
-				out.ProtocolType, out.Protocol = d.ProtocolType, d.Protocol
+	groupCall(s, from, req.Group, func(c *groups.Coordinator, reply func(service.SyncGroupResult, error)) {
+		c.Sync(s.now(), sr, func(assignment []byte, err error) {
+			var out service.SyncGroupResult
+			if err == nil {
+				out.Assignment = assignment
+				if d, derr := c.Describe(req.Group); derr == nil {
+					out.ProtocolType, out.Protocol = d.ProtocolType, d.Protocol
+				}
 			}
-		}
-		err = s.groupErr(err)
-		onShard(from, func() { done(out, err) })
-	})
+			reply(out, s.groupErr(err))
+		})
+	}, done)
 }
 
 // Heartbeat implements service.Groups.
-func (s *nodeService) Heartbeat(_ *shard.Shard, req *service.HeartbeatRequest, done func(error)) {
-	c, err := s.coordinator(req.Group)
-	if err != nil {
-		done(err)
-		return
-	}
-	done(s.groupErr(c.Heartbeat(s.now(), req.Group, req.MemberID, req.Generation)))
+func (s *nodeService) Heartbeat(from *shard.Shard, req *service.HeartbeatRequest, done func(error)) {
+	groupCall(s, from, req.Group, func(c *groups.Coordinator, reply func(struct{}, error)) {
+		reply(struct{}{}, s.groupErr(c.Heartbeat(s.now(), req.Group, req.MemberID, req.Generation)))
+	}, func(_ struct{}, err error) { done(err) })
 }
 
 // LeaveGroup implements service.Groups.
-func (s *nodeService) LeaveGroup(_ *shard.Shard, req *service.LeaveGroupRequest, done func([]error, error)) {
-	c, err := s.coordinator(req.Group)
-	if err != nil {
-		done(nil, err)
-		return
-	}
-	ids := make([]string, len(req.Members))
-	for i, m := range req.Members {
-		ids[i] = m.MemberID
-		if m.MemberID == "" && m.InstanceID != "" {
-			ids[i] = c.MemberOfInstance(req.Group, m.InstanceID)
+func (s *nodeService) LeaveGroup(from *shard.Shard, req *service.LeaveGroupRequest, done func([]error, error)) {
+	groupCall(s, from, req.Group, func(c *groups.Coordinator, reply func([]error, error)) {
+		ids := make([]string, len(req.Members))
+		for i, m := range req.Members {
+			ids[i] = m.MemberID
+			if m.MemberID == "" && m.InstanceID != "" {
+				ids[i] = c.MemberOfInstance(req.Group, m.InstanceID)
+			}
 		}
-	}
-	errs := c.Leave(s.now(), req.Group, ids)
-	for i := range errs {
-		errs[i] = s.groupErr(errs[i])
-	}
-	done(errs, nil)
+		errs := c.Leave(s.now(), req.Group, ids)
+		for i := range errs {
+			errs[i] = s.groupErr(errs[i])
+		}
+		reply(errs, nil)
+	}, done)
 }
 
 // CommitGroupOffsets implements service.Groups: the coordinator checks
@@ -167,11 +149,6 @@ func (s *nodeService) LeaveGroup(_ *shard.Shard, req *service.LeaveGroupRequest,
 // the group's partition of the internal topic. An entry for a partition
 // the node's metadata does not have is refused on its own.
 func (s *nodeService) CommitGroupOffsets(from *shard.Shard, req *service.CommitGroupOffsetsRequest, done func([]error, error)) {
-	c, err := s.coordinator(req.Group)
-	if err != nil {
-		done(nil, err)
-		return
-	}
 	entries := make([]error, len(req.Offsets))
 	var offs []groups.Offset
 	for i, o := range req.Offsets {
@@ -186,24 +163,23 @@ func (s *nodeService) CommitGroupOffsets(from *shard.Shard, req *service.CommitG
 		offs = append(offs, groups.Offset{TopicPartition: groups.TopicPartition{Topic: o.Topic, Partition: o.Partition},
 			TopicID: t.ID, Offset: o.Offset, Metadata: o.Metadata})
 	}
-	c.Commit(s.now(), req.Group, req.MemberID, req.Generation, offs, func(err error) {
-		err = s.groupErr(err)
-		onShard(from, func() {
-			if err != nil && errors.Is(err, service.ErrInvalidOffset) {
-				for i := range entries {
-					if entries[i] == nil {
-						entries[i] = err
-					}
+	groupCall(s, from, req.Group, func(c *groups.Coordinator, reply func(struct{}, error)) {
+		c.Commit(s.now(), req.Group, req.MemberID, req.Generation, offs, func(err error) { reply(struct{}{}, s.groupErr(err)) })
+	}, func(_ struct{}, err error) {
+		if err != nil && errors.Is(err, service.ErrInvalidOffset) {
+			for i := range entries {
+				if entries[i] == nil {
+					entries[i] = err
 				}
-				done(entries, nil)
-				return
-			}
-			if err != nil {
-				done(nil, err)
-				return
 			}
 			done(entries, nil)
-		})
+			return
+		}
+		if err != nil {
+			done(nil, err)
+			return
+		}
+		done(entries, nil)
 	})
 }
 
@@ -213,11 +189,6 @@ func (s *nodeService) CommitGroupOffsets(from *shard.Shard, req *service.CommitG
 // before they moved to the internal topic, and what a native consumer
 // of the same name commits).
 func (s *nodeService) FetchGroupOffsets(from *shard.Shard, req *service.FetchGroupOffsetsRequest, done func([]service.CommittedOffset, error)) {
-	c, err := s.coordinator(req.Group)
-	if err != nil {
-		done(nil, err)
-		return
-	}
 	var tps []groups.TopicPartition
 	if len(req.Partitions) > 0 {
 		tps = make([]groups.TopicPartition, len(req.Partitions))
@@ -225,12 +196,19 @@ func (s *nodeService) FetchGroupOffsets(from *shard.Shard, req *service.FetchGro
 			tps[i] = groups.TopicPartition{Topic: tp.Topic, Partition: tp.Partition}
 		}
 	}
-	have := s.currentOffsets(c.Offsets(req.Group, tps), tps == nil)
-	s.metaOffsets(from, &service.FetchOffsetsRequest{Consumer: req.Group, Partitions: req.Partitions}, func(old []service.CommittedOffset, err error) {
+	groupCall(s, from, req.Group, func(c *groups.Coordinator, reply func([]groups.Offset, error)) {
+		reply(s.currentOffsets(c.Offsets(req.Group, tps), tps == nil), nil)
+	}, func(have []groups.Offset, err error) {
 		if err != nil {
-			old = nil // the fallback is for old data only: serve what the coordinator has
+			done(nil, err)
+			return
 		}
-		done(mergeGroupOffsets(have, old, tps == nil), nil)
+		s.metaOffsets(from, &service.FetchOffsetsRequest{Consumer: req.Group, Partitions: req.Partitions}, func(old []service.CommittedOffset, err error) {
+			if err != nil {
+				old = nil // the fallback is for old data only: serve what the coordinator has
+			}
+			done(mergeGroupOffsets(have, old, tps == nil), nil)
+		})
 	})
 }
 
@@ -293,8 +271,8 @@ func mergeGroupOffsets(have []groups.Offset, old []service.CommittedOffset, all 
 
 // ListGroups implements service.Groups: the groups this node
 // coordinates (of the internal topic's partitions it leads), as a Kafka
-// broker lists its own.
-func (s *nodeService) ListGroups(_ *shard.Shard, req *service.ListGroupsRequest, done func([]service.GroupSummary, error)) {
+// broker lists its own; every shard lists its own coordinators.
+func (s *nodeService) ListGroups(from *shard.Shard, req *service.ListGroupsRequest, done func([]service.GroupSummary, error)) {
 	if s.groups == nil {
 		done(nil, nil)
 		return
@@ -303,32 +281,45 @@ func (s *nodeService) ListGroups(_ *shard.Shard, req *service.ListGroupsRequest,
 	for _, st := range req.States {
 		want[st] = true
 	}
-	var out []service.GroupSummary
-	for _, c := range s.groups.loadedCoordinators() {
-		for _, d := range c.List() {
-			if len(want) > 0 && !want[d.State.String()] {
+	groupsAll(s.groups, from, func(gs *groupsShard) []service.GroupSummary {
+		var out []service.GroupSummary
+		for _, pt := range gs.sorted() {
+			if !pt.loaded {
 				continue
 			}
-			out = append(out, service.GroupSummary{Name: d.Name, ProtocolType: d.ProtocolType, State: d.State.String()})
+			for _, d := range pt.coord.List() {
+				if len(want) > 0 && !want[d.State.String()] {
+					continue
+				}
+				out = append(out, service.GroupSummary{Name: d.Name, ProtocolType: d.ProtocolType, State: d.State.String()})
+			}
 		}
-	}
-	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
-	done(out, nil)
+		return out
+	}, func(per [][]service.GroupSummary) {
+		var out []service.GroupSummary
+		for _, l := range per {
+			out = append(out, l...)
+		}
+		sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+		done(out, nil)
+	})
 }
 
 // DescribeGroup implements service.Groups.
-func (s *nodeService) DescribeGroup(_ *shard.Shard, group string, done func(service.GroupDescription, error)) {
-	c, err := s.coordinator(group)
-	if err != nil {
-		done(service.GroupDescription{Name: group, State: groups.Dead.String()}, err)
-		return
-	}
-	d, err := c.Describe(group)
-	out := service.GroupDescription{Name: group, State: d.State.String(), ProtocolType: d.ProtocolType, Protocol: d.Protocol,
-		Generation: d.Generation}
-	for _, m := range d.Members {
-		out.Members = append(out.Members, service.GroupMemberDescription{MemberID: m.ID, InstanceID: m.InstanceID,
-			ClientID: m.ClientID, Host: m.Host, Metadata: m.Metadata, Assignment: m.Assignment})
-	}
-	done(out, s.groupErr(err))
+func (s *nodeService) DescribeGroup(from *shard.Shard, group string, done func(service.GroupDescription, error)) {
+	groupCall(s, from, group, func(c *groups.Coordinator, reply func(service.GroupDescription, error)) {
+		d, err := c.Describe(group)
+		out := service.GroupDescription{Name: group, State: d.State.String(), ProtocolType: d.ProtocolType, Protocol: d.Protocol,
+			Generation: d.Generation}
+		for _, m := range d.Members {
+			out.Members = append(out.Members, service.GroupMemberDescription{MemberID: m.ID, InstanceID: m.InstanceID,
+				ClientID: m.ClientID, Host: m.Host, Metadata: m.Metadata, Assignment: m.Assignment})
+		}
+		reply(out, s.groupErr(err))
+	}, func(out service.GroupDescription, err error) {
+		if out.Name == "" {
+			out = service.GroupDescription{Name: group, State: groups.Dead.String()}
+		}
+		done(out, err)
+	})
 }

@@ -17,49 +17,75 @@ import (
 // drops both copies: the metadata group's first, then the coordinator's
 // (whose tombstones go into __groups).
 
+// groupState is what the delete calls read of a group first, on its
+// coordinator's shard.
+type groupState struct {
+	// known: the coordinator holds the group; members and subscribed
+	// (the topics its consumer members subscribe to) as it holds them.
+	known      bool
+	members    int
+	subscribed map[string]bool
+}
+
+// readGroupState reads group's state on its coordinator's shard.
+func (s *nodeService) readGroupState(from *shard.Shard, group string, done func(groupState, error)) {
+	groupCall(s, from, group, func(c *groups.Coordinator, reply func(groupState, error)) {
+		d, err := c.Describe(group)
+		st := groupState{known: err == nil, members: len(d.Members), subscribed: map[string]bool{}}
+		if st.known && d.ProtocolType == "consumer" {
+			for _, m := range d.Members {
+				for _, t := range subscriptionTopics(m.Metadata) {
+					st.subscribed[t] = true
+				}
+			}
+		}
+		reply(st, nil)
+	}, done)
+}
+
 // DeleteGroup implements service.Groups: an empty group is forgotten
 // with its committed offsets.
 func (s *nodeService) DeleteGroup(from *shard.Shard, group string, done func(error)) {
-	c, err := s.coordinator(group)
-	if err != nil {
-		done(err)
-		return
-	}
-	known := true
-	if d, err := c.Describe(group); err != nil {
-		known = false
-	} else if len(d.Members) > 0 {
-		done(service.Errorf(service.ErrNonEmptyGroup, "group %q has %d members; it can be deleted once they leave or their sessions expire", group, len(d.Members)))
-		return
-	}
-	s.metaOffsets(from, &service.FetchOffsetsRequest{Consumer: group}, func(offs []service.CommittedOffset, err error) {
+	s.readGroupState(from, group, func(st groupState, err error) {
 		switch {
 		case err != nil:
 			done(err)
 			return
-		case !known && len(offs) == 0:
-			done(service.Errorf(service.ErrUnknownGroup, "group %q has no members and no committed offsets", group))
+		case st.members > 0:
+			done(service.Errorf(service.ErrNonEmptyGroup, "group %q has %d members; it can be deleted once they leave or their sessions expire", group, st.members))
 			return
 		}
-		forget := func() {
-			if err := c.Delete(group); err != nil && !errors.Is(err, groups.ErrUnknownGroup) {
-				done(s.groupErr(err))
+		s.metaOffsets(from, &service.FetchOffsetsRequest{Consumer: group}, func(offs []service.CommittedOffset, err error) {
+			switch {
+			case err != nil:
+				done(err)
+				return
+			case !st.known && len(offs) == 0:
+				done(service.Errorf(service.ErrUnknownGroup, "group %q has no members and no committed offsets", group))
 				return
 			}
-			done(nil)
-		}
-		if len(offs) == 0 {
-			forget()
-			return
-		}
-		adminCall(s, from, true, func(a metadataAdmin, reply func(struct{}, error)) { a.deleteOffsets(group, nil, reply) },
-			func(_ struct{}, err error) {
-				if err != nil {
-					done(err)
-					return
-				}
+			forget := func() {
+				groupCall(s, from, group, func(c *groups.Coordinator, reply func(struct{}, error)) {
+					if err := c.Delete(group); err != nil && !errors.Is(err, groups.ErrUnknownGroup) {
+						reply(struct{}{}, s.groupErr(err))
+						return
+					}
+					reply(struct{}{}, nil)
+				}, func(_ struct{}, err error) { done(err) })
+			}
+			if len(offs) == 0 {
 				forget()
-			})
+				return
+			}
+			adminCall(s, from, true, func(a metadataAdmin, reply func(struct{}, error)) { a.deleteOffsets(group, nil, reply) },
+				func(_ struct{}, err error) {
+					if err != nil {
+						done(err)
+						return
+					}
+					forget()
+				})
+		})
 	})
 }
 
@@ -68,77 +94,67 @@ func (s *nodeService) DeleteGroup(from *shard.Shard, group string, done func(err
 // (ErrGroupSubscribedToTopic), the others are dropped; a partition with
 // no committed offset is no error.
 func (s *nodeService) DeleteGroupOffsets(from *shard.Shard, req *service.DeleteGroupOffsetsRequest, done func([]error, error)) {
-	c, err := s.coordinator(req.Group)
-	if err != nil {
-		done(nil, err)
-		return
-	}
-	subscribed := map[string]bool{}
-	d, derr := c.Describe(req.Group)
-	known := derr == nil
-	if known && d.ProtocolType == "consumer" {
-		for _, m := range d.Members {
-			for _, t := range subscriptionTopics(m.Metadata) {
-				subscribed[t] = true
-			}
-		}
-	}
-	s.metaOffsets(from, &service.FetchOffsetsRequest{Consumer: req.Group}, func(offs []service.CommittedOffset, err error) {
+	s.readGroupState(from, req.Group, func(st groupState, err error) {
 		if err != nil {
 			done(nil, err)
 			return
 		}
-		if !known && len(offs) == 0 {
-			done(nil, service.Errorf(service.ErrUnknownGroup, "group %q has no members and no committed offsets", req.Group))
-			return
-		}
-		entries := make([]error, len(req.Partitions))
-		var drop []service.TopicPartition
-		for i, p := range req.Partitions {
-			if subscribed[p.Topic] {
-				entries[i] = service.Errorf(service.ErrGroupSubscribedToTopic, "a member of group %q subscribes to topic %q: its offsets stay while it does", req.Group, p.Topic)
-				continue
+		s.metaOffsets(from, &service.FetchOffsetsRequest{Consumer: req.Group}, func(offs []service.CommittedOffset, err error) {
+			if err != nil {
+				done(nil, err)
+				return
 			}
-			drop = append(drop, p)
-		}
-		if len(drop) == 0 {
-			done(entries, nil)
-			return
-		}
-		// The coordinator's copy (in __groups), once the metadata
-		// group's is gone, so that the fallback cannot bring it back.
-		forget := func() {
-			if !known {
+			if !st.known && len(offs) == 0 {
+				done(nil, service.Errorf(service.ErrUnknownGroup, "group %q has no members and no committed offsets", req.Group))
+				return
+			}
+			entries := make([]error, len(req.Partitions))
+			var drop []service.TopicPartition
+			for i, p := range req.Partitions {
+				if st.subscribed[p.Topic] {
+					entries[i] = service.Errorf(service.ErrGroupSubscribedToTopic, "a member of group %q subscribes to topic %q: its offsets stay while it does", req.Group, p.Topic)
+					continue
+				}
+				drop = append(drop, p)
+			}
+			if len(drop) == 0 {
 				done(entries, nil)
 				return
 			}
-			tps := make([]groups.TopicPartition, len(drop))
-			for i, p := range drop {
-				tps[i] = groups.TopicPartition{Topic: p.Topic, Partition: p.Partition}
-			}
-			c.DeleteOffsets(req.Group, tps, func(err error) {
-				err = s.groupErr(err)
-				onShard(from, func() {
+			// The coordinator's copy (in __groups), once the metadata
+			// group's is gone, so that the fallback cannot bring it back.
+			forget := func() {
+				if !st.known {
+					done(entries, nil)
+					return
+				}
+				tps := make([]groups.TopicPartition, len(drop))
+				for i, p := range drop {
+					tps[i] = groups.TopicPartition{Topic: p.Topic, Partition: p.Partition}
+				}
+				groupCall(s, from, req.Group, func(c *groups.Coordinator, reply func(struct{}, error)) {
+					c.DeleteOffsets(req.Group, tps, func(err error) { reply(struct{}{}, s.groupErr(err)) })
+				}, func(_ struct{}, err error) {
 					if err != nil {
 						done(nil, err)
 						return
 					}
 					done(entries, nil)
 				})
-			})
-		}
-		if !hasAny(offs, drop) {
-			forget()
-			return
-		}
-		adminCall(s, from, true, func(a metadataAdmin, reply func(struct{}, error)) { a.deleteOffsets(req.Group, drop, reply) },
-			func(_ struct{}, err error) {
-				if err != nil {
-					done(nil, err)
-					return
-				}
+			}
+			if !hasAny(offs, drop) {
 				forget()
-			})
+				return
+			}
+			adminCall(s, from, true, func(a metadataAdmin, reply func(struct{}, error)) { a.deleteOffsets(req.Group, drop, reply) },
+				func(_ struct{}, err error) {
+					if err != nil {
+						done(nil, err)
+						return
+					}
+					forget()
+				})
+		})
 	})
 }
 

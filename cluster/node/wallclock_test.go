@@ -14,7 +14,6 @@ import (
 // so that the whole-node simulator runs it on simulated time and a seed
 // replays.
 var wallClockAllowed = map[string]string{
-	"groups_log.go": "the groups host's ticker and its load retry wait run on a goroutine of their own (every time it reads is the node's clock)",
 	"controller.go": "a single node's start polls for its metadata replay (on the node's clock) with a sleep between looks; the simulator runs clusters",
 }
 
