@@ -61,28 +61,13 @@ const (
 // MarkerBatch: Kafka's control-record key (version 0, type -2; -1 is the
 // consensus no-op, 0 and 1 Kafka's transaction markers). Consumers skip
 // control batches.
-var MarkerControlKey = []byte{0, 0, 0xff, 0xfe}
+var MarkerControlKey = batch.ConsensusKeyConf
 
 // MarkerBatch builds the one-record control batch that carries payload as
 // its record's value: the on-disk and on-wire form of a marked batch (a
 // consensus configuration entry). REQUIRES: len(payload) <= MarkerBytesMax.
 func MarkerBatch(payload []byte, nowMs int64) []byte {
-	b, err := batch.NewBuilder(batch.Options{})
-	if err != nil {
-		panic(err)
-	}
-	if err := b.AppendKV(nowMs, MarkerControlKey, payload); err != nil {
-		panic(err)
-	}
-	out, err := b.Build()
-	if err != nil {
-		panic(err)
-	}
-	const offAttributes, offCRC = 21, 17
-	attrs := binary.BigEndian.Uint16(out[offAttributes:])
-	binary.BigEndian.PutUint16(out[offAttributes:], attrs|batch.ControlBit)
-	binary.BigEndian.PutUint32(out[offCRC:], batch.Checksum(out))
-	return out
+	return batch.BuildConsensus(MarkerControlKey, payload, nowMs, false)
 }
 
 // MarkerPayload returns the payload of a batch built by MarkerBatch, or

@@ -194,7 +194,7 @@ func validate(b []byte, crc bool) (Header, error) {
 	if h.Codec() > CodecZstd {
 		return h, fmt.Errorf("%w: unknown codec %d", ErrCorrupt, h.Codec())
 	}
-	if h.RecordCount <= 0 || h.LastOffsetDelta != h.RecordCount-1 {
+	if (h.RecordCount <= 0 || h.LastOffsetDelta != h.RecordCount-1) && !h.IsZeroWidth() {
 		return h, fmt.Errorf("%w: record count %d with last offset delta %d", ErrCorrupt, h.RecordCount, h.LastOffsetDelta)
 	}
 	if h.BaseOffset < 0 {

@@ -13,7 +13,8 @@ var validators = sync.Pool{New: func() any { return new(Records) }}
 
 // ValidateRecords checks that b holds exactly one well-formed batch, down
 // to every record. It runs Validate (header bounds, CRC-32C, attribute
-// bits, record count against last offset delta), checks the producer
+// bits, record count against last offset delta, which may be -1 only for
+// a zero-width consensus batch: see consensus.go), checks the producer
 // fields, then decompresses and walks every record as Records does:
 // RecordCount records with offset deltas 0..RecordCount-1 in order, every
 // varint and length in bounds, no bytes after the last record, and for
@@ -45,6 +46,9 @@ func ValidateRecords(b []byte) (Header, error) {
 		return h, err
 	}
 	for it.Next() {
+		if h.IsZeroWidth() && !isConsensusKey(it.Record().Key) {
+			return h, fmt.Errorf("%w: a zero-width batch (last offset delta -1) whose record is not a consensus control record", ErrCorrupt)
+		}
 	}
 	return h, it.Err()
 }
