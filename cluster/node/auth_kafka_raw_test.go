@@ -3,8 +3,6 @@ package node
 import (
 	"context"
 	"encoding/binary"
-	"errors"
-	"io"
 	"net"
 	"testing"
 	"time"
@@ -109,12 +107,13 @@ func TestKafkaSASLHandshakeV0(t *testing.T) {
 	if err == nil {
 		_, err = rc.readFrame()
 	}
-	if !errors.Is(err, io.EOF) && !errors.Is(err, net.ErrClosed) && !isConnReset(err) {
+	if !closedByServer(err) {
 		t.Fatalf("a wrong password after a v0 handshake: %v, want the connection closed", err)
 	}
 }
 
-// rawKafka is a Kafka connection driven frame by frame.
+// rawKafka is a Kafka connection driven frame by frame (the frame
+// helpers of kafka_badinput_test.go).
 type rawKafka struct {
 	c    net.Conn
 	corr int32
@@ -127,39 +126,27 @@ func dialRawKafka(t *testing.T, addr string) *rawKafka {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { c.Close() })
-	_ = c.SetDeadline(time.Now().Add(30 * time.Second))
 	return &rawKafka{c: c}
 }
 
+// writeFrame sends b as one size-prefixed frame with no Kafka header (a
+// raw SASL token).
 func (r *rawKafka) writeFrame(b []byte) error {
-	out := binary.BigEndian.AppendUint32(nil, uint32(len(b)))
-	_, err := r.c.Write(append(out, b...))
+	_, err := r.c.Write(append(binary.BigEndian.AppendUint32(nil, uint32(len(b))), b...))
 	return err
 }
 
-func (r *rawKafka) readFrame() ([]byte, error) {
-	var n [4]byte
-	if _, err := io.ReadFull(r.c, n[:]); err != nil {
-		return nil, err
-	}
-	b := make([]byte, binary.BigEndian.Uint32(n[:]))
-	_, err := io.ReadFull(r.c, b)
-	return b, err
-}
+func (r *rawKafka) readFrame() ([]byte, error) { return readFrame(r.c) }
 
-// call sends req (non-flexible versions only) and decodes its answer.
+// call sends req at its version (non-flexible ones only: the response
+// header is read as v0) and decodes its answer.
 func (r *rawKafka) call(t *testing.T, req kmsg.Request, resp kmsg.Response) {
 	t.Helper()
 	if req.IsFlexible() {
 		t.Fatal("rawKafka speaks non-flexible versions only")
 	}
 	r.corr++
-	b := binary.BigEndian.AppendUint16(nil, uint16(req.Key()))
-	b = binary.BigEndian.AppendUint16(b, uint16(req.GetVersion()))
-	b = binary.BigEndian.AppendUint32(b, uint32(r.corr))
-	b = binary.BigEndian.AppendUint16(b, 4)
-	b = append(b, "test"...)
-	if err := r.writeFrame(req.AppendTo(b)); err != nil {
+	if _, err := r.c.Write(encoded(req, req.GetVersion(), r.corr)); err != nil {
 		t.Fatal(err)
 	}
 	f, err := r.readFrame()
@@ -173,10 +160,4 @@ func (r *rawKafka) call(t *testing.T, req kmsg.Request, resp kmsg.Response) {
 	if err := resp.ReadFrom(f[4:]); err != nil {
 		t.Fatalf("%s: %v", kmsg.NameForKey(req.Key()), err)
 	}
-}
-
-// isConnReset reports whether err is the peer resetting the connection.
-func isConnReset(err error) bool {
-	var op *net.OpError
-	return errors.As(err, &op)
 }
