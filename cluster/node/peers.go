@@ -454,8 +454,8 @@ func (p *peers) pingLoop(sh *shard.Shard) {
 	beat()
 }
 
-// announce queues a route change of a partition this node leads.
-func (p *peers) announce(r peerwire.Route) {
+// Announce queues a route change of a partition this node leads.
+func (p *peers) Announce(r peerwire.Route) {
 	p.routesMu.Lock()
 	p.routesOut = append(p.routesOut, r)
 	p.routesMu.Unlock()

@@ -457,7 +457,7 @@ func (t *snTransport) send(r *partition.Replica, msgs []raftlite.Message) {
 	}
 }
 
-func (t *snTransport) announce(r peerwire.Route) { t.routesOut = append(t.routesOut, r) }
+func (t *snTransport) Announce(r peerwire.Route) { t.routesOut = append(t.routesOut, r) }
 
 func (t *snTransport) requestTransfer(from int32, tr peerwire.Transfer) {
 	self := t.nd.id

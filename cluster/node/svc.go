@@ -3,6 +3,7 @@ package node
 import (
 	"errors"
 	"fmt"
+	"github.com/corestream/corestream/cluster/routes"
 	"sync/atomic"
 	"time"
 
@@ -86,7 +87,7 @@ type svcDeps struct {
 
 // routeReader reads the route table (view.go).
 type routeReader interface {
-	get(key [20]byte) (route, bool)
+	Get(key [20]byte) (routes.Route, bool)
 }
 
 // metadataAdmin is what the service asks of the metadata controller.
@@ -127,7 +128,7 @@ func newService(n *Node) *nodeService {
 			}
 			return nil
 		},
-		caughtUp: n.lags.caughtUp, now: n.now, pids: n.pids, meter: newSvcMeter(n.clock), groups: n.groups,
+		caughtUp: n.lags.CaughtUp, now: n.now, pids: n.pids, meter: newSvcMeter(n.clock), groups: n.groups,
 		admin: func() metadataAdmin {
 			if n.ctrl == nil {
 				return nil
@@ -242,6 +243,19 @@ func (n *Node) ownerShard(topic string, p int32) int {
 
 // alive reports whether node id is believed up.
 func (n *Node) alive(id int32) bool { return id == int32(n.self) || n.peerAlive(id) }
+
+// liveSignal is the liveness signal handed to the parts: this node is
+// alive, a peer while the transport heard from it lately (no transport:
+// a single node).
+type liveSignal struct {
+	self  int32
+	peers Transport
+}
+
+// Alive reports whether node id is believed up.
+func (l liveSignal) Alive(id int32) bool {
+	return id == l.self || (l.peers != nil && l.peers.alive(id))
+}
 
 // peerAlive reports whether peer id was heard from recently.
 func (n *Node) peerAlive(id int32) bool { return n.peers != nil && n.peers.alive(id) }

@@ -2,6 +2,7 @@ package node
 
 import (
 	"context"
+	"github.com/corestream/corestream/cluster/routes"
 	"time"
 
 	"github.com/corestream/corestream/cluster/peerauth"
@@ -21,8 +22,8 @@ type Transport interface {
 	// send queues a replica's messages (its Config.Send). REQUIRES: on
 	// the replica's shard.
 	send(r *partition.Replica, msgs []raftlite.Message)
-	// announce queues the route of a partition this node leads.
-	announce(r peerwire.Route)
+	// Announce queues the route of a partition this node leads.
+	Announce(r peerwire.Route)
 	// requestTransfer asks node from, a peer, to start the transfer t.
 	requestTransfer(from int32, t peerwire.Transfer)
 	// requestReassign and answerReassign carry a replica move's step
@@ -68,7 +69,7 @@ func (n *Node) peerDeps() peerDeps {
 		stopped:   n.stopped.Load,
 		step:      n.replicas.step,
 		learnRoute: func(r peerwire.Route) {
-			n.routes.learn(shardKey(r.TopicID, r.Partition), route{leader: r.Leader, term: r.Term, inSync: maskIDs(r.InSync)})
+			n.routes.Learn(shardKey(r.TopicID, r.Partition), routes.Route{Leader: r.Leader, Term: r.Term, InSync: maskIDs(r.InSync)})
 		},
 		transfer:      func(t peerwire.Transfer) { n.replicas.transfer(t.TopicID, t.Partition, t.Target) },
 		reassign:      n.replicas.reassign,
@@ -88,7 +89,7 @@ func (n *Node) peerDeps() peerDeps {
 			}
 			return n.ctrl.snapshot
 		},
-		ledRoutes: func() []peerwire.Route { return n.routes.ledBy(int32(n.self)) },
+		ledRoutes: func() []peerwire.Route { return n.routes.LedBy(int32(n.self)) },
 		replica: func(shardID int, g raftlite.GroupID) *partition.Replica {
 			if h := n.replicas.d.hosts[shardID]; h != nil {
 				return h.Group(g)
