@@ -4,12 +4,12 @@ import (
 	"errors"
 	"fmt"
 	"github.com/corestream/corestream/cluster/routes"
+	"github.com/corestream/corestream/cluster/service/wirecode"
 	"sync/atomic"
 	"time"
 
 	"github.com/corestream/corestream/cluster/config"
 	"github.com/corestream/corestream/cluster/metadata"
-	"github.com/corestream/corestream/cluster/native"
 	"github.com/corestream/corestream/cluster/service"
 	"github.com/corestream/corestream/raftlite"
 	"github.com/corestream/corestream/shard"
@@ -260,7 +260,7 @@ func (l liveSignal) Alive(id int32) bool {
 // peerAlive reports whether peer id was heard from recently.
 func (n *Node) peerAlive(id int32) bool { return n.peers != nil && n.peers.alive(id) }
 
-// wireError is the native table's conversion (native.Error): what a
+// wireError is the native table's conversion (wirecode.Error): what a
 // native client or the HTTP API (which names its errors by the native
 // codes) is answered for a service error.
-var wireError = native.Error
+var wireError = wirecode.Error
