@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"github.com/corestream/corestream/cluster/routes"
+	"github.com/corestream/corestream/cluster/transport"
 	"hash/crc32"
 	"slices"
 	"sort"
@@ -57,8 +58,8 @@ type simNode struct {
 	view        *View
 	loaded      bool
 	routes      routes.Table
-	live        *liveness
-	watch       *downWatch
+	live        *transport.Liveness
+	watch       *transport.DownWatch
 	bal         *balancer
 	meta        *simGroup
 	groups      map[raftlite.GroupID]*simGroup
@@ -97,8 +98,8 @@ func (nd *simNode) start() {
 	nd.inSync = map[[20]byte][]int32{}
 	nd.lags = routes.LagTable{}
 	nd.routeTerm = map[[20]byte]int32{}
-	nd.live = newLiveness(nd.clock, sc.elect)
-	nd.watch = newDownWatch(sc.hb, sc.elect)
+	nd.live = transport.NewLiveness(nd.clock, sc.elect)
+	nd.watch = transport.NewDownWatch(sc.hb, sc.elect)
 	var all []raftlite.NodeID
 	for i := 1; i <= sc.p.n; i++ {
 		all = append(all, raftlite.NodeID(i))
@@ -154,7 +155,7 @@ func (nd *simNode) crash() {
 	nd.sc.tracef("node %d crashes", nd.id)
 }
 
-func (nd *simNode) alive(id int32) bool { return id == nd.id || nd.live.alive(id) }
+func (nd *simNode) alive(id int32) bool { return id == nd.id || nd.live.Alive(id) }
 
 func (nd *simNode) openGroup(key [20]byte, replicas []raftlite.NodeID, meta bool) *simGroup {
 	gid := partition.GroupID(key)
@@ -191,7 +192,7 @@ func (nd *simNode) tick() {
 			peers = append(peers, o.id)
 		}
 	}
-	down, _ := nd.watch.beat(nd.clock.Now(), peers, nd.live.alive)
+	down, _ := nd.watch.Beat(nd.clock.Now(), peers, nd.live.Alive)
 	for _, id := range down {
 		sc.res.PeerDown++
 		sc.tracef("node %d: peer %d down", nd.id, id)
@@ -268,7 +269,7 @@ func (nd *simNode) peerDown(id raftlite.NodeID) {
 		lead := g.rn.Leader()
 		if lead == id || lead == raftlite.None {
 			g.rn.ForgetLeader()
-			if campaignsAfterDown(g.replicas, lead, id, raftlite.NodeID(nd.id), alive) {
+			if transport.CampaignsAfterDown(g.replicas, lead, id, raftlite.NodeID(nd.id), alive) {
 				g.rn.Campaign()
 				g := g
 				nd.after(nd.inc, 2*nd.sc.hb, func() {
@@ -288,7 +289,7 @@ func (nd *simNode) receive(m simMsg) {
 	if !nd.up {
 		return
 	}
-	nd.live.heard(m.from)
+	nd.live.Heard(m.from)
 	switch m.kind {
 	case simRaft:
 		g := nd.groups[m.raft.Group]

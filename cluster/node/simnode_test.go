@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/binary"
 	"fmt"
+	"github.com/corestream/corestream/cluster/transport"
 	"io"
 	"log/slog"
 	"math/rand/v2"
@@ -447,7 +448,7 @@ func (t *snTransport) send(r *partition.Replica, msgs []raftlite.Message) {
 		}
 		from := t.nd.id
 		t.nd.s.transmit(t.nd, t.link(int32(m.To), r.Key()), func(dst *snNode) {
-			dst.tr.d.live.heard(from)
+			dst.tr.d.live.Heard(from)
 			owner, ok := dst.tr.groups[m.Group]
 			if !ok {
 				return // not open there (yet): consensus retransmits
@@ -462,7 +463,7 @@ func (t *snTransport) Announce(r peerwire.Route) { t.routesOut = append(t.routes
 func (t *snTransport) requestTransfer(from int32, tr peerwire.Transfer) {
 	self := t.nd.id
 	t.nd.s.transmit(t.nd, t.link(from, snTransferKey), func(dst *snNode) {
-		dst.tr.d.live.heard(self)
+		dst.tr.d.live.Heard(self)
 		dst.tr.d.transfer(tr)
 	})
 }
@@ -470,7 +471,7 @@ func (t *snTransport) requestTransfer(from int32, tr peerwire.Transfer) {
 func (t *snTransport) requestReassign(to int32, m peerwire.Reassign) {
 	self := t.nd.id
 	t.nd.s.transmit(t.nd, t.link(to, snReassignKey), func(dst *snNode) {
-		dst.tr.d.live.heard(self)
+		dst.tr.d.live.Heard(self)
 		dst.tr.d.reassign(m)
 	})
 }
@@ -478,14 +479,14 @@ func (t *snTransport) requestReassign(to int32, m peerwire.Reassign) {
 func (t *snTransport) answerReassign(to int32, m peerwire.ReassignState) {
 	self := t.nd.id
 	t.nd.s.transmit(t.nd, t.link(to, snReassignKey), func(dst *snNode) {
-		dst.tr.d.live.heard(self)
+		dst.tr.d.live.Heard(self)
 		dst.tr.d.reassignState(m)
 	})
 }
 
 func (t *snTransport) opened(g raftlite.GroupID, shardID int) { t.groups[g] = shardID }
 func (t *snTransport) closed(g raftlite.GroupID)              { delete(t.groups, g) }
-func (t *snTransport) alive(id int32) bool                    { return t.d.live.alive(id) }
+func (t *snTransport) alive(id int32) bool                    { return t.d.live.Alive(id) }
 func (t *snTransport) hops() uint64                           { return 0 }
 func (t *snTransport) shutdown(context.Context) error         { return nil }
 
@@ -496,7 +497,7 @@ func (t *snTransport) shutdown(context.Context) error         { return nil }
 func (t *snTransport) beatLoop(sh *shard.Shard) {
 	every := t.d.heartbeat
 	var sinceFull time.Duration
-	watch := newDownWatch(every, t.d.live.timeout)
+	watch := transport.NewDownWatch(every, t.d.live.Timeout())
 	var ids []int32
 	for _, m := range t.d.roster() {
 		if int32(m.ID) != t.d.self {
@@ -509,7 +510,7 @@ func (t *snTransport) beatLoop(sh *shard.Shard) {
 		if t.d.stopped() {
 			return
 		}
-		down, up := watch.beat(t.d.clock.Now(), ids, t.alive)
+		down, up := watch.Beat(t.d.clock.Now(), ids, t.alive)
 		for _, id := range up {
 			t.d.liveness(id, true)
 		}
@@ -527,11 +528,11 @@ func (t *snTransport) beatLoop(sh *shard.Shard) {
 			routes = t.d.ledRoutes()
 		}
 		for _, id := range ids {
-			s.transmit(t.nd, t.link(id, snPingKey), func(dst *snNode) { dst.tr.d.live.heard(self) })
+			s.transmit(t.nd, t.link(id, snPingKey), func(dst *snNode) { dst.tr.d.live.Heard(self) })
 			if len(routes) > 0 {
 				rs := append([]peerwire.Route(nil), routes...)
 				s.transmit(t.nd, t.link(id, snRoutesKey), func(dst *snNode) {
-					dst.tr.d.live.heard(self)
+					dst.tr.d.live.Heard(self)
 					for _, r := range rs {
 						dst.tr.d.learnRoute(r)
 					}

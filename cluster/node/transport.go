@@ -3,6 +3,7 @@ package node
 import (
 	"context"
 	"github.com/corestream/corestream/cluster/routes"
+	"github.com/corestream/corestream/cluster/transport"
 	"time"
 
 	"github.com/corestream/corestream/cluster/peerauth"
@@ -64,7 +65,7 @@ func (n *Node) peerDeps() peerDeps {
 	timeout := time.Duration(n.cfg.Cluster.ElectionTimeoutMs) * time.Millisecond
 	return peerDeps{
 		self: int32(n.self), roster: n.roster.nodes, log: n.log, group: n.group, clock: n.clock,
-		live:      newLiveness(n.clock, timeout),
+		live:      transport.NewLiveness(n.clock, timeout),
 		heartbeat: time.Duration(n.cfg.Cluster.HeartbeatIntervalMs) * time.Millisecond,
 		stopped:   n.stopped.Load,
 		step:      n.replicas.step,

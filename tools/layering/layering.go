@@ -24,7 +24,7 @@
 // the node reaches the composition root:
 //
 //	5  node                        (the composition root, the replica host, reconciliation)
-//	4  routes                      (the parts: routes and the View)
+//	4  routes  transport           (the parts: routes and the View; liveness)
 //	3  native  httpapi  kafka      (the front ends)
 //	2  service                     (the one typed service and its wire codes)
 //	1  metadata                    (the metadata state machine)
@@ -65,6 +65,7 @@ var ClusterFloors = map[string]int{
 	"cluster/httpapi":   3,
 	"cluster/kafka":     3,
 	"cluster/routes":    4,
+	"cluster/transport": 4,
 	"cluster/node":      5,
 }
 
