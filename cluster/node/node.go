@@ -111,9 +111,8 @@ type Node struct {
 	openErrs openFailures
 	// clock is the node's time seam (clock.Real unless a test or the
 	// simulator gives another before Start); every part reads time
-	// through it. now is clock.Now, kept for the front ends.
+	// through it.
 	clock clock.Clock
-	now   func() time.Time
 	// topicID draws new topics' ids (nil: random UUIDs); the whole-node
 	// simulator sets it before Start so that a seed replays.
 	topicID func() metadata.TopicID
@@ -166,7 +165,7 @@ func New(cfg config.Config, logger *slog.Logger) (*Node, error) {
 
 // setClock makes c the node's clock. REQUIRES: before Start.
 func (n *Node) setClock(c clock.Clock) {
-	n.clock, n.now = c, c.Now
+	n.clock = c
 }
 
 // Start opens the data directory, starts the shards, recovers the

@@ -490,6 +490,12 @@ func (t *snTransport) alive(id int32) bool                    { return t.d.live.
 func (t *snTransport) hops() uint64                           { return 0 }
 func (t *snTransport) shutdown(context.Context) error         { return nil }
 
+// setPeers is nothing to do: the simulated network reaches every node.
+func (t *snTransport) setPeers([]config.RosterNode) {}
+
+// segments is nil: the simulator's learners catch up by appends.
+func (t *snTransport) segments() segmentLink { return nil }
+
 // beatLoop is the TCP transport's ping loop (peers.pingLoop) over the
 // simulated network: every heartbeat the down-watch turns liveness into
 // edges (peerDown, the failover rule), and every peer gets a ping and the

@@ -128,7 +128,7 @@ func newService(n *Node) *nodeService {
 			}
 			return nil
 		},
-		caughtUp: n.lags.CaughtUp, now: n.now, pids: n.pids, meter: newSvcMeter(n.clock), groups: n.groups,
+		caughtUp: n.lags.CaughtUp, now: n.clock.Now, pids: n.pids, meter: newSvcMeter(n.clock), groups: n.groups,
 		admin: func() metadataAdmin {
 			if n.ctrl == nil {
 				return nil

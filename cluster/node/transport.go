@@ -2,6 +2,7 @@ package node
 
 import (
 	"context"
+	"github.com/corestream/corestream/cluster/config"
 	"github.com/corestream/corestream/cluster/routes"
 	"github.com/corestream/corestream/cluster/transport"
 	"time"
@@ -41,7 +42,27 @@ type Transport interface {
 	hops() uint64
 	// shutdown closes every link and the listener.
 	shutdown(ctx context.Context) error
+	// setPeers dials the links of peers new to the roster nodes and
+	// drops those of peers that left it (roster.go).
+	setPeers(nodes []config.RosterNode)
+	// segments is the catch-up of learners by whole segments; nil on a
+	// transport that copies them by appends only.
+	segments() segmentLink
 }
+
+// segmentLink carries the catch-up of learners by whole segments over
+// the peer links: the replicas' Config.SendSegment and AnswerSegment, and
+// the bytes sent so.
+type segmentLink interface {
+	sendSegment(r *partition.Replica, c *partition.SegmentChunk)
+	answerSegment(r *partition.Replica, to raftlite.NodeID, a partition.SegmentAnswer)
+	segmentBytes() int64
+}
+
+// segments is the TCP transport itself: it sends whole segments.
+func (p *peers) segments() segmentLink { return p }
+
+func (p *peers) segmentBytes() int64 { return p.SegmentBytes.Load() }
 
 var _ Transport = (*peers)(nil)
 
@@ -119,18 +140,21 @@ func (n *Node) segmentFns() (func(*partition.Replica, *partition.SegmentChunk), 
 	if n.peers == nil || appendsOnly {
 		return nil, nil
 	}
-	p, ok := n.peers.(*peers)
-	if !ok {
-		return nil, nil // another transport (tests): appends only
+	s := n.peers.segments()
+	if s == nil {
+		return nil, nil // a transport that copies by appends only (the simulator)
 	}
-	return p.sendSegment, p.answerSegment
+	return s.sendSegment, s.answerSegment
 }
 
 // SegmentBytesSent is how many bytes this node's primaries sent to
 // learners as whole segments.
 func (n *Node) SegmentBytesSent() int64 {
-	if p, ok := n.peers.(*peers); ok {
-		return p.SegmentBytes.Load()
+	if n.peers == nil {
+		return 0
+	}
+	if s := n.peers.segments(); s != nil {
+		return s.segmentBytes()
 	}
 	return 0
 }
