@@ -3,9 +3,9 @@ package httpapi
 import (
 	"encoding/json"
 	"errors"
+	"github.com/corestream/corestream/cluster/service/wirecode"
 	"net/http"
 
-	"github.com/corestream/corestream/cluster/native"
 	"github.com/corestream/corestream/netio/wire"
 )
 
@@ -136,9 +136,9 @@ func errorAnswerOf(err error, httpAddrOf func(int32) string) (status int, allow 
 	if errors.As(err, &se) {
 		status, allow, err = se.status, se.allow, se.err
 	}
-	// The service's errors get their code from the one table (native.Error),
+	// The service's errors get their code from the one table (wirecode.Error),
 	// as on the native port.
-	err = native.Error(err)
+	err = wirecode.Error(err)
 	er := &wire.ErrorResponse{Err: wire.ErrUnknownServerError, Message: err.Error()}
 	var wer *wire.ErrorResponse
 	var we *wire.Error

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"github.com/corestream/corestream/cluster/service/wirecode"
 	"net/http"
 	"net/url"
 	"slices"
@@ -11,7 +12,6 @@ import (
 	"sync"
 
 	"github.com/corestream/corestream/cluster/forward"
-	"github.com/corestream/corestream/cluster/native"
 	"github.com/corestream/corestream/cluster/service"
 	"github.com/corestream/corestream/netio/wire"
 )
@@ -388,7 +388,7 @@ func (h *API) gatherSummaries(r *http.Request, names []string) []groupSummary {
 		out[i] = groupSummary{Group: name, CoordinatorID: -1}
 		c, err := h.svcOf(r).FindCoordinator(name)
 		if err != nil {
-			code := native.CodeOf(err).Name
+			code := wirecode.CodeOf(err).Name
 			out[i].Error = &code
 			continue
 		}
@@ -465,7 +465,7 @@ func (h *API) ownSummaries(ctx context.Context, r *http.Request, names []string)
 			h.svcCtx(ctx).FetchOffsets(nil, &service.FetchOffsetsRequest{Consumer: name}, done)
 		})
 		if err != nil {
-			code := native.CodeOf(err).Name
+			code := wirecode.CodeOf(err).Name
 			s.Error = &code
 		}
 		offsets[i], out[i] = offs, s

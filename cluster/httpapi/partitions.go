@@ -4,13 +4,13 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"github.com/corestream/corestream/cluster/service/wirecode"
 	"net/http"
 	"net/url"
 	"slices"
 	"sync"
 	"time"
 
-	"github.com/corestream/corestream/cluster/native"
 	"github.com/corestream/corestream/cluster/service"
 	"github.com/corestream/corestream/netio/wire"
 )
@@ -171,7 +171,7 @@ func pagePartitions(topics []service.TopicMetadata, pq partitionsQuery) partitio
 					PreferredPrimaryID: p.PreferredPrimaryID, Replicas: nonNil(p.Replicas), InSync: nonNil(p.InSync),
 					Offline: nonNil(p.Offline), State: st}
 				if p.Err != nil {
-					name := native.CodeOf(p.Err).Name
+					name := wirecode.CodeOf(p.Err).Name
 					pi.Error = &name
 				}
 				out.Partitions = append(out.Partitions, pi)

@@ -3,13 +3,13 @@ package httpapi
 import (
 	"bytes"
 	"encoding/json"
+	"github.com/corestream/corestream/cluster/service/wirecode"
 	"maps"
 	"net/http"
 	"slices"
 	"strconv"
 
 	"github.com/corestream/corestream/cluster/metadata"
-	"github.com/corestream/corestream/cluster/native"
 	"github.com/corestream/corestream/cluster/service"
 	"github.com/corestream/corestream/netio/wire"
 )
@@ -243,7 +243,7 @@ func (h *API) describeTopic(w http.ResponseWriter, r *http.Request) {
 			Offline: nonNil(p.Offline)}
 		if p.Err != nil {
 			// The error's name is the wire table's, as on every answer.
-			name := native.CodeOf(p.Err).Name
+			name := wirecode.CodeOf(p.Err).Name
 			pr.Error = &name
 		}
 		out.Partitions = append(out.Partitions, pr)

@@ -11,8 +11,8 @@ import (
 
 // codes maps every kind of error the service answers with (its own and
 // the replica's, service.ErrorKinds) onto Kafka's code. It is the Kafka
-// listener's counterpart of the native table (cluster/node's
-// replicaCodes, kind → native code): the service speaks no protocol,
+// listener's counterpart of the native table (cluster/service/wirecode,
+// kind → native code): the service speaks no protocol,
 // and each front end gives its answers their codes in one table, so the
 // two cannot drift. A test requires a row for every kind and freezes each
 // pairing.

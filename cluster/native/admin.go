@@ -3,6 +3,7 @@ package native
 import (
 	"github.com/corestream/corestream/cluster/metadata"
 	"github.com/corestream/corestream/cluster/service"
+	"github.com/corestream/corestream/cluster/service/wirecode"
 	"github.com/corestream/corestream/netio"
 	"github.com/corestream/corestream/netio/wire"
 )
@@ -56,7 +57,7 @@ func (h *Handler) admin(c *netio.Conn, hdr wire.RequestHeader, body []byte) {
 			for i, o := range req.Offsets {
 				resp.Results[i] = wire.PartitionResult{Topic: o.Topic, Partition: o.Partition}
 				if i < len(entries) {
-					resp.Results[i].ErrorCode = RouteCode(entries[i])
+					resp.Results[i].ErrorCode = wirecode.RouteCode(entries[i])
 				}
 			}
 			answer(resp, err)

@@ -3,6 +3,7 @@ package native
 import (
 	"github.com/corestream/corestream/cluster/metadata"
 	"github.com/corestream/corestream/cluster/service"
+	"github.com/corestream/corestream/cluster/service/wirecode"
 	"github.com/corestream/corestream/netio"
 	"github.com/corestream/corestream/netio/wire"
 )
@@ -68,7 +69,7 @@ func (h *Handler) groups(c *netio.Conn, hdr wire.RequestHeader, body []byte) {
 			for i, m := range req.Members {
 				r := wire.MemberResult{MemberID: m.MemberID}
 				if i < len(entries) {
-					r.ErrorCode = RouteCode(entries[i])
+					r.ErrorCode = wirecode.RouteCode(entries[i])
 				}
 				resp.Results = append(resp.Results, r)
 			}
@@ -126,7 +127,7 @@ func (h *Handler) groups(c *netio.Conn, hdr wire.RequestHeader, body []byte) {
 			for i, tp := range req.Partitions {
 				r := wire.PartitionResult{Topic: tp.Topic, Partition: tp.Partition}
 				if i < len(entries) {
-					r.ErrorCode = RouteCode(entries[i])
+					r.ErrorCode = wirecode.RouteCode(entries[i])
 				}
 				resp.Results = append(resp.Results, r)
 			}
@@ -141,7 +142,7 @@ func offsetResults(offs []wire.OffsetCommit, entries []error) []wire.PartitionRe
 	for i, o := range offs {
 		out[i] = wire.PartitionResult{Topic: o.Topic, Partition: o.Partition}
 		if i < len(entries) {
-			out[i].ErrorCode = RouteCode(entries[i])
+			out[i].ErrorCode = wirecode.RouteCode(entries[i])
 		}
 	}
 	return out

@@ -11,6 +11,7 @@ package native
 
 import (
 	"errors"
+	"github.com/corestream/corestream/cluster/service/wirecode"
 	"log/slog"
 	"sync/atomic"
 	"time"
@@ -193,7 +194,7 @@ func reply(c *netio.Conn, hdr wire.RequestHeader, resp wire.Response) {
 // replyErr sends an error response: a service error gets its native code
 // from the one table (Error).
 func replyErr(c *netio.Conn, hdr wire.RequestHeader, err error) {
-	c.Reply(netio.Response{Header: wire.AppendErrorResponse(nil, hdr.CorrelationID, Error(err))})
+	c.Reply(netio.Response{Header: wire.AppendErrorResponse(nil, hdr.CorrelationID, wirecode.Error(err))})
 }
 
 // msDuration is a timeout of the protocol, in ms, as a duration.

@@ -2,6 +2,7 @@ package native
 
 import (
 	"github.com/corestream/corestream/cluster/service"
+	"github.com/corestream/corestream/cluster/service/wirecode"
 	"github.com/corestream/corestream/netio"
 	"github.com/corestream/corestream/netio/wire"
 )
@@ -35,7 +36,7 @@ func (h *Handler) metadata(c *netio.Conn, hdr wire.RequestHeader, body []byte) {
 // wireTopic is a topic's routes in native form.
 func wireTopic(t *service.TopicMetadata) wire.TopicMetadata {
 	if t.Err != nil {
-		return wire.TopicMetadata{Name: t.Name, ErrorCode: RouteCode(t.Err)}
+		return wire.TopicMetadata{Name: t.Name, ErrorCode: wirecode.RouteCode(t.Err)}
 	}
 	tm := wire.TopicMetadata{Name: t.Name, ID: wire.TopicID(t.ID), ReplicationFactor: t.ReplicationFactor,
 		Partitions: make([]wire.PartitionRoute, len(t.Partitions))}
@@ -47,7 +48,7 @@ func wireTopic(t *service.TopicMetadata) wire.TopicMetadata {
 
 // wireRoute is a partition's route in native form.
 func wireRoute(p *service.PartitionRoute) wire.PartitionRoute {
-	return wire.PartitionRoute{Partition: p.Partition, ErrorCode: RouteCode(p.Err), PrimaryID: p.PrimaryID, Generation: p.Generation,
+	return wire.PartitionRoute{Partition: p.Partition, ErrorCode: wirecode.RouteCode(p.Err), PrimaryID: p.PrimaryID, Generation: p.Generation,
 		PreferredPrimaryID: p.PreferredPrimaryID, Replicas: p.Replicas, InSync: p.InSync, Offline: p.Offline}
 }
 

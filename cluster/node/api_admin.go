@@ -155,7 +155,7 @@ func (c *controller) whenRoutable(t *metadata.Topic, first int, deadline time.Ti
 	examples := map[string]string{}
 	for p := first; p < len(t.Replicas); p++ {
 		key := shardKey(t.ID, int32(p))
-		if rt, ok := c.d.route(key); ok && rt.leader > 0 {
+		if rt, ok := c.d.route(key); ok && rt.Leader > 0 {
 			continue
 		}
 		reps := len(t.Replicas[p])

@@ -2,6 +2,7 @@ package node
 
 import (
 	"fmt"
+	"github.com/corestream/corestream/cluster/routes"
 	"log/slog"
 	"strconv"
 	"sync/atomic"
@@ -70,7 +71,7 @@ type balancerDeps struct {
 	up func(id int32) bool
 	// view is the applied metadata; route the route table.
 	view  func() *View
-	route func(key [20]byte) (route, bool)
+	route func(key [20]byte) (routes.Route, bool)
 	// lastMovedMs is when the balancer last moved a partition (metadata).
 	lastMovedMs func(topic string, p int32) int64
 	// isPrimary says this node leads the metadata group (only the
@@ -140,7 +141,7 @@ func (n *Node) startBalancer(c *controller) {
 		// count or by preference (reassign_drain.go).
 		alive:    func(id int32) bool { return n.alive(id) && !n.draining(id) },
 		draining: n.draining, up: n.alive,
-		view: n.view.Load, route: n.routes.get,
+		view: n.view.Load, route: n.routes.Get,
 		// c.state is replaced when a snapshot is installed: read it late.
 		lastMovedMs: func(topic string, p int32) int64 { return c.state.LastMovedMs(topic, p) },
 		isPrimary:   func() bool { return c.r.IsPrimary() },
@@ -183,9 +184,9 @@ func (b *balancer) view() *balance.View {
 			for _, r := range reps {
 				bp.Replicas = append(bp.Replicas, int32(r))
 			}
-			if rt, ok := d.route(shardKey(t.ID, int32(p))); ok && rt.leader > 0 && d.alive(rt.leader) {
-				bp.Primary = rt.leader
-				bp.InSync = rt.inSync
+			if rt, ok := d.route(shardKey(t.ID, int32(p))); ok && rt.Leader > 0 && d.alive(rt.Leader) {
+				bp.Primary = rt.Leader
+				bp.InSync = rt.InSync
 			}
 			v.Partitions = append(v.Partitions, bp)
 		}
@@ -232,7 +233,7 @@ func (b *balancer) check(mv *move) {
 	rt, _ := d.route(shardKey(mv.topic.ID, mv.part))
 	now := d.clock.Now()
 	switch {
-	case rt.leader == mv.To:
+	case rt.Leader == mv.To:
 		took := now.Sub(mv.started)
 		d.stats.Finished.Add(1)
 		d.log.Info("primary move finished", "partition", mv.Key, "from", mv.From, "to", mv.To, "why", mv.Why, "duration", took)
@@ -242,9 +243,9 @@ func (b *balancer) check(mv *move) {
 	case now.After(mv.deadline):
 		d.stats.Failed.Add(1)
 		d.log.Warn("primary move failed", "partition", mv.Key, "from", mv.From, "to", mv.To, "why", mv.Why,
-			"duration", now.Sub(mv.started), "primary_now", rt.leader)
+			"duration", now.Sub(mv.started), "primary_now", rt.Leader)
 		b.finish(mv, service.Errorf(partition.ErrTimedOut, "moving %s's primary from node %d to node %d did not finish within %v (primary now %d)",
-			mv.Key, mv.From, mv.To, d.moveTimeout, rt.leader))
+			mv.Key, mv.From, mv.To, d.moveTimeout, rt.Leader))
 	default:
 		d.after(moveCheckEvery, func() { b.check(mv) })
 	}
@@ -339,30 +340,30 @@ func (c *controller) movePrimary(req *wire.MovePrimaryRequest, done func(any)) {
 		done(service.Errorf(service.ErrNodeNotAvailable, "node %d %s", req.TargetNodeID, why))
 		return
 	}
-	if rt.leader <= 0 || !d.alive(rt.leader) && (d.draining == nil || !d.draining(rt.leader) || d.up == nil || !d.up(rt.leader)) {
+	if rt.Leader <= 0 || !d.alive(rt.Leader) && (d.draining == nil || !d.draining(rt.Leader) || d.up == nil || !d.up(rt.Leader)) {
 		done(service.Errorf(partition.ErrPrimaryNotAvailable, "%s/%d has no primary to move right now", t.Name, req.Partition))
 		return
 	}
-	if rt.leader == req.TargetNodeID {
-		done(&wire.MovePrimaryResponse{PrimaryID: rt.leader, Generation: rt.term})
+	if rt.Leader == req.TargetNodeID {
+		done(&wire.MovePrimaryResponse{PrimaryID: rt.Leader, Generation: rt.Term})
 		return
 	}
-	if rt.inSync != nil && !containsID(rt.inSync, req.TargetNodeID) {
-		done(service.Errorf(service.ErrNotInSyncReplica, "node %d is not an in-sync replica of %s/%d (in sync: %v)", req.TargetNodeID, t.Name, req.Partition, rt.inSync))
+	if rt.InSync != nil && !containsID(rt.InSync, req.TargetNodeID) {
+		done(service.Errorf(service.ErrNotInSyncReplica, "node %d is not an in-sync replica of %s/%d (in sync: %v)", req.TargetNodeID, t.Name, req.Partition, rt.InSync))
 		return
 	}
 	if b.inFlight != nil {
 		done(service.Errorf(service.ErrRebalanceInProgress, "a primary move (%s from node %d to node %d) is running", b.inFlight.Key, b.inFlight.From, b.inFlight.To))
 		return
 	}
-	m := balance.Move{Key: t.Name + "/" + strconv.Itoa(int(req.Partition)), From: rt.leader, To: req.TargetNodeID, Why: "requested by an operator"}
+	m := balance.Move{Key: t.Name + "/" + strconv.Itoa(int(req.Partition)), From: rt.Leader, To: req.TargetNodeID, Why: "requested by an operator"}
 	err := b.start(m, func(err error) {
 		if err != nil {
 			done(err)
 			return
 		}
 		rt, _ := d.route(key)
-		done(&wire.MovePrimaryResponse{PrimaryID: rt.leader, Generation: rt.term})
+		done(&wire.MovePrimaryResponse{PrimaryID: rt.Leader, Generation: rt.Term})
 	})
 	if err != nil {
 		done(service.Errorf(service.ErrInvalidRequest, "%v", err))

@@ -2,6 +2,7 @@ package node
 
 import (
 	"fmt"
+	"github.com/corestream/corestream/cluster/routes"
 	"sync/atomic"
 	"time"
 
@@ -126,10 +127,10 @@ func (n *Node) startParts(s partSeams) error {
 			return err
 		}
 	}
-	n.router = &router{self: n.self, routes: &n.routes, lags: &n.lags, clock: n.clock, alive: n.alive,
-		window: time.Duration(n.cfg.Cluster.ReplicaLagTimeMaxMs) * time.Millisecond, log: n.log, stopped: n.stopped.Load}
+	n.router = &routes.Router{Self: n.self, Routes: &n.routes, Lags: &n.lags, Clock: n.clock, Live: liveSignal{self: int32(n.self), peers: n.peers},
+		Window: time.Duration(n.cfg.Cluster.ReplicaLagTimeMaxMs) * time.Millisecond, Log: n.log, Stopped: &n.stopped}
 	if n.peers != nil {
-		n.router.announce = n.peers.announce
+		n.router.Peers = n.peers
 	}
 	if err := n.startController(); err != nil {
 		n.stopShards()
@@ -143,7 +144,7 @@ func (n *Node) startParts(s partSeams) error {
 		every := time.Duration(n.cfg.Storage.RetentionCheckIntervalMs) * time.Millisecond
 		sh.Post(func() { sh.AfterFunc(every, func() { n.retentionLoop(sh, every) }) })
 		if n.clustered() {
-			sh.Post(func() { n.router.inSyncLoop(sh, func() *partition.Host { return n.hosts[i] }) })
+			sh.Post(func() { n.router.InSyncLoop(sh, func() *partition.Host { return n.hosts[i] }) })
 		}
 	}
 	return nil

@@ -3,6 +3,7 @@ package node
 import (
 	"errors"
 	"fmt"
+	"github.com/corestream/corestream/cluster/routes"
 	"log/slog"
 	"path/filepath"
 	"sort"
@@ -102,7 +103,7 @@ type ctrlDeps struct {
 	alive      func(id int32) bool
 	ready      func() error
 	view       func() *View
-	route      func(key [20]byte) (route, bool)
+	route      func(key [20]byte) (routes.Route, bool)
 	openFailed func(key [20]byte) (openFailure, bool)
 	defaultRF  config.ReplicationFactor
 	// recordedCluster is the cluster id the data directory records
@@ -212,7 +213,7 @@ func (m *metaCore) answer(off int64, done func(metadata.Result, error)) {
 }
 
 // view is the applied state as a View.
-func (m *metaCore) view() *View { return newView(m.state, m.applied) }
+func (m *metaCore) view() *View { return routes.NewView(m.state, m.applied) }
 
 // encodeCommand is cmd as the metadata log holds it: a batch of one
 // record stamped atMs.
@@ -249,7 +250,7 @@ func (n *Node) startController() error {
 		c := &controller{metaCore: core, sh: sh, snapshotAt: -1, d: ctrlDeps{
 			log: n.log, clock: n.clock, topicID: n.topicID, fs: n.fs, dir: n.dir, loaded: &n.metaLoaded, metaErr: n.metaErr,
 			self: n.self, roster: n.roster.active, alive: n.alive, ready: n.metadataReady, view: n.view.Load,
-			route: n.routes.get, openFailed: n.openErrs.get, defaultRF: n.cfg.Cluster.DefaultReplicationFactor,
+			route: n.routes.Get, openFailed: n.openErrs.get, defaultRF: n.cfg.Cluster.DefaultReplicationFactor,
 			recordedCluster: n.clusterRecorded,
 			publish: func(v *View) {
 				n.learnRoster(v)
@@ -352,11 +353,11 @@ func (n *Node) startController() error {
 
 // metaRoute is the metadata primary and generation (-1 when unknown).
 func (n *Node) metaRoute() (int32, int32) {
-	rt, ok := n.routes.get(shardKey(metaTopicID, 0))
+	rt, ok := n.routes.Get(shardKey(metaTopicID, 0))
 	if !ok {
 		return -1, -1
 	}
-	return rt.leader, rt.term
+	return rt.Leader, rt.Term
 }
 
 func (c *controller) stop() {}
@@ -477,4 +478,8 @@ func (c *controller) requireMetaPrimary() error {
 	return c.d.metaErr(c.r.CheckRoute(partition.GenerationUnknown))
 }
 
-func shardKey(id [16]byte, p int32) [20]byte { return shard.PartitionKey(id, uint32(p)) }
+func shardKey(id [16]byte, p int32) [20]byte { return routes.Key(id, p) }
+
+// View is the applied metadata every shard reads (routes.View), named
+// here for the node's files that predate the routes package.
+type View = routes.View

@@ -49,8 +49,8 @@ func TestClusterFollowerReadServedInTheRack(t *testing.T) {
 	// all 200 records from the primary, so the test starts reading once
 	// both routes agree.
 	inSyncAt := func(n *Node) bool {
-		rt, ok := n.routes.get(shardKey(d.Topic.ID, 0))
-		return ok && containsID(rt.inSync, near)
+		rt, ok := n.routes.Get(shardKey(d.Topic.ID, 0))
+		return ok && containsID(rt.InSync, near)
 	}
 	clusterWait(t, 30*time.Second, "the primary's and the follower's routes to hold the follower in sync", func() bool {
 		st, err := cl.ClusterStatus(ctx)

@@ -36,8 +36,8 @@ func TestKafkaClusterFailover(t *testing.T) {
 			}
 			n := tc.nodes[p.Leader-1]
 			view := n.view.Load().Topics["fo"]
-			rt, _ := n.routes.get(shardKey(view.ID, p.Partition))
-			if p.LeaderEpoch != rt.term || rt.leader != p.Leader {
+			rt, _ := n.routes.Get(shardKey(view.ID, p.Partition))
+			if p.LeaderEpoch != rt.Term || rt.Leader != p.Leader {
 				return false
 			}
 			if p.Partition == 0 {

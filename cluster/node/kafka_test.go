@@ -83,8 +83,8 @@ func TestKafkaProduceConsume(t *testing.T) {
 		t.Fatalf("metadata: %+v (our id %s)", td, view.ID)
 	}
 	for _, p := range td.Partitions {
-		rt, _ := n.routes.get(shardKey(view.ID, p.Partition))
-		if p.Leader != 1 || p.LeaderEpoch != rt.term || len(p.Replicas) != 1 || len(p.ISR) != 1 {
+		rt, _ := n.routes.Get(shardKey(view.ID, p.Partition))
+		if p.Leader != 1 || p.LeaderEpoch != rt.Term || len(p.Replicas) != 1 || len(p.ISR) != 1 {
 			t.Fatalf("partition %d: %+v, our route %+v", p.Partition, p, rt)
 		}
 	}

@@ -69,9 +69,9 @@ func (n *Node) metricsHandler() http.Handler {
 			return float64(c.preferred-c.preferredLed) / float64(c.preferred)
 		})
 	gauge("replica_max_lag_records", "Records the most lagging follower of a partition this node leads was missing at the last in-sync check.",
-		func() float64 { r, _ := n.lags.lagMax(n.now()); return float64(r) })
+		func() float64 { r, _ := n.lags.LagMax(n.clock.Now()); return float64(r) })
 	gauge("replica_max_lag_seconds", "Time since the most lagging follower of a partition this node leads last caught up to its log end.",
-		func() float64 { _, d := n.lags.lagMax(n.now()); return d.Seconds() })
+		func() float64 { _, d := n.lags.LagMax(n.clock.Now()); return d.Seconds() })
 	counter("follower_reads_served_total", "Fetches this node served as a follower to a consumer of its rack (follower reads).",
 		func() float64 { return float64(n.svc.followerReads.Load()) })
 	gauge("partitions_open_failed", "Partitions this node should host but could not open (retried with back-off; see the log for the cause).",

@@ -9,6 +9,7 @@ import (
 	"crypto/tls"
 	"errors"
 	"fmt"
+	"github.com/corestream/corestream/cluster/routes"
 	"log/slog"
 	"net"
 	"os"
@@ -49,7 +50,7 @@ type Node struct {
 	// shards' replicas and applies the failover rule (replicas.go).
 	replicas *replicaHost
 	view     atomic.Pointer[View]
-	routes   routes
+	routes   routes.Table
 	pids     *producerIDs
 	limits   *raftlite.Limits
 	self     raftlite.NodeID
@@ -110,16 +111,15 @@ type Node struct {
 	openErrs openFailures
 	// clock is the node's time seam (clock.Real unless a test or the
 	// simulator gives another before Start); every part reads time
-	// through it. now is clock.Now, kept for the front ends.
+	// through it.
 	clock clock.Clock
-	now   func() time.Time
 	// topicID draws new topics' ids (nil: random UUIDs); the whole-node
 	// simulator sets it before Start so that a seed replays.
 	topicID func() metadata.TopicID
 	// lags holds, per partition this node leads, when each follower last
 	// caught up (insync.go); router writes it and the routes.
-	lags   lagTable
-	router *router
+	lags   routes.LagTable
+	router *routes.Router
 	// stopRec is the clean-stop record of the previous graceful stop,
 	// read at Start; every partition's log takes its entry when it opens.
 	stopRec *segment.StopRecord
@@ -165,7 +165,7 @@ func New(cfg config.Config, logger *slog.Logger) (*Node, error) {
 
 // setClock makes c the node's clock. REQUIRES: before Start.
 func (n *Node) setClock(c clock.Clock) {
-	n.clock, n.now = c, c.Now
+	n.clock = c
 }
 
 // Start opens the data directory, starts the shards, recovers the
@@ -399,12 +399,12 @@ func (n *Node) closed(key [20]byte) {
 	if n.peers != nil {
 		n.peers.closed(partition.GroupID(key))
 	}
-	n.router.drop(key)
+	n.router.Drop(key)
 }
 
 // routeChanged records a replica's primary and generation, and announces
 // it to the peers when this node is the primary (the router).
-func (n *Node) routeChanged(r *partition.Replica) { n.router.changed(r) }
+func (n *Node) routeChanged(r *partition.Replica) { n.router.Changed(r) }
 
 // retentionLoop deletes, on shard sh, old segments of its replicas.
 func (n *Node) retentionLoop(sh *shard.Shard, every time.Duration) {

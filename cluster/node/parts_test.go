@@ -1,6 +1,8 @@
 package node
 
 import (
+	"github.com/corestream/corestream/cluster/routes"
+	"github.com/corestream/corestream/cluster/transport"
 	"reflect"
 	"testing"
 )
@@ -12,7 +14,7 @@ import (
 // closure is not visible to this check.
 func TestPartsHoldNoNode(t *testing.T) {
 	node := reflect.TypeOf(Node{})
-	for _, part := range []any{controller{}, balancer{}, reassigner{}, reconciler{}, peers{}, liveness{}, downWatch{}, router{}, replicaHost{}} {
+	for _, part := range []any{controller{}, balancer{}, reassigner{}, reconciler{}, peers{}, transport.Liveness{}, transport.DownWatch{}, routes.Router{}, replicaHost{}} {
 		seen := map[reflect.Type]bool{}
 		var walk func(typ reflect.Type, path string)
 		walk = func(typ reflect.Type, path string) {

@@ -217,7 +217,7 @@ func (in *inbound) OnFrame(c *netio.Conn, body []byte) {
 		}
 		st.stage = 2
 		c.Send(peerFrame(peerauth.EncodeWelcome()))
-		p.d.live.heard(st.peer)
+		p.d.live.Heard(st.peer)
 		to := p.d.group.Shard(p.linkShard(int(st.hello.ConnIndex)))
 		key := linkKey{peer: st.peer, k: int(st.hello.ConnIndex)}
 		to.Post(func() { p.dialNowIfDown(p.shards[to.ID()], key) })
@@ -227,7 +227,7 @@ func (in *inbound) OnFrame(c *netio.Conn, body []byte) {
 			}
 		}
 	default:
-		p.d.live.heard(st.peer)
+		p.d.live.Heard(st.peer)
 		p.receive(c.Shard(), st.peer, body)
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/binary"
 	"fmt"
+	"github.com/corestream/corestream/cluster/transport"
 	"log/slog"
 	"slices"
 	"sync"
@@ -96,7 +97,7 @@ type peerDeps struct {
 	log    *slog.Logger
 	group  *shard.Group
 	clock  clock.Clock
-	live   *liveness
+	live   *transport.Liveness
 	// heartbeat is cluster.heartbeat_interval_ms, the ping interval.
 	heartbeat time.Duration
 	stopped   func() bool
@@ -212,7 +213,7 @@ func newPeers(d peerDeps, k int, secret peerauth.Secrets, netCfg config.Network,
 
 // alive reports whether a frame came from node id within an election
 // timeout (the liveness signal).
-func (p *peers) alive(id int32) bool { return p.d.live.alive(id) }
+func (p *peers) alive(id int32) bool { return p.d.live.Alive(id) }
 
 func (p *peers) hops() uint64 { return p.Hops.Load() }
 
@@ -409,7 +410,7 @@ func (p *peers) pingLoop(sh *shard.Shard) {
 	ps := p.shards[sh.ID()]
 	every := p.d.heartbeat
 	var sinceFull time.Duration
-	watch := newDownWatch(every, p.d.live.timeout)
+	watch := transport.NewDownWatch(every, p.d.live.Timeout())
 	var beat func()
 	beat = func() {
 		if p.d.stopped() {
@@ -421,7 +422,7 @@ func (p *peers) pingLoop(sh *shard.Shard) {
 				ids = append(ids, int32(m.ID))
 			}
 		}
-		down, up := watch.beat(p.d.clock.Now(), ids, p.alive)
+		down, up := watch.Beat(p.d.clock.Now(), ids, p.alive)
 		for _, id := range up {
 			p.d.liveness(id, true)
 		}
@@ -454,8 +455,8 @@ func (p *peers) pingLoop(sh *shard.Shard) {
 	beat()
 }
 
-// announce queues a route change of a partition this node leads.
-func (p *peers) announce(r peerwire.Route) {
+// Announce queues a route change of a partition this node leads.
+func (p *peers) Announce(r peerwire.Route) {
 	p.routesMu.Lock()
 	p.routesOut = append(p.routesOut, r)
 	p.routesMu.Unlock()

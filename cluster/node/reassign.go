@@ -2,6 +2,7 @@ package node
 
 import (
 	"fmt"
+	"github.com/corestream/corestream/cluster/routes"
 	"log/slog"
 	"time"
 
@@ -93,7 +94,7 @@ func (n *Node) movedOff(key [20]byte) {
 	if n.peers != nil {
 		n.peers.closed(partition.GroupID(key))
 	}
-	n.router.lags.drop(key)
+	n.router.Lags.Drop(key)
 }
 
 // reassignObserved hands a partition primary's answer to the local
@@ -146,7 +147,7 @@ type reassignDeps struct {
 	self  int32
 	// view is the applied metadata; route the route table.
 	view  func() *View
-	route func(key [20]byte) (route, bool)
+	route func(key [20]byte) (routes.Route, bool)
 	// isPrimary says this node leads the metadata group.
 	isPrimary func() bool
 	// ask sends a step request to a partition's primary (this node
@@ -258,7 +259,7 @@ func (n *Node) startReassigner(c *controller) {
 		clock: n.clock,
 		after: func(d time.Duration, fn func()) { c.sh.AfterFunc(d, fn) },
 		log:   n.log, self: int32(n.self),
-		view: n.view.Load, route: n.routes.get,
+		view: n.view.Load, route: n.routes.Get,
 		isPrimary: func() bool { return c.r.IsPrimary() },
 		ask: func(to int32, m peerwire.Reassign) {
 			if to == int32(n.self) {
@@ -314,10 +315,10 @@ func (ra *reassigner) step() {
 			ra.d.log.Info("replica move driven", "topic", mv.Topic, "partition", mv.Partition, "from", mv.From, "to", mv.Target, "cancelled", mv.Cancelled)
 		}
 		rt, ok := ra.d.route(key)
-		if !ok || rt.leader <= 0 {
+		if !ok || rt.Leader <= 0 {
 			continue
 		}
-		ra.d.ask(rt.leader, peerwire.Reassign{TopicID: mv.TopicID, Partition: mv.Partition, From: ra.d.self, Target: replicaSet(mv.Target)})
+		ra.d.ask(rt.Leader, peerwire.Reassign{TopicID: mv.TopicID, Partition: mv.Partition, From: ra.d.self, Target: replicaSet(mv.Target)})
 	}
 	ra.planDrains(v, now)
 }

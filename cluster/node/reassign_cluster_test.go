@@ -223,7 +223,7 @@ func TestClusterReassignUnderProduce(t *testing.T) {
 	// its primaries.
 	for p := range parts {
 		tp := tc.nodes[0].view.Load().Topics["move"]
-		if rt, ok := tc.nodes[0].routes.get(shardKey(tp.ID, int32(p))); !ok || rt.leader <= 0 {
+		if rt, ok := tc.nodes[0].routes.Get(shardKey(tp.ID, int32(p))); !ok || rt.Leader <= 0 {
 			t.Fatalf("node 1 lost the route of move/%d when its replica moved off: %+v, %v", p, rt, ok)
 		}
 	}
@@ -295,8 +295,8 @@ func TestClusterReassignResumesAfterMetaFailover(t *testing.T) {
 		for _, n := range tc.nodes {
 			for p := range parts {
 				tp := n.view.Load().Topics["move"]
-				rt, ok := n.routes.get(shardKey(tp.ID, int32(p)))
-				if !ok || !hosts(targets[p], raftlite.NodeID(rt.leader)) {
+				rt, ok := n.routes.Get(shardKey(tp.ID, int32(p)))
+				if !ok || !hosts(targets[p], raftlite.NodeID(rt.Leader)) {
 					return false
 				}
 			}

@@ -2,6 +2,7 @@ package node
 
 import (
 	"fmt"
+	"github.com/corestream/corestream/cluster/routes"
 	"slices"
 	"time"
 
@@ -91,7 +92,7 @@ func (ra *reassigner) planDrains(v *View, now time.Time) {
 					continue
 				}
 				if primariesFirst {
-					if rt, ok := ra.d.route(key); ok && rt.leader == id && ra.d.alive(id) {
+					if rt, ok := ra.d.route(key); ok && rt.Leader == id && ra.d.alive(id) {
 						if to := drainTransferTarget(reps, rt, v, ra.d.alive); to != 0 {
 							led++
 							if last, ok := ra.transferred[key]; !ok || now.Sub(last) >= drainTransferEvery {
@@ -125,12 +126,12 @@ func (ra *reassigner) planDrains(v *View, now time.Time) {
 // drainTransferTarget is the replica that takes over a partition led by a
 // draining node: the first of reps, in preference order, that is live,
 // not draining and in sync (0: none).
-func drainTransferTarget(reps []metadata.NodeID, rt route, v *View, alive func(int32) bool) int32 {
+func drainTransferTarget(reps []metadata.NodeID, rt routes.Route, v *View, alive func(int32) bool) int32 {
 	for _, r := range reps {
-		if r == rt.leader || v.Drains[r] != nil || !alive(r) {
+		if r == rt.Leader || v.Drains[r] != nil || !alive(r) {
 			continue
 		}
-		if rt.inSync != nil && !containsID(rt.inSync, r) {
+		if rt.InSync != nil && !containsID(rt.InSync, r) {
 			continue
 		}
 		return r
@@ -195,7 +196,7 @@ func (c *controller) drainStatuses() []service.DrainStatus {
 				if slices.Contains(reps, id) {
 					st.Replicas++
 				}
-				if rt, ok := c.d.route(shardKey(t.ID, int32(p))); ok && rt.leader == id {
+				if rt, ok := c.d.route(shardKey(t.ID, int32(p))); ok && rt.Leader == id {
 					st.Primaries++
 				}
 			}

@@ -2,6 +2,7 @@ package node
 
 import (
 	"errors"
+	"github.com/corestream/corestream/cluster/transport"
 	"log/slog"
 	"time"
 
@@ -119,7 +120,7 @@ func (rh *replicaHost) peerDown(id raftlite.NodeID) {
 				// Every live replica stops honouring the dead primary's
 				// lease, or it would ignore the campaign below.
 				r.ForgetLeader()
-				if !campaignsAfterDown(r.Voters(), lead, id, rh.d.self, alive) {
+				if !transport.CampaignsAfterDown(r.Voters(), lead, id, rh.d.self, alive) {
 					return
 				}
 				r.Campaign()

@@ -193,8 +193,8 @@ func (n *Node) learnRoster(v *View) {
 		n.log.Warn("cluster.nodes differs from the committed roster; the committed roster is used",
 			"cluster_nodes", rosterIDs(n.cfg.Roster()), "committed", rosterIDs(nodes))
 	}
-	if p, ok := n.peers.(*peers); ok {
-		p.setPeers(nodes)
+	if n.peers != nil {
+		n.peers.setPeers(nodes)
 	}
 }
 

@@ -26,7 +26,7 @@ func (n *Node) nativeAuth() *native.Auth {
 	if n.cfg.Security.Auth != config.AuthSCRAM {
 		return nil
 	}
-	return &native.Auth{Users: n.svc, Limiter: n.logins, Now: n.now}
+	return &native.Auth{Users: n.svc, Limiter: n.logins, Now: n.clock.Now}
 }
 
 // httpAuth is the HTTP API's authentication (nil: auth none).
@@ -34,7 +34,7 @@ func (n *Node) httpAuth() *httpapi.Auth {
 	if n.cfg.Security.Auth != config.AuthSCRAM {
 		return nil
 	}
-	return &httpapi.Auth{Users: n.svc, Limiter: n.logins, Now: n.now,
+	return &httpapi.Auth{Users: n.svc, Limiter: n.logins, Now: n.clock.Now,
 		TokenTTL: time.Duration(n.cfg.Security.TokenTTLMs) * time.Millisecond}
 }
 
@@ -43,7 +43,7 @@ func (n *Node) kafkaAuth() *kafka.Auth {
 	if n.cfg.Security.Auth != config.AuthSCRAM {
 		return nil
 	}
-	return &kafka.Auth{Users: n.svc, Limiter: n.logins, Now: n.now}
+	return &kafka.Auth{Users: n.svc, Limiter: n.logins, Now: n.clock.Now}
 }
 
 // warnUnauthenticated logs a warning for each listener bound to an

@@ -3,7 +3,10 @@ package node
 import (
 	"encoding/binary"
 	"fmt"
+	"github.com/corestream/corestream/cluster/routes"
+	"github.com/corestream/corestream/cluster/transport"
 	"hash/crc32"
+	"slices"
 	"sort"
 	"sync/atomic"
 	"time"
@@ -54,9 +57,9 @@ type simNode struct {
 	core        *metaCore
 	view        *View
 	loaded      bool
-	routes      routes
-	live        *liveness
-	watch       *downWatch
+	routes      routes.Table
+	live        *transport.Liveness
+	watch       *transport.DownWatch
 	bal         *balancer
 	meta        *simGroup
 	groups      map[raftlite.GroupID]*simGroup
@@ -66,7 +69,7 @@ type simNode struct {
 	rebalancing atomic.Bool
 	proposals   []simProposal
 	inSync      map[[20]byte][]int32
-	lags        lagTable
+	lags        routes.LagTable
 	// routeTerm is the highest route term this node has held per
 	// partition: a route never goes back to an older generation.
 	routeTerm map[[20]byte]int32
@@ -89,14 +92,14 @@ func (nd *simNode) start() {
 	nd.core = newMetaCore(sc.log)
 	nd.view = nd.core.view()
 	nd.loaded = false
-	nd.routes = routes{}
+	nd.routes = routes.Table{}
 	nd.groups = map[raftlite.GroupID]*simGroup{}
 	nd.announce, nd.sinceFull, nd.proposals = nil, 0, nil
 	nd.inSync = map[[20]byte][]int32{}
-	nd.lags = lagTable{}
+	nd.lags = routes.LagTable{}
 	nd.routeTerm = map[[20]byte]int32{}
-	nd.live = newLiveness(nd.clock, sc.elect)
-	nd.watch = newDownWatch(sc.hb, sc.elect)
+	nd.live = transport.NewLiveness(nd.clock, sc.elect)
+	nd.watch = transport.NewDownWatch(sc.hb, sc.elect)
 	var all []raftlite.NodeID
 	for i := 1; i <= sc.p.n; i++ {
 		all = append(all, raftlite.NodeID(i))
@@ -122,7 +125,7 @@ func (nd *simNode) start() {
 		after: func(d time.Duration, fn func()) { nd.after(inc, d, fn) },
 		log:   sc.log, roster: func() []int32 { return ids }, alive: nd.alive,
 		view:        func() *View { return nd.view },
-		route:       nd.routes.get,
+		route:       nd.routes.Get,
 		lastMovedMs: func(topic string, p int32) int64 { return nd.core.state.LastMovedMs(topic, p) },
 		isPrimary:   func() bool { return nd.meta.rn.Role() == raftlite.RoleLeader },
 		transfer:    nd.transfer,
@@ -152,7 +155,7 @@ func (nd *simNode) crash() {
 	nd.sc.tracef("node %d crashes", nd.id)
 }
 
-func (nd *simNode) alive(id int32) bool { return id == nd.id || nd.live.alive(id) }
+func (nd *simNode) alive(id int32) bool { return id == nd.id || nd.live.Alive(id) }
 
 func (nd *simNode) openGroup(key [20]byte, replicas []raftlite.NodeID, meta bool) *simGroup {
 	gid := partition.GroupID(key)
@@ -189,7 +192,7 @@ func (nd *simNode) tick() {
 			peers = append(peers, o.id)
 		}
 	}
-	down, _ := nd.watch.beat(nd.clock.Now(), peers, nd.live.alive)
+	down, _ := nd.watch.Beat(nd.clock.Now(), peers, nd.live.Alive)
 	for _, id := range down {
 		sc.res.PeerDown++
 		sc.tracef("node %d: peer %d down", nd.id, id)
@@ -198,7 +201,7 @@ func (nd *simNode) tick() {
 	for _, g := range nd.sortedGroups() {
 		if !g.meta && g.rn.Role() == raftlite.RoleLeader {
 			in := nd.sampleInSync(g)
-			if !sameIDs(in, nd.inSync[g.key]) {
+			if !slices.Equal(in, nd.inSync[g.key]) {
 				nd.inSync[g.key] = in
 				nd.setRoute(g)
 			}
@@ -210,7 +213,7 @@ func (nd *simNode) tick() {
 	nd.announce = nil
 	if nd.sinceFull >= routesFullEvery {
 		nd.sinceFull = 0
-		routes = nd.routes.ledBy(nd.id)
+		routes = nd.routes.LedBy(nd.id)
 		sort.Slice(routes, func(i, j int) bool {
 			return string(routes[i].TopicID[:]) < string(routes[j].TopicID[:]) ||
 				routes[i].TopicID == routes[j].TopicID && routes[i].Partition < routes[j].Partition
@@ -240,17 +243,17 @@ func (nd *simNode) sortedGroups() []*simGroup {
 // table (insync.go's rule, as node.go's inSync feeds it).
 func (nd *simNode) sampleInSync(g *simGroup) []int32 {
 	var seed []int32
-	if old, ok := nd.routes.get(g.key); ok && old.term < g.rn.Term() {
-		seed = old.inSync
+	if old, ok := nd.routes.Get(g.key); ok && old.Term < g.rn.Term() {
+		seed = old.InSync
 	}
 	rn := g.rn
-	return nd.lags.sample(g.key, nd.clock.Now(), nd.sc.p.lagWindow, sampleInput{
-		self: raftlite.NodeID(nd.id), term: rn.Term(), replicas: g.replicas, seed: seed, end: g.log.EndOffset(),
-		follower: func(id raftlite.NodeID) (int64, bool, bool) {
+	return nd.lags.Sample(g.key, nd.clock.Now(), nd.sc.p.lagWindow, routes.SampleInput{
+		Self: raftlite.NodeID(nd.id), Term: rn.Term(), Replicas: g.replicas, Seed: seed, End: g.log.EndOffset(),
+		Follower: func(id raftlite.NodeID) (int64, bool, bool) {
 			m, active, ok := rn.Follower(id)
 			return m, active || rn.Quiesced(), ok
 		},
-		alive: func(id raftlite.NodeID) bool { return nd.alive(int32(id)) },
+		Alive: func(id raftlite.NodeID) bool { return nd.alive(int32(id)) },
 	})
 }
 
@@ -266,7 +269,7 @@ func (nd *simNode) peerDown(id raftlite.NodeID) {
 		lead := g.rn.Leader()
 		if lead == id || lead == raftlite.None {
 			g.rn.ForgetLeader()
-			if campaignsAfterDown(g.replicas, lead, id, raftlite.NodeID(nd.id), alive) {
+			if transport.CampaignsAfterDown(g.replicas, lead, id, raftlite.NodeID(nd.id), alive) {
 				g.rn.Campaign()
 				g := g
 				nd.after(nd.inc, 2*nd.sc.hb, func() {
@@ -286,7 +289,7 @@ func (nd *simNode) receive(m simMsg) {
 	if !nd.up {
 		return
 	}
-	nd.live.heard(m.from)
+	nd.live.Heard(m.from)
 	switch m.kind {
 	case simRaft:
 		g := nd.groups[m.raft.Group]
@@ -304,7 +307,7 @@ func (nd *simNode) receive(m simMsg) {
 	case simRoutes:
 		for _, r := range m.routes {
 			key := shardKey(r.TopicID, r.Partition)
-			nd.routes.learn(key, route{leader: r.Leader, term: r.Term, inSync: maskIDs(r.InSync)})
+			nd.routes.Learn(key, routes.Route{Leader: r.Leader, Term: r.Term, InSync: maskIDs(r.InSync)})
 			nd.checkRoute(key)
 		}
 	case simTransfer:
@@ -478,7 +481,7 @@ func (nd *simNode) softState(g *simGroup, rd raftlite.Ready) {
 		byTerm[term] = nd.id
 	}
 	if g.meta {
-		nd.routes.setLocal(g.key, route{leader: leaderOrNone(rd.Lead), term: term})
+		nd.routes.SetLocal(g.key, routes.Route{Leader: leaderOrNone(rd.Lead), Term: term})
 		return
 	}
 	if rd.Role == raftlite.RoleLeader {
@@ -505,16 +508,16 @@ func leaderOrNone(id raftlite.NodeID) int32 {
 // generation, announced when this node is the primary.
 func (nd *simNode) setRoute(g *simGroup) {
 	lead := g.rn.Leader()
-	rt := route{leader: leaderOrNone(lead), term: g.rn.Term()}
+	rt := routes.Route{Leader: leaderOrNone(lead), Term: g.rn.Term()}
 	if lead == raftlite.NodeID(nd.id) {
-		rt.inSync = nd.inSync[g.key]
+		rt.InSync = nd.inSync[g.key]
 	}
-	if !nd.routes.setLocal(g.key, rt) {
+	if !nd.routes.SetLocal(g.key, rt) {
 		return
 	}
 	nd.checkRoute(g.key)
 	if lead == raftlite.NodeID(nd.id) {
-		nd.announce = append(nd.announce, announcement(g.key, rt))
+		nd.announce = append(nd.announce, routes.Announcement(g.key, rt))
 	}
 }
 
@@ -522,23 +525,23 @@ func (nd *simNode) setRoute(g *simGroup) {
 // led that generation, and its generation never goes back.
 func (nd *simNode) checkRoute(key [20]byte) {
 	sc := nd.sc
-	rt, ok := nd.routes.get(key)
+	rt, ok := nd.routes.Get(key)
 	if !ok {
 		return
 	}
-	if rt.leader > 0 {
-		if led, ok := sc.leaders[partition.GroupID(key)][rt.term]; !ok || led != rt.leader {
+	if rt.Leader > 0 {
+		if led, ok := sc.leaders[partition.GroupID(key)][rt.Term]; !ok || led != rt.Leader {
 			sc.fail("node %d: route of %x/%d names node %d for generation %d, which node %d led",
-				nd.id, key[:2], binary.BigEndian.Uint32(key[16:]), rt.leader, rt.term, led)
+				nd.id, key[:2], binary.BigEndian.Uint32(key[16:]), rt.Leader, rt.Term, led)
 			return
 		}
 	}
-	if rt.term < nd.routeTerm[key] {
+	if rt.Term < nd.routeTerm[key] {
 		sc.fail("node %d: route of %x/%d went back from generation %d to %d (primary %d)",
-			nd.id, key[:2], binary.BigEndian.Uint32(key[16:]), nd.routeTerm[key], rt.term, rt.leader)
+			nd.id, key[:2], binary.BigEndian.Uint32(key[16:]), nd.routeTerm[key], rt.Term, rt.Leader)
 		return
 	}
-	nd.routeTerm[key] = rt.term
+	nd.routeTerm[key] = rt.Term
 }
 
 // applyMeta applies the committed metadata entries through the

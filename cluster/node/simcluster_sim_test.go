@@ -538,8 +538,8 @@ func (sc *simCluster) settled() string {
 			}
 			pg := primary.groups[partition.GroupID(key)]
 			for _, nd := range sc.nodes {
-				rt, ok := nd.routes.get(key)
-				if !ok || rt.leader != primary.id || rt.term != pg.rn.Term() {
+				rt, ok := nd.routes.Get(key)
+				if !ok || rt.Leader != primary.id || rt.Term != pg.rn.Term() {
 					return fmt.Sprintf("node %d's route of %s/%d is %+v, the primary is node %d in generation %d",
 						nd.id, t.Name, p, rt, primary.id, pg.rn.Term())
 				}

@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"github.com/corestream/corestream/cluster/routes"
 	"math/rand/v2"
 	"time"
 
@@ -173,7 +174,7 @@ type dsNode struct {
 	wallOffsetNs int64 // the wall clock's offset: the sum of its jumps
 	group        *shard.Group
 	hosts        []*partition.Host
-	rt           routes
+	rt           routes.Table
 	svc          *nodeService
 }
 
@@ -354,7 +355,7 @@ func (nd *dsNode) start() {
 		s.fail("node %d: starting shards: %v", nd.id, err)
 		return
 	}
-	nd.group, nd.up, nd.rt = g, true, routes{}
+	nd.group, nd.up, nd.rt = g, true, routes.Table{}
 	nd.svc = &nodeService{svcDeps: svcDeps{
 		self: raftlite.NodeID(nd.id), clusterID: func() string { return "sim" },
 		addrOf: func(id int32) string { return fmt.Sprintf("node-%d:7070", id) },
@@ -499,7 +500,7 @@ func (nd *dsNode) stop() {
 func (nd *dsNode) routeChanged(r *partition.Replica) {
 	s := nd.s
 	leader, term := r.Route()
-	nd.rt.setLocal(r.Key(), route{leader: leaderOrNone(leader), term: term})
+	nd.rt.SetLocal(r.Key(), routes.Route{Leader: leaderOrNone(leader), Term: term})
 	if leader != raftlite.NodeID(nd.id) {
 		return
 	}

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/binary"
 	"fmt"
+	"github.com/corestream/corestream/cluster/transport"
 	"io"
 	"log/slog"
 	"math/rand/v2"
@@ -453,7 +454,7 @@ func (t *snTransport) send(r *partition.Replica, msgs []raftlite.Message) {
 		}
 		from := t.nd.id
 		t.nd.s.transmit(t.nd, t.link(int32(m.To), r.Key()), func(dst *snNode) {
-			dst.tr.d.live.heard(from)
+			dst.tr.d.live.Heard(from)
 			owner, ok := dst.tr.groups[m.Group]
 			if !ok {
 				return // not open there (yet): consensus retransmits
@@ -463,12 +464,12 @@ func (t *snTransport) send(r *partition.Replica, msgs []raftlite.Message) {
 	}
 }
 
-func (t *snTransport) announce(r peerwire.Route) { t.routesOut = append(t.routesOut, r) }
+func (t *snTransport) Announce(r peerwire.Route) { t.routesOut = append(t.routesOut, r) }
 
 func (t *snTransport) requestTransfer(from int32, tr peerwire.Transfer) {
 	self := t.nd.id
 	t.nd.s.transmit(t.nd, t.link(from, snTransferKey), func(dst *snNode) {
-		dst.tr.d.live.heard(self)
+		dst.tr.d.live.Heard(self)
 		dst.tr.d.transfer(tr)
 	})
 }
@@ -476,7 +477,7 @@ func (t *snTransport) requestTransfer(from int32, tr peerwire.Transfer) {
 func (t *snTransport) requestReassign(to int32, m peerwire.Reassign) {
 	self := t.nd.id
 	t.nd.s.transmit(t.nd, t.link(to, snReassignKey), func(dst *snNode) {
-		dst.tr.d.live.heard(self)
+		dst.tr.d.live.Heard(self)
 		dst.tr.d.reassign(m)
 	})
 }
@@ -484,16 +485,22 @@ func (t *snTransport) requestReassign(to int32, m peerwire.Reassign) {
 func (t *snTransport) answerReassign(to int32, m peerwire.ReassignState) {
 	self := t.nd.id
 	t.nd.s.transmit(t.nd, t.link(to, snReassignKey), func(dst *snNode) {
-		dst.tr.d.live.heard(self)
+		dst.tr.d.live.Heard(self)
 		dst.tr.d.reassignState(m)
 	})
 }
 
 func (t *snTransport) opened(g raftlite.GroupID, shardID int) { t.groups[g] = shardID }
 func (t *snTransport) closed(g raftlite.GroupID)              { delete(t.groups, g) }
-func (t *snTransport) alive(id int32) bool                    { return t.d.live.alive(id) }
+func (t *snTransport) alive(id int32) bool                    { return t.d.live.Alive(id) }
 func (t *snTransport) hops() uint64                           { return 0 }
 func (t *snTransport) shutdown(context.Context) error         { return nil }
+
+// setPeers is nothing to do: the simulated network reaches every node.
+func (t *snTransport) setPeers([]config.RosterNode) {}
+
+// segments is nil: the simulator's learners catch up by appends.
+func (t *snTransport) segments() segmentLink { return nil }
 
 // beatLoop is the TCP transport's ping loop (peers.pingLoop) over the
 // simulated network: every heartbeat the down-watch turns liveness into
@@ -502,7 +509,7 @@ func (t *snTransport) shutdown(context.Context) error         { return nil }
 func (t *snTransport) beatLoop(sh *shard.Shard) {
 	every := t.d.heartbeat
 	var sinceFull time.Duration
-	watch := newDownWatch(every, t.d.live.timeout)
+	watch := transport.NewDownWatch(every, t.d.live.Timeout())
 	var ids []int32
 	for _, m := range t.d.roster() {
 		if int32(m.ID) != t.d.self {
@@ -515,7 +522,7 @@ func (t *snTransport) beatLoop(sh *shard.Shard) {
 		if t.d.stopped() {
 			return
 		}
-		down, up := watch.beat(t.d.clock.Now(), ids, t.alive)
+		down, up := watch.Beat(t.d.clock.Now(), ids, t.alive)
 		for _, id := range up {
 			t.d.liveness(id, true)
 		}
@@ -533,11 +540,11 @@ func (t *snTransport) beatLoop(sh *shard.Shard) {
 			routes = t.d.ledRoutes()
 		}
 		for _, id := range ids {
-			s.transmit(t.nd, t.link(id, snPingKey), func(dst *snNode) { dst.tr.d.live.heard(self) })
+			s.transmit(t.nd, t.link(id, snPingKey), func(dst *snNode) { dst.tr.d.live.Heard(self) })
 			if len(routes) > 0 {
 				rs := append([]peerwire.Route(nil), routes...)
 				s.transmit(t.nd, t.link(id, snRoutesKey), func(dst *snNode) {
-					dst.tr.d.live.heard(self)
+					dst.tr.d.live.Heard(self)
 					for _, r := range rs {
 						dst.tr.d.learnRoute(r)
 					}

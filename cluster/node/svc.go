@@ -3,12 +3,13 @@ package node
 import (
 	"errors"
 	"fmt"
+	"github.com/corestream/corestream/cluster/routes"
+	"github.com/corestream/corestream/cluster/service/wirecode"
 	"sync/atomic"
 	"time"
 
 	"github.com/corestream/corestream/cluster/config"
 	"github.com/corestream/corestream/cluster/metadata"
-	"github.com/corestream/corestream/cluster/native"
 	"github.com/corestream/corestream/cluster/service"
 	"github.com/corestream/corestream/raftlite"
 	"github.com/corestream/corestream/shard"
@@ -86,7 +87,7 @@ type svcDeps struct {
 
 // routeReader reads the route table (view.go).
 type routeReader interface {
-	get(key [20]byte) (route, bool)
+	Get(key [20]byte) (routes.Route, bool)
 }
 
 // metadataAdmin is what the service asks of the metadata controller.
@@ -127,7 +128,7 @@ func newService(n *Node) *nodeService {
 			}
 			return nil
 		},
-		caughtUp: n.lags.caughtUp, now: n.now, pids: n.pids, meter: newSvcMeter(n.clock), groups: n.groups,
+		caughtUp: n.lags.CaughtUp, now: n.clock.Now, pids: n.pids, meter: newSvcMeter(n.clock), groups: n.groups,
 		admin: func() metadataAdmin {
 			if n.ctrl == nil {
 				return nil
@@ -243,10 +244,23 @@ func (n *Node) ownerShard(topic string, p int32) int {
 // alive reports whether node id is believed up.
 func (n *Node) alive(id int32) bool { return id == int32(n.self) || n.peerAlive(id) }
 
+// liveSignal is the liveness signal handed to the parts: this node is
+// alive, a peer while the transport heard from it lately (no transport:
+// a single node).
+type liveSignal struct {
+	self  int32
+	peers Transport
+}
+
+// Alive reports whether node id is believed up.
+func (l liveSignal) Alive(id int32) bool {
+	return id == l.self || (l.peers != nil && l.peers.alive(id))
+}
+
 // peerAlive reports whether peer id was heard from recently.
 func (n *Node) peerAlive(id int32) bool { return n.peers != nil && n.peers.alive(id) }
 
-// wireError is the native table's conversion (native.Error): what a
+// wireError is the native table's conversion (wirecode.Error): what a
 // native client or the HTTP API (which names its errors by the native
 // codes) is answered for a service error.
-var wireError = native.Error
+var wireError = wirecode.Error

@@ -96,13 +96,13 @@ func (s *nodeService) preferredReadReplica(t *metadata.Topic, p int32, rack stri
 	if s.rackOf(int32(s.self)) == rack {
 		return service.NoReplica
 	}
-	rt, ok := s.routes.get(shardKey(t.ID, p))
+	rt, ok := s.routes.Get(shardKey(t.ID, p))
 	if !ok {
 		return service.NoReplica
 	}
 	for _, id := range t.Replicas[p] {
 		r := int32(id)
-		if r != int32(s.self) && s.rackOf(r) == rack && s.alive(r) && containsID(rt.inSync, r) {
+		if r != int32(s.self) && s.rackOf(r) == rack && s.alive(r) && containsID(rt.InSync, r) {
 			return r
 		}
 	}
@@ -118,14 +118,14 @@ func (s *nodeService) preferredReadReplica(t *metadata.Topic, p int32, rack stri
 // missing is safe: a follower serves only what it knows to be committed,
 // and never an offset above its own high watermark.
 func (s *nodeService) followerMayServe(t *metadata.Topic, p int32) error {
-	rt, ok := s.routes.get(shardKey(t.ID, p))
-	if ok && (rt.inSync == nil || containsID(rt.inSync, int32(s.self))) {
+	rt, ok := s.routes.Get(shardKey(t.ID, p))
+	if ok && (rt.InSync == nil || containsID(rt.InSync, int32(s.self))) {
 		return nil
 	}
 	e := service.Errorf(partition.ErrNotPrimary, "node %d is not in the in-sync set of %s/%d (in sync: %v); fetch from the primary",
-		s.self, t.Name, p, rt.inSync)
-	if ok && rt.leader > 0 {
-		e.Hint = &service.Hint{NodeID: rt.leader, ClientAddr: s.addrOf(rt.leader), Generation: rt.term}
+		s.self, t.Name, p, rt.InSync)
+	if ok && rt.Leader > 0 {
+		e.Hint = &service.Hint{NodeID: rt.Leader, ClientAddr: s.addrOf(rt.Leader), Generation: rt.Term}
 	}
 	return e
 }
@@ -291,8 +291,8 @@ func (s *nodeService) replicaFor(sh *shard.Shard, t *metadata.Topic, p int32) (*
 	}
 	if !hosts(t.Replicas[p], s.self) {
 		e := service.Errorf(partition.ErrNotPrimary, "node %d holds no replica of %s/%d", s.self, t.Name, p)
-		if rt, ok := s.routes.get(key); ok && rt.leader > 0 {
-			e.Hint = &service.Hint{NodeID: rt.leader, ClientAddr: s.addrOf(rt.leader), Generation: rt.term}
+		if rt, ok := s.routes.Get(key); ok && rt.Leader > 0 {
+			e.Hint = &service.Hint{NodeID: rt.Leader, ClientAddr: s.addrOf(rt.Leader), Generation: rt.Term}
 		}
 		return nil, e
 	}

@@ -2,6 +2,7 @@ package node
 
 import (
 	"errors"
+	"github.com/corestream/corestream/cluster/routes"
 	"testing"
 
 	"github.com/corestream/corestream/cluster/config"
@@ -12,11 +13,11 @@ import (
 
 // fixedRoutes is a route table of one route for every key.
 type fixedRoutes struct {
-	rt route
+	rt routes.Route
 	ok bool
 }
 
-func (f fixedRoutes) get([20]byte) (route, bool) { return f.rt, f.ok }
+func (f fixedRoutes) Get([20]byte) (routes.Route, bool) { return f.rt, f.ok }
 
 // The primary's choice of a preferred read replica and a follower's
 // permission to serve, rule by rule: replicas 1 (rack a, the primary
@@ -43,7 +44,7 @@ func TestFollowerReadRules(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			s := &nodeService{svcDeps: svcDeps{self: 1, roster: staticRoster(roster),
-				routes: fixedRoutes{route{leader: 1, term: 3, inSync: tc.inSync}, true},
+				routes: fixedRoutes{routes.Route{Leader: 1, Term: 3, InSync: tc.inSync}, true},
 				alive:  func(id int32) bool { return id != tc.dead }}}
 			if got := s.preferredReadReplica(topic, 0, tc.rack); got != tc.want {
 				t.Fatalf("preferred read replica %d, want %d", got, tc.want)
@@ -52,7 +53,7 @@ func TestFollowerReadRules(t *testing.T) {
 	}
 
 	follower := func(inSync []int32, ok bool) error {
-		s := &nodeService{svcDeps: svcDeps{self: 2, roster: staticRoster(roster), routes: fixedRoutes{route{leader: 1, term: 3, inSync: inSync}, ok},
+		s := &nodeService{svcDeps: svcDeps{self: 2, roster: staticRoster(roster), routes: fixedRoutes{routes.Route{Leader: 1, Term: 3, InSync: inSync}, ok},
 			addrOf: func(int32) string { return "10.0.0.1:7070" }}}
 		return s.followerMayServe(topic, 0)
 	}

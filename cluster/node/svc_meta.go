@@ -41,8 +41,8 @@ func (s *nodeService) Locate(topic string, p int32) (service.PartitionRef, int32
 		return service.PartitionRef{}, -1, err
 	}
 	lead := int32(-1)
-	if rt, ok := s.routes.get(shardKey(t.ID, p)); ok && rt.leader > 0 {
-		lead = rt.leader
+	if rt, ok := s.routes.Get(shardKey(t.ID, p)); ok && rt.Leader > 0 {
+		lead = rt.Leader
 	}
 	return service.PartitionRef{Topic: t.Name, Partition: p, TopicID: t.ID, Generation: service.GenerationUnknown}, lead, nil
 }
@@ -140,9 +140,9 @@ func (s *nodeService) partitionRoute(t *metadata.Topic, p int32) service.Partiti
 		pr.Replicas[i] = int32(r)
 	}
 	key := shardKey(t.ID, p)
-	rt, ok := s.routes.get(key)
-	if ok && rt.leader > 0 && s.alive(rt.leader) {
-		pr.PrimaryID, pr.Generation = rt.leader, rt.term
+	rt, ok := s.routes.Get(key)
+	if ok && rt.Leader > 0 && s.alive(rt.Leader) {
+		pr.PrimaryID, pr.Generation = rt.Leader, rt.Term
 	} else {
 		// No primary, or its node is down (a factor-1 partition there is
 		// unavailable until it returns; others elect a new one).
@@ -169,7 +169,7 @@ func (s *nodeService) partitionRoute(t *metadata.Topic, p int32) service.Partiti
 		switch {
 		case !s.alive(r):
 			pr.Offline = append(pr.Offline, r)
-		case rt.inSync == nil || containsID(rt.inSync, r):
+		case rt.InSync == nil || containsID(rt.InSync, r):
 			if pr.PrimaryID > 0 {
 				pr.InSync = append(pr.InSync, r)
 			}

@@ -2,12 +2,12 @@ package node
 
 import (
 	"errors"
+	"github.com/corestream/corestream/cluster/service/wirecode"
 	"sync/atomic"
 	"time"
 
 	"github.com/corestream/corestream/cluster/clock"
 	"github.com/corestream/corestream/cluster/httpapi"
-	"github.com/corestream/corestream/cluster/native"
 	"github.com/corestream/corestream/cluster/service"
 	"github.com/corestream/corestream/netio/wire"
 	"github.com/prometheus/client_golang/prometheus"
@@ -124,7 +124,7 @@ func metered[R any](m *svcMeter, api svcAPI, done func(R, error)) func(R, error)
 // HTTP answer (the error-code label is bounded by the wire table).
 func errCodeName(err error) string {
 	var er *wire.ErrorResponse
-	if errors.As(native.Error(err), &er) && er.Err != nil {
+	if errors.As(wirecode.Error(err), &er) && er.Err != nil {
 		return er.Err.Name
 	}
 	var we *wire.Error

@@ -3,12 +3,12 @@ package node
 import (
 	"bytes"
 	"errors"
+	"github.com/corestream/corestream/cluster/service/wirecode"
 	"testing"
 	"time"
 
 	"github.com/corestream/corestream/cluster/config"
 	"github.com/corestream/corestream/cluster/metadata"
-	"github.com/corestream/corestream/cluster/native"
 	"github.com/corestream/corestream/cluster/service"
 	"github.com/corestream/corestream/netio/wire"
 	"github.com/corestream/corestream/segment/batch"
@@ -243,7 +243,7 @@ func TestPartsAnswerInKinds(t *testing.T) {
 		in.Hint = &service.Hint{NodeID: 2, Generation: 9, ClientAddr: "10.0.0.2:7070"}
 		err := s.svcErr(in)
 		var er *wire.ErrorResponse
-		if !errors.Is(err, k) || !errors.As(wireError(err), &er) || er.Err != native.CodeOf(k) || er.Message != "because" ||
+		if !errors.Is(err, k) || !errors.As(wireError(err), &er) || er.Err != wirecode.CodeOf(k) || er.Message != "because" ||
 			er.Hint == nil || er.Hint.Address != "10.0.0.2:7070" {
 			t.Fatalf("%v came back as %v", k, wireError(err))
 		}

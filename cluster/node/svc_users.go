@@ -3,7 +3,6 @@ package node
 import (
 	"crypto/rand"
 	"errors"
-	"sort"
 	"time"
 
 	"github.com/corestream/corestream/cluster/config"
@@ -31,7 +30,7 @@ func (s *nodeService) ListUsers() ([]*metadata.User, error) {
 	if err := s.ready(); err != nil {
 		return nil, s.svcErr(err)
 	}
-	return s.view().usersSorted(), nil
+	return s.view().UsersSorted(), nil
 }
 
 // ChangeUser implements service.Users. A password is derived into its
@@ -134,14 +133,4 @@ func (c *controller) maybeBootstrap() {
 		c.d.log.Info("security: created the administrator of security.admin_user (the cluster had no user)", "user", c.bootstrap.Name)
 		c.bootstrap = nil
 	})
-}
-
-// usersSorted lists the view's users by name.
-func (v *View) usersSorted() []*metadata.User {
-	out := make([]*metadata.User, 0, len(v.Users))
-	for _, u := range v.Users {
-		out = append(out, u)
-	}
-	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
-	return out
 }

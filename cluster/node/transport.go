@@ -2,6 +2,9 @@ package node
 
 import (
 	"context"
+	"github.com/corestream/corestream/cluster/config"
+	"github.com/corestream/corestream/cluster/routes"
+	"github.com/corestream/corestream/cluster/transport"
 	"time"
 
 	"github.com/corestream/corestream/cluster/peerauth"
@@ -21,8 +24,8 @@ type Transport interface {
 	// send queues a replica's messages (its Config.Send). REQUIRES: on
 	// the replica's shard.
 	send(r *partition.Replica, msgs []raftlite.Message)
-	// announce queues the route of a partition this node leads.
-	announce(r peerwire.Route)
+	// Announce queues the route of a partition this node leads.
+	Announce(r peerwire.Route)
 	// requestTransfer asks node from, a peer, to start the transfer t.
 	requestTransfer(from int32, t peerwire.Transfer)
 	// requestReassign and answerReassign carry a replica move's step
@@ -39,7 +42,27 @@ type Transport interface {
 	hops() uint64
 	// shutdown closes every link and the listener.
 	shutdown(ctx context.Context) error
+	// setPeers dials the links of peers new to the roster nodes and
+	// drops those of peers that left it (roster.go).
+	setPeers(nodes []config.RosterNode)
+	// segments is the catch-up of learners by whole segments; nil on a
+	// transport that copies them by appends only.
+	segments() segmentLink
 }
+
+// segmentLink carries the catch-up of learners by whole segments over
+// the peer links: the replicas' Config.SendSegment and AnswerSegment, and
+// the bytes sent so.
+type segmentLink interface {
+	sendSegment(r *partition.Replica, c *partition.SegmentChunk)
+	answerSegment(r *partition.Replica, to raftlite.NodeID, a partition.SegmentAnswer)
+	segmentBytes() int64
+}
+
+// segments is the TCP transport itself: it sends whole segments.
+func (p *peers) segments() segmentLink { return p }
+
+func (p *peers) segmentBytes() int64 { return p.SegmentBytes.Load() }
 
 var _ Transport = (*peers)(nil)
 
@@ -63,12 +86,12 @@ func (n *Node) peerDeps() peerDeps {
 	timeout := time.Duration(n.cfg.Cluster.ElectionTimeoutMs) * time.Millisecond
 	return peerDeps{
 		self: int32(n.self), roster: n.roster.nodes, log: n.log, group: n.group, clock: n.clock,
-		live:      newLiveness(n.clock, timeout),
+		live:      transport.NewLiveness(n.clock, timeout),
 		heartbeat: time.Duration(n.cfg.Cluster.HeartbeatIntervalMs) * time.Millisecond,
 		stopped:   n.stopped.Load,
 		step:      n.replicas.step,
 		learnRoute: func(r peerwire.Route) {
-			n.routes.learn(shardKey(r.TopicID, r.Partition), route{leader: r.Leader, term: r.Term, inSync: maskIDs(r.InSync)})
+			n.routes.Learn(shardKey(r.TopicID, r.Partition), routes.Route{Leader: r.Leader, Term: r.Term, InSync: maskIDs(r.InSync)})
 		},
 		transfer:      func(t peerwire.Transfer) { n.replicas.transfer(t.TopicID, t.Partition, t.Target) },
 		reassign:      n.replicas.reassign,
@@ -88,7 +111,7 @@ func (n *Node) peerDeps() peerDeps {
 			}
 			return n.ctrl.snapshot
 		},
-		ledRoutes: func() []peerwire.Route { return n.routes.ledBy(int32(n.self)) },
+		ledRoutes: func() []peerwire.Route { return n.routes.LedBy(int32(n.self)) },
 		replica: func(shardID int, g raftlite.GroupID) *partition.Replica {
 			if h := n.replicas.d.hosts[shardID]; h != nil {
 				return h.Group(g)
@@ -117,18 +140,21 @@ func (n *Node) segmentFns() (func(*partition.Replica, *partition.SegmentChunk), 
 	if n.peers == nil || appendsOnly {
 		return nil, nil
 	}
-	p, ok := n.peers.(*peers)
-	if !ok {
-		return nil, nil // another transport (tests): appends only
+	s := n.peers.segments()
+	if s == nil {
+		return nil, nil // a transport that copies by appends only (the simulator)
 	}
-	return p.sendSegment, p.answerSegment
+	return s.sendSegment, s.answerSegment
 }
 
 // SegmentBytesSent is how many bytes this node's primaries sent to
 // learners as whole segments.
 func (n *Node) SegmentBytesSent() int64 {
-	if p, ok := n.peers.(*peers); ok {
-		return p.SegmentBytes.Load()
+	if n.peers == nil {
+		return 0
+	}
+	if s := n.peers.segments(); s != nil {
+		return s.segmentBytes()
 	}
 	return 0
 }

@@ -65,10 +65,43 @@ func TestNoImportRunsUp(t *testing.T) {
 	if files < 100 {
 		t.Fatalf("only %d Go files found under %s: the walk is broken", files, root)
 	}
+	for _, e := range Exceptions {
+		if !usedExceptions[e.From+" -> "+e.To] {
+			t.Errorf("exception %s -> %s is needed by no file any more: remove it from layering.Exceptions", e.From, e.To)
+		}
+	}
 }
 
 // violation says why package folder from may not import to, or "".
 func violation(from, to string, isTest bool) string {
+	why := floorViolation(from, to)
+	if why == "" {
+		why = clusterViolation(from, to)
+	}
+	if why == "" {
+		return ""
+	}
+	for _, e := range Exceptions {
+		if under(from, e.From) && under(to, e.To) {
+			usedExceptions[e.From+" -> "+e.To] = true
+			return ""
+		}
+	}
+	if isTest {
+		for _, e := range TestExceptions {
+			if under(from, e.From) && under(to, e.To) {
+				return ""
+			}
+		}
+	}
+	return why
+}
+
+// usedExceptions notes the Exceptions some import needed.
+var usedExceptions = map[string]bool{}
+
+// floorViolation applies the top-level floors.
+func floorViolation(from, to string) string {
 	ff, fok := floorOf(from)
 	tf, tok := floorOf(to)
 	switch {
@@ -80,18 +113,48 @@ func violation(from, to string, isTest bool) string {
 		return ""
 	case tf < ff:
 		return ""
-	}
-	if isTest {
-		for _, e := range TestExceptions {
-			if under(from, e.From) && under(to, e.To) {
-				return ""
-			}
-		}
-	}
-	if tf == ff {
+	case tf == ff:
 		return "it is a sibling on floor " + strconv.Itoa(ff) + "; floors share code only downward"
 	}
 	return "floor " + strconv.Itoa(tf) + " (" + top(to) + ") is above floor " + strconv.Itoa(ff) + " (" + top(from) + ")"
+}
+
+// clusterViolation applies the floors inside cluster/ and the rule that
+// the lowest of them import no protocol.
+func clusterViolation(from, to string) string {
+	if top(from) != "cluster" {
+		return ""
+	}
+	fp, tp := part(from), part(to)
+	ff, fok := ClusterFloors[fp]
+	if !fok {
+		return "the importing part " + fp + " has no floor in layering.ClusterFloors"
+	}
+	if under(to, "netio/wire") && !under(to, "netio/wire/scram") && ff <= ProtocolFree {
+		return fp + " is on cluster floor " + strconv.Itoa(ff) + ", which speaks no protocol (layering.ProtocolFree)"
+	}
+	if top(to) != "cluster" || fp == tp {
+		return ""
+	}
+	tf, tok := ClusterFloors[tp]
+	switch {
+	case !tok:
+		return "the imported part " + tp + " has no floor in layering.ClusterFloors"
+	case tf < ff:
+		return ""
+	case tf == ff:
+		return tp + " is a sibling of " + fp + " on cluster floor " + strconv.Itoa(ff) + "; parts share code only downward (no front end imports another)"
+	}
+	return "cluster floor " + strconv.Itoa(tf) + " (" + tp + ") is above cluster floor " + strconv.Itoa(ff) + " (" + fp + ")"
+}
+
+// part is the part folder of a package under cluster/: cluster/X.
+func part(pkg string) string {
+	parts := strings.SplitN(pkg, "/", 3)
+	if len(parts) < 2 {
+		return pkg
+	}
+	return parts[0] + "/" + parts[1]
 }
 
 func top(pkg string) string { first, _, _ := strings.Cut(pkg, "/"); return first }
@@ -121,6 +184,28 @@ func TestViolation(t *testing.T) {
 		{"bench", "tools/localcluster", false, false},
 		{"cmd/corestream", "bench", false, true},
 		{"newfolder", "segment", false, false},
+		// Inside cluster/: parts only downward, front ends never sideways.
+		{"cluster/httpapi", "cluster/native", false, false},
+		{"cluster/httpapi", "cluster/native", true, false},
+		{"cluster/kafka", "cluster/httpapi", false, false},
+		{"cluster/native", "cluster/service", false, true},
+		{"cluster/native", "cluster/service/wirecode", false, true},
+		{"cluster/service/wirecode", "cluster/service", false, true},
+		{"cluster/service", "cluster/native", false, false},
+		{"cluster/routes", "cluster/node", false, false},
+		{"cluster/node", "cluster/routes", false, true},
+		{"cluster/metadata", "cluster/service", false, false},
+		{"cluster/placement", "cluster/metadata", false, false},
+		{"cluster/metadata", "cluster/placement", false, true},
+		{"cluster/newpart", "cluster/clock", false, false},
+		{"cluster/node", "cluster/newpart", false, false},
+		// The protocol-free floors; the SCRAM algorithm is no protocol.
+		{"cluster/peerwire", "netio/wire", false, false},
+		{"cluster/security", "netio/wire/scram", false, true},
+		{"cluster/service", "netio/wire", false, true},
+		// A named exception lets its one import through, and no other.
+		{"cluster/metadata", "netio/wire", false, true},
+		{"cluster/placement", "netio/wire", false, false},
 	} {
 		if got := violation(c.from, c.to, c.test) == ""; got != c.ok {
 			t.Errorf("%s -> %s (test %v): allowed %v, want %v", c.from, c.to, c.test, got, c.ok)

@@ -1,4 +1,4 @@
-package node
+package routes
 
 import (
 	"sort"
@@ -121,67 +121,67 @@ func (p *partitionLag) follower(id raftlite.NodeID) *followerLag {
 	return p.follower(id)
 }
 
-// lagTable holds the in-sync state of the partitions this node leads.
+// LagTable holds the in-sync state of the partitions this node leads.
 // Shards write their partitions' entries when they sample; metadata
 // answers and the metrics read them.
 //
 // mu guards m and every *partitionLag in it.
-type lagTable struct {
+type LagTable struct {
 	mu sync.Mutex
 	m  map[[20]byte]*partitionLag
 }
 
-// sampleInput is one sample of a partition on its primary.
-type sampleInput struct {
-	self     raftlite.NodeID
-	term     int32
-	replicas []raftlite.NodeID
-	// seed lists the replicas the previous primary reported in sync (nil:
+// SampleInput is one sample of a partition on its primary.
+type SampleInput struct {
+	Self     raftlite.NodeID
+	Term     int32
+	Replicas []raftlite.NodeID
+	// Seed lists the replicas the previous primary reported in sync (nil:
 	// unknown); a new term starts them as caught up now, as Kafka keeps
 	// the ISR across a leader change.
-	seed []int32
-	end  int64
-	// follower reports a follower's matched offset and activity.
-	follower func(raftlite.NodeID) (match int64, active bool, ok bool)
-	alive    func(raftlite.NodeID) bool
+	Seed []int32
+	End  int64
+	// Follower reports a Follower's matched offset and activity.
+	Follower func(raftlite.NodeID) (match int64, active bool, ok bool)
+	Alive    func(raftlite.NodeID) bool
 }
 
-// sample records one sample of partition key at now and returns its
+// Sample records one Sample of partition key at now and returns its
 // in-sync replicas (the primary first) under window.
-func (t *lagTable) sample(key [20]byte, now time.Time, window time.Duration, in sampleInput) []int32 {
+func (t *LagTable) Sample(key [20]byte, now time.Time, window time.Duration, in SampleInput) []int32 {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if t.m == nil {
 		t.m = map[[20]byte]*partitionLag{}
 	}
 	p := t.m[key]
-	if p == nil || p.term != in.term {
-		p = &partitionLag{term: in.term, since: now}
-		for _, id := range in.seed {
-			if raftlite.NodeID(id) != in.self && in.alive(raftlite.NodeID(id)) {
+	if p == nil || p.term != in.Term {
+		p = &partitionLag{term: in.Term, since: now}
+		for _, id := range in.Seed {
+			if raftlite.NodeID(id) != in.Self && in.Alive(raftlite.NodeID(id)) {
 				p.follower(raftlite.NodeID(id)).caughtUp = now
 			}
 		}
 		t.m[key] = p
 	}
 	p.at = now
-	out := []int32{int32(in.self)}
-	for _, id := range in.replicas {
-		if id == in.self {
+	out := []int32{int32(in.Self)}
+	for _, id := range in.Replicas {
+		if id == in.Self {
 			continue
 		}
 		f := p.follower(id)
-		match, active, ok := in.follower(id)
+		match, active, ok := in.Follower(id)
 		if !ok {
 			match = -1
 		}
-		alive := in.alive(id)
-		f.observe(now, followerSample{end: in.end, match: match, alive: alive, active: active})
+		alive := in.Alive(id)
+		f.observe(now, followerSample{end: in.End, match: match, alive: alive, active: active})
 		if f.inSync(now, window, alive) {
 			out = append(out, int32(id))
 		}
 	}
-	p.prune(in.self, in.replicas)
+	p.prune(in.Self, in.Replicas)
 	return out
 }
 
@@ -200,9 +200,9 @@ func (p *partitionLag) prune(self raftlite.NodeID, replicas []raftlite.NodeID) {
 	p.followers = keep
 }
 
-// caughtUp returns when follower id of partition key last caught up, as
+// CaughtUp returns when follower id of partition key last caught up, as
 // Unix milliseconds (-1: never, or this node does not lead it).
-func (t *lagTable) caughtUp(key [20]byte, id raftlite.NodeID) int64 {
+func (t *LagTable) CaughtUp(key [20]byte, id raftlite.NodeID) int64 {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	p := t.m[key]
@@ -220,17 +220,17 @@ func (t *lagTable) caughtUp(key [20]byte, id raftlite.NodeID) int64 {
 	return -1
 }
 
-// drop forgets partition key (this node no longer leads it).
-func (t *lagTable) drop(key [20]byte) {
+// Drop forgets partition key (this node no longer leads it).
+func (t *LagTable) Drop(key [20]byte) {
 	t.mu.Lock()
 	delete(t.m, key)
 	t.mu.Unlock()
 }
 
-// lagMax returns the largest follower lag over the partitions this node
+// LagMax returns the largest follower lag over the partitions this node
 // leads: in records at the last sample, and in time since the follower
 // last caught up (since the node became primary when it never did).
-func (t *lagTable) lagMax(now time.Time) (records int64, behind time.Duration) {
+func (t *LagTable) LagMax(now time.Time) (records int64, behind time.Duration) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	for _, p := range t.m {

@@ -1,4 +1,11 @@
-package native
+// Package wirecode maps the typed service's answers onto the native
+// protocol's error codes, in one table: every kind of error the service
+// answers with (its own and the replica's) has one code here. The native
+// front end and the HTTP API both name their errors by these codes (the
+// Kafka listener keeps its own table, mapped one to one), so the table
+// stands below the front ends, beside the service, and neither front end
+// imports the other for it.
+package wirecode
 
 import (
 	"errors"

@@ -1,7 +1,8 @@
-package node
+package routes
 
 import (
 	"encoding/binary"
+	"sort"
 	"sync"
 
 	"github.com/corestream/corestream/cluster/peerwire"
@@ -36,7 +37,8 @@ type View struct {
 	Drains    map[metadata.NodeID]*metadata.Drain
 }
 
-func newView(s *metadata.State, applied int64) *View {
+// NewView copies state s, applied up to offset applied, into a View.
+func NewView(s *metadata.State, applied int64) *View {
 	v := &View{Applied: applied, Topics: map[string]*metadata.Topic{}, ByID: map[metadata.TopicID]*metadata.Topic{}}
 	v.Sorted = s.Topics()
 	v.Users = map[string]*metadata.User{}
@@ -51,7 +53,7 @@ func newView(s *metadata.State, applied int64) *View {
 	v.Roster = s.Roster()
 	v.Moving = make(map[[20]byte]*metadata.Reassignment, len(v.Moves))
 	for _, m := range v.Moves {
-		v.Moving[shardKey(m.TopicID, m.Partition)] = m
+		v.Moving[Key(m.TopicID, m.Partition)] = m
 	}
 	v.ClusterID = s.ClusterID()
 	v.Drains = map[metadata.NodeID]*metadata.Drain{}
@@ -61,42 +63,44 @@ func newView(s *metadata.State, applied int64) *View {
 	return v
 }
 
-// route is what a node knows of one partition's primary.
-type route struct {
-	leader int32 // node id; -1 when none
-	term   int32
-	// inSync lists the replicas caught up with the primary, as the primary
+// Route is what a node knows of one partition's primary.
+type Route struct {
+	Leader int32 // node id; -1 when none
+	Term   int32
+	// InSync lists the replicas caught up with the primary, as the primary
 	// reported them (nil: unknown, treat every live replica as in sync).
-	inSync []int32
+	InSync []int32
 }
 
-// routes is the node-wide table of partition primaries. Replicas write it
+// Table is the node-wide table of partition primaries. Replicas write it
 // from their shards when their leader or term changes (rare); metadata
 // requests on any shard read it.
 //
 // mu guards m.
-type routes struct {
+type Table struct {
 	mu sync.RWMutex
-	m  map[[20]byte]route
+	m  map[[20]byte]Route
 }
 
-func (rt *routes) set(key [20]byte, r route) {
+// Set records r as partition key's route, whatever was there.
+func (rt *Table) Set(key [20]byte, r Route) {
 	rt.mu.Lock()
 	if rt.m == nil {
-		rt.m = map[[20]byte]route{}
+		rt.m = map[[20]byte]Route{}
 	}
 	rt.m[key] = r
 	rt.mu.Unlock()
 }
 
-func (rt *routes) get(key [20]byte) (route, bool) {
+// Get returns partition key's route, if one is known.
+func (rt *Table) Get(key [20]byte) (Route, bool) {
 	rt.mu.RLock()
 	r, ok := rt.m[key]
 	rt.mu.RUnlock()
 	return r, ok
 }
 
-// setLocal records what a local replica knows of its primary, unless
+// SetLocal records what a local replica knows of its primary, unless
 // this node already holds a newer generation, learned from that
 // generation's primary: a replica that has just opened (generation 0, no
 // primary) or that lags a term behind must not hide the primary the
@@ -105,52 +109,52 @@ func (rt *routes) get(key [20]byte) (route, bool) {
 // node cut off while a topic was created learned the primary's
 // announcement on the heal, then opened its replica and told its clients
 // the partition had no primary, or named a deposed one.)
-func (rt *routes) setLocal(key [20]byte, r route) bool {
+func (rt *Table) SetLocal(key [20]byte, r Route) bool {
 	rt.mu.Lock()
 	defer rt.mu.Unlock()
 	if rt.m == nil {
-		rt.m = map[[20]byte]route{}
+		rt.m = map[[20]byte]Route{}
 	}
-	if old, ok := rt.m[key]; ok && old.term > r.term {
+	if old, ok := rt.m[key]; ok && old.Term > r.Term {
 		return false
 	}
 	rt.m[key] = r
 	return true
 }
 
-// learn records a route announced by a peer unless this node already
+// Learn records a route announced by a peer unless this node already
 // knows a newer generation (or a primary for the same one: one leader per
 // term).
-func (rt *routes) learn(key [20]byte, r route) {
+func (rt *Table) Learn(key [20]byte, r Route) {
 	rt.mu.Lock()
 	if rt.m == nil {
-		rt.m = map[[20]byte]route{}
+		rt.m = map[[20]byte]Route{}
 	}
 	old, ok := rt.m[key]
-	if !ok || r.term > old.term || (r.term == old.term && (old.leader <= 0 || old.leader == r.leader)) {
+	if !ok || r.Term > old.Term || (r.Term == old.Term && (old.Leader <= 0 || old.Leader == r.Leader)) {
 		rt.m[key] = r
 	}
 	rt.mu.Unlock()
 }
 
-// ledBy returns, as announcements, every route whose primary is node id.
-func (rt *routes) ledBy(id int32) []peerwire.Route {
+// LedBy returns, as announcements, every route whose primary is node id.
+func (rt *Table) LedBy(id int32) []peerwire.Route {
 	rt.mu.RLock()
 	defer rt.mu.RUnlock()
 	var out []peerwire.Route
 	for key, r := range rt.m {
-		if r.leader == id {
-			out = append(out, announcement(key, r))
+		if r.Leader == id {
+			out = append(out, Announcement(key, r))
 		}
 	}
 	return out
 }
 
-// announcement is route r of partition key as a peerwire.Route.
-func announcement(key [20]byte, r route) peerwire.Route {
-	a := peerwire.Route{Partition: int32(binary.BigEndian.Uint32(key[16:])), Leader: r.leader, Term: r.term}
+// Announcement is route r of partition key as a peerwire.Route.
+func Announcement(key [20]byte, r Route) peerwire.Route {
+	a := peerwire.Route{Partition: int32(binary.BigEndian.Uint32(key[16:])), Leader: r.Leader, Term: r.Term}
 	copy(a.TopicID[:], key[:16])
-	for _, id := range r.inSync {
+	for _, id := range r.InSync {
 		if id >= 1 && id <= 32 {
 			a.InSync |= 1 << (id - 1)
 		}
@@ -158,8 +162,19 @@ func announcement(key [20]byte, r route) peerwire.Route {
 	return a
 }
 
-func (rt *routes) drop(key [20]byte) {
+// Drop forgets partition key's route.
+func (rt *Table) Drop(key [20]byte) {
 	rt.mu.Lock()
 	delete(rt.m, key)
 	rt.mu.Unlock()
+}
+
+// UsersSorted lists the view's users by name.
+func (v *View) UsersSorted() []*metadata.User {
+	out := make([]*metadata.User, 0, len(v.Users))
+	for _, u := range v.Users {
+		out = append(out, u)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	return out
 }

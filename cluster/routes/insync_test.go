@@ -1,4 +1,4 @@
-package node
+package routes
 
 import (
 	"fmt"
@@ -18,7 +18,7 @@ type fakeGroup struct {
 	dead   map[raftlite.NodeID]bool
 	term   int32
 	seed   []int32
-	lags   lagTable
+	lags   LagTable
 }
 
 func newFakeGroup(t *testing.T) *fakeGroup {
@@ -32,10 +32,10 @@ var fakeKey = [20]byte{1}
 // sample advances the clock by d and samples the group.
 func (g *fakeGroup) sample(d time.Duration) string {
 	g.now = g.now.Add(d)
-	out := g.lags.sample(fakeKey, g.now, time.Second, sampleInput{
-		self: 1, term: g.term, replicas: []raftlite.NodeID{1, 2, 3}, seed: g.seed, end: g.end,
-		follower: func(id raftlite.NodeID) (int64, bool, bool) { return g.match[id], g.active[id], true },
-		alive:    func(id raftlite.NodeID) bool { return !g.dead[id] },
+	out := g.lags.Sample(fakeKey, g.now, time.Second, SampleInput{
+		Self: 1, Term: g.term, Replicas: []raftlite.NodeID{1, 2, 3}, Seed: g.seed, End: g.end,
+		Follower: func(id raftlite.NodeID) (int64, bool, bool) { return g.match[id], g.active[id], true },
+		Alive:    func(id raftlite.NodeID) bool { return !g.dead[id] },
 	})
 	return fmt.Sprint(out)
 }
@@ -64,10 +64,10 @@ func TestInSyncUnderSaturatingWrites(t *testing.T) {
 		g.match[3] = prev - 500 - 1
 		g.want(250*time.Millisecond, "[1 2]")
 	}
-	if got := g.lags.caughtUp(fakeKey, 2); got != g.now.Add(-250*time.Millisecond).UnixMilli() {
+	if got := g.lags.CaughtUp(fakeKey, 2); got != g.now.Add(-250*time.Millisecond).UnixMilli() {
 		t.Fatalf("follower 2 last caught up at %d, want the previous sample %d", got, g.now.Add(-250*time.Millisecond).UnixMilli())
 	}
-	recs, behind := g.lags.lagMax(g.now)
+	recs, behind := g.lags.LagMax(g.now)
 	if recs != 1500 || behind < time.Second {
 		t.Fatalf("lag max %d records, %v; want 1500 and over the window", recs, behind)
 	}
@@ -85,7 +85,7 @@ func TestInSyncWindow(t *testing.T) {
 	g.want(500*time.Millisecond, "[1 2 3]")
 	g.want(500*time.Millisecond, "[1 2 3]") // exactly the window
 	g.want(time.Millisecond, "[1 2]")
-	if got := g.lags.caughtUp(fakeKey, 3); got != caught.UnixMilli() {
+	if got := g.lags.CaughtUp(fakeKey, 3); got != caught.UnixMilli() {
 		t.Fatalf("follower 3 last caught up at %d, want %d", got, caught.UnixMilli())
 	}
 	g.match[3] = 19
@@ -120,7 +120,7 @@ func TestInSyncNewTermSeed(t *testing.T) {
 	g.want(10*time.Millisecond, "[1 2]") // 3 was seen dead: must catch up
 	g.term, g.seed = 3, []int32{2, 7}    // 7 is no replica: forgotten
 	g.want(10*time.Millisecond, "[1 2]")
-	if got := g.lags.caughtUp(fakeKey, 7); got != -1 {
+	if got := g.lags.CaughtUp(fakeKey, 7); got != -1 {
 		t.Fatalf("node 7, no replica, kept a catch-up time %d", got)
 	}
 	g.match[3] = 49

@@ -1,4 +1,4 @@
-package node
+package transport
 
 import (
 	"slices"
@@ -13,22 +13,22 @@ import (
 // timeout after its last frame, and never before its first.
 func TestLivenessOnItsClock(t *testing.T) {
 	c := clock.NewManual(time.UnixMilli(1_700_000_000_000))
-	l := newLiveness(c, time.Second)
-	if l.alive(2) {
+	l := NewLiveness(c, time.Second)
+	if l.Alive(2) {
 		t.Fatal("a peer never heard from is alive")
 	}
-	l.heard(2)
+	l.Heard(2)
 	c.Advance(999 * time.Millisecond)
-	if !l.alive(2) {
+	if !l.Alive(2) {
 		t.Fatal("a peer heard 999 ms ago is down with a 1 s timeout")
 	}
 	c.Advance(time.Millisecond)
-	if l.alive(2) {
+	if l.Alive(2) {
 		t.Fatal("a peer heard 1 s ago is alive with a 1 s timeout")
 	}
-	l.heard(0)
-	l.heard(int32(raftlite.NodeIDMax) + 1)
-	if l.alive(0) || l.alive(int32(raftlite.NodeIDMax)+1) {
+	l.Heard(0)
+	l.Heard(int32(raftlite.NodeIDMax) + 1)
+	if l.Alive(0) || l.Alive(int32(raftlite.NodeIDMax)+1) {
 		t.Fatal("an id outside the roster range is alive")
 	}
 }
@@ -53,12 +53,12 @@ func TestDownWatch(t *testing.T) {
 		{at: 2 * time.Second, set: map[int32]bool{2: false}, down: nil},
 		{at: 2100 * time.Millisecond, down: []int32{2}},
 	}
-	w := newDownWatch(every, timeout)
+	w := NewDownWatch(every, timeout)
 	for i, s := range steps {
 		for id, a := range s.set {
 			alive[id] = a
 		}
-		down, up := w.beat(start.Add(s.at), []int32{2, 3}, f)
+		down, up := w.Beat(start.Add(s.at), []int32{2, 3}, f)
 		if !slices.Equal(down, s.down) || !slices.Equal(up, s.up) {
 			t.Fatalf("step %d (at %v): down %v up %v, want down %v up %v", i, s.at, down, up, s.down, s.up)
 		}
@@ -84,7 +84,7 @@ func TestCampaignsAfterDown(t *testing.T) {
 		{"a leaderless group campaigns too", raftlite.None, 3, 1, alive(2), true},
 	}
 	for _, c := range cases {
-		if got := campaignsAfterDown(reps, c.lead, c.dead, c.self, c.alive); got != c.want {
+		if got := CampaignsAfterDown(reps, c.lead, c.dead, c.self, c.alive); got != c.want {
 			t.Errorf("%s: got %v", c.name, got)
 		}
 	}
