@@ -49,14 +49,14 @@ func (l *Listener) createTopics(c *netio.Conn, req *kmsg.CreateTopicsRequest, re
 		}
 		ct, err := createRequest(t)
 		if err != nil {
-			rt.ErrorCode, rt.ErrorMessage = errorCode(err), errorMessage(err)
+			rt.ErrorCode, rt.ErrorMessage = errorCode(err), kafkaConfigNames(errorMessage(err))
 			continue
 		}
 		ct.Timeout, ct.ValidateOnly = adminTimeout(req.TimeoutMillis), req.ValidateOnly
 		pending++
 		l.svc.CreateTopic(c.Shard(), ct, func(res service.CreateTopicResult, err error) {
 			if err != nil {
-				rt.ErrorCode, rt.ErrorMessage = errorCode(err), errorMessage(err)
+				rt.ErrorCode, rt.ErrorMessage = errorCode(err), kafkaConfigNames(errorMessage(err))
 			} else {
 				rt.TopicID, rt.NumPartitions, rt.ReplicationFactor = res.ID, res.Partitions, res.ReplicationFactor
 			}
@@ -129,7 +129,22 @@ const replicationFactorMax = 32
 
 // configKeys maps Kafka's topic config names onto ours; ours are accepted
 // as they are.
-var configKeys = map[string]string{"retention.ms": "retention_ms", "retention.bytes": "retention_bytes"}
+var configKeys = map[string]string{"retention.ms": "retention_ms", "retention.bytes": "retention_bytes",
+	"max.message.bytes": "max_message_bytes"}
+
+// kafkaConfigNames is a refusal's message with our config keys in it
+// replaced by Kafka's names (retention_ms → retention.ms), so that a
+// Kafka user reads the name they sent.
+func kafkaConfigNames(msg *string) *string {
+	if msg == nil {
+		return nil
+	}
+	m := *msg
+	for k, ours := range configKeys {
+		m = strings.ReplaceAll(m, "config "+ours+"=", "config "+k+"=")
+	}
+	return &m
+}
 
 // createRequest is t as the service's request: the replication factor -1
 // is the cluster's default (0 to the service), any other outside 1..32
@@ -151,14 +166,13 @@ func createRequest(t *kmsg.CreateTopicsRequestTopic) (*service.CreateTopicReques
 		if cfg.Value == nil {
 			continue // null: the default
 		}
-		key := cfg.Name
-		if ours, ok := configKeys[key]; ok {
-			key = ours
-		} else if strings.Contains(key, ".") {
-			return nil, service.Errorf(service.ErrInvalidConfig, "topic %s: config %q is not supported (supported: retention.ms, retention.bytes)",
-				t.Topic, key)
+		key, skip, err := topicConfigKey(t.Topic, cfg.Name, cfg.Value)
+		if err != nil {
+			return nil, err
 		}
-		ct.Configs = append(ct.Configs, service.Config{Key: key, Value: *cfg.Value})
+		if !skip {
+			ct.Configs = append(ct.Configs, service.Config{Key: key, Value: *cfg.Value})
+		}
 	}
 	return ct, nil
 }

@@ -1,6 +1,9 @@
 package kafka
 
 import (
+	"sort"
+	"strings"
+
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
@@ -27,7 +30,46 @@ func ourConfigKey(topic, name string) (string, error) {
 			return ours, nil
 		}
 	}
-	return "", service.Errorf(service.ErrInvalidConfig, "topic %s: config %q cannot be changed (supported: retention.ms, retention.bytes)", topic, name)
+	return "", service.Errorf(service.ErrInvalidConfig, "topic %s: config %q is not supported (supported: %s; fixed: %s)",
+		topic, name, strings.Join(supportedConfigNames(), ", "), strings.Join(fixedConfigNames(), ", "))
+}
+
+// fixedConfigs are Kafka topic configs whose one value is what corestream
+// always does: a create or alter that gives that value (or asks for the
+// default) is accepted and changes nothing; another value is refused with
+// the reason, since accepting it would promise what is not done.
+var fixedConfigs = map[string]struct{ value, why string }{
+	"cleanup.policy":                 {"delete", "compaction is not supported yet: old segments are deleted by retention only"},
+	"message.timestamp.type":         {"CreateTime", "records keep their producers' timestamps; the broker does not stamp its own (LogAppendTime)"},
+	"compression.type":               {"producer", "batches are stored as produced and never recompressed by the broker"},
+	"unclean.leader.election.enable": {"false", "consensus never elects a primary that may lack committed records"},
+}
+
+// topicConfigKey is our key of Kafka topic config name given value (nil:
+// back to the default), or skip for a fixed config given its one value or
+// none, or ErrInvalidConfig naming the config and why.
+func topicConfigKey(topic, name string, value *string) (key string, skip bool, err error) {
+	if f, ok := fixedConfigs[name]; ok {
+		if value == nil || strings.EqualFold(*value, f.value) {
+			return "", true, nil
+		}
+		return "", false, service.Errorf(service.ErrInvalidConfig, "topic %s: config %s=%s is not supported: %s (only %s)", topic, name, *value, f.why, f.value)
+	}
+	key, err = ourConfigKey(topic, name)
+	return key, false, err
+}
+
+// supportedConfigNames are the Kafka names of the configs a topic may set.
+func supportedConfigNames() []string { return sortedKeys(configKeys) }
+
+// fixedConfigNames are the fixed configs' names with their one value.
+func fixedConfigNames() []string {
+	names := make([]string, 0, len(fixedConfigs))
+	for k, f := range fixedConfigs {
+		names = append(names, k+"="+f.value)
+	}
+	sort.Strings(names)
+	return names
 }
 
 // alterResource is one resource of an AlterConfigs or
@@ -64,9 +106,10 @@ func (l *Listener) incrementalAlterConfigs(c *netio.Conn, req *kmsg.IncrementalA
 			if ar.req == nil {
 				break
 			}
-			key, err := ourConfigKey(r.ResourceName, cfg.Name)
+			key, skip, err := topicConfigKey(r.ResourceName, cfg.Name, cfg.Value)
 			switch {
 			case err != nil:
+			case skip:
 			case cfg.Op == kmsg.IncrementalAlterConfigOpSet && cfg.Value != nil:
 				ar.req.Set = append(ar.req.Set, service.Config{Key: key, Value: *cfg.Value})
 			case cfg.Op == kmsg.IncrementalAlterConfigOpDelete:
@@ -103,12 +146,12 @@ func (l *Listener) alterConfigsLegacy(c *netio.Conn, req *kmsg.AlterConfigsReque
 		}
 		ar.req.Replace = true
 		for _, cfg := range r.Configs {
-			key, err := ourConfigKey(r.ResourceName, cfg.Name)
+			key, skip, err := topicConfigKey(r.ResourceName, cfg.Name, cfg.Value)
 			if err != nil {
 				*ar = alterResource{code: errorCode(err), msg: err.Error()}
 				break
 			}
-			if cfg.Value != nil {
+			if !skip && cfg.Value != nil {
 				ar.req.Set = append(ar.req.Set, service.Config{Key: key, Value: *cfg.Value})
 			}
 		}
@@ -142,7 +185,7 @@ func (l *Listener) alterConfigs(c *netio.Conn, res []*alterResource, validateOnl
 		pending++
 		l.svc.AlterTopicConfig(c.Shard(), ar.req, func(_ metadata.TopicConfig, err error) {
 			if err != nil {
-				ar.code, ar.msg = errorCode(err), err.Error()
+				ar.code, ar.msg = errorCode(err), *kafkaConfigNames(kmsg.StringPtr(err.Error()))
 			}
 			finish()
 		})

@@ -1,6 +1,8 @@
 package kafka
 
 import (
+	"sort"
+
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
@@ -17,6 +19,16 @@ func kafkaConfigName(ours string) string {
 		return "segment.bytes"
 	}
 	return ours
+}
+
+// sortedKeys is m's keys in order.
+func sortedKeys[V any](m map[string]V) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
 }
 
 // describeConfigs answers a topic's effective configs (DescribeTopic's)
@@ -51,6 +63,15 @@ func (l *Listener) describeConfigs(req *kmsg.DescribeConfigsRequest) *kmsg.Descr
 				if c.IsDefault {
 					rc.Source = kmsg.ConfigSourceDefaultConfig
 				}
+				rr.Configs = append(rr.Configs, rc)
+			}
+			for _, name := range sortedKeys(fixedConfigs) {
+				if r.ConfigNames != nil && !want[name] {
+					continue
+				}
+				rc := kmsg.NewDescribeConfigsResponseResourceConfig()
+				rc.Name, rc.Value, rc.ReadOnly, rc.IsDefault = name, kmsg.StringPtr(fixedConfigs[name].value), true, true
+				rc.Source = kmsg.ConfigSourceDefaultConfig
 				rr.Configs = append(rr.Configs, rc)
 			}
 		case kmsg.ConfigResourceTypeBroker:

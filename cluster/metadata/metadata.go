@@ -86,6 +86,9 @@ var (
 type TopicConfig struct {
 	RetentionMs    int64 `json:"retention_ms,omitempty"`
 	RetentionBytes int64 `json:"retention_bytes,omitempty"`
+	// MaxMessageBytes bounds a produced batch (Kafka's max.message.bytes);
+	// 0: the node's storage.max_batch_bytes, which also bounds it.
+	MaxMessageBytes int64 `json:"max_message_bytes,omitempty"`
 }
 
 // Topic is one topic.

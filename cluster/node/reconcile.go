@@ -326,7 +326,7 @@ func (n *Node) openReplica(h *partition.Host, t *metadata.Topic, p int32, reps [
 	sendSeg, answerSeg := n.segmentFns()
 	r, err := h.Open(partition.Config{
 		FS: n.fs, Dir: n.partitionDir(t.ID, p), Log: cfg,
-		Topic: t.Name, TopicID: t.ID, Partition: p,
+		Topic: t.Name, TopicID: t.ID, Partition: p, MaxMessageBytes: int(t.Config.MaxMessageBytes),
 		Self: n.self, Replicas: ids, Learners: learners, Limits: n.limits,
 		Send: n.sendFn(), OnRoute: n.routeChanged, Alive: n.aliveFn(),
 		Throttle: n.throttle, SendSegment: sendSeg, AnswerSegment: answerSeg,
@@ -350,10 +350,13 @@ func topicRetention(cfg segment.Config, t *metadata.Topic) (bytes, ms int64) {
 	return bytes, ms
 }
 
-// configureReplica gives an open replica its topic's retention, which an
-// alter_config command may have changed since it opened. Runs on the
-// replica's shard.
+// configureReplica gives an open replica its topic's retention and
+// max.message.bytes, which an alter_config command may have changed since
+// it opened. Runs on the replica's shard.
 func (n *Node) configureReplica(r *partition.Replica, t *metadata.Topic) {
+	if m := int(t.Config.MaxMessageBytes); r.Config().MaxMessageBytes != m {
+		r.SetMaxMessageBytes(m)
+	}
 	bytes, ms := topicRetention(n.segmentConfig(), t)
 	if l := r.Config().Log; l.RetentionBytes != bytes || l.RetentionMs != ms {
 		r.SetRetention(bytes, ms)

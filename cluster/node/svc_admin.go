@@ -79,7 +79,8 @@ func (c *controller) alterTopicConfig(req *service.AlterTopicConfigRequest, done
 	})
 }
 
-// setTopicConfig sets key (retention_ms, retention_bytes) of cfg to the
+// setTopicConfig sets key (retention_ms, retention_bytes,
+// max_message_bytes) of cfg to the
 // integer value ("0": the node's default).
 func setTopicConfig(cfg *metadata.TopicConfig, topic, key, value string) error {
 	one, err := service.TopicConfigOf(topic, []service.Config{{Key: key, Value: value}})
@@ -91,6 +92,8 @@ func setTopicConfig(cfg *metadata.TopicConfig, topic, key, value string) error {
 		cfg.RetentionMs = one.RetentionMs
 	case "retention_bytes":
 		cfg.RetentionBytes = one.RetentionBytes
+	case "max_message_bytes":
+		cfg.MaxMessageBytes = one.MaxMessageBytes
 	}
 	return nil
 }

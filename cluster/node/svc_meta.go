@@ -116,6 +116,7 @@ func (s *nodeService) topicConfigs(t *metadata.Topic) []service.ConfigEntry {
 	}
 	return []service.ConfigEntry{
 		{Key: "fsync", Value: st.Fsync, IsDefault: true},
+		entry("max_message_bytes", t.Config.MaxMessageBytes, int64(st.MaxBatchBytes)),
 		entry("retention_bytes", t.Config.RetentionBytes, st.RetentionBytes),
 		entry("retention_ms", t.Config.RetentionMs, st.RetentionMs),
 		{Key: "segment_bytes", Value: strconv.FormatInt(st.SegmentBytes, 10), IsDefault: true},

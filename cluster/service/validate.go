@@ -6,6 +6,7 @@ import (
 
 	"github.com/corestream/corestream/cluster/metadata"
 	"github.com/corestream/corestream/netio/wire"
+	"github.com/corestream/corestream/segment/batch"
 )
 
 // The admin calls' validators. Every front end (the native protocol,
@@ -81,9 +82,11 @@ func validatePartitions(topic string, n int32) error {
 }
 
 // TopicConfigOf reads a topic's configs: at most 1024 entries, each key
-// known (retention_ms, retention_bytes) and given once, each value an
-// integer of -1 (unlimited), 0 (the node's default) or more. Anything
-// else is ErrInvalidConfig naming the entry.
+// known (retention_ms, retention_bytes, max_message_bytes) and given
+// once, each value an integer of -1 (unlimited; not for
+// max_message_bytes), 0 (the node's default) or more, max_message_bytes
+// at most the batch format's bound. Anything else is ErrInvalidConfig
+// naming the entry.
 func TopicConfigOf(topic string, entries []Config) (metadata.TopicConfig, error) {
 	var tc metadata.TopicConfig
 	if len(entries) > wire.ConfigsMax {
@@ -102,16 +105,28 @@ func TopicConfigOf(topic string, entries []Config) (metadata.TopicConfig, error)
 		if err != nil {
 			return tc, Errorf(ErrInvalidConfig, "config %s=%q is not an integer", e.Key, e.Value)
 		}
-		if v < -1 {
-			return tc, Errorf(ErrInvalidConfig, "config %s=%d: give -1 (unlimited), 0 (the node's default) or a positive value", e.Key, v)
+		retention := func() (int64, error) {
+			if v < -1 {
+				return 0, Errorf(ErrInvalidConfig, "config %s=%d: give -1 (unlimited), 0 (the node's default) or a positive value", e.Key, v)
+			}
+			return v, nil
 		}
 		switch e.Key {
 		case "retention_ms":
-			tc.RetentionMs = v
+			if tc.RetentionMs, err = retention(); err != nil {
+				return tc, err
+			}
 		case "retention_bytes":
-			tc.RetentionBytes = v
+			if tc.RetentionBytes, err = retention(); err != nil {
+				return tc, err
+			}
+		case "max_message_bytes":
+			if v < 0 || v > batch.BatchBytesMax {
+				return tc, Errorf(ErrInvalidConfig, "config %s=%d: give 0 (the node's storage.max_batch_bytes) or 1..%d bytes", e.Key, v, batch.BatchBytesMax)
+			}
+			tc.MaxMessageBytes = v
 		default:
-			return tc, Errorf(ErrInvalidConfig, "unknown topic config %q (known: retention_ms, retention_bytes)", e.Key)
+			return tc, Errorf(ErrInvalidConfig, "unknown topic config %q (known: retention_ms, retention_bytes, max_message_bytes)", e.Key)
 		}
 	}
 	return tc, nil

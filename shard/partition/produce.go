@@ -100,6 +100,10 @@ func (r *Replica) Produce(req *ProduceArgs, reply func(ProduceResult)) {
 		fail(errorf(ErrBatchTooLarge, "batch of %d bytes exceeds storage.max_batch_bytes %d", len(data), max))
 		return
 	}
+	if max := r.cfg.MaxMessageBytes; max > 0 && len(data) > max {
+		fail(errorf(ErrBatchTooLarge, "batch of %d bytes exceeds topic %s's max.message.bytes %d", len(data), r.cfg.Topic, max))
+		return
+	}
 	h, err := batch.ValidateRecords(data)
 	if err != nil {
 		fail(errorf(ErrCorruptBatch, "%s/%d: %v", r.cfg.Topic, r.cfg.Partition, err))

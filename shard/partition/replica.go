@@ -32,6 +32,11 @@ type Config struct {
 	FenceAlsoRemove []string
 	// Log configures the segment log; IO is the owning shard's dispatcher.
 	Log segment.Config
+	// MaxMessageBytes bounds a produced batch below Log.BatchBytesMax
+	// (the topic's max.message.bytes); 0: Log.BatchBytesMax alone. Only
+	// produce checks it: a follower appends what its primary accepted,
+	// also after the bound was lowered.
+	MaxMessageBytes int
 	IO  *segment.IO
 	// Sched is the owning shard.
 	Sched Scheduler
@@ -362,6 +367,10 @@ func (r *Replica) Campaign() {
 // HasMember reports whether node id is a member (voter or learner) of the
 // configuration in force.
 func (r *Replica) HasMember(id raftlite.NodeID) bool { return r.Membership().Members().Has(id) }
+
+// SetMaxMessageBytes changes the produce bound (Config.MaxMessageBytes)
+// at run time (a topic config change).
+func (r *Replica) SetMaxMessageBytes(n int) { r.cfg.MaxMessageBytes = n }
 
 // SetRetention changes the log's retention bounds at run time (a topic
 // config change); Config().Log keeps them too, for a reopen.
