@@ -1,7 +1,9 @@
 package kafka
 
 import (
+	"fmt"
 	"sort"
+	"strconv"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -21,6 +23,14 @@ func kafkaConfigName(ours string) string {
 	return ours
 }
 
+// BrokerConfig is one of a node's configs under Kafka's broker config
+// name, with the node's setting it comes from.
+type BrokerConfig struct {
+	Name, Value string
+	// Doc names corestream's setting (DescribeConfigs' documentation).
+	Doc string
+}
+
 // sortedKeys is m's keys in order.
 func sortedKeys[V any](m map[string]V) []string {
 	keys := make([]string, 0, len(m))
@@ -32,8 +42,8 @@ func sortedKeys[V any](m map[string]V) []string {
 }
 
 // describeConfigs answers a topic's effective configs (DescribeTopic's)
-// under Kafka's names. A broker has no configs to show; other resources
-// are INVALID_REQUEST. Retention can be changed (alterconfigs.go); the
+// under Kafka's names, and this node's broker configs (Config.BrokerConfigs);
+// other resources are INVALID_REQUEST. Retention can be changed (alterconfigs.go); the
 // others are read-only.
 func (l *Listener) describeConfigs(req *kmsg.DescribeConfigsRequest) *kmsg.DescribeConfigsResponse {
 	resp := req.ResponseKind().(*kmsg.DescribeConfigsResponse)
@@ -75,6 +85,27 @@ func (l *Listener) describeConfigs(req *kmsg.DescribeConfigsRequest) *kmsg.Descr
 				rr.Configs = append(rr.Configs, rc)
 			}
 		case kmsg.ConfigResourceTypeBroker:
+			if r.ResourceName != "" && r.ResourceName != strconv.Itoa(int(l.cfg.NodeID)) {
+				rr.ErrorCode = kerr.InvalidRequest.Code
+				rr.ErrorMessage = kmsg.StringPtr(fmt.Sprintf("this is node %d: ask node %s for its own configs", l.cfg.NodeID, r.ResourceName))
+				break
+			}
+			want := map[string]bool{}
+			for _, n := range r.ConfigNames {
+				want[n] = true
+			}
+			for _, bc := range l.cfg.BrokerConfigs {
+				if r.ConfigNames != nil && !want[bc.Name] {
+					continue
+				}
+				rc := kmsg.NewDescribeConfigsResponseResourceConfig()
+				rc.Name, rc.Value, rc.ReadOnly = bc.Name, kmsg.StringPtr(bc.Value), true
+				rc.Source = kmsg.ConfigSourceStaticBrokerConfig
+				if req.IncludeDocumentation && bc.Doc != "" {
+					rc.Documentation = kmsg.StringPtr(bc.Doc)
+				}
+				rr.Configs = append(rr.Configs, rc)
+			}
 		default:
 			rr.ErrorCode = kerr.InvalidRequest.Code
 			rr.ErrorMessage = kmsg.StringPtr("only topic configs are served")

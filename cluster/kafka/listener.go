@@ -56,6 +56,12 @@ type Config struct {
 	// Auth, when set, requires SASL authentication (sasl.go); nil:
 	// security.auth = none.
 	Auth *Auth
+	// NodeID is this node's id, the broker resource DescribeConfigs
+	// answers for; BrokerConfigs are its configs under Kafka's names, in
+	// order, as DescribeConfigs lists them (read-only: a node's
+	// configuration is its file).
+	NodeID        int32
+	BrokerConfigs []BrokerConfig
 	// AutoCreatePartitions, when above 0, creates a topic a Metadata
 	// request names and allows to be created (cluster.auto_create_topics)
 	// with this many partitions and the cluster's default factor; 0: off.

@@ -10,6 +10,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/corestream/corestream/cluster/config"
 )
 
 // Kafka's topic configs on CreateTopics, as Kafka Connect, Schema
@@ -83,5 +85,46 @@ func TestKafkaTopicConfigsOnCreate(t *testing.T) {
 		if !errors.Is(err, kerr.InvalidConfig) || !strings.Contains(res.ErrMessage+err.Error(), name) {
 			t.Fatalf("create with %s=%s: %v (%q), want INVALID_CONFIG naming it", name, value, err, res.ErrMessage)
 		}
+	}
+}
+
+// DescribeConfigs of a broker lists the node's own settings under Kafka's
+// broker config names with their values; another node's id is refused
+// with the node to ask.
+func TestKafkaDescribeBrokerConfigs(t *testing.T) {
+	n := runNode(t, t.TempDir(), func(c *config.Config) {
+		withKafka(c)
+		c.Storage.MaxBatchBytes = 2 << 20
+		c.Cluster.DefaultPartitions = 6
+	})
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	adm := kadm.NewClient(kafkaClient(t, []string{n.KafkaAddr()}))
+	rcs, err := adm.DescribeBrokerConfigs(ctx, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rc, err := rcs.On("1", nil)
+	if err != nil || rc.Err != nil {
+		t.Fatalf("describe broker 1: %v %v", err, rc.Err)
+	}
+	got := map[string]string{}
+	for _, c := range rc.Configs {
+		got[c.Key] = c.MaybeValue()
+	}
+	for k, want := range map[string]string{"message.max.bytes": "2097152", "num.partitions": "6", "broker.id": "1",
+		"auto.create.topics.enable": "false", "default.replication.factor": "1"} {
+		if got[k] != want {
+			t.Fatalf("broker config %s = %q, want %q (all: %v)", k, got[k], want, got)
+		}
+	}
+	other, err := adm.DescribeBrokerConfigs(ctx, 7)
+	if err == nil {
+		if rc, oerr := other.On("7", nil); oerr == nil {
+			err = rc.Err
+		}
+	}
+	if err == nil {
+		t.Fatal("describing node 7's configs on node 1 succeeded")
 	}
 }
