@@ -139,8 +139,11 @@ type JoinRequest struct {
 // MemberMeta is a member as the leader sees it: its id and its metadata
 // for the chosen protocol.
 type MemberMeta struct {
-	ID       string
-	Metadata []byte
+	ID string
+	// InstanceID is the member's group.instance.id ("": dynamic): a
+	// leader's assignor may keep a static member's partitions (KIP-345).
+	InstanceID string
+	Metadata   []byte
 }
 
 // JoinResult answers a join. Members is filled for the leader only.

@@ -208,7 +208,7 @@ func (c *Coordinator) maybeCompleteJoin(g *group, now time.Time, timedOut bool) 
 	}
 	var all []MemberMeta
 	for _, id := range g.sortedIDs() {
-		all = append(all, MemberMeta{ID: id, Metadata: g.members[id].metadata(g.protocol)})
+		all = append(all, MemberMeta{ID: id, InstanceID: g.members[id].instance, Metadata: g.members[id].metadata(g.protocol)})
 	}
 	for _, id := range g.sortedIDs() {
 		m := g.members[id]

@@ -78,6 +78,10 @@ func (l *Listener) joinGroup(c *netio.Conn, clientID string, req *kmsg.JoinGroup
 			for _, m := range res.Members {
 				rm := kmsg.NewJoinGroupResponseMember()
 				rm.MemberID, rm.ProtocolMetadata = m.MemberID, m.Metadata
+				if m.InstanceID != "" { // v5+; kmsg leaves it out before
+					id := m.InstanceID
+					rm.InstanceID = &id
+				}
 				resp.Members = append(resp.Members, rm)
 			}
 		}

@@ -89,7 +89,7 @@ func (s *nodeService) JoinGroup(from *shard.Shard, req *service.JoinGroupRequest
 			if err == nil {
 				out.ProtocolType, out.Protocol, out.LeaderID = ptype, res.Protocol, res.LeaderID
 				for _, m := range res.Members {
-					out.Members = append(out.Members, service.GroupMember{MemberID: m.ID, Metadata: m.Metadata})
+					out.Members = append(out.Members, service.GroupMember{MemberID: m.ID, InstanceID: m.InstanceID, Metadata: m.Metadata})
 				}
 			}
 			reply(out, s.groupErr(err))
