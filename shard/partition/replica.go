@@ -37,7 +37,7 @@ type Config struct {
 	// produce checks it: a follower appends what its primary accepted,
 	// also after the bound was lowered.
 	MaxMessageBytes int
-	IO  *segment.IO
+	IO              *segment.IO
 	// Sched is the owning shard.
 	Sched Scheduler
 	// Topic, TopicID and Partition name the partition.
