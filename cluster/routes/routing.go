@@ -2,6 +2,7 @@ package routes
 
 import (
 	"log/slog"
+	"slices"
 	"sync/atomic"
 	"time"
 
@@ -127,22 +128,10 @@ func (rt *Router) InSyncLoop(sh *shard.Shard, h func() *partition.Host) {
 			// Every sample counts, quiesced groups included: the time each
 			// follower last caught up moves on only when sampled.
 			old, _ := rt.Routes.Get(r.Key())
-			if now := rt.inSync(r); !sameIDs(old.InSync, now) || old.Leader != int32(rt.Self) {
+			if now := rt.inSync(r); !slices.Equal(old.InSync, now) || old.Leader != int32(rt.Self) {
 				rt.set(r, now)
 			}
 		})
 	}
 	sh.AfterFunc(InSyncEvery, func() { rt.InSyncLoop(sh, h) })
-}
-
-func sameIDs(a, b []int32) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
 }
