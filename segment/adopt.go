@@ -82,6 +82,8 @@ func (l *Log) AdoptSegment(base, last int64, lastEpoch int32) error {
 		return closeRefuse("batch at byte %d: %v", r.end, r.stop)
 	case r.last != last:
 		return closeRefuse("the file ends at offset %d, want %d", r.last, last)
+	case r.ufirst != l.tab.EndUser():
+		return closeRefuse("its first batch is at user offset %d, the log ends at %d", r.ufirst, l.tab.EndUser())
 	case len(r.epochs) == 0 || r.epochs[len(r.epochs)-1].Epoch != lastEpoch:
 		got := int32(-1)
 		if len(r.epochs) > 0 {
@@ -89,7 +91,7 @@ func (l *Log) AdoptSegment(base, last int64, lastEpoch int32) error {
 		}
 		return closeRefuse("the last batch's epoch is %d, want %d", got, lastEpoch)
 	}
-	markers, err := fileMarkers(f, size, l.logStart)
+	markers, cons, err := fileMarkers(f, size, base, l.logStart)
 	if err != nil {
 		return closeRefuse("reading its marked batches: %v", err)
 	}
@@ -126,6 +128,7 @@ func (l *Log) AdoptSegment(base, last int64, lastEpoch int32) error {
 		last: last, idx: r.idx, sealed: true, rollAtMs: l.cfg.NowMs()}
 	l.segs[len(l.segs)-1] = s
 	l.leo, l.written, l.durable = last+1, last, last
+	l.tabAdopt(base, last, cons)
 	if err := l.fs.SyncDir(l.dir); err != nil {
 		l.poison(err)
 		return l.failed
@@ -158,33 +161,42 @@ func (l *Log) AdoptSegment(base, last int64, lastEpoch int32) error {
 }
 
 // fileMarkers reads the marked batches (MarkerPayload) of a validated
-// segment file at or above from.
+// segment file at raft offset base, at or above from, and the raft
+// offsets of its zero-width batches.
 func fileMarkers(f interface {
 	ReadAt([]byte, int64) (int, error)
-}, size, from int64) ([]Marker, error) {
+}, size, base, from int64) ([]Marker, []int64, error) {
 	var out []Marker
+	var cons []int64
 	var hdr [batch.HeaderSize]byte
 	var buf []byte
+	at := base
 	for pos := int64(0); pos < size; {
 		if _, err := f.ReadAt(hdr[:], pos); err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		h, err := batch.ReadHeader(hdr[:])
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
-		if h.Attributes&batch.ControlBit != 0 && h.LastOffsetDelta == 0 && h.BaseOffset >= from && h.Size() <= batch.HeaderSize+64+MarkerBytesMax {
-			buf = append(buf[:0], make([]byte, h.Size())...)
-			if _, err := f.ReadAt(buf, pos); err != nil {
-				return nil, err
-			}
-			if p, ok := MarkerPayload(buf); ok {
-				out = append(out, Marker{Offset: h.BaseOffset, Payload: p})
+		if h.IsZeroWidth() {
+			cons = append(cons, at)
+		}
+		if markerShaped(&h) {
+			if at >= from && h.Size() <= batch.HeaderSize+64+MarkerBytesMax {
+				buf = append(buf[:0], make([]byte, h.Size())...)
+				if _, err := f.ReadAt(buf, pos); err != nil {
+					return nil, nil, err
+				}
+				if p, ok := MarkerPayload(buf); ok {
+					out = append(out, Marker{Offset: at, Payload: p})
+				}
 			}
 		}
 		pos += int64(h.Size())
+		at += rwidth(&h)
 	}
-	return out, nil
+	return out, cons, nil
 }
 
 // SealedSegment describes one sealed segment of a log: offsets

@@ -27,6 +27,7 @@ func adoptSource(t *testing.T, fsys vfs.FS) (*Log, map[int64][]byte) {
 		b := makeBatch(rng, 1+i%4, 150+i%7*20, int64(1000+i))
 		var base int64
 		var err error
+		user := src.UserEndOffset()
 		if i == 30 {
 			b = MarkerBatch([]byte("conf-7"), int64(1000+i))
 			base, _, err = src.AppendLeaderMarked(b, epoch, []byte("conf-7"))
@@ -36,7 +37,7 @@ func adoptSource(t *testing.T, fsys vfs.FS) (*Log, map[int64][]byte) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		want[base] = stamped(b, base, epoch)
+		want[base] = stamped(b, user, epoch)
 		mustFlush(t, src)
 	}
 	if len(src.segs) < 4 {
@@ -126,7 +127,7 @@ func TestAdoptSegments(t *testing.T) {
 		}
 	}
 	// The tail goes as appends.
-	b := stamped(want[end], end, 3)
+	b := stamped(want[end], dst.UserEndOffset(), 3)
 	if err := dst.AppendFollower(b); err != nil {
 		t.Fatal(err)
 	}
@@ -136,7 +137,7 @@ func TestAdoptSegments(t *testing.T) {
 	}
 	dst = openLog(t, fsys, "/dst", Config{SegmentBytes: 4096}, NewPwriteEngine())
 	defer dst.Close()
-	mustHave(t, dst, below(want, lastOf(b)+1))
+	mustHave(t, dst, below(want, rlastOf(b, end)+1))
 	checkMarkers(t, dst, nil)
 }
 
@@ -241,7 +242,7 @@ func TestAdoptSegmentCrash(t *testing.T) {
 			if err := dst.AppendFollower(b); err != nil {
 				t.Fatal(err)
 			}
-			off = lastOf(b) + 1
+			off = rlastOf(b, off) + 1
 		}
 		mustFlush(t, dst)
 		ops, dead := 0, false

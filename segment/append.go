@@ -73,7 +73,7 @@ func (l *Log) appendValidated(b []byte, h batch.Header, epoch int32, lend Lend) 
 	if epoch < 0 || epoch < l.epochs.last() {
 		return 0, 0, fmt.Errorf("%w: epoch %d after %d", ErrStaleEpoch, epoch, l.epochs.last())
 	}
-	if err := l.maybeRoll(len(b), int64(h.LastOffsetDelta)); err != nil {
+	if err := l.maybeRoll(len(b), rwidth(&h)-1); err != nil {
 		return 0, 0, err
 	}
 	base = l.leo
@@ -82,16 +82,20 @@ func (l *Log) appendValidated(b []byte, h batch.Header, epoch int32, lend Lend) 
 	}
 	lent := false
 	if lend != nil {
-		if lent, err = l.writeInPlace(b, &h, base, epoch, lend); err != nil {
-			return 0, 0, err
-		}
+		lent, err = l.writeInPlace(b, &h, base, epoch, lend)
 	}
-	if !lent {
-		if err := l.copyIn(b, &h, base, epoch, true); err != nil {
-			return 0, 0, err
-		}
+	if err == nil && !lent {
+		err = l.copyIn(b, &h, base, epoch, true)
 	}
-	return base, base + int64(h.LastOffsetDelta), nil
+	if err != nil {
+		if l.leo < base {
+			// A rewind in a wait moved the end back below base, past
+			// the epoch noted for this batch: the epochs end with it.
+			l.epochs.truncateFromEnd(l.leo)
+		}
+		return 0, 0, err
+	}
+	return base, rlast(&h, base), nil
 }
 
 // AppendFollower appends batches replicated from the leader, unchanged. b
@@ -108,7 +112,7 @@ func (l *Log) AppendFollower(b []byte) error {
 	if err := l.dropMarkersFrom(l.leo); err != nil {
 		return err
 	}
-	next, epoch := l.leo, l.epochs.last()
+	next, epoch := l.tab.EndUser(), l.epochs.last()
 	for rest := b; len(rest) > 0; {
 		h, err := batch.ReadHeader(rest)
 		if err != nil || h.Size() > len(rest) {
@@ -126,23 +130,23 @@ func (l *Log) AppendFollower(b []byte) error {
 		if h.PartitionLeaderEpoch < 0 || h.PartitionLeaderEpoch < epoch {
 			return fmt.Errorf("%w: epoch %d after %d", ErrStaleEpoch, h.PartitionLeaderEpoch, epoch)
 		}
-		next, epoch = h.LastOffset()+1, h.PartitionLeaderEpoch
+		next, epoch = h.LastOffset()+1, h.PartitionLeaderEpoch // user offsets
 		rest = rest[h.Size():]
 	}
 	for len(b) > 0 {
 		h, _ := batch.ReadHeader(b)
 		n := h.Size()
-		if err := l.maybeRoll(n, int64(h.LastOffsetDelta)); err != nil {
+		if err := l.maybeRoll(n, rwidth(&h)-1); err != nil {
 			return err
 		}
-		if h.BaseOffset != l.leo {
+		if h.BaseOffset != l.tab.EndUser() {
 			// A rewind during the roll moved the end.
-			return fmt.Errorf("%w: base offset %d, want %d", ErrNotContiguous, h.BaseOffset, l.leo)
+			return fmt.Errorf("%w: base offset %d, want %d", ErrNotContiguous, h.BaseOffset, l.tab.EndUser())
 		}
-		if err := l.noteEpoch(h.PartitionLeaderEpoch, h.BaseOffset); err != nil {
+		if err := l.noteEpoch(h.PartitionLeaderEpoch, l.leo); err != nil {
 			return err
 		}
-		if err := l.copyIn(b[:n], &h, h.BaseOffset, h.PartitionLeaderEpoch, false); err != nil {
+		if err := l.copyIn(b[:n], &h, l.leo, h.PartitionLeaderEpoch, false); err != nil {
 			return err
 		}
 		b = b[n:]
@@ -205,6 +209,12 @@ func (l *Log) copyIn(b []byte, h *batch.Header, base int64, epoch int32, stamp b
 			// The wait for a free write slot met a failure.
 			return err
 		}
+		if l.leo != base {
+			// The wait went through a rewind (a write found no space,
+			// and the log end moved back): base is no longer the end,
+			// and the rewind's cause is the answer.
+			return l.lastFailure
+		}
 	}
 	s := l.active()
 	if l.cur == nil {
@@ -215,7 +225,7 @@ func (l *Log) copyIn(b []byte, h *batch.Header, base int64, epoch int32, stamp b
 	dst := l.cur.mem[l.cur.n : l.cur.n+n]
 	copy(dst, b)
 	if stamp {
-		batch.SetBaseOffset(dst, base)
+		batch.SetBaseOffset(dst, l.tab.EndUser())
 		batch.SetPartitionLeaderEpoch(dst, epoch)
 	}
 	l.cur.n += n
@@ -241,8 +251,9 @@ func (l *Log) account(s *segment, h *batch.Header, base int64, n int) {
 	}
 	s.idx.add(uint32(base-s.base), s.size, n, h.MaxTimestamp, l.cfg.IndexIntervalBytes)
 	s.size += int64(n)
-	s.last = base + int64(h.LastOffsetDelta)
+	s.last = rlast(h, base)
 	l.leo = s.last + 1
+	l.tabAppend(h, base)
 	l.unsyncedRecords += int64(h.RecordCount)
 	l.preallocate(s)
 	if l.cfg.Fsync == FsyncInterval {
@@ -334,6 +345,7 @@ func (l *Log) roll() error {
 		// waited for the previous seal, so at most one is in flight.
 		o := l.io.newOp()
 		*o = op{log: l, file: s.file, seg: s, standalone: true, covers: l.written, seal: true}
+		s.sealing = true
 		s.file.acquire()
 		l.syncsInFlight++
 		if async {
@@ -608,6 +620,9 @@ func (l *Log) complete(o *op, err error) {
 	}
 	if o.standalone {
 		l.syncsInFlight--
+		if o.seal {
+			o.seg.sealing = false
+		}
 		var indexErr error
 		if o.indexed && err != nil && !errors.As(err, new(*sealError)) {
 			indexErr, err = err, nil // the seal is durable; only its mark failed
@@ -741,21 +756,29 @@ func (l *Log) cutActive(s *segment, pos, end int64) {
 	l.durable = min(l.durable, end-1)
 	l.unsyncedRecords = 0
 	l.epochs.truncateFromEnd(end)
+	if err := l.tab.TruncateTo(end); err != nil {
+		panic(fmt.Sprintf("segment: %s: cut: %v", l.dir, err))
+	}
 }
 
 // refreshMaxTs restores the segment's maximum timestamp after a cut: the
 // time entries that remain cover every batch before the last offset entry,
 // and the batches from there to pos are read.
 func (l *Log) refreshMaxTs(s *segment, pos int64) {
-	from, _, _ := s.idx.floor(^uint32(0))
+	from, rel, ok := s.idx.floor(^uint32(0))
+	base := s.base
+	if ok {
+		base += int64(rel)
+	}
 	for p := from; p < pos; {
 		h, err := readHeader(s.file.f, p, &l.hdr)
 		if err != nil {
 			return
 		}
 		if h.MaxTimestamp > s.idx.maxTs {
-			s.idx.maxTs, s.idx.maxTsRel = h.MaxTimestamp, uint32(h.BaseOffset-s.base)
+			s.idx.maxTs, s.idx.maxTsRel = h.MaxTimestamp, uint32(base-s.base)
 		}
 		p += int64(h.Size())
+		base += rwidth(&h)
 	}
 }

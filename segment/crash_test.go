@@ -74,10 +74,10 @@ func (m *crashModel) bases() []int64 {
 	return b
 }
 
-// lastOf is the last offset of a stored batch.
-func lastOf(b []byte) int64 {
+// rlastOf is the last raft offset of a stored batch at raft offset base.
+func rlastOf(b []byte, base int64) int64 {
 	h, _ := readHeaderBytes(b)
-	return h.LastOffset()
+	return rlast(&h, base)
 }
 
 func crashRun(t *testing.T, seed uint64) (err error) {
@@ -175,7 +175,7 @@ func crashRun(t *testing.T, seed uint64) (err error) {
 				base, _, e = l.AppendLeader(b, epoch)
 			}
 			if opErr = e; e == nil {
-				s := stamped(b, base, epoch)
+				s := stamped(b, l.UserOffset(base), epoch)
 				m.batches[base] = s
 				m.ever[base] = append(m.ever[base], s)
 			}
@@ -326,7 +326,7 @@ func checkRecovered(t *testing.T, l *Log, m *crashModel, exact bool) (err error)
 	}
 	for _, base := range m.bases() {
 		b := m.batches[base]
-		if base < max(m.start, l.LogStartOffset()) || lastOf(b) > m.durable {
+		if base < max(m.start, l.LogStartOffset()) || rlastOf(b, base) > m.durable {
 			continue
 		}
 		if !bytes.Equal(got[base], b) {
@@ -363,11 +363,11 @@ func readAllErr(l *Log) (map[int64][]byte, error) {
 				if err != nil || h.Size() > len(b) {
 					return nil, fmt.Errorf("bad batch read back at %d: %v", off, err)
 				}
-				if h.BaseOffset != off {
-					return nil, fmt.Errorf("batch read back has base %d, want %d", h.BaseOffset, off)
+				if want := l.UserOffset(off); h.BaseOffset != want {
+					return nil, fmt.Errorf("batch read back at raft offset %d has base %d, want %d", off, h.BaseOffset, want)
 				}
 				out[off] = b[:h.Size()]
-				off = h.LastOffset() + 1
+				off += rwidth(&h)
 				b = b[h.Size():]
 			}
 		}

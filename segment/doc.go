@@ -18,6 +18,12 @@
 // indexes and the epoch cache when missing or damaged, finishes an
 // interrupted retention or reset, and reports what it dropped.
 //
+// For a compacted topic, Log.Clean is the log cleaner: in bounded steps
+// it keeps, in the sealed segments below a limit, only the latest record
+// of every key, never renumbering one and keeping every batch (and every
+// consensus batch whole), and swaps each rewritten segment in through a
+// temporary file and a rename (docs/design/compaction.md).
+//
 // All file access goes through segment/vfs, whose in-memory FS crashes and
 // injects errors for the tests. docs/design/segment.md has the on-disk
 // formats, the recovery algorithm, the failure semantics and the

@@ -164,3 +164,62 @@ type refusingEngine struct{ Engine }
 func (refusingEngine) Write(vfs.File, []byte, int64, bool, uint64) error {
 	return errors.New("no descriptor")
 }
+
+// TestNoSpaceRewindDuringCopiedAppend: a copied append that has to wait
+// for a write slot can meet, inside that wait, a write that found no
+// space and the rewind that follows (it moves the log end back). The
+// append must then fail with the rewind's cause, not enter its batch at
+// the end it saw before the wait: every append that succeeds lands at
+// the log end it was called at, and the log reads back contiguous.
+func TestNoSpaceRewindDuringCopiedAppend(t *testing.T) {
+	fsys := vfs.NewMem()
+	cfg := Config{Fsync: FsyncNever, PreallocateBytes: -1, ChainsInFlight: 1, WriteBufferBytes: 4096}
+	l := openLog(t, fsys, "/d", cfg, NewPwriteEngine())
+	want := fill(t, l, 3, constEpoch(1), constTs(1))
+	fsys.SetCapacity(fsys.UsedBytes() + 100)
+	rng := newRNG(21)
+	failed := 0
+	for i := range 40 {
+		b := makeBatch(rng, 2, 900, 1) // four or so fill a write buffer
+		before := l.LogEndOffset()
+		base, last, err := l.AppendLeader(b, int32(2+i/4)) // new epochs on the way
+		if err != nil {
+			if !errors.Is(err, ErrNoSpace) {
+				t.Fatalf("append %d: %v", i, err)
+			}
+			failed++
+			continue
+		}
+		if base != before || l.LogEndOffset() != last+1 || l.UserEndOffset() != l.LogEndOffset() {
+			t.Fatalf("append %d landed at %d..%d with the end at %d before it; now end %d, user end %d",
+				i, base, last, before, l.LogEndOffset(), l.UserEndOffset())
+		}
+	}
+	if failed == 0 {
+		t.Fatal("no append met the full disk: the test did not test")
+	}
+	for _, e := range l.Epochs() {
+		if e.StartOffset >= l.LogEndOffset() {
+			t.Fatalf("epoch %v starts at or past the log end %d after the rewinds", e, l.LogEndOffset())
+		}
+	}
+	_ = l.Sync()
+	fsys.SetCapacity(-1)
+	for k, v := range fill(t, l, 3, constEpoch(50), constTs(1)) {
+		want[k] = v
+	}
+	mustFlush(t, l)
+	check := func() {
+		t.Helper()
+		got := readAll(t, l)
+		if len(got) != len(want) {
+			t.Fatalf("%d batches, want %d", len(got), len(want))
+		}
+		mustHave(t, l, want)
+	}
+	check()
+	l.Close()
+	l = openLog(t, fsys, "/d", cfg, NewPwriteEngine())
+	defer l.Close()
+	check()
+}

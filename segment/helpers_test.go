@@ -130,11 +130,11 @@ func readAll(t *testing.T, l *Log) map[int64][]byte {
 				if err != nil {
 					t.Fatalf("batch read back at %d: %v", off, err)
 				}
-				if h.BaseOffset != off {
-					t.Fatalf("batch read back has base %d, want %d", h.BaseOffset, off)
+				if want := l.UserOffset(off); h.BaseOffset != want {
+					t.Fatalf("batch read back at raft offset %d has base %d, want %d", off, h.BaseOffset, want)
 				}
 				out[off] = b[:h.Size()]
-				off = h.LastOffset() + 1
+				off += rwidth(&h)
 				b = b[h.Size():]
 			}
 		}

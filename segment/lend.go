@@ -96,7 +96,7 @@ func (l *Log) writeInPlace(b []byte, h *batch.Header, base int64, epoch int32, l
 	if release == nil {
 		return false, nil
 	}
-	batch.SetBaseOffset(b, base)
+	batch.SetBaseOffset(b, l.tab.EndUser())
 	batch.SetPartitionLeaderEpoch(b, epoch)
 	// The bookkeeping first: it may start zero-fill writes ahead of the
 	// segment's new end, never over [pos, pos+n).

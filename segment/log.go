@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/corestream/corestream/segment/batch"
+	"github.com/corestream/corestream/segment/offsets"
 	"github.com/corestream/corestream/segment/vfs"
 )
 
@@ -25,6 +26,14 @@ import (
 // LogStartOffset-1 <= DurableOffset <= WrittenOffset < LogEndOffset.
 // Completions may arrive out of order; the written and durable watermarks
 // only advance over a contiguous prefix of completed writes.
+//
+// Two offset spaces (docs/design/offsets.md): every offset above, the
+// segment names, the indexes, the epochs and the markers are raft
+// offsets, in which a zero-width consensus batch (batch.Header.IsZeroWidth)
+// takes one offset; the base offsets inside the batches are user offsets,
+// in which it takes none, so that clients see their records dense from 0.
+// The log stamps user offsets on append and keeps the translation
+// (UserStartOffset, UserEndOffset, UserOffset, RaftOffset).
 type Log struct {
 	fs    vfs.FS
 	dir   string
@@ -48,6 +57,10 @@ type Log struct {
 	written int64
 	durable int64
 	epochs  epochCache
+	// tab translates raft and user offsets for [logStart, leo); its
+	// base (the consensus entries below the log start) is persisted
+	// with the log start.
+	tab offsets.Table
 	// markers are the marked batches above the log start and markerBase
 	// the payload of the marker in force at logStart-1 (nil: none),
 	// persisted with the log start (see Marker).
@@ -81,8 +94,14 @@ type Log struct {
 	// cleanupErr is a background removal's failure, reported by the next
 	// ApplyRetention.
 	cleanupErr error
-	closed     bool
-	report     RecoveryReport
+	// The log cleaner (clean.go): cleanedTo is the raft offset below
+	// which a pass has cleaned, kept in the cleaner's checkpoint
+	// (clean_checkpoint.go) so that a reopened log is dirty only above
+	// it; cleaner is the pass under way, nil between passes.
+	cleanedTo int64
+	cleaner   *cleanPass
+	closed    bool
+	report    RecoveryReport
 	// scanEpochs holds the epoch changes the recovery scan saw (open only).
 	scanEpochs []EpochEntry
 	// epochsDirty says the leader-epoch checkpoint lags the cache by
@@ -171,6 +190,11 @@ func OpenLog(fsys vfs.FS, dir string, cfg Config, d *IO) (*Log, error) {
 	return l, nil
 }
 
+// LastFailure is the cause of the last rewind (a write that found no
+// space: wraps ErrNoSpace), nil when there was none; appends fail with
+// it while the rewind is pending.
+func (l *Log) LastFailure() error { return l.lastFailure }
+
 // Dir is the log's directory.
 func (l *Log) Dir() string { return l.dir }
 
@@ -192,6 +216,47 @@ func (l *Log) EpochBeforeStart() int32 {
 	}
 	return l.startPrevEpoch
 }
+
+// UserStartOffset is the log start in user offsets.
+func (l *Log) UserStartOffset() int64 { return l.tab.StartUser() }
+
+// UserEndOffset is the log end in user offsets: the offset the next data
+// record is given.
+func (l *Log) UserEndOffset() int64 { return l.tab.EndUser() }
+
+// ConsensusBase is the number of consensus entries below the log start.
+func (l *Log) ConsensusBase() int64 { return l.tab.Base() }
+
+// ConsensusBelow is the number of consensus entries at raft offsets below
+// r, for r in [LogStartOffset, LogEndOffset] (ErrOffsetOutOfRange
+// otherwise).
+func (l *Log) ConsensusBelow(r int64) (int64, error) {
+	k, err := l.tab.K(r)
+	if err != nil {
+		return 0, fmt.Errorf("%w: %v", ErrOffsetOutOfRange, err)
+	}
+	return k, nil
+}
+
+// UserOffset returns the user offset of raft offset r, clamped to the log
+// ([LogStartOffset, LogEndOffset]): the record's own for a data record,
+// the next data record's for a consensus entry.
+func (l *Log) UserOffset(r int64) int64 {
+	u, _ := l.tab.ToUser(min(max(r, l.tab.StartRaft()), l.tab.EndRaft()))
+	return u
+}
+
+// RaftOffset returns the raft offset of the data record with user offset
+// u, clamped to [UserStartOffset, UserEndOffset] (UserEndOffset gives
+// LogEndOffset).
+func (l *Log) RaftOffset(u int64) int64 {
+	r, _ := l.tab.ToRaft(min(max(u, l.tab.StartUser()), l.tab.EndUser()))
+	return r
+}
+
+// ConsensusAt appends to dst the user positions of the zero-width
+// batches whose position lies in [lo, hi) (user offsets).
+func (l *Log) ConsensusAt(lo, hi int64, dst []int64) []int64 { return l.tab.ConsensusAt(lo, hi, dst) }
 
 // LogEndOffset is the next offset to assign (exclusive; Kafka's LEO). It
 // counts appends not yet written.
@@ -215,6 +280,22 @@ func (l *Log) Err() error { return l.failed }
 func (l *Log) SetRetention(bytes, ms int64) {
 	l.cfg.RetentionBytes, l.cfg.RetentionMs = bytes, ms
 }
+
+// SetSegmentRoll changes when the active segment rolls (Config.SegmentBytes
+// and SegmentMs) in a running log, as a topic config change asks; the
+// next append checks them, so an active segment already past a lowered
+// bound rolls before its next batch. Out-of-range values are ErrConfig,
+// and nothing changes.
+func (l *Log) SetSegmentRoll(bytes, ms int64) error {
+	if bytes < 1024 || bytes > SegmentBytesMax || ms < -1 {
+		return fmt.Errorf("%w: segment roll of %d bytes, %d ms", ErrConfig, bytes, ms)
+	}
+	l.cfg.SegmentBytes, l.cfg.SegmentMs = bytes, ms
+	return nil
+}
+
+// SegmentRoll is the log's segment roll bounds: bytes and ms.
+func (l *Log) SegmentRoll() (bytes, ms int64) { return l.cfg.SegmentBytes, l.cfg.SegmentMs }
 
 // Retention is the log's retention bounds: bytes and ms.
 func (l *Log) Retention() (bytes, ms int64) { return l.cfg.RetentionBytes, l.cfg.RetentionMs }
@@ -350,6 +431,7 @@ func (l *Log) Discard() error {
 // finishClose gives back the write buffer and the files and closes an
 // IO the log owns; it returns err, or the IO's failure to close.
 func (l *Log) finishClose(err error) error {
+	l.dropCleaner()
 	if l.cur != nil {
 		l.io.pool.put(l.cur)
 		l.cur = nil

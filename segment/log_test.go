@@ -432,3 +432,53 @@ func readAllUnchecked(t *testing.T, l *Log) []byte {
 	ReleaseSpans(spans)
 	return out
 }
+
+// TestSetSegmentRoll: a running log takes new roll bounds (a topic's
+// segment.bytes changed at run time): lowered below the active segment's
+// size, the next append rolls, and appends go on rolling at the new
+// bound; out-of-range bounds are ErrConfig and change nothing; every
+// batch reads back after a reopen.
+func TestSetSegmentRoll(t *testing.T) {
+	forEach(t, func(t *testing.T, fsys vfs.FS, dir string, newEngine func() Engine) {
+		cfg := Config{Fsync: FsyncNever}
+		l := openLog(t, fsys, dir, cfg, newEngine())
+		rng := newRNG(3)
+		want := map[int64][]byte{}
+		appendN := func(n int) {
+			for i := 0; i < n; i++ {
+				b := makeBatch(rng, 2, 1<<10, int64(1000+len(want)))
+				base, _, err := l.AppendLeader(b, 1)
+				if err != nil {
+					t.Fatal(err)
+				}
+				want[base] = stamped(b, base, 1)
+			}
+		}
+		appendN(8)
+		if l.SegmentCount() != 1 {
+			t.Fatalf("%d segments under the default 1 GiB bound", l.SegmentCount())
+		}
+		for _, bad := range [][2]int64{{1023, 0}, {SegmentBytesMax + 1, 0}, {4096, -2}} {
+			if err := l.SetSegmentRoll(bad[0], bad[1]); !errors.Is(err, ErrConfig) {
+				t.Fatalf("SetSegmentRoll(%d, %d): %v, want ErrConfig", bad[0], bad[1], err)
+			}
+		}
+		if b, ms := l.SegmentRoll(); b != SegmentBytesDefault || ms != SegmentMsDefault {
+			t.Fatalf("after refused changes the roll is %d bytes, %d ms", b, ms)
+		}
+		if err := l.SetSegmentRoll(8<<10, -1); err != nil {
+			t.Fatal(err)
+		}
+		appendN(24)
+		mustFlush(t, l)
+		if n := l.SegmentCount(); n < 4 {
+			t.Fatalf("%d segments after 24 KiB-and-more at an 8 KiB bound", n)
+		}
+		if err := l.Close(); err != nil {
+			t.Fatal(err)
+		}
+		l2 := openLog(t, fsys, dir, cfg, newEngine())
+		defer l2.Close()
+		mustHave(t, l2, want)
+	})
+}

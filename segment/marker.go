@@ -67,7 +67,20 @@ var MarkerControlKey = batch.ConsensusKeyConf
 // its record's value: the on-disk and on-wire form of a marked batch (a
 // consensus configuration entry). REQUIRES: len(payload) <= MarkerBytesMax.
 func MarkerBatch(payload []byte, nowMs int64) []byte {
+	return batch.BuildConsensus(MarkerControlKey, payload, nowMs, true)
+}
+
+// MarkerBatchWide is MarkerBatch taking one user offset (not zero-width):
+// the form of the node's internal logs, whose readers work in raft
+// offsets (docs/design/offsets.md).
+func MarkerBatchWide(payload []byte, nowMs int64) []byte {
 	return batch.BuildConsensus(MarkerControlKey, payload, nowMs, false)
+}
+
+// markerShaped reports whether h may be a marked batch: a one-record
+// control batch, zero-width or of one offset.
+func markerShaped(h *batch.Header) bool {
+	return h.IsControl() && h.RecordCount == 1 && (h.LastOffsetDelta == -1 || h.LastOffsetDelta == 0)
 }
 
 // MarkerPayload returns the payload of a batch built by MarkerBatch, or
@@ -79,7 +92,7 @@ func MarkerPayload(b []byte) ([]byte, bool) {
 		return nil, false
 	}
 	h := it.Header()
-	if h.Attributes&batch.ControlBit == 0 || h.LastOffsetDelta != 0 || !it.Next() {
+	if !markerShaped(&h) || !it.Next() {
 		return nil, false
 	}
 	r := it.Record()
@@ -117,8 +130,8 @@ func (l *Log) AppendLeaderMarked(b []byte, epoch int32, payload []byte) (base, l
 	if err != nil {
 		return 0, 0, err
 	}
-	if h.LastOffsetDelta != 0 {
-		return 0, 0, fmt.Errorf("%w: a marked batch holds one offset, this one %d", ErrInvalidBatch, h.LastOffsetDelta+1)
+	if !markerShaped(&h) {
+		return 0, 0, fmt.Errorf("%w: a marked batch is a one-record control batch of at most one offset, this one holds %d", ErrInvalidBatch, h.LastOffsetDelta+1)
 	}
 	if err := l.dropMarkersFrom(l.leo); err != nil {
 		return 0, 0, err
@@ -237,32 +250,32 @@ func (l *Log) recoverMarkers() error {
 }
 
 // rebuildMarkers walks every batch header of the log and reads the
-// one-offset control batches back (MarkerPayload): the fallback when the
+// one-record control batches back (MarkerPayload): the fallback when the
 // checkpoint is damaged. Bounded by the log's batches.
 func (l *Log) rebuildMarkers() error {
 	l.markers = markerCache{}
 	var buf []byte
 	for _, s := range l.segs {
-		pos, want := int64(0), s.base
+		pos, at, unext := int64(0), s.base, int64(-1)
 		for pos < s.writtenSize {
 			h, err := readHeader(s.file.f, pos, &l.hdr)
 			if err != nil {
 				return err
 			}
-			if h.BaseOffset != want {
-				return fmt.Errorf("%w: segment %d: base offset %d at %d, want %d", ErrCorrupt, s.base, h.BaseOffset, pos, want)
+			if unext >= 0 && h.BaseOffset != unext {
+				return fmt.Errorf("%w: segment %d: base offset %d at %d, want %d", ErrCorrupt, s.base, h.BaseOffset, pos, unext)
 			}
-			if h.Attributes&batch.ControlBit != 0 && h.LastOffsetDelta == 0 && h.BaseOffset >= l.logStart && h.Size() <= batch.HeaderSize+64+MarkerBytesMax {
+			if markerShaped(&h) && at >= l.logStart && h.Size() <= batch.HeaderSize+64+MarkerBytesMax {
 				buf = append(buf[:0], make([]byte, h.Size())...)
 				if _, err := s.file.f.ReadAt(buf, pos); err != nil {
 					return fmt.Errorf("%w: batch at %d: %w", ErrCorrupt, pos, err)
 				}
 				if p, ok := MarkerPayload(buf); ok {
-					l.markers.entries = append(l.markers.entries, Marker{Offset: h.BaseOffset, Payload: p})
+					l.markers.entries = append(l.markers.entries, Marker{Offset: at, Payload: p})
 				}
 			}
 			pos += int64(h.Size())
-			want = h.LastOffset() + 1
+			at, unext = at+rwidth(&h), h.LastOffset()+1
 		}
 	}
 	return nil

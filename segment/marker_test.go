@@ -32,27 +32,30 @@ func markersMatch(l *Log, base []byte) error {
 			return err
 		}
 		var b []byte
+		first := off
 		if len(spans) > 0 {
 			b, _ = spans[0].AppendTo(nil)
+			first = spans[0].FirstOffset
 		}
 		ReleaseSpans(spans)
 		h, err := readHeaderBytes(b)
 		if err != nil {
 			return fmt.Errorf("batch at %d: %v", off, err)
 		}
+		last := rlast(&h, first)
 		p, marked := MarkerPayload(b[:h.Size()])
-		m, ok := l.MarkerOf(h.LastOffset())
+		m, ok := l.MarkerOf(last)
 		if marked != ok || (ok && !bytes.Equal(m.Payload, p)) {
 			return fmt.Errorf("batch at %d: marker batch %v %q, MarkerOf %v %q", off, marked, p, ok, m.Payload)
 		}
 		if marked {
 			inForce = p
 		}
-		got, ok := l.MarkerAt(h.LastOffset())
+		got, ok := l.MarkerAt(last)
 		if ok != (inForce != nil) || !bytes.Equal(got.Payload, inForce) {
-			return fmt.Errorf("MarkerAt(%d) = %v %q, want %q", h.LastOffset(), ok, got.Payload, inForce)
+			return fmt.Errorf("MarkerAt(%d) = %v %q, want %q", last, ok, got.Payload, inForce)
 		}
-		off = h.LastOffset()
+		off = last
 	}
 	return nil
 }

@@ -152,7 +152,8 @@ func (l *Log) segFor(offset int64) int {
 	return sort.Search(len(l.segs), func(i int) bool { return l.segs[i].base > offset }) - 1
 }
 
-// positionOf finds the batch holding offset in s: its position and base.
+// positionOf finds the batch holding offset in s: its position and base
+// (raft offsets). User offsets are checked to run on from batch to batch.
 // REQUIRES: s.idx loaded; offset written.
 func (l *Log) positionOf(s *segment, offset int64) (pos, base int64, err error) {
 	pos, rel, ok := s.idx.floor(uint32(offset - s.base))
@@ -160,19 +161,20 @@ func (l *Log) positionOf(s *segment, offset int64) (pos, base int64, err error) 
 	if ok {
 		base = s.base + int64(rel)
 	}
+	unext := int64(-1)
 	for pos < s.writtenSize {
 		h, err := readHeader(s.file.f, pos, &l.hdr)
 		if err != nil {
 			return 0, 0, err
 		}
-		if h.BaseOffset != base {
-			return 0, 0, fmt.Errorf("%w: segment %d: batch at %d has base %d, want %d", ErrCorrupt, s.base, pos, h.BaseOffset, base)
+		if unext >= 0 && h.BaseOffset != unext {
+			return 0, 0, fmt.Errorf("%w: segment %d: batch at %d has base %d, want %d", ErrCorrupt, s.base, pos, h.BaseOffset, unext)
 		}
-		if h.LastOffset() >= offset {
+		if rlast(&h, base) >= offset {
 			return pos, base, nil
 		}
 		pos += int64(h.Size())
-		base = h.LastOffset() + 1
+		base, unext = base+rwidth(&h), h.LastOffset()+1
 	}
 	return 0, 0, fmt.Errorf("%w: segment %d: offset %d not found below byte %d", ErrCorrupt, s.base, offset, s.writtenSize)
 }
@@ -188,10 +190,10 @@ func (l *Log) extent(s *segment, pos, base, budget, limit int64, mustTake bool) 
 		if err != nil {
 			return 0, 0, err
 		}
-		if h.LastOffset() > limit {
+		if rlast(&h, base) > limit {
 			return pos, last, nil
 		}
-		end, last = pos+int64(h.Size()), h.LastOffset()
+		end, last = pos+int64(h.Size()), rlast(&h, base)
 	}
 	// Every indexed batch that starts within budget and whose predecessor
 	// ends at or below limit bounds a run of qualifying whole batches.
@@ -207,18 +209,15 @@ func (l *Log) extent(s *segment, pos, base, budget, limit int64, mustTake bool) 
 		if err != nil {
 			return 0, 0, err
 		}
-		if h.BaseOffset != last+1 {
-			return 0, 0, fmt.Errorf("%w: segment %d: batch at %d has base %d, want %d", ErrCorrupt, s.base, end, h.BaseOffset, last+1)
-		}
-		if h.LastOffset() > limit || end+int64(h.Size())-pos > budget {
+		if rlast(&h, last+1) > limit || end+int64(h.Size())-pos > budget {
 			break
 		}
-		end, last = end+int64(h.Size()), h.LastOffset()
+		end, last = end+int64(h.Size()), rlast(&h, last+1)
 	}
 	return end, last, nil
 }
 
-// OffsetForTimestamp returns the base offset of the first batch whose
+// OffsetForTimestamp returns the (raft) base offset of the first data batch whose
 // maxTimestamp is >= ts (batch granularity: the broker scans the records of
 // that batch for the exact record). ErrNotFound when no written batch
 // qualifies.
@@ -251,15 +250,81 @@ func (l *Log) OffsetForTimestamp(ts int64) (int64, error) {
 			if err != nil {
 				return 0, err
 			}
-			if h.BaseOffset != base {
-				return 0, fmt.Errorf("%w: segment %d: batch at %d has base %d, want %d", ErrCorrupt, s.base, pos, h.BaseOffset, base)
-			}
-			if h.MaxTimestamp >= ts {
-				return h.BaseOffset, nil
+			if h.MaxTimestamp >= ts && !h.IsZeroWidth() {
+				return base, nil
 			}
 			pos += int64(h.Size())
-			base = h.LastOffset() + 1
+			base += rwidth(&h)
 		}
 	}
 	return 0, fmt.Errorf("%w: no batch at or after timestamp %d", ErrNotFound, ts)
+}
+
+// MaxTimestamp returns the raft base offset and the max timestamp of the
+// first data batch (not zero-width) whose MaxTimestamp is the largest of
+// the data batches that end at or below limit (a raft offset, inclusive:
+// the commit), as ListOffsets' max-timestamp lookup (KIP-734) asks.
+// ErrNotFound when there is none.
+//
+// Each segment's time index knows its largest timestamp and the batch
+// holding it, and bounds every batch of it, so a segment that cannot
+// beat the best so far is skipped and one whose maximum is a data batch
+// within limit is answered from that batch's header. Only a segment whose
+// maximum is a consensus batch (a new primary's no-op, stamped with its
+// clock) or lies above limit (the active segment's uncommitted tail) has
+// its headers read, up to limit.
+func (l *Log) MaxTimestamp(limit int64) (base, ts int64, err error) {
+	if l.closed {
+		return 0, 0, ErrClosed
+	}
+	limit = min(limit, l.written)
+	found := false
+	take := func(b, t int64) {
+		if !found || t > ts {
+			base, ts, found = b, t, true
+		}
+	}
+	for _, s := range l.segs {
+		if s.empty() || s.base > limit {
+			break
+		}
+		if err := l.loadIndex(s); err != nil {
+			return 0, 0, err
+		}
+		if found && s.idx.maxTs <= ts {
+			continue // no batch of s beats the best
+		}
+		if off := s.base + int64(s.idx.maxTsRel); off <= limit {
+			pos, b, err := l.positionOf(s, off)
+			if err != nil {
+				return 0, 0, err
+			}
+			h, err := readHeader(s.file.f, pos, &l.hdr)
+			if err != nil {
+				return 0, 0, err
+			}
+			if b == off && !h.IsZeroWidth() && h.MaxTimestamp == s.idx.maxTs && rlast(&h, b) <= limit {
+				take(b, h.MaxTimestamp)
+				continue
+			}
+		}
+		for pos, b := int64(0), s.base; pos < s.writtenSize; {
+			h, err := readHeader(s.file.f, pos, &l.hdr)
+			if err != nil {
+				return 0, 0, err
+			}
+			if rlast(&h, b) > limit {
+				break
+			}
+			if !h.IsZeroWidth() {
+				take(b, h.MaxTimestamp)
+			}
+			pos += int64(h.Size())
+			b += rwidth(&h)
+		}
+	}
+	if !found {
+		return 0, 0, fmt.Errorf("%w: no data batch at or below offset %d", ErrNotFound, limit)
+	}
+	return base, ts, nil
 }

@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/corestream/corestream/segment/checkpoint"
+	"github.com/corestream/corestream/segment/offsets"
 )
 
 // RecoveryReport says what OpenLog found and what it dropped.
@@ -35,6 +36,12 @@ type RecoveryReport struct {
 	// MarkersRebuilt is true when the markers checkpoint was damaged and
 	// the markers were read back from the batches.
 	MarkersRebuilt bool
+	// CleanedTo is the raft offset below which the cleaner's checkpoint
+	// says the log was cleaned (0: none).
+	CleanedTo int64
+	// TableRebuilt is true when the epochs and markers did not account
+	// for the log's user offsets and every header was walked.
+	TableRebuilt bool
 	// EpochsRebuilt is true when the leader-epoch checkpoint was missing or
 	// damaged and was rebuilt from batch headers; EpochsRepaired when it was
 	// valid but had to be corrected against the log.
@@ -70,6 +77,9 @@ func (r RecoveryReport) String() string {
 	if r.IndexesRebuilt > 0 {
 		fmt.Fprintf(&b, ", rebuilt %d indexes", r.IndexesRebuilt)
 	}
+	if r.TableRebuilt {
+		b.WriteString(", rebuilt the offset translation")
+	}
 	if r.MarkersRebuilt {
 		b.WriteString(", rebuilt the markers")
 	}
@@ -93,7 +103,10 @@ var (
 	// the leader epoch of offset logStartOffset-1 (consensus log matching
 	// needs it once the batch itself is gone). Version 3 appends the base
 	// marker (see Marker): len uint8, payload; written only when the log
-	// has one, so that a log without markers keeps version 2.
+	// has one. Version 4 (user offsets on disk, docs/design/offsets.md)
+	// is version 2, then consensusBase int64 (the consensus entries below
+	// the log start), then with flags bit 1 the base marker as in
+	// version 3. Versions 1 to 3 are read with a base of 0.
 	logStartKind = checkpoint.Kind{'L', 'S', 'O', '1'}
 	// Payload version 1: activeBase int64, activeBytes int64, logEnd int64.
 	cleanKind = checkpoint.Kind{'C', 'L', 'S', 'D'}
@@ -101,45 +114,72 @@ var (
 
 type cleanRecord struct{ activeBase, activeBytes, leo int64 }
 
-const logStartResetting = 1
+const (
+	logStartResetting = 1
+	logStartHasMarker = 2
+)
+
+// logStartRecord is the log-start checkpoint's content.
+type logStartRecord struct {
+	start     int64
+	resetting bool
+	prevEpoch int32
+	// base is the number of consensus entries below start.
+	base   int64
+	marker []byte
+}
 
 // writeLogStart persists the log start, with l.markerBase as the base
-// marker (see Marker).
-func (l *Log) writeLogStart(start int64, resetting bool, prevEpoch int32) error {
-	b := make([]byte, 13, 14+len(l.markerBase))
+// marker (see Marker) and base consensus entries below it.
+func (l *Log) writeLogStart(start, base int64, resetting bool, prevEpoch int32) error {
+	b := make([]byte, 21, 22+len(l.markerBase))
 	binary.BigEndian.PutUint64(b, uint64(start))
 	if resetting {
-		b[8] = logStartResetting
+		b[8] |= logStartResetting
 	}
 	binary.BigEndian.PutUint32(b[9:], uint32(prevEpoch))
-	version := uint16(2)
+	binary.BigEndian.PutUint64(b[13:], uint64(base))
 	if l.markerBase != nil {
-		version = 3
+		b[8] |= logStartHasMarker
 		b = append(append(b, byte(len(l.markerBase))), l.markerBase...)
 	}
-	return checkpoint.Write(l.fs, l.path(logStartFile), logStartKind, version, b)
+	return checkpoint.Write(l.fs, l.path(logStartFile), logStartKind, 4, b)
 }
 
-func (l *Log) readLogStart() (start int64, resetting bool, prevEpoch int32, ok bool) {
-	start, resetting, prevEpoch, _, ok = l.readLogStartBase()
-	return start, resetting, prevEpoch, ok
-}
-
-// readLogStartBase is readLogStart that also returns the base marker
-// (nil when none).
-func (l *Log) readLogStartBase() (start int64, resetting bool, prevEpoch int32, base []byte, ok bool) {
+// readLogStart reads the log-start checkpoint; ok is false when there is
+// none or it does not decode.
+func (l *Log) readLogStart() (r logStartRecord, ok bool) {
 	v, p, err := checkpoint.Read(l.fs, l.path(logStartFile), logStartKind)
-	if err != nil || !(v == 1 && len(p) == 9 || v == 2 && len(p) == 13 || v == 3 && len(p) >= 14 && len(p) == 14+int(p[13])) ||
-		int64(binary.BigEndian.Uint64(p)) < 0 {
-		return 0, false, 0, nil, false
+	if err != nil {
+		return r, false
 	}
-	if v >= 2 {
-		prevEpoch = int32(binary.BigEndian.Uint32(p[9:]))
+	be := binary.BigEndian
+	switch {
+	case v == 1 && len(p) == 9, v == 2 && len(p) == 13, v == 3 && len(p) >= 14 && len(p) == 14+int(p[13]):
+		if v >= 2 {
+			r.prevEpoch = int32(be.Uint32(p[9:]))
+		}
+		if v == 3 {
+			r.marker = append([]byte{}, p[14:]...)
+		}
+	case v == 4 && len(p) >= 21:
+		r.prevEpoch, r.base = int32(be.Uint32(p[9:])), int64(be.Uint64(p[13:]))
+		if p[8]&logStartHasMarker != 0 {
+			if len(p) < 22 || len(p) != 22+int(p[21]) {
+				return logStartRecord{}, false
+			}
+			r.marker = append([]byte{}, p[22:]...)
+		} else if len(p) != 21 {
+			return logStartRecord{}, false
+		}
+	default:
+		return logStartRecord{}, false
 	}
-	if v == 3 {
-		base = append([]byte{}, p[14:]...)
+	r.start, r.resetting = int64(be.Uint64(p)), p[8]&logStartResetting != 0
+	if r.start < 0 || r.base < 0 || r.base > r.start {
+		return logStartRecord{}, false
 	}
-	return int64(binary.BigEndian.Uint64(p)), p[8]&logStartResetting != 0, prevEpoch, base, true
+	return r, true
 }
 
 func (l *Log) readClean() (cleanRecord, bool) {
@@ -247,9 +287,10 @@ func (l *Log) recover() error {
 	}
 	sort.Slice(bases, func(i, j int) bool { return bases[i] < bases[j] })
 
-	start, resetting, prevEpoch, base, hasStart := l.readLogStartBase()
+	ls, hasStart := l.readLogStart()
+	start, resetting := ls.start, ls.resetting
 	if hasStart {
-		l.startPrevEpoch, l.markerBase = prevEpoch, base
+		l.startPrevEpoch, l.markerBase = ls.prevEpoch, ls.marker
 	}
 	clean, hasClean := l.readClean()
 	dirChanged := false
@@ -310,12 +351,13 @@ func (l *Log) recover() error {
 		l.segs = []*segment{s}
 		l.logStart, l.leo = start, start
 		l.written, l.durable = start-1, start-1
+		l.tab = *offsets.New(start, ls.base)
 		l.epochs = epochCache{}
 		if err := l.persistEpochs(); err != nil {
 			return err
 		}
 		if resetting {
-			if err := l.writeLogStart(start, false, l.startPrevEpoch); err != nil {
+			if err := l.writeLogStart(start, ls.base, false, l.startPrevEpoch); err != nil {
 				return err
 			}
 		}
@@ -338,6 +380,10 @@ func (l *Log) recover() error {
 	if err := l.recoverMarkers(); err != nil {
 		return err
 	}
+	if err := l.recoverTable(ls.base); err != nil {
+		return err
+	}
+	l.recoverCleaned()
 	if dirChanged {
 		if err := l.fs.SyncDir(l.dir); err != nil {
 			return err
@@ -543,20 +589,20 @@ func (l *Log) rebuildAndPersistEpochs() error {
 func (l *Log) rebuildEpochs() error {
 	l.epochs = epochCache{}
 	for _, s := range l.segs {
-		pos, want := int64(0), s.base
+		pos, at, unext := int64(0), s.base, int64(-1)
 		for pos < s.writtenSize {
 			h, err := readHeader(s.file.f, pos, &l.hdr)
 			if err != nil {
 				return err
 			}
-			if h.BaseOffset != want {
-				return fmt.Errorf("%w: segment %d: base offset %d at %d, want %d", ErrCorrupt, s.base, h.BaseOffset, pos, want)
+			if unext >= 0 && h.BaseOffset != unext {
+				return fmt.Errorf("%w: segment %d: base offset %d at %d, want %d", ErrCorrupt, s.base, h.BaseOffset, pos, unext)
 			}
 			if h.PartitionLeaderEpoch > l.epochs.last() {
-				l.epochs.assign(h.PartitionLeaderEpoch, max(h.BaseOffset, l.logStart))
+				l.epochs.assign(h.PartitionLeaderEpoch, max(at, l.logStart))
 			}
 			pos += int64(h.Size())
-			want = h.LastOffset() + 1
+			at, unext = at+rwidth(&h), h.LastOffset()+1
 		}
 	}
 	l.scanEpochs = nil

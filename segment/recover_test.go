@@ -161,7 +161,7 @@ func TestRecoverFinishesInterruptedRetentionAndReset(t *testing.T) {
 	defer func() {
 		// A reset below the end, marked under way, is finished too.
 		lr := &Log{fs: fsys, dir: "/d"}
-		if err := lr.writeLogStart(5, true, 0); err != nil {
+		if err := lr.writeLogStart(5, 0, true, 0); err != nil {
 			t.Fatal(err)
 		}
 		l := openLog(t, fsys, "/d", cfg, NewPwriteEngine())
@@ -169,7 +169,7 @@ func TestRecoverFinishesInterruptedRetentionAndReset(t *testing.T) {
 		if l.LogStartOffset() != 5 || l.LogEndOffset() != 5 {
 			t.Fatalf("after an interrupted reset to 5: [%d, %d)", l.LogStartOffset(), l.LogEndOffset())
 		}
-		if _, res, _, ok := lr.readLogStart(); !ok || res {
+		if ls, ok := lr.readLogStart(); !ok || ls.resetting {
 			t.Fatalf("reset still marked under way after open (ok %v)", ok)
 		}
 	}()
@@ -182,7 +182,7 @@ func TestRecoverFinishesInterruptedRetentionAndReset(t *testing.T) {
 
 func checkpointLogStart(fsys vfs.FS, start int64) error {
 	l := &Log{fs: fsys, dir: "/d"}
-	return l.writeLogStart(start, false, 0)
+	return l.writeLogStart(start, 0, false, 0)
 }
 
 // The leader-epoch checkpoint is written when the active segment rolls

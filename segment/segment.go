@@ -82,6 +82,9 @@ type segment struct {
 	// index files, or rebuilt by a scan).
 	idx    *segIndex
 	sealed bool
+	// sealing: the seal's sync (and, on the worker, its trim and index
+	// files) is in flight; the cleaner leaves the segment alone.
+	sealing bool
 	// preallocEnd is where the space reserved (or being zero-filled) ahead
 	// of size ends. Zero-fill: [zeroedEnd, zeroingEnd) is being written
 	// with zeros; no data write may overlap it until that completes.
@@ -121,7 +124,10 @@ type scanResult struct {
 	// (base-1 when none).
 	end  int64
 	last int64
-	idx  *segIndex
+	// ufirst and unext are the user offsets of the first batch and the
+	// next one after the last (-1 when none).
+	ufirst, unext int64
+	idx           *segIndex
 	// epochs lists the epoch changes seen, relative to prevEpoch.
 	epochs  []EpochEntry
 	batches int
@@ -163,7 +169,7 @@ func zeroFrom(f vfs.File, pos, size int64) bool {
 // prevEpoch), rebuilding its index. It stops at the first batch that does
 // not check out and never fails: what it could not read is reported in stop.
 func scanSegment(f vfs.File, base, size int64, prevEpoch int32, intervalBytes int64) scanResult {
-	r := scanResult{last: base - 1, idx: newSegIndex(), firstTs: noTimestamp}
+	r := scanResult{last: base - 1, ufirst: -1, unext: -1, idx: newSegIndex(), firstTs: noTimestamp}
 	buf := make([]byte, min(scanChunkBytes, max(size, batch.HeaderSize)))
 	var bufAt, bufLen int64 // buf holds the file's [bufAt, bufAt+bufLen)
 	get := func(pos int64, n int) ([]byte, error) {
@@ -221,28 +227,29 @@ func scanSegment(f vfs.File, base, size int64, prevEpoch int32, intervalBytes in
 			r.stop = err
 			break
 		}
-		if h.BaseOffset != r.last+1 {
-			r.stop = fmt.Errorf("%w: base offset %d at %d, want %d", ErrCorrupt, h.BaseOffset, pos, r.last+1)
+		if r.unext >= 0 && h.BaseOffset != r.unext {
+			r.stop = fmt.Errorf("%w: base offset %d at %d, want %d", ErrCorrupt, h.BaseOffset, pos, r.unext)
 			break
 		}
-		if h.LastOffset()-base > maxRel {
-			r.stop = fmt.Errorf("%w: offset %d too far from base %d", ErrCorrupt, h.LastOffset(), base)
+		rbase := r.last + 1
+		if rlast(&h, rbase)-base > maxRel {
+			r.stop = fmt.Errorf("%w: offset %d too far from base %d", ErrCorrupt, rlast(&h, rbase), base)
 			break
 		}
 		if h.PartitionLeaderEpoch < epoch || h.PartitionLeaderEpoch < 0 {
-			r.stop = fmt.Errorf("%w: epoch %d after %d at offset %d", ErrCorrupt, h.PartitionLeaderEpoch, epoch, h.BaseOffset)
+			r.stop = fmt.Errorf("%w: epoch %d after %d at offset %d", ErrCorrupt, h.PartitionLeaderEpoch, epoch, rbase)
 			break
 		}
 		if h.PartitionLeaderEpoch > epoch || len(r.epochs) == 0 && r.batches == 0 {
-			r.epochs = append(r.epochs, EpochEntry{Epoch: h.PartitionLeaderEpoch, StartOffset: h.BaseOffset})
+			r.epochs = append(r.epochs, EpochEntry{Epoch: h.PartitionLeaderEpoch, StartOffset: rbase})
 			epoch = h.PartitionLeaderEpoch
 		}
 		if r.batches == 0 {
-			r.firstTs = h.MaxTimestamp
+			r.firstTs, r.ufirst = h.MaxTimestamp, h.BaseOffset
 		}
-		r.idx.add(uint32(h.BaseOffset-base), pos, h.Size(), h.MaxTimestamp, intervalBytes)
+		r.idx.add(uint32(rbase-base), pos, h.Size(), h.MaxTimestamp, intervalBytes)
 		r.batches++
-		r.last = h.LastOffset()
+		r.last, r.unext = rlast(&h, rbase), h.LastOffset()+1
 		pos += int64(h.Size())
 		r.end = pos
 	}

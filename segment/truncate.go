@@ -27,6 +27,15 @@ func (l *Log) TruncateTo(end int64) error {
 	if end == l.leo {
 		return nil
 	}
+	l.dropCleaner()
+	if end < l.cleanedTo {
+		// The checkpoint must not claim what is written after the
+		// truncation: lowered before anything is.
+		l.cleanedTo = end
+		if err := l.persistCleaned(); err != nil {
+			return err
+		}
+	}
 	if err := l.drainAll(); err != nil {
 		return err
 	}
@@ -122,6 +131,17 @@ func (l *Log) ResetWithEpoch(newStart int64, prevEpoch int32) error {
 // starts the reset, so that a crash part-way never leaves the new log
 // start with the old base (see Marker).
 func (l *Log) ResetWithMarker(newStart int64, prevEpoch int32, base []byte) error {
+	return l.ResetAt(newStart, 0, prevEpoch, base)
+}
+
+// ResetAt is ResetWithMarker for a log whose start newStart (a raft
+// offset) has consensusBase consensus entries below it: its user start is
+// newStart - consensusBase (docs/design/offsets.md). A follower takes it
+// from its leader's log.
+func (l *Log) ResetAt(newStart, consensusBase int64, prevEpoch int32, base []byte) error {
+	if consensusBase < 0 || consensusBase > newStart {
+		return fmt.Errorf("%w: reset to %d with %d consensus entries below it", ErrOffsetOutOfRange, newStart, consensusBase)
+	}
 	if len(base) > MarkerBytesMax {
 		return fmt.Errorf("%w: base marker of %d bytes, at most %d", ErrInvalidBatch, len(base), MarkerBytesMax)
 	}
@@ -130,6 +150,13 @@ func (l *Log) ResetWithMarker(newStart int64, prevEpoch int32, base []byte) erro
 	}
 	if newStart < 0 {
 		return fmt.Errorf("%w: reset to %d", ErrOffsetOutOfRange, newStart)
+	}
+	l.dropCleaner()
+	if l.cleanedTo > 0 {
+		l.cleanedTo = 0
+		if err := l.persistCleaned(); err != nil {
+			return err
+		}
 	}
 	// Wait out the writes in flight; a rewind is irrelevant here.
 	_ = l.drainAll()
@@ -148,7 +175,7 @@ func (l *Log) ResetWithMarker(newStart int64, prevEpoch int32, base []byte) erro
 	if base != nil {
 		l.markerBase = append([]byte{}, base...)
 	}
-	if err := l.writeLogStart(newStart, true, prevEpoch); err != nil {
+	if err := l.writeLogStart(newStart, consensusBase, true, prevEpoch); err != nil {
 		return err
 	}
 	for j := len(l.segs) - 1; j >= 0; j-- {
@@ -173,9 +200,10 @@ func (l *Log) ResetWithMarker(newStart int64, prevEpoch int32, base []byte) erro
 	}
 	l.segs = []*segment{s}
 	l.logStart, l.leo = newStart, newStart
+	l.tab.Reset(newStart, consensusBase)
 	l.written, l.durable = newStart-1, newStart-1
 	l.unsyncedRecords = 0
-	if err := l.writeLogStart(newStart, false, prevEpoch); err != nil {
+	if err := l.writeLogStart(newStart, consensusBase, false, prevEpoch); err != nil {
 		// The next open would redo the reset: harmless, the log is empty.
 		return err
 	}
@@ -252,7 +280,11 @@ func (l *Log) applyRetention(limit, below int64) (RetentionResult, error) {
 	if m, ok := l.MarkerAt(newStart - 1); ok {
 		l.markerBase = m.Payload
 	}
-	if err := l.writeLogStart(newStart, false, prevEpoch); err != nil {
+	newBase, err := l.tab.K(newStart)
+	if err != nil {
+		panic(fmt.Sprintf("segment: %s: retention to %d: %v", l.dir, newStart, err))
+	}
+	if err := l.writeLogStart(newStart, newBase, false, prevEpoch); err != nil {
 		l.markerBase = oldBase
 		return RetentionResult{LogStartOffset: l.logStart}, err
 	}
@@ -275,12 +307,16 @@ func (l *Log) applyRetention(limit, below int64) (RetentionResult, error) {
 				// The log start is persisted: the next open finishes the job.
 				l.segs = l.segs[j:]
 				l.logStart = max(l.logStart, newStart)
+				_ = l.tab.AdvanceStart(l.logStart)
 				return res, err
 			}
 		}
 	}
 	l.segs = append(l.segs[:0], l.segs[n:]...)
 	l.logStart = newStart
+	if err := l.tab.AdvanceStart(newStart); err != nil {
+		panic(fmt.Sprintf("segment: %s: retention to %d: %v", l.dir, newStart, err))
+	}
 	l.startPrevEpoch = prevEpoch
 	l.dropMarkersBelow(newStart)
 	l.written, l.durable = max(l.written, newStart-1), max(l.durable, newStart-1)

@@ -28,6 +28,17 @@ func (h *Header) IsZeroWidth() bool {
 	return h.IsControl() && h.RecordCount == 1 && h.LastOffsetDelta == -1
 }
 
+// RaftWidth is the number of raft offsets the batch takes in a partition's
+// log (docs/design/offsets.md): one for a zero-width batch, one per offset
+// of its records otherwise. Its user offsets are BaseOffset..LastOffset(),
+// none for a zero-width batch.
+func (h *Header) RaftWidth() int64 {
+	if h.IsZeroWidth() {
+		return 1
+	}
+	return int64(h.LastOffsetDelta) + 1
+}
+
 // isConsensusKey reports whether key is one of the consensus control keys.
 func isConsensusKey(key []byte) bool {
 	return string(key) == string(ConsensusKeyNoop) || string(key) == string(ConsensusKeyConf)

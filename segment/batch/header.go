@@ -98,6 +98,9 @@ var (
 	ErrCorrupt = errors.New("batch: corrupt")
 	// ErrChecksum is returned when the CRC-32C does not match.
 	ErrChecksum = errors.New("batch: checksum mismatch")
+	// ErrKeyless is returned by ValidateKeyedRecords for a record without
+	// a key.
+	ErrKeyless = errors.New("batch: a record without a key, on a compacted topic")
 )
 
 var castagnoli = crc32.MakeTable(crc32.Castagnoli)
@@ -161,7 +164,9 @@ func ReadHeader(b []byte) (Header, error) {
 
 // Validate checks that b holds exactly one well-formed batch: header bounds,
 // CRC-32C, known attribute bits, and consistent record count and offset
-// delta. It does not decompress or walk the records (see Records for that).
+// delta (at most one record per offset: a compacted batch may hold fewer,
+// even none). It does not decompress or walk the records (see Records for
+// that).
 func Validate(b []byte) (Header, error) { return validate(b, true) }
 
 // ValidateChecked is Validate without the CRC-32C, for a batch the caller
@@ -194,7 +199,11 @@ func validate(b []byte, crc bool) (Header, error) {
 	if h.Codec() > CodecZstd {
 		return h, fmt.Errorf("%w: unknown codec %d", ErrCorrupt, h.Codec())
 	}
-	if (h.RecordCount <= 0 || h.LastOffsetDelta != h.RecordCount-1) && !h.IsZeroWidth() {
+	// A compacted batch (docs/design/compaction.md) keeps its offsets
+	// and lost records: fewer records than offsets, none at all when
+	// every one was superseded. A produced batch is dense
+	// (ValidateRecords).
+	if !h.IsZeroWidth() && (h.LastOffsetDelta < 0 || h.RecordCount < 0 || int64(h.RecordCount) > int64(h.LastOffsetDelta)+1) {
 		return h, fmt.Errorf("%w: record count %d with last offset delta %d", ErrCorrupt, h.RecordCount, h.LastOffsetDelta)
 	}
 	if h.BaseOffset < 0 {
@@ -219,3 +228,10 @@ func SetPartitionLeaderEpoch(b []byte, epoch int32) {
 // Checksum computes the CRC-32C a batch must carry, over b[21:].
 // REQUIRES: len(b) >= HeaderSize.
 func Checksum(b []byte) uint32 { return crc32.Checksum(b[offAttributes:], castagnoli) }
+
+// IsDense reports whether the batch holds a record at every one of its
+// offsets (as every produced batch does), or is zero-width. A batch the
+// log cleaner rewrote may not be.
+func (h *Header) IsDense() bool {
+	return h.IsZeroWidth() || h.RecordCount > 0 && h.LastOffsetDelta == h.RecordCount-1
+}

@@ -9,12 +9,14 @@ import "fmt"
 // the buffers have grown).
 //
 // Iteration checks every record as it goes: each varint and length in
-// bounds, offset deltas 0, 1, …, RecordCount-1 in order, exactly
+// bounds, offset deltas 0, 1, …, RecordCount-1 in order (in a compacted
+// batch, with fewer records than offsets: increasing, at most the last
+// offset delta), exactly
 // RecordCount records with no bytes after the last one, and, for
 // CreateTime batches, that MaxTimestamp is the largest record timestamp.
 // The first violation stops iteration and is reported by Err, wrapping
-// ErrCorrupt. So a batch that iterates to the end without error is exactly
-// a batch ValidateRecords accepts.
+// ErrCorrupt. So a dense batch that iterates to the end without error is
+// exactly a batch ValidateRecords accepts.
 //
 //	var it batch.Records
 //	if err := it.Reset(b); err != nil { ... }
@@ -28,12 +30,14 @@ type Records struct {
 	pos  int    // offset in data of the next record
 	// next is the index of the next record to decode.
 	// Invariant: 0 <= next <= h.RecordCount.
-	next  int32
-	maxTS int64 // the largest record timestamp seen (CreateTime)
-	dec   recordDecoder
-	buf   []byte // decompression buffer, kept across Resets
-	done  bool   // no more records: the end was checked, or err is set
-	err   error
+	next int32
+	// nextDelta is the smallest offset delta the next record may have.
+	nextDelta int32
+	maxTS     int64 // the largest record timestamp seen (CreateTime)
+	dec       recordDecoder
+	buf       []byte // decompression buffer, kept across Resets
+	done      bool   // no more records: the end was checked, or err is set
+	err       error
 }
 
 // Reset starts iterating over the batch b: it runs Validate (header bounds
@@ -58,7 +62,7 @@ func (it *Records) resetValidated(h Header, b []byte) error {
 		it.fail(h, err)
 		return err
 	}
-	it.h, it.pos, it.next, it.err, it.done = h, 0, 0, nil, false
+	it.h, it.pos, it.next, it.nextDelta, it.err, it.done = h, 0, 0, 0, nil, false
 	it.maxTS = minInt64
 	it.dec.rec = Record{}
 	recs := b[HeaderSize:]
@@ -109,8 +113,8 @@ func (it *Records) Next() bool {
 	}
 	i := it.next
 	pos, err := it.dec.decode(it.data, it.pos, i)
-	if err == nil && it.dec.offDelta != i {
-		err = corruptf(i, "offset delta %d, want %d", it.dec.offDelta, i)
+	if err == nil {
+		err = it.checkDelta(i)
 	}
 	if err != nil {
 		it.fail(it.h, err)
@@ -119,7 +123,8 @@ func (it *Records) Next() bool {
 	it.pos = pos
 	it.next++
 	r := &it.dec.rec
-	r.Offset = it.h.BaseOffset + int64(i)
+	r.Offset = it.h.BaseOffset + int64(it.dec.offDelta)
+	it.nextDelta = it.dec.offDelta + 1
 	r.Timestamp = it.h.BaseTimestamp + it.dec.tsDelta
 	it.maxTS = max(it.maxTS, r.Timestamp)
 	if it.h.Attributes&TimestampTypeBit != 0 {
@@ -128,13 +133,33 @@ func (it *Records) Next() bool {
 	return true
 }
 
+// checkDelta checks record i's offset delta: i in a dense batch; in a
+// compacted one (fewer records than offsets) above the previous record's
+// and at most the last offset delta.
+func (it *Records) checkDelta(i int32) error {
+	d := it.dec.offDelta
+	if it.h.IsDense() {
+		if d != i {
+			return corruptf(i, "offset delta %d, want %d", d, i)
+		}
+		return nil
+	}
+	if d < it.nextDelta || d > it.h.LastOffsetDelta {
+		return corruptf(i, "offset delta %d, want %d..%d", d, it.nextDelta, it.h.LastOffsetDelta)
+	}
+	return nil
+}
+
 // finish runs the checks that need the whole batch, once all records are
 // read, and marks the iteration done so that they run only once.
 func (it *Records) finish() {
 	switch {
 	case it.pos != len(it.data):
 		it.err = fmt.Errorf("%w: %d bytes after the last of %d records", ErrCorrupt, len(it.data)-it.pos, it.h.RecordCount)
-	case it.h.Attributes&TimestampTypeBit == 0 && it.maxTS != it.h.MaxTimestamp:
+	case it.h.Attributes&TimestampTypeBit == 0 && it.h.IsDense() && it.maxTS != it.h.MaxTimestamp,
+		it.h.Attributes&TimestampTypeBit == 0 && it.maxTS > it.h.MaxTimestamp:
+		// A compacted batch keeps its max timestamp; its largest
+		// record may have been cleaned away.
 		it.err = fmt.Errorf("%w: max timestamp %d but the largest record timestamp is %d", ErrCorrupt, it.h.MaxTimestamp, it.maxTS)
 	}
 	it.data, it.done = nil, true

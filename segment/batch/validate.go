@@ -11,10 +11,11 @@ const maxPooledBufBytes = 4 << 20
 
 var validators = sync.Pool{New: func() any { return new(Records) }}
 
-// ValidateRecords checks that b holds exactly one well-formed batch, down
-// to every record. It runs Validate (header bounds, CRC-32C, attribute
-// bits, record count against last offset delta, which may be -1 only for
-// a zero-width consensus batch: see consensus.go), checks the producer
+// ValidateRecords checks that b holds exactly one well-formed produced
+// batch, down to every record. It runs Validate (header bounds, CRC-32C,
+// attribute bits, record count against last offset delta, which may be -1
+// only for a zero-width consensus batch: see consensus.go), requires a
+// dense batch (Header.IsDense: only the log cleaner writes others), checks the producer
 // fields, then decompresses and walks every record as Records does:
 // RecordCount records with offset deltas 0..RecordCount-1 in order, every
 // varint and length in bounds, no bytes after the last record, and for
@@ -27,10 +28,22 @@ var validators = sync.Pool{New: func() any { return new(Records) }}
 // ErrChecksum or ErrCorrupt that says what is wrong and where (for
 // example "batch: corrupt: record 3: offset delta 5, want 3").
 // Decompression is bounded by RecordsBytesMax.
-func ValidateRecords(b []byte) (Header, error) {
+func ValidateRecords(b []byte) (Header, error) { return validateRecords(b, false) }
+
+// ValidateKeyedRecords is ValidateRecords for a compacted topic: every
+// record of a data batch must also have a key (a null key is refused with
+// ErrKeyless; an empty key is a key), as Kafka refuses keyless records at
+// produce on a compacted topic: the cleaner keeps the latest record of
+// each key, and a record without one would stay forever.
+func ValidateKeyedRecords(b []byte) (Header, error) { return validateRecords(b, true) }
+
+func validateRecords(b []byte, keyed bool) (Header, error) {
 	h, err := Validate(b)
 	if err != nil {
 		return h, err
+	}
+	if !h.IsDense() {
+		return h, fmt.Errorf("%w: record count %d with last offset delta %d: a produced batch has a record at every offset", ErrCorrupt, h.RecordCount, h.LastOffsetDelta)
 	}
 	it := validators.Get().(*Records)
 	defer func() {
@@ -45,9 +58,13 @@ func ValidateRecords(b []byte) (Header, error) {
 	if err := it.resetValidated(h, b); err != nil {
 		return h, err
 	}
+	keyed = keyed && !h.IsControl()
 	for it.Next() {
 		if h.IsZeroWidth() && !isConsensusKey(it.Record().Key) {
 			return h, fmt.Errorf("%w: a zero-width batch (last offset delta -1) whose record is not a consensus control record", ErrCorrupt)
+		}
+		if keyed && it.Record().Key == nil {
+			return h, fmt.Errorf("%w: record %d (offset delta %d)", ErrKeyless, it.next-1, it.Record().Offset-h.BaseOffset)
 		}
 	}
 	return h, it.Err()

@@ -164,7 +164,7 @@ func TestValidateRecordsErrors(t *testing.T) {
 				n++
 			}
 			err = it.Err()
-			if (err == nil) != (tc.is == nil) {
+			if h := it.Header(); (err == nil) != (tc.is == nil) && h.IsDense() {
 				t.Errorf("%s: iteration ended with %v after %d records; ValidateRecords said %v", tc.name, err, n, tc.is)
 			}
 		}
@@ -255,7 +255,8 @@ func TestValidateCheckedSkipsOnlyTheCRC(t *testing.T) {
 		{"checksum", flip, ErrChecksum, nil},
 		{"short", good(nil)[:HeaderSize+3], ErrShort, ErrShort},
 		{"unknown codec", good(func(h *Header) { h.Attributes = 5 }), ErrCorrupt, ErrCorrupt},
-		{"last offset delta", good(func(h *Header) { h.LastOffsetDelta = 5 }), ErrCorrupt, ErrCorrupt},
+		{"last offset delta", good(func(h *Header) { h.LastOffsetDelta = 0 }), ErrCorrupt, ErrCorrupt},
+		{"compacted: fewer records than offsets", good(func(h *Header) { h.LastOffsetDelta = 5 }), nil, nil},
 		{"negative base offset", good(func(h *Header) { h.BaseOffset = -3 }), ErrCorrupt, ErrCorrupt},
 	} {
 		for _, f := range []struct {
@@ -267,6 +268,39 @@ func TestValidateCheckedSkipsOnlyTheCRC(t *testing.T) {
 			if (f.want == nil) != (err == nil) || (f.want != nil && !errors.Is(err, f.want)) {
 				t.Errorf("%s: %s = %v, want %v", c.name, f.name, err, f.want)
 			}
+		}
+	}
+}
+
+// TestValidateKeyedRecords: a compacted topic's produce refuses a record
+// with a null key, naming it, and takes an empty key (a key, as on Kafka)
+// and control batches; ValidateRecords takes all of them.
+func TestValidateKeyedRecords(t *testing.T) {
+	k, val := []byte("key"), []byte("value")
+	head := func(count int32) Header { h := rawHeader(count); h.MaxTimestamp = 10; return h }
+	cases := []struct {
+		name string
+		b    []byte
+		is   error
+		msg  string
+	}{
+		{"every record keyed", rawBatch(head(2), cat(rawRecord(-1, 0, 0, k, val), rawRecord(-1, 10, 1, k, nil))), nil, ""},
+		{"empty key", rawBatch(head(1), rawRecord(-1, 10, 0, []byte{}, val)), nil, ""},
+		{"second record keyless", rawBatch(head(2), cat(rawRecord(-1, 0, 0, k, val), rawRecord(-1, 10, 1, nil, val))), ErrKeyless, "record 1 (offset delta 1)"},
+		{"control batch", rawBatch(func() Header {
+			h := head(1)
+			h.Attributes = ControlBit | TransactionalBit
+			h.ProducerID, h.ProducerEpoch = 5, 0
+			return h
+		}(), rawRecord(-1, 10, 0, nil, val)), nil, ""},
+	}
+	for _, c := range cases {
+		if _, err := ValidateRecords(c.b); err != nil {
+			t.Errorf("%s: ValidateRecords: %v", c.name, err)
+		}
+		_, err := ValidateKeyedRecords(c.b)
+		if !errors.Is(err, c.is) || c.is == nil && err != nil || c.is != nil && !strings.Contains(err.Error(), c.msg) {
+			t.Errorf("%s: ValidateKeyedRecords = %v, want %v (%q)", c.name, err, c.is, c.msg)
 		}
 	}
 }
