@@ -67,7 +67,7 @@ func (n *Node) SendReset(member NodeID, at int64) error {
 	if !ok {
 		conf = n.initConf
 	}
-	n.send(Message{Type: MsgReset, To: member, Index: at, LogTerm: term, Commit: n.commit, Conf: conf})
+	n.send(Message{Type: MsgReset, To: member, Index: at, LogTerm: term, Commit: n.commit, Conf: conf, Base: n.log.baseAt(at + 1)})
 	pr.becomeReset(at, n.leaderTicks)
 	return nil
 }

@@ -205,7 +205,7 @@ func (n *Node) sendResetOr(pr *progress, err error) bool {
 	if !ok {
 		conf = n.initConf
 	}
-	n.send(Message{Type: MsgReset, To: pr.id, Index: at, LogTerm: prevTerm, Commit: n.commit, Conf: conf})
+	n.send(Message{Type: MsgReset, To: pr.id, Index: at, LogTerm: prevTerm, Commit: n.commit, Conf: conf, Base: n.log.baseAt(at + 1)})
 	pr.becomeReset(at, n.leaderTicks)
 	return true
 }

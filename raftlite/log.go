@@ -54,6 +54,29 @@ type LogReset struct {
 	PrevTerm int32
 	Snapshot []byte
 	Conf     Membership
+	// Base is the leader's BaseAt(Start) (see BaseLog), 0 when its log
+	// has none.
+	Base int64
+}
+
+// BaseLog is implemented by a Log that keeps a number beside each offset
+// which a follower restarting its log at that offset must take from the
+// leader (the segment log's count of consensus entries below it, which
+// translates its offsets into the ones clients see). raftlite carries
+// BaseAt(start) in MsgReset to the follower's LogReset.Base and does
+// nothing else with it.
+type BaseLog interface {
+	BaseAt(offset int64) (int64, error)
+}
+
+// baseAt is the stable log's BaseAt, 0 when it has none.
+func (l *raftLog) baseAt(offset int64) int64 {
+	if bl, ok := l.stable.(BaseLog); ok && l.reset == nil {
+		if b, err := bl.BaseAt(offset); err == nil {
+			return b
+		}
+	}
+	return 0
 }
 
 // raftLog is raftlite's view of the log: the stable Log plus what the node

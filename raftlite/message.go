@@ -114,6 +114,9 @@ type Message struct {
 	// Conf is the configuration in force at Index (MsgReset): the
 	// follower's log restarts with it as its base.
 	Conf Membership
+	// Base is opaque to raftlite: the leader's log's BaseAt(Index+1)
+	// (see BaseLog), handed to the follower in LogReset.Base (MsgReset).
+	Base int64
 }
 
 // String formats the fields the type uses, for logs and golden tests.

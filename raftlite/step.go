@@ -414,7 +414,7 @@ func (n *Node) handleReset(m Message) {
 	// Our log differs at every offset >= at (log matching), so nothing we
 	// drop there is committed; below at it is committed and compacted on
 	// the leader.
-	n.log.resetTo(&LogReset{Start: at + 1, PrevTerm: m.LogTerm, Snapshot: m.Snapshot, Conf: m.Conf})
+	n.log.resetTo(&LogReset{Start: at + 1, PrevTerm: m.LogTerm, Snapshot: m.Snapshot, Conf: m.Conf, Base: m.Base})
 	n.refreshConf()
 	n.durable, n.verified = at, at
 	n.followCommit(m.Commit)

@@ -16,7 +16,7 @@ func TestFetchWaitersBounded(t *testing.T) {
 	r := e.open(segment.FsyncAlways)
 	out := make(chan FetchResult, fetchWaitersMax+10)
 	poll := func() {
-		r.Fetch(&FetchArgs{Generation: GenerationUnknown, Offset: 1,
+		r.Fetch(&FetchArgs{Generation: GenerationUnknown, Offset: 0,
 			MaxBytes: 1 << 10, MinBytes: 1, MaxWait: 30000 * time.Millisecond}, func(res FetchResult) { out <- res })
 	}
 	var waiting int
@@ -71,9 +71,9 @@ func TestAnswerFetchesEndsLongPolls(t *testing.T) {
 	out := make(chan FetchResult, 4)
 	e.do(func() {
 		// One poll past the end, one asking for more bytes than there are.
-		r.Fetch(&FetchArgs{Generation: GenerationUnknown, Offset: 3,
+		r.Fetch(&FetchArgs{Generation: GenerationUnknown, Offset: 2,
 			MaxBytes: 1 << 10, MinBytes: 1, MaxWait: 60000 * time.Millisecond}, func(res FetchResult) { out <- res })
-		r.Fetch(&FetchArgs{Generation: GenerationUnknown, Offset: 1,
+		r.Fetch(&FetchArgs{Generation: GenerationUnknown, Offset: 0,
 			MaxBytes: 1 << 20, MinBytes: 1 << 20, MaxWait: 60000 * time.Millisecond}, func(res FetchResult) { out <- res })
 	})
 	if len(out) != 0 {
@@ -88,7 +88,7 @@ func TestAnswerFetchesEndsLongPolls(t *testing.T) {
 		t.Fatalf("%d waiters left, %d answered", waiting, len(out))
 	}
 	empty, some := <-out, <-out
-	if empty.Err != nil || empty.Bytes != 0 || empty.HighWatermark != 3 {
+	if empty.Err != nil || empty.Bytes != 0 || empty.HighWatermark != 2 {
 		t.Fatalf("poll at the end: %+v", empty)
 	}
 	if some.Err != nil || some.Bytes == 0 {
@@ -109,7 +109,7 @@ func TestFetchWaitersTimedOutDoNotCount(t *testing.T) {
 	short := make(chan FetchResult, fetchWaitersMax)
 	e.do(func() {
 		for i := 0; i < fetchWaitersMax; i++ {
-			r.Fetch(&FetchArgs{Generation: GenerationUnknown, Offset: 1,
+			r.Fetch(&FetchArgs{Generation: GenerationUnknown, Offset: 0,
 				MaxBytes: 1 << 10, MinBytes: 1, MaxWait: time.Millisecond}, func(res FetchResult) { short <- res })
 		}
 	})
@@ -126,7 +126,7 @@ func TestFetchWaitersTimedOutDoNotCount(t *testing.T) {
 	}
 	out := make(chan FetchResult, 1)
 	e.do(func() {
-		r.Fetch(&FetchArgs{Generation: GenerationUnknown, Offset: 1,
+		r.Fetch(&FetchArgs{Generation: GenerationUnknown, Offset: 0,
 			MaxBytes: 1 << 10, MinBytes: 1, MaxWait: 30000 * time.Millisecond}, func(res FetchResult) { out <- res })
 	})
 	select {
@@ -157,7 +157,7 @@ func TestFetchParkedFromAReplyIsWoken(t *testing.T) {
 	r := e.open(segment.FsyncAlways)
 	out := make(chan FetchResult, 2)
 	e.do(func() {
-		r.Fetch(&FetchArgs{Generation: GenerationUnknown, Offset: 1, MaxBytes: 1 << 10, MinBytes: 1, MaxWait: 30000 * time.Millisecond},
+		r.Fetch(&FetchArgs{Generation: GenerationUnknown, Offset: 0, MaxBytes: 1 << 10, MinBytes: 1, MaxWait: 30000 * time.Millisecond},
 			func(res FetchResult) {
 				segment.ReleaseSpans(res.Spans)
 				r.Fetch(&FetchArgs{Generation: GenerationUnknown, Offset: res.HighWatermark, MaxBytes: 1 << 10, MinBytes: 1,

@@ -16,7 +16,12 @@ import (
 type FetchResult struct {
 	HighWatermark  int64
 	LogStartOffset int64
-	Spans          []segment.Span
+	// LastStableOffset is the LSO (txns.go), whatever the isolation.
+	LastStableOffset int64
+	// Aborted lists, for a ReadCommitted fetch, the aborted transactions
+	// whose records the spans may hold (the client drops them).
+	Aborted []AbortedTxn
+	Spans   []segment.Span
 	// Bytes is the spans' total length.
 	Bytes int64
 	Err   error
@@ -43,6 +48,10 @@ type FetchArgs struct {
 	// checks that this replica is in the in-sync set (the replica does
 	// not know it); the replica checks the rest (see checkFollowerRead).
 	Follower bool
+	// ReadCommitted reads up to the last stable offset only (Kafka's
+	// read_committed), with the aborted transactions of the range read;
+	// otherwise up to the high watermark.
+	ReadCommitted bool
 }
 
 // Offsets answers ListOffsets.
@@ -53,12 +62,17 @@ type Offsets struct {
 	Timestamp      int64
 	LogStartOffset int64
 	HighWatermark  int64
+	// LastStableOffset is the LSO: "latest" for a read_committed client.
+	LastStableOffset int64
 }
 
 // Special timestamps of ListOffsets (Kafka's values).
 const (
 	TimestampLatest   int64 = -1
 	TimestampEarliest int64 = -2
+	// TimestampMax asks for the record with the largest timestamp
+	// (KIP-734).
+	TimestampMax int64 = -3
 )
 
 // Bounds on fetches.
@@ -92,13 +106,13 @@ func (r *Replica) Fetch(req *FetchArgs, reply func(FetchResult)) {
 		reply(FetchResult{Err: err})
 		return
 	}
-	if req.Follower && !r.IsPrimary() && req.Offset > r.commit+1 {
+	if req.Follower && !r.IsPrimary() && req.Offset > r.HighWatermark() {
 		// The consumer has seen, at the primary, offsets this follower
 		// does not know to be committed yet: it cannot answer them, and
 		// waiting here would hide that the primary can.
-		reply(FetchResult{HighWatermark: r.commit + 1, LogStartOffset: r.log.LogStartOffset(),
+		reply(FetchResult{HighWatermark: r.HighWatermark(), LogStartOffset: r.StartOffset(),
 			Err: errorf(ErrOffsetOutOfRange, "%s/%d: offset %d is above this follower's (node %d) high watermark %d; fetch from the primary",
-				r.cfg.Topic, r.cfg.Partition, req.Offset, r.cfg.Self, r.commit+1)})
+				r.cfg.Topic, r.cfg.Partition, req.Offset, r.cfg.Self, r.HighWatermark())})
 		return
 	}
 	res := r.read(req)
@@ -161,19 +175,26 @@ func (r *Replica) checkFollowerRead(generation int32) error {
 	return nil
 }
 
-// read resolves a fetch against the log now.
+// read resolves a fetch against the log now. Fetches speak user offsets
+// (docs/design/offsets.md): req.Offset and the answer's watermarks; the
+// spans may hold zero-width consensus batches, which the front ends leave
+// out.
 func (r *Replica) read(req *FetchArgs) FetchResult {
-	res := FetchResult{HighWatermark: r.commit + 1, LogStartOffset: r.log.LogStartOffset()}
-	if req.Offset < res.LogStartOffset || req.Offset > r.log.LogEndOffset() {
+	res := FetchResult{HighWatermark: r.HighWatermark(), LogStartOffset: r.StartOffset(), LastStableOffset: r.LastStableOffset()}
+	if req.Offset < res.LogStartOffset || req.Offset > r.log.UserEndOffset() {
 		res.Err = errorf(ErrOffsetOutOfRange, "%s/%d: offset %d is outside [%d, %d]",
-			r.cfg.Topic, r.cfg.Partition, req.Offset, res.LogStartOffset, r.log.LogEndOffset())
+			r.cfg.Topic, r.cfg.Partition, req.Offset, res.LogStartOffset, r.log.UserEndOffset())
 		return res
 	}
-	if req.Offset > r.commit {
+	end, upTo := res.HighWatermark, r.commit
+	if req.ReadCommitted {
+		end, upTo = res.LastStableOffset, r.stableEnd()
+	}
+	if req.Offset >= end {
 		return res
 	}
 	maxBytes := int(req.MaxBytes)
-	spans, err := r.log.Read(req.Offset, maxBytes, r.commit)
+	spans, err := r.log.Read(r.log.RaftOffset(req.Offset), maxBytes, upTo)
 	if err != nil {
 		if errors.Is(err, segment.ErrOffsetOutOfRange) {
 			res.Err = errorf(ErrOffsetOutOfRange, "%s/%d: %v", r.cfg.Topic, r.cfg.Partition, err)
@@ -186,7 +207,22 @@ func (r *Replica) read(req *FetchArgs) FetchResult {
 	for _, sp := range spans {
 		res.Bytes += sp.Len
 	}
+	if req.ReadCommitted && len(spans) > 0 {
+		// The records read lie in user offsets [req.Offset, the user
+		// offset after the last raft offset read); spans are in order.
+		end := r.log.UserOffset(spans[len(spans)-1].LastOffset + 1)
+		res.Aborted = r.txns.abortedIn(req.Offset, end, res.LogStartOffset, nil)
+	}
 	return res
+}
+
+// readEnd is the user offset a waiting fetch needs the log to pass: the
+// high watermark, or for read_committed the last stable offset.
+func (r *Replica) readEnd(req *FetchArgs) int64 {
+	if req.ReadCommitted {
+		return r.LastStableOffset()
+	}
+	return r.HighWatermark()
 }
 
 // answer replies to a waiter with what the log holds now.
@@ -217,7 +253,7 @@ func (r *Replica) wakeFetchers() {
 	r.waiters = nil
 	n := 0
 	for _, w := range ws {
-		if !w.done && r.commit+1-w.req.Offset > 0 && r.available(w) >= int64(w.req.MinBytes) {
+		if !w.done && r.readEnd(&w.req) > w.req.Offset && r.available(w) >= int64(w.req.MinBytes) {
 			r.answer(w)
 		}
 		if !w.done {
@@ -249,7 +285,11 @@ func (r *Replica) available(w *fetchWaiter) int64 {
 	if w.req.MinBytes <= 1 {
 		return 1
 	}
-	spans, err := r.log.Read(w.req.Offset, int(w.req.MinBytes), r.commit)
+	upTo := r.commit
+	if w.req.ReadCommitted {
+		upTo = r.stableEnd()
+	}
+	spans, err := r.log.Read(r.log.RaftOffset(w.req.Offset), int(w.req.MinBytes), upTo)
 	if err != nil {
 		return int64(w.req.MinBytes) // answer now: the read reports the error
 	}
@@ -272,6 +312,47 @@ func (r *Replica) AnswerFetches() {
 	r.waiters = r.waiters[:0]
 }
 
+// maxTimestampOffset is the (user) offset and timestamp of the first
+// committed record with the largest timestamp, (-1, -1) when the log holds
+// none: the segment log finds the batch, whose records are read (and
+// decompressed) for the record, as Kafka answers since 3.8 (before, the
+// batch's last offset).
+func (r *Replica) maxTimestampOffset() (offset, ts int64) {
+	base, ts, err := r.log.MaxTimestamp(r.commit)
+	if err != nil {
+		return -1, -1
+	}
+	spans, err := r.log.Read(base, 1, r.commit)
+	if err != nil || len(spans) == 0 {
+		return -1, -1
+	}
+	defer segment.ReleaseSpans(spans)
+	var hdr [batch.HeaderSize]byte
+	s := spans[0]
+	if _, err := s.File().ReadAt(hdr[:], s.Pos); err != nil {
+		return -1, -1
+	}
+	h, err := batch.ReadHeader(hdr[:])
+	if err != nil || int64(h.Size()) > s.Len {
+		return -1, -1
+	}
+	b := make([]byte, h.Size())
+	if _, err := s.File().ReadAt(b, s.Pos); err != nil {
+		return -1, -1
+	}
+	var it batch.Records
+	if it.Reset(b) == nil {
+		for it.Next() {
+			if rec := it.Record(); rec.Timestamp == ts {
+				return rec.Offset, ts
+			}
+		}
+	}
+	// Records that do not iterate (or a LogAppendTime batch): the batch's
+	// last offset, Kafka's answer before 3.8.
+	return h.LastOffset(), ts
+}
+
 // failWaiters answers every waiting fetch with err.
 func (r *Replica) failWaiters(err error) {
 	for _, w := range r.waiters {
@@ -284,25 +365,48 @@ func (r *Replica) failWaiters(err error) {
 	r.waiters = r.waiters[:0]
 }
 
-// ListOffsets answers earliest (-2), latest (-1, the high watermark) or the
-// first committed offset whose batch's max timestamp is at or after ts.
+// EndOfGeneration answers Kafka's OffsetForLeaderEpoch on the primary:
+// the largest generation at or below asked that the log holds (-1:
+// none) and the user offset where the next one starts, the high
+// watermark for the current one (no consumer read past it). Like every
+// read it waits for the primary's first commit of its term (checkRead):
+// before it, the high watermark is what the replica started with, and a
+// consumer told that its generation ends there takes the records it read
+// above it for truncated and goes back to the log's start.
+func (r *Replica) EndOfGeneration(generation, asked int32) (int32, int64, error) {
+	if err := r.checkRead(generation); err != nil {
+		return -1, -1, err
+	}
+	g, end := r.log.EndOffsetForEpoch(asked)
+	if g >= 0 {
+		end = min(r.log.UserOffset(end), r.HighWatermark())
+	}
+	return g, end, nil
+}
+
+// ListOffsets answers earliest (-2), latest (-1, the high watermark), max
+// timestamp (-3: the first committed record with the largest timestamp,
+// maxTimestampOffset) or the first committed offset whose batch's max
+// timestamp is at or after ts.
 func (r *Replica) ListOffsets(generation int32, ts int64) (Offsets, error) {
 	if err := r.checkRead(generation); err != nil {
 		return Offsets{}, err
 	}
-	resp := Offsets{Timestamp: -1, LogStartOffset: r.log.LogStartOffset(), HighWatermark: r.commit + 1}
+	resp := Offsets{Timestamp: -1, LogStartOffset: r.StartOffset(), HighWatermark: r.HighWatermark(), LastStableOffset: r.LastStableOffset()}
 	switch ts {
 	case TimestampEarliest:
 		resp.Offset = resp.LogStartOffset
 	case TimestampLatest:
 		resp.Offset = resp.HighWatermark
+	case TimestampMax:
+		resp.Offset, resp.Timestamp = r.maxTimestampOffset()
 	default:
 		off, err := r.log.OffsetForTimestamp(ts)
 		if err != nil || off > r.commit {
 			resp.Offset = -1
 			break
 		}
-		resp.Offset = off
+		resp.Offset = max(r.log.UserOffset(off), resp.LogStartOffset)
 		if spans, err := r.log.Read(off, 1, r.commit); err == nil && len(spans) > 0 {
 			var hdr [batch.HeaderSize]byte
 			if _, err := spans[0].File().ReadAt(hdr[:], spans[0].Pos); err == nil {

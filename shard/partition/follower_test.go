@@ -85,7 +85,7 @@ func TestFollowerReadStopsAtItsHighWatermark(t *testing.T) {
 		return from == g.id || m.To == g.id || (from == f.id && m.Type == raftlite.MsgAppResp)
 	})
 	b := produce("b", true)
-	tg.waitFor(f, "the follower holds b", func(r *Replica) bool { return r.log.LogEndOffset() > b.Produced.BaseOffset })
+	tg.waitFor(f, "the follower holds b", func(r *Replica) bool { return r.log.UserEndOffset() > b.Produced.BaseOffset })
 	var hw int64
 	f.do(t, func() { hw = f.r.HighWatermark() })
 	if hw != b.Produced.BaseOffset {

@@ -109,7 +109,7 @@ func (tg *testGroup) start(id raftlite.NodeID, replicas, learners []raftlite.Nod
 		if m.host, err = NewHost(m.sh, testEngine(fsys), groupTickEvery, 0); err != nil {
 			return
 		}
-		cfg := Config{FS: fsys, Dir: tg.dir(id),
+		cfg := Config{DenseOffsets: true, FS: fsys, Dir: tg.dir(id),
 			Log:   tg.logCfg,
 			Topic: "t", TopicID: [16]byte{1}, Partition: 0, Self: id, Replicas: replicas, Learners: learners,
 			Send: tg.send}
@@ -198,7 +198,11 @@ func fillData(r *Replica, m *raftlite.Message) bool {
 		return false
 	}
 	var data []byte
+	at := int64(-1) // the raft offset of data's first batch
 	for _, sp := range spans {
+		if at < 0 {
+			at = sp.FirstOffset
+		}
 		if data, err = sp.AppendTo(data); err != nil {
 			return false
 		}
@@ -213,7 +217,9 @@ func fillData(r *Replica, m *raftlite.Message) bool {
 			}
 			b := data[:h.Size()]
 			data = data[h.Size():]
-			if h.BaseOffset == e.Base {
+			base := at
+			at += h.RaftWidth()
+			if base == e.Base {
 				e.Data, e.Bytes = b, int32(len(b))
 				break
 			}
@@ -236,7 +242,7 @@ func (tg *testGroup) primary() *testMember {
 				continue
 			}
 			var ok bool
-			m.do(tg.t, func() { ok = m.r.IsPrimary() && m.r.HighWatermark() >= m.r.log.LogEndOffset() })
+			m.do(tg.t, func() { ok = m.r.IsPrimary() && m.r.CommitEnd() >= m.r.log.LogEndOffset() })
 			if ok {
 				return m
 			}
@@ -362,7 +368,7 @@ func (tg *testGroup) committed(m *testMember) map[int64]string {
 	tg.t.Helper()
 	out := map[int64]string{}
 	m.do(tg.t, func() {
-		end := min(m.r.HighWatermark()-1, m.r.log.WrittenOffset())
+		end := min(m.r.CommitEnd()-1, m.r.log.WrittenOffset())
 		for off := m.r.log.LogStartOffset(); off <= end; {
 			spans, err := m.r.log.Read(off, 1<<20, end)
 			if err != nil || len(spans) == 0 {

@@ -44,7 +44,7 @@ func TestHoldEndsOnceAPrimaryIsKnown(t *testing.T) {
 			if h, err = NewHost(sh, eng, time.Hour, 0); err != nil {
 				t.Fatal(err)
 			}
-			r, err = h.Open(Config{FS: vfs.OS(), Dir: t.TempDir(), Log: segment.Config{BatchBytesMax: 1 << 20},
+			r, err = h.Open(Config{DenseOffsets: true, FS: vfs.OS(), Dir: t.TempDir(), Log: segment.Config{BatchBytesMax: 1 << 20},
 				Topic: "t", TopicID: [16]byte{1}, Partition: 0, Self: 2, Replicas: []raftlite.NodeID{1, 2, 3}, Limits: lim,
 				Send: func(_ *Replica, msgs []raftlite.Message) {
 					for _, m := range msgs {
@@ -121,7 +121,7 @@ func TestReturningMemberOfTwoCampaignsAtOnce(t *testing.T) {
 				if err := h.UseJournal(vfs.OS(), dir, map[raftlite.GroupID]raftlite.HardState{GroupID(key): {Term: c.term}}); err != nil {
 					t.Fatal(err)
 				}
-				r, err := h.Open(Config{FS: vfs.OS(), Dir: dir + "/p0", Log: segment.Config{BatchBytesMax: 1 << 20},
+				r, err := h.Open(Config{DenseOffsets: true, FS: vfs.OS(), Dir: dir + "/p0", Log: segment.Config{BatchBytesMax: 1 << 20},
 					Topic: "t", TopicID: [16]byte{1}, Partition: 0, Self: 2, Replicas: c.replicas,
 					Send: func(_ *Replica, msgs []raftlite.Message) {
 						for _, m := range msgs {

@@ -153,7 +153,7 @@ func TestJournalSyncFailureHoldsLeadership(t *testing.T) {
 	var r *Replica
 	e.do(func() {
 		var err error
-		r, err = e.host.Open(Config{FS: mem, Dir: dir + "/p0", Log: segment.Config{Fsync: segment.FsyncAlways, BatchBytesMax: 1 << 20},
+		r, err = e.host.Open(Config{DenseOffsets: true, FS: mem, Dir: dir + "/p0", Log: segment.Config{Fsync: segment.FsyncAlways, BatchBytesMax: 1 << 20},
 			Topic: "t", TopicID: [16]byte{1}, Partition: 0, Self: 1, Replicas: []raftlite.NodeID{1}})
 		if err != nil {
 			t.Fatal(err)

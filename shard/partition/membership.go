@@ -88,6 +88,9 @@ func firstByte(b []byte) int {
 func (r *Replica) confBatch(e raftlite.Entry) ([]byte, []byte, error) {
 	payload := confPayload(e.Conf)
 	if e.Data == nil {
+		if !r.cfg.DenseOffsets {
+			return segment.MarkerBatchWide(payload, r.cfg.NowMs()), payload, nil
+		}
 		return segment.MarkerBatch(payload, r.cfg.NowMs()), payload, nil
 	}
 	got, ok := segment.MarkerPayload(e.Data)

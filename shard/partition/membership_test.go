@@ -293,7 +293,7 @@ func TestLearnerJoinsAfterRetention(t *testing.T) {
 	}
 	m4 := tg.start(4, ids123, ids4)
 	tg.waitFor(m4, "learner 4 is reset past the configuration entry and catches up", func(r *Replica) bool {
-		return r.log.LogStartOffset() > confAt && r.HighWatermark() > confAt+40
+		return r.log.LogStartOffset() > confAt && r.CommitEnd() > confAt+40
 	})
 	want := conf(ids123, ids4)
 	var got raftlite.Membership
@@ -348,7 +348,7 @@ func TestPrimaryStopsMidChange(t *testing.T) {
 			continue
 		}
 		tg.waitFor(tg.member(id), "the survivors agree on the configuration", func(r *Replica) bool {
-			return r.Membership() == want && r.HighWatermark() > r.Raft().Status().ConfIndex
+			return r.Membership() == want && r.CommitEnd() > r.Raft().Status().ConfIndex
 		})
 	}
 }
@@ -378,7 +378,7 @@ func TestRemovedReplicaIsNotPreferred(t *testing.T) {
 	}
 	open := func(self raftlite.NodeID, replicas []raftlite.NodeID) {
 		do(func() {
-			r, err = h.Open(Config{FS: vfs.OS(), Dir: dir, Log: segment.Config{BatchBytesMax: 1 << 20},
+			r, err = h.Open(Config{DenseOffsets: true, FS: vfs.OS(), Dir: dir, Log: segment.Config{BatchBytesMax: 1 << 20},
 				Topic: "t", TopicID: [16]byte{1}, Partition: 0, Self: self, Replicas: replicas,
 				Send: func(_ *Replica, msgs []raftlite.Message) {
 					for _, m := range msgs {
@@ -401,7 +401,7 @@ func TestRemovedReplicaIsNotPreferred(t *testing.T) {
 	open(1, []raftlite.NodeID{1})
 	for deadline := time.Now().Add(10 * time.Second); ; {
 		var ok bool
-		do(func() { ok = r.IsPrimary() && r.HighWatermark() >= r.log.LogEndOffset() })
+		do(func() { ok = r.IsPrimary() && r.CommitEnd() >= r.log.LogEndOffset() })
 		if ok {
 			break
 		}

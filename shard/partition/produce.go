@@ -87,24 +87,28 @@ func (r *Replica) CheckRoute(generation int32) error {
 // unless req.Lend lent it to the log, which then holds it until written.
 func (r *Replica) Produce(req *ProduceArgs, reply func(ProduceResult)) {
 	fail := func(err error) { reply(ProduceResult{Err: err}) }
-	if r.closed {
-		fail(errorf(ErrNotPrimary, "partition %s/%d is closed on node %d", r.cfg.Topic, r.cfg.Partition, r.cfg.Self))
-		return
-	}
-	if err := r.CheckRoute(req.Generation); err != nil {
+	if err := r.writeRoute(req.Generation); err != nil {
 		fail(err)
 		return
 	}
 	data := req.Records
-	if max := r.cfg.Log.BatchBytesMax; max > 0 && len(data) > max {
-		fail(errorf(ErrBatchTooLarge, "batch of %d bytes exceeds storage.max_batch_bytes %d", len(data), max))
-		return
-	}
 	if max := r.cfg.MaxMessageBytes; max > 0 && len(data) > max {
 		fail(errorf(ErrBatchTooLarge, "batch of %d bytes exceeds topic %s's max.message.bytes %d", len(data), r.cfg.Topic, max))
 		return
 	}
-	h, err := batch.ValidateRecords(data)
+	if max := r.cfg.Log.BatchBytesMax; r.cfg.MaxMessageBytes <= 0 && max > 0 && len(data) > max {
+		fail(errorf(ErrBatchTooLarge, "batch of %d bytes exceeds storage.max_batch_bytes %d", len(data), max))
+		return
+	}
+	validate := batch.ValidateRecords
+	if r.cleaner != nil {
+		validate = batch.ValidateKeyedRecords
+	}
+	h, err := validate(data)
+	if errors.Is(err, batch.ErrKeyless) {
+		fail(errorf(ErrInvalidBatch, "%s/%d: topic %s is compacted (cleanup.policy compact) and takes only records with a key: %v", r.cfg.Topic, r.cfg.Partition, r.cfg.Topic, err))
+		return
+	}
 	if err != nil {
 		fail(errorf(ErrCorruptBatch, "%s/%d: %v", r.cfg.Topic, r.cfg.Partition, err))
 		return
@@ -113,11 +117,7 @@ func (r *Replica) Produce(req *ProduceArgs, reply func(ProduceResult)) {
 		fail(errorf(ErrInvalidBatch, "%s/%d: producers may not write control batches", r.cfg.Topic, r.cfg.Partition))
 		return
 	}
-	if err := r.log.Err(); err != nil {
-		fail(errorf(ErrStorage, "%s/%d: %v", r.cfg.Topic, r.cfg.Partition, err))
-		return
-	}
-	if err := r.quorumErr(); err != nil {
+	if err := r.writable(); err != nil {
 		fail(err)
 		return
 	}
@@ -142,6 +142,24 @@ func (r *Replica) Produce(req *ProduceArgs, reply func(ProduceResult)) {
 	p := &pendingProduce{base: e.Base, last: e.Last, term: e.Term, reply: reply}
 	r.wait(p, req)
 	r.process()
+}
+
+// writeRoute is what a write (a produce, a marker) checks first: the
+// replica is open, the primary, at the generation asked for.
+func (r *Replica) writeRoute(generation int32) error {
+	if r.closed {
+		return errorf(ErrNotPrimary, "partition %s/%d is closed on node %d", r.cfg.Topic, r.cfg.Partition, r.cfg.Self)
+	}
+	return r.CheckRoute(generation)
+}
+
+// writable is what a write checks before it proposes: the log has not
+// failed, and a majority of the replicas is reachable.
+func (r *Replica) writable() error {
+	if err := r.log.Err(); err != nil {
+		return errorf(ErrStorage, "%s/%d: %v", r.cfg.Topic, r.cfg.Partition, err)
+	}
+	return r.quorumErr()
 }
 
 // isChecked says whether data is the batch Produce validated in the call
@@ -243,7 +261,7 @@ func (r *Replica) finish(p *pendingProduce) {
 		return
 	}
 	appendTime := int64(-1)
-	p.reply(ProduceResult{Produced: Produced{BaseOffset: p.base, LogAppendTimeMs: appendTime, LogStartOffset: r.log.LogStartOffset()}})
+	p.reply(ProduceResult{Produced: Produced{BaseOffset: r.log.UserOffset(p.base), LogAppendTimeMs: appendTime, LogStartOffset: r.StartOffset()}})
 }
 
 // completeQuorum answers the quorum waiters the commit now covers.
@@ -294,7 +312,7 @@ func (r *Replica) failPending(err error) {
 // rebuildProducers reads every batch header of the log to rebuild the
 // idempotence table (on open, truncation and restart).
 func (r *Replica) rebuildProducers() error {
-	r.prod = newProducers()
+	r.prod, r.txns = newProducers(), newTxnState()
 	return r.recordProducers(r.log.LogStartOffset(), r.log.LogEndOffset())
 }
 
@@ -311,6 +329,7 @@ func (r *Replica) recordProducers(start, end int64) error {
 			break
 		}
 		for _, sp := range spans {
+			at := sp.FirstOffset // raft offsets: the table is keyed by them
 			for pos := sp.Pos; pos < sp.Pos+sp.Len; {
 				if _, err := sp.File().ReadAt(hdr[:], pos); err != nil {
 					segment.ReleaseSpans(spans)
@@ -321,8 +340,22 @@ func (r *Replica) recordProducers(start, end int64) error {
 					segment.ReleaseSpans(spans)
 					return fmt.Errorf("partition %s/%d: rebuilding producer state: %w", r.cfg.Topic, r.cfg.Partition, err)
 				}
-				r.prod.record(&h, h.BaseOffset, h.LastOffset(), h.PartitionLeaderEpoch)
+				r.prod.record(&h, at, at+h.RaftWidth()-1, h.PartitionLeaderEpoch)
+				if h.IsTransactional() {
+					var m batch.TxnMarker
+					isMarker := false
+					if h.IsControl() {
+						b := make([]byte, h.Size())
+						if _, err := sp.File().ReadAt(b, pos); err != nil {
+							segment.ReleaseSpans(spans)
+							return fmt.Errorf("partition %s/%d: rebuilding transaction state: %w", r.cfg.Topic, r.cfg.Partition, err)
+						}
+						m, isMarker = markerOf(&h, b)
+					}
+					r.txns.record(&h, m, isMarker, at, h.BaseOffset)
+				}
 				pos += int64(h.Size())
+				at += h.RaftWidth()
 			}
 			off = sp.LastOffset + 1
 		}

@@ -33,6 +33,8 @@ type producerState struct {
 	batches []seqBatch
 	// touched orders producers for eviction (a partition-local clock).
 	touched uint64
+	// lastTs is the largest timestamp of its last batch.
+	lastTs int64
 }
 
 // producers is the idempotence table of one partition. It is rebuilt from
@@ -86,6 +88,13 @@ func (p *producers) check(h *batch.Header) (verdict, seqBatch, error) {
 			return duplicate, b, nil
 		}
 	}
+	if len(st.batches) == 0 { // the epoch began with a transaction marker
+		if first != 0 {
+			return 0, seqBatch{}, errorf(ErrOutOfOrderSequence,
+				"producer %d starts epoch %d at sequence %d; a new epoch starts at 0", h.ProducerID, h.ProducerEpoch, first)
+		}
+		return appendBatch, seqBatch{}, nil
+	}
 	lastSeq := st.batches[len(st.batches)-1].lastSeq
 	if first == nextSeq(lastSeq) {
 		return appendBatch, seqBatch{}, nil
@@ -99,9 +108,13 @@ func (p *producers) check(h *batch.Header) (verdict, seqBatch, error) {
 		"producer %d batch starts at sequence %d but the next expected is %d", h.ProducerID, first, nextSeq(lastSeq))
 }
 
-// record remembers a batch appended at [base, last] in term.
+// record remembers a batch appended at [base, last] in term. A
+// transaction marker carries the producer's epoch too (under transaction
+// version 2 the coordinator bumps it at every transaction's end): a
+// newer one starts the epoch, whose first batch then starts at sequence
+// 0; the marker itself has no sequence to remember.
 func (p *producers) record(h *batch.Header, base, last int64, term int32) {
-	if !h.HasProducerID() || h.IsControl() {
+	if !h.HasProducerID() || h.IsControl() && !h.IsTxnMarker() {
 		return
 	}
 	st := p.m[h.ProducerID]
@@ -112,6 +125,12 @@ func (p *producers) record(h *batch.Header, base, last int64, term int32) {
 			p.m[h.ProducerID] = st
 		}
 		st.epoch, st.batches = h.ProducerEpoch, st.batches[:0]
+	}
+	st.lastTs = h.MaxTimestamp
+	if h.IsControl() {
+		p.clock++
+		st.touched = p.clock
+		return
 	}
 	if len(st.batches) == ProducerWindow {
 		copy(st.batches, st.batches[1:])

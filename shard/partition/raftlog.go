@@ -56,6 +56,13 @@ func (r *raftLog) ConfAt(offset int64) (raftlite.Membership, int64, bool, error)
 	return conf, m.Offset, true, nil
 }
 
+// BaseAt implements raftlite.BaseLog: the consensus entries below offset,
+// which a follower reset to start there needs to give its records their
+// user offsets (docs/design/offsets.md).
+func (r *raftLog) BaseAt(offset int64) (int64, error) { return r.log.ConsensusBelow(offset) }
+
+var _ raftlite.BaseLog = (*raftLog)(nil)
+
 func (r *raftLog) StartOffset() int64 { return r.log.LogStartOffset() }
 func (r *raftLog) EndOffset() int64   { return r.log.LogEndOffset() }
 
@@ -132,6 +139,7 @@ func (r *raftLog) scan(lo, hi, bytesMax int64, buf []raftlite.Entry) ([]raftlite
 	defer segment.ReleaseSpans(spans)
 	var total int64
 	for _, sp := range spans {
+		at := sp.FirstOffset // raft offsets; the headers carry user ones
 		for pos := sp.Pos; pos < sp.Pos+sp.Len; {
 			if _, err := sp.File().ReadAt(r.scratch[:], pos); err != nil {
 				return buf, fmt.Errorf("partition: batch header at %d: %w", pos, err)
@@ -140,10 +148,10 @@ func (r *raftLog) scan(lo, hi, bytesMax int64, buf []raftlite.Entry) ([]raftlite
 			if err != nil {
 				return buf, fmt.Errorf("partition: batch header at %d: %w", pos, err)
 			}
-			if h.BaseOffset >= hi || (total >= bytesMax && total > 0) {
+			if at >= hi || (total >= bytesMax && total > 0) {
 				return buf, nil
 			}
-			e := raftlite.Entry{Base: h.BaseOffset, Last: h.LastOffset(),
+			e := raftlite.Entry{Base: at, Last: at + h.RaftWidth() - 1,
 				Term: h.PartitionLeaderEpoch, Bytes: int32(h.Size())}
 			if h.IsControl() {
 				if m, ok := r.log.MarkerOf(e.Last); ok {
@@ -157,6 +165,7 @@ func (r *raftLog) scan(lo, hi, bytesMax int64, buf []raftlite.Entry) ([]raftlite
 			buf = append(buf, e)
 			total += int64(h.Size())
 			pos += int64(h.Size())
+			at += h.RaftWidth()
 		}
 	}
 	if len(buf) == 0 {

@@ -57,9 +57,9 @@ func TestProduceFromReplyIsAnswered(t *testing.T) {
 			for want := 0; want < depth; want++ {
 				select {
 				case a := <-answers:
-					// The new primary's no-op takes offset 0.
-					if a.i != want || a.res.Err != nil || a.res.Produced.BaseOffset != int64(want+1) {
-						t.Fatalf("produce %d answered offset %d, %v; want produce %d answered offset %d", a.i, a.res.Produced.BaseOffset, a.res.Err, want, want+1)
+					// The new primary's no-op takes no offset.
+					if a.i != want || a.res.Err != nil || a.res.Produced.BaseOffset != int64(want) {
+						t.Fatalf("produce %d answered offset %d, %v; want produce %d answered offset %d", a.i, a.res.Produced.BaseOffset, a.res.Err, want, want)
 					}
 				case <-deadline:
 					t.Fatalf("produce %d (made from inside produce %d's reply) was never answered", want, want-1)

@@ -25,6 +25,13 @@ type Scheduler interface {
 type Config struct {
 	FS  vfs.FS
 	Dir string
+	// DenseOffsets makes the consensus group's own entries (the primary's
+	// no-op, configuration entries) zero-width, so that the records'
+	// offsets, which clients see, run dense from 0 (docs/design/offsets.md):
+	// set for every partition clients read. The node's internal logs
+	// (metadata, groups), whose readers work in raft offsets, leave it
+	// off: there each entry takes one offset and the two spaces agree.
+	DenseOffsets bool
 	// FenceAlsoRemove are paths outside Dir that hold state derived from
 	// the log (the metadata group's snapshot): a fenced replica's message
 	// tells the operator to remove them with Dir (fence.go). None by
@@ -32,10 +39,13 @@ type Config struct {
 	FenceAlsoRemove []string
 	// Log configures the segment log; IO is the owning shard's dispatcher.
 	Log segment.Config
-	// MaxMessageBytes bounds a produced batch below Log.BatchBytesMax
-	// (the topic's max.message.bytes); 0: Log.BatchBytesMax alone. Only
-	// produce checks it: a follower appends what its primary accepted,
-	// also after the bound was lowered.
+	// MaxMessageBytes bounds a produced batch (the topic's
+	// max.message.bytes), in place of Log.BatchBytesMax, below or above
+	// it as Kafka's topic override is; 0: Log.BatchBytesMax. The log
+	// itself still refuses a batch over Log.BatchBytesMax, so a replica
+	// whose topic may raise its bound opens its log with the format's
+	// batch.BatchBytesMax. Only produce checks it: a follower appends
+	// what its primary accepted, also after the bound was changed.
 	MaxMessageBytes int
 	IO              *segment.IO
 	// Sched is the owning shard.
@@ -71,6 +81,15 @@ type Config struct {
 	// (the leader no longer held the entries this replica needed), with
 	// the state-machine snapshot the leader attached (metadata group).
 	OnReset func(r *Replica, start int64, snapshot []byte)
+	// OnStorageFull runs when a write found no space and the log went
+	// back (the replica restarts; writes fail until space returns), with
+	// the cause, so that the node says so. Nil: nothing to do.
+	OnStorageFull func(r *Replica, cause error)
+	// OnStorageFailed runs when the log failed for good (an I/O error on
+	// a write, a failed fdatasync: segment.ErrLogFailed) and the replica
+	// restarts from what is on disk, with the cause, so that the node
+	// says so. Nil: nothing to do.
+	OnStorageFailed func(r *Replica, cause error)
 	// OnConf runs when the configuration in force changed (a membership
 	// change appended or truncated, a reset): start serving a member
 	// added, stop routing to one removed. Nil: nothing to do.
@@ -122,10 +141,20 @@ type Replica struct {
 	rlog *raftLog
 	raft *raftlite.Node
 	prod *producers
+	// txns is the open and aborted transactions (txns.go), kept with
+	// prod from every batch appended and rebuilt with it.
+	txns *txnState
 	// commit is the consensus commit offset (inclusive); the high
 	// watermark is commit+1. Invariant: never decreases while the replica
 	// is open.
 	commit int64
+	// recordsStart is the (user) log start the partition's DeleteRecords
+	// set (SetRecordsStart; 0: none): the records below it are gone for
+	// every reader though their segment may still hold them. Invariant:
+	// never decreases while the replica is open.
+	recordsStart int64
+	// cleaner is the topic's log cleaner settings; nil unless compacted.
+	cleaner *segment.CleanConfig
 	// acked is the highest offset durable here under the fsync policy
 	// already reported to raft.
 	acked int64
@@ -295,7 +324,12 @@ func (r *Replica) Config() *Config { return &r.cfg }
 func (r *Replica) Route() (raftlite.NodeID, int32) { return r.leader, r.term }
 
 // HighWatermark is commit+1: the first offset not yet visible to consumers.
-func (r *Replica) HighWatermark() int64 { return r.commit + 1 }
+func (r *Replica) HighWatermark() int64 { return r.log.UserOffset(r.commit + 1) }
+
+// CommitEnd is the raft offset after the last committed entry: the high
+// watermark in raft offsets, for the node's own readers of its internal
+// logs, which work in raft offsets (docs/design/offsets.md).
+func (r *Replica) CommitEnd() int64 { return r.commit + 1 }
 
 // IsPrimary reports whether this replica leads and accepts writes now.
 func (r *Replica) IsPrimary() bool {
@@ -372,6 +406,26 @@ func (r *Replica) HasMember(id raftlite.NodeID) bool { return r.Membership().Mem
 // at run time (a topic config change).
 func (r *Replica) SetMaxMessageBytes(n int) { r.cfg.MaxMessageBytes = n }
 
+// SetRecordsStart moves the partition's log start up to the (user)
+// offset off, which the metadata holds for every replica (Kafka's
+// DeleteRecords); an offset at or below the current one changes
+// nothing.
+func (r *Replica) SetRecordsStart(off int64) {
+	r.recordsStart = max(r.recordsStart, off)
+}
+
+// StartOffset is the partition's first readable (user) offset: the
+// log's own, or the start DeleteRecords set when above it. On a replica
+// whose log does not reach that start yet (a follower behind) it is the
+// log's end, which rises to the start as the log catches up.
+func (r *Replica) StartOffset() int64 {
+	start := r.log.UserStartOffset()
+	if r.recordsStart > start {
+		start = max(start, min(r.recordsStart, r.log.UserEndOffset()))
+	}
+	return start
+}
+
 // SetRetention changes the log's retention bounds at run time (a topic
 // config change); Config().Log keeps them too, for a reopen.
 func (r *Replica) SetRetention(bytes, ms int64) {
@@ -381,12 +435,31 @@ func (r *Replica) SetRetention(bytes, ms int64) {
 	}
 }
 
+// SetSegmentRoll changes when the log's active segment rolls (a topic's
+// segment.bytes and segment.ms) at run time; Config().Log keeps them too,
+// for a reopen and the segment catch-up's plan. Out-of-range values are
+// segment.ErrConfig, and nothing changes.
+func (r *Replica) SetSegmentRoll(bytes, ms int64) error {
+	if r.log != nil {
+		if err := r.log.SetSegmentRoll(bytes, ms); err != nil {
+			return err
+		}
+	}
+	r.cfg.Log.SegmentBytes, r.cfg.Log.SegmentMs = bytes, ms
+	return nil
+}
+
 // ApplyRetention deletes whole old segments past the log's retention
 // bounds, never one holding an offset that is not both committed and
 // durable here (a follower's log start moves only that far).
 func (r *Replica) ApplyRetention() (segment.RetentionResult, error) {
 	if r.closed || r.raft == nil {
 		return segment.RetentionResult{}, ErrClosed
+	}
+	if r.recordsStart > 0 {
+		// The whole segments below the start DeleteRecords set go too,
+		// as on Kafka; the one holding the start is kept.
+		return r.log.ApplyRetentionBelow(min(r.commit, r.acked), r.log.RaftOffset(r.recordsStart))
 	}
 	return r.ApplyRetentionUpTo(r.commit)
 }
@@ -517,12 +590,12 @@ func (r *Replica) resume(err error) {
 // entries. It reports false when the replica had to restart.
 func (r *Replica) applyLocal(rd *raftlite.Ready) bool {
 	if rd.Reset != nil {
-		if err := r.log.ResetWithMarker(rd.Reset.Start, rd.Reset.PrevTerm, confPayload(rd.Reset.Conf)); err != nil {
+		if err := r.log.ResetAt(rd.Reset.Start, rd.Reset.Base, rd.Reset.PrevTerm, confPayload(rd.Reset.Conf)); err != nil {
 			r.restart(fmt.Errorf("resetting the log to %d: %w", rd.Reset.Start, err))
 			return false
 		}
 		r.rlog.reset()
-		r.prod = newProducers()
+		r.prod, r.txns = newProducers(), newTxnState()
 		r.acked = rd.Reset.Start - 1
 		if r.cfg.OnReset != nil {
 			r.cfg.OnReset(r, rd.Reset.Start, rd.Reset.Snapshot)
@@ -582,7 +655,7 @@ func (r *Replica) appendEntries(entries []raftlite.Entry) error {
 		if e.Kind == raftlite.EntryLeaderNoop && data == nil {
 			// This node's own new term: write the control batch. A
 			// follower receives the leader's bytes and keeps them.
-			data = noopBatch(r.cfg.NowMs())
+			data = noopBatch(r.cfg.NowMs(), r.cfg.DenseOffsets)
 		}
 		var payload []byte
 		if e.Kind == raftlite.EntryConfChange {
@@ -600,6 +673,8 @@ func (r *Replica) appendEntries(entries []raftlite.Entry) error {
 		// Read before the append: a lent batch belongs to the log from
 		// there until its write completes.
 		h, _ := batch.ReadHeader(data)
+		marker, isMarker := markerOf(&h, data)
+		userBase := r.log.UserEndOffset()
 		size := len(data)
 		var base, last int64
 		var err error
@@ -619,6 +694,7 @@ func (r *Replica) appendEntries(entries []raftlite.Entry) error {
 			return fmt.Errorf("appended %v at [%d, %d]: the log and the consensus group disagree", e, base, last)
 		}
 		r.prod.record(&h, base, last, e.Term)
+		r.txns.record(&h, marker, isMarker, base, userBase)
 		e.Bytes = int32(size)
 		r.rlog.appended(e)
 	}
@@ -659,7 +735,14 @@ func (r *Replica) restart(cause error) {
 		cause = r.log.Err()
 	}
 	if cause == nil {
-		cause = fmt.Errorf("log end moved back to %d: a write found no space", r.log.LogEndOffset())
+		cause = fmt.Errorf("the disk is full: %v; the log went back to offset %d, and writes are refused until space is freed",
+			r.log.LastFailure(), r.log.UserEndOffset())
+		if r.cfg.OnStorageFull != nil {
+			r.cfg.OnStorageFull(r, cause)
+		}
+	}
+	if r.log.Err() != nil && r.cfg.OnStorageFailed != nil {
+		r.cfg.OnStorageFailed(r, cause)
 	}
 	serr := errorf(ErrStorage, "partition %s/%d: %v", r.cfg.Topic, r.cfg.Partition, cause)
 	r.failPending(serr)

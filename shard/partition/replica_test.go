@@ -69,7 +69,7 @@ func (e *env) open(fsync segment.FsyncPolicy) *Replica {
 	var r *Replica
 	e.do(func() {
 		var err error
-		r, err = e.host.Open(Config{FS: e.fs, Dir: e.dir + "/p0", Log: segment.Config{Fsync: fsync, BatchBytesMax: 1 << 20},
+		r, err = e.host.Open(Config{DenseOffsets: true, FS: e.fs, Dir: e.dir + "/p0", Log: segment.Config{Fsync: fsync, BatchBytesMax: 1 << 20},
 			Topic: "t", TopicID: [16]byte{1}, Partition: 0, Self: 1, Replicas: []raftlite.NodeID{1}})
 		if err != nil {
 			e.t.Fatal(err)
@@ -83,7 +83,7 @@ func (e *env) waitPrimary(r *Replica) {
 	deadline := time.Now().Add(5 * time.Second)
 	for {
 		var ok bool
-		e.do(func() { ok = r.IsPrimary() && r.HighWatermark() >= r.log.LogEndOffset() })
+		e.do(func() { ok = r.IsPrimary() && r.CommitEnd() >= r.log.LogEndOffset() })
 		if ok {
 			return
 		}
@@ -194,15 +194,15 @@ func TestProduceFetchSingleNode(t *testing.T) {
 				}
 				bases = append(bases, res.Produced.BaseOffset)
 			}
-			// The new primary's no-op takes offset 0.
-			if bases[0] != 1 || bases[4] != 13 {
+			// The new primary's no-op takes no offset: records start at 0.
+			if bases[0] != 0 || bases[4] != 12 {
 				t.Fatalf("base offsets %v", bases)
 			}
-			data, res := e.fetch(r, FetchArgs{Generation: GenerationUnknown, Offset: 4, MaxBytes: 1 << 20})
-			if res.Err != nil || res.HighWatermark != 16 {
+			data, res := e.fetch(r, FetchArgs{Generation: GenerationUnknown, Offset: 3, MaxBytes: 1 << 20})
+			if res.Err != nil || res.HighWatermark != 15 {
 				t.Fatalf("fetch: hw %d err %v", res.HighWatermark, res.Err)
 			}
-			got := values(t, data, 4)
+			got := values(t, data, 3)
 			if len(got) != 12 || got[0] != "v1-0" || got[11] != "v4-2" {
 				t.Fatalf("values %v", got)
 			}
@@ -259,10 +259,10 @@ func TestIdempotentRetryIsNotWrittenTwice(t *testing.T) {
 	e = newEnv(t, vfs.OS(), dir)
 	r = e.open(segment.FsyncAlways)
 	res := e.produce(r, mkBatch(t, 2, 7, 0, 2), acksQuorum)
-	if res.Err != nil || res.Produced.BaseOffset != 3 {
+	if res.Err != nil || res.Produced.BaseOffset != 2 {
 		t.Fatalf("retry after restart: %+v", res)
 	}
-	if res := e.produce(r, mkBatch(t, 2, 7, 0, 4), acksQuorum); res.Err != nil || res.Produced.BaseOffset != 6 {
+	if res := e.produce(r, mkBatch(t, 2, 7, 0, 4), acksQuorum); res.Err != nil || res.Produced.BaseOffset != 4 {
 		t.Fatalf("next after restart: %+v", res)
 	}
 	if res := e.produce(r, mkBatch(t, 1, 7, 0, 6), acksQuorum); res.Err != nil {
@@ -297,7 +297,7 @@ func TestLongPollFetch(t *testing.T) {
 	r := e.open(segment.FsyncAlways)
 	out := make(chan FetchResult, 1)
 	e.do(func() {
-		r.Fetch(&FetchArgs{Generation: GenerationUnknown, Offset: 1, MaxBytes: 1 << 20, MinBytes: 1, MaxWait: 10000 * time.Millisecond},
+		r.Fetch(&FetchArgs{Generation: GenerationUnknown, Offset: 0, MaxBytes: 1 << 20, MinBytes: 1, MaxWait: 10000 * time.Millisecond},
 			func(res FetchResult) { out <- res })
 	})
 	select {
@@ -319,7 +319,7 @@ func TestLongPollFetch(t *testing.T) {
 	}
 	// MaxWait passes with nothing new: answered empty.
 	start := time.Now()
-	_, res := e.fetch(r, FetchArgs{Generation: GenerationUnknown, Offset: 2, MaxBytes: 1 << 20, MinBytes: 1, MaxWait: 50 * time.Millisecond})
+	_, res := e.fetch(r, FetchArgs{Generation: GenerationUnknown, Offset: 1, MaxBytes: 1 << 20, MinBytes: 1, MaxWait: 50 * time.Millisecond})
 	if res.Err != nil || res.Bytes != 0 || time.Since(start) < 40*time.Millisecond {
 		t.Fatalf("timed-out fetch: %+v after %v", res, time.Since(start))
 	}

@@ -81,7 +81,7 @@ func TestLearnerCatchesUpWithSegments(t *testing.T) {
 	m4 := tg.start(4, ids123, ids4)
 	var end int64
 	p.do(t, func() { end = p.r.log.LogEndOffset() })
-	tg.waitFor(m4, "learner 4 catches up", func(r *Replica) bool { return r.HighWatermark() >= end && r.log.WrittenOffset() >= end-1 })
+	tg.waitFor(m4, "learner 4 catches up", func(r *Replica) bool { return r.CommitEnd() >= end && r.log.WrittenOffset() >= end-1 })
 	if res := tg.change(p, promote(4, 10*time.Second)); res.Err != nil {
 		t.Fatalf("promote 4: %v", res.Err)
 	}
@@ -95,7 +95,7 @@ func TestLearnerCatchesUpWithSegments(t *testing.T) {
 	// primary's file.
 	var segs []segment.SealedSegment
 	var hw int64
-	m4.do(t, func() { segs, hw = m4.r.log.SealedSegments(nil), m4.r.HighWatermark() })
+	m4.do(t, func() { segs, hw = m4.r.log.SealedSegments(nil), m4.r.CommitEnd() })
 	same := 0
 	for _, s := range segs {
 		if s.Last >= hw {
