@@ -141,6 +141,18 @@ var (
 		"This node just became the group's coordinator and is still recovering the group's state. Retry shortly."}
 	ErrGroupSubscribedToTopic = &Error{51, "GROUP_SUBSCRIBED_TO_TOPIC", false,
 		"An offset delete named a topic that a member of the group subscribes to; its offsets can be deleted only once no member consumes it."}
+	ErrConcurrentTransactions = &Error{52, "CONCURRENT_TRANSACTIONS", true,
+		"Another change of this transactional id is under way (an earlier call's write, or a transaction's markers). Retry shortly."}
+	ErrProducerFenced = &Error{53, "PRODUCER_FENCED", false,
+		"A newer producer of the same transactional id took over; this producer must stop."}
+	ErrInvalidTxnState = &Error{54, "INVALID_TXN_STATE", false,
+		"The call does not fit the transaction's state (ending a transaction that never began, committing one being aborted)."}
+	ErrInvalidTransactionTimeout = &Error{55, "INVALID_TRANSACTION_TIMEOUT", false,
+		"The transaction timeout is out of range; give one between 1 ms and the coordinator's maximum (15 minutes)."}
+	ErrUnstableOffsetCommit = &Error{56, "UNSTABLE_OFFSET_COMMIT", true,
+		"An open transaction staged offsets of this partition for the group; retry once it ends."}
+	ErrTransactionalIDNotFound = &Error{57, "TRANSACTIONAL_ID_NOT_FOUND", false,
+		"The coordinator knows no such transactional id."}
 )
 
 // errorTable lists every code, in code order. It is the single source: the
@@ -197,6 +209,12 @@ var errorTable = []*Error{
 	ErrCoordinatorNotAvailable,
 	ErrCoordinatorLoading,
 	ErrGroupSubscribedToTopic,
+	ErrConcurrentTransactions,
+	ErrProducerFenced,
+	ErrInvalidTxnState,
+	ErrInvalidTransactionTimeout,
+	ErrUnstableOffsetCommit,
+	ErrTransactionalIDNotFound,
 }
 
 // CodeNone is the error code of a successful response.

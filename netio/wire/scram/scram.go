@@ -160,15 +160,29 @@ func (m *Mechanism) DeriveCredential(password string, salt []byte, iterations in
 	if err != nil {
 		return Credential{}, fmt.Errorf("scram: pbkdf2: %w", err)
 	}
-	ck := m.mac(salted, "Client Key")
-	return Credential{Salt: append([]byte(nil), salt...), Iterations: iterations, StoredKey: m.sum(ck), ServerKey: m.mac(salted, "Server Key")}, nil
+	return m.CredentialFromSalted(salted, salt, iterations)
 }
 
 // Verify checks password against c, a SHA-256 credential, in constant
 // time; PLAIN logins (HTTP and Kafka's SASL PLAIN) use it.
-func (c Credential) Verify(password string) bool {
-	d, err := DeriveCredential(password, c.Salt, c.Iterations)
+func (c Credential) Verify(password string) bool { return SHA256.Verify(c, password) }
+
+// Verify checks password against c, a credential of m, in constant time.
+func (m *Mechanism) Verify(c Credential, password string) bool {
+	d, err := m.DeriveCredential(password, c.Salt, c.Iterations)
 	return err == nil && subtle.ConstantTimeCompare(d.StoredKey, c.StoredKey) == 1
+}
+
+// CredentialFromSalted is the credential of a password the client has
+// already salted and iterated (SaltedPassword of RFC 5802, as Kafka's
+// AlterUserScramCredentials sends it), so the password itself never
+// reaches the server. salted must be m's hash size.
+func (m *Mechanism) CredentialFromSalted(salted, salt []byte, iterations int) (Credential, error) {
+	if len(salted) != m.size || len(salt) == 0 || iterations < IterationsMin || iterations > IterationsMax {
+		return Credential{}, fmt.Errorf("%w: a %s salted password has %d bytes, a salt and %d..%d iterations", ErrInvalidPassword, m.Name, m.size, IterationsMin, IterationsMax)
+	}
+	ck := m.mac(salted, "Client Key")
+	return Credential{Salt: append([]byte(nil), salt...), Iterations: iterations, StoredKey: m.sum(ck), ServerKey: m.mac(salted, "Server Key")}, nil
 }
 
 // Lookup finds a user's credential; ok is false for an unknown user.

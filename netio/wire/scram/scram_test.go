@@ -2,6 +2,7 @@ package scram
 
 import (
 	"bytes"
+	"crypto/pbkdf2"
 	"crypto/rand"
 	"encoding/base64"
 	"errors"
@@ -125,6 +126,39 @@ func TestCredentialVerify(t *testing.T) {
 	}
 	if _, err := DeriveCredential("x", []byte("salt"), 10); !errors.Is(err, ErrInvalidPassword) {
 		t.Fatalf("10 iterations: %v", err)
+	}
+}
+
+// TestCredentialFromSalted: a credential built from the client's salted
+// password (Kafka's AlterUserScramCredentials) is the one the password
+// derives, for both hashes, and verifies the password; a salted password
+// of the other hash's size, no salt or too few iterations are refused.
+func TestCredentialFromSalted(t *testing.T) {
+	for _, m := range []*Mechanism{SHA256, SHA512} {
+		salt := []byte("0123456789abcdef")
+		want, err := m.DeriveCredential("hunter2", salt, IterationsDefault)
+		if err != nil {
+			t.Fatal(err)
+		}
+		salted, err := pbkdf2.Key(m.hash, "hunter2", salt, IterationsDefault, m.size)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := m.CredentialFromSalted(salted, salt, IterationsDefault)
+		if err != nil || !bytes.Equal(got.StoredKey, want.StoredKey) || !bytes.Equal(got.ServerKey, want.ServerKey) || m.Valid(got) != nil {
+			t.Fatalf("%s: %+v, %v; want %+v", m.Name, got, err, want)
+		}
+		if !m.Verify(got, "hunter2") || m.Verify(got, "hunter3") {
+			t.Fatalf("%s: Verify does not tell the password apart", m.Name)
+		}
+		for _, bad := range []struct {
+			salted, salt []byte
+			iterations   int
+		}{{salted[:len(salted)-1], salt, IterationsDefault}, {salted, nil, IterationsDefault}, {salted, salt, IterationsMin - 1}} {
+			if _, err := m.CredentialFromSalted(bad.salted, bad.salt, bad.iterations); !errors.Is(err, ErrInvalidPassword) {
+				t.Fatalf("%s: %d-byte salted, %d-byte salt, %d iterations: %v", m.Name, len(bad.salted), len(bad.salt), bad.iterations, err)
+			}
+		}
 	}
 }
 
