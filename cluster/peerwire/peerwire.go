@@ -35,12 +35,27 @@
 //	          held i64 (the bytes of the segment the follower holds, all
 //	          of them once adopted), status u8 (0 more, 1 adopted,
 //	          2 refused: the primary falls back to appends)
+//	kind 11 GroupsTopic  node i32: "create the consumer groups' internal
+//	          topic" (a node that is not the metadata primary, to the
+//	          metadata primary, at a group request made before the topic
+//	          exists; node is the sender)
+//	kind 12 Propose    id u64, node i32, then the command: an encoded
+//	          metadata command (at most ProposeBytesMax bytes) that the
+//	          sender asks the metadata primary to propose for it (only
+//	          the ops the primary takes from peers: a partition primary's
+//	          DeleteRecords)
+//	kind 13 Proposed   id u64, status u8 (0 committed, 1 not the
+//	          metadata primary, 2 refused, 3 failed), message_len u16,
+//	          message: the answer to the Propose of that id
 //
 //	message: type u8, group u64, from u8, to u8, term i32, index i64,
 //	         log_term i32, commit i64, flags u8 (1 reject, 2 transfer,
-//	         4 quiesce, 8 conf), hint i64, hint_term i32, entries u32,
-//	         then entries × entry, snapshot_len u32, snapshot bytes, and
-//	         with flag 8 the message's conf (a MsgReset's configuration)
+//	         4 quiesce, 8 conf, 16 base), hint i64, hint_term i32,
+//	         entries u32, then entries × entry, snapshot_len u32,
+//	         snapshot bytes, with flag 8 the message's conf (a MsgReset's
+//	         configuration), and with flag 16 base i64 (a MsgReset's count
+//	         of consensus entries below the new log start, which the
+//	         follower's log needs to give records their user offsets)
 //	entry:   base i64, last i64, term i32, bytes i32, kind u8, and for
 //	         kind 2 (a configuration entry) its conf
 //	conf:    voters u32, learners u32 (bit i-1 set: node i)
@@ -63,7 +78,7 @@ import (
 
 // Version is the replication protocol's version; the handshake compares
 // server versions, which pin it.
-const Version = 1
+const Version = 2
 
 // Frame kinds.
 const (
@@ -75,6 +90,13 @@ const (
 	KindReassignState byte = 6
 	KindSegment       byte = 7
 	KindSegmentAck    byte = 8
+	KindTxnMarker     byte = 9
+	KindTxnMarkerAck  byte = 10
+	KindGroupsTopic   byte = 11
+	KindPropose       byte = 12
+	KindProposed      byte = 13
+	KindEnds          byte = 14
+	KindEndsAnswer    byte = 15
 )
 
 // Bounds a decoder enforces before it allocates.
@@ -90,6 +112,10 @@ const (
 	SegmentChunkBytesMax = 1 << 20
 	// SegmentHeaderBytes is a Segment frame body before its chunk.
 	SegmentHeaderBytes = 1 + 8 + 1 + 1 + 4 + 8 + 8 + 4 + 8 + 8
+	// ProposeBytesMax bounds the command of one Propose frame.
+	ProposeBytesMax = 64 << 10
+	// ProposedMessageBytesMax bounds the message of a Proposed frame.
+	ProposedMessageBytesMax = 1 << 10
 	// RoutesPerFrameMax bounds one routes frame.
 	RoutesPerFrameMax = 1 << 20
 	// entryHeaderBytes is one entry's metadata (without a conf).
@@ -110,6 +136,7 @@ const (
 	flagTransfer = 2
 	flagQuiesce  = 4
 	flagConf     = 8
+	flagBase     = 16
 )
 
 // DataBytes is how many entry bytes follow message m on the wire.
@@ -131,6 +158,9 @@ func FramedMessageBytes(m *raftlite.Message, withData bool) int {
 	}
 	if !m.Conf.IsZero() {
 		n += confBytes
+	}
+	if m.Base != 0 {
+		n += 8
 	}
 	if withData {
 		for _, e := range m.Entries {
@@ -163,6 +193,9 @@ func AppendMessage(dst []byte, m *raftlite.Message) []byte {
 	if !m.Conf.IsZero() {
 		f |= flagConf
 	}
+	if m.Base != 0 {
+		f |= flagBase
+	}
 	dst = append(dst, f)
 	dst = be.AppendUint64(dst, uint64(m.Hint))
 	dst = be.AppendUint32(dst, uint32(m.HintTerm))
@@ -181,6 +214,9 @@ func AppendMessage(dst []byte, m *raftlite.Message) []byte {
 	dst = append(dst, m.Snapshot...)
 	if !m.Conf.IsZero() {
 		dst = appendConf(dst, m.Conf)
+	}
+	if m.Base != 0 {
+		dst = be.AppendUint64(dst, uint64(m.Base))
 	}
 	return dst
 }
@@ -296,7 +332,7 @@ func (r *reader) message() raftlite.Message {
 	m.LogTerm = int32(r.u32())
 	m.Commit = int64(r.u64())
 	f := r.u8()
-	if f&^(flagReject|flagTransfer|flagQuiesce|flagConf) != 0 {
+	if f&^(flagReject|flagTransfer|flagQuiesce|flagConf|flagBase) != 0 {
 		r.fail("unknown message flags %#x", f)
 	}
 	m.Reject, m.Transfer, m.Quiesce = f&flagReject != 0, f&flagTransfer != 0, f&flagQuiesce != 0
@@ -332,6 +368,11 @@ func (r *reader) message() raftlite.Message {
 	}
 	if f&flagConf != 0 {
 		m.Conf = r.conf()
+	}
+	if f&flagBase != 0 {
+		if m.Base = int64(r.u64()); r.err == nil && m.Base < 0 {
+			r.fail("base %d", m.Base)
+		}
 	}
 	return m
 }
@@ -478,6 +519,115 @@ func DecodeTransfer(b []byte) (Transfer, error) {
 		r.fail("%d bytes after a transfer", len(r.b))
 	}
 	return t, r.err
+}
+
+// GroupsTopic asks the metadata primary to create the consumer groups'
+// internal topic, which only it can propose; Node is the asking node.
+type GroupsTopic struct {
+	Node int32
+}
+
+// AppendGroupsTopic appends a GroupsTopic frame body.
+func AppendGroupsTopic(dst []byte, g GroupsTopic) []byte {
+	dst = append(dst, KindGroupsTopic)
+	return binary.BigEndian.AppendUint32(dst, uint32(g.Node))
+}
+
+// DecodeGroupsTopic decodes a GroupsTopic frame body.
+func DecodeGroupsTopic(b []byte) (GroupsTopic, error) {
+	r := &reader{b: b}
+	var g GroupsTopic
+	if k := r.u8(); k != KindGroupsTopic {
+		r.fail("kind %d is not GroupsTopic", k)
+		return g, r.err
+	}
+	g.Node = int32(r.u32())
+	if r.err == nil && len(r.b) != 0 {
+		r.fail("%d bytes after a groups-topic request", len(r.b))
+	}
+	return g, r.err
+}
+
+// Propose asks the metadata primary to propose Command (an encoded
+// metadata command) for node Node; ID pairs it with its answer.
+type Propose struct {
+	ID      uint64
+	Node    int32
+	Command []byte
+}
+
+// AppendPropose appends a Propose frame body.
+func AppendPropose(dst []byte, m Propose) []byte {
+	dst = append(dst, KindPropose)
+	dst = binary.BigEndian.AppendUint64(dst, m.ID)
+	dst = binary.BigEndian.AppendUint32(dst, uint32(m.Node))
+	return append(dst, m.Command...)
+}
+
+// DecodePropose decodes a Propose frame body; Command aliases b.
+func DecodePropose(b []byte) (Propose, error) {
+	r := &reader{b: b}
+	var m Propose
+	if k := r.u8(); k != KindPropose {
+		r.fail("kind %d is not Propose", k)
+		return m, r.err
+	}
+	m.ID = r.u64()
+	m.Node = int32(r.u32())
+	if r.err == nil && (len(r.b) == 0 || len(r.b) > ProposeBytesMax) {
+		r.fail("a proposed command of %d bytes", len(r.b))
+	}
+	m.Command = r.b
+	return m, r.err
+}
+
+// Statuses of a Proposed frame.
+const (
+	ProposedCommitted  byte = 0
+	ProposedNotPrimary byte = 1
+	ProposedRefused    byte = 2
+	ProposedFailed     byte = 3
+)
+
+// Proposed answers the Propose of ID.
+type Proposed struct {
+	ID      uint64
+	Status  byte
+	Message string
+}
+
+// AppendProposed appends a Proposed frame body; a message over
+// ProposedMessageBytesMax is cut there.
+func AppendProposed(dst []byte, m Proposed) []byte {
+	msg := m.Message
+	if len(msg) > ProposedMessageBytesMax {
+		msg = msg[:ProposedMessageBytesMax]
+	}
+	dst = append(dst, KindProposed)
+	dst = binary.BigEndian.AppendUint64(dst, m.ID)
+	dst = append(dst, m.Status)
+	dst = binary.BigEndian.AppendUint16(dst, uint16(len(msg)))
+	return append(dst, msg...)
+}
+
+// DecodeProposed decodes a Proposed frame body.
+func DecodeProposed(b []byte) (Proposed, error) {
+	r := &reader{b: b}
+	var m Proposed
+	if k := r.u8(); k != KindProposed {
+		r.fail("kind %d is not Proposed", k)
+		return m, r.err
+	}
+	m.ID = r.u64()
+	m.Status = r.u8()
+	n := r.u16()
+	if r.err == nil && (m.Status > ProposedFailed || int(n) > ProposedMessageBytesMax || int(n) != len(r.b)) {
+		r.fail("status %d, a message of %d bytes in %d", m.Status, n, len(r.b))
+	}
+	if r.err == nil {
+		m.Message = string(r.b)
+	}
+	return m, r.err
 }
 
 // Reassign asks a partition's primary for the next membership step of a

@@ -112,6 +112,40 @@ func TestPingAndRoutes(t *testing.T) {
 	if _, err := DecodeTransfer(AppendTransfer(nil, tr)[:20]); err == nil {
 		t.Fatal("short transfer accepted")
 	}
+	gt := GroupsTopic{Node: 3}
+	if back, err := DecodeGroupsTopic(AppendGroupsTopic(nil, gt)); err != nil || back != gt {
+		t.Fatalf("groups topic %+v %v", back, err)
+	}
+	if _, err := DecodeGroupsTopic(AppendGroupsTopic(nil, gt)[:4]); err == nil {
+		t.Fatal("short groups-topic request accepted")
+	}
+	if _, err := DecodeGroupsTopic(append(AppendGroupsTopic(nil, gt), 0)); err == nil {
+		t.Fatal("groups-topic request with trailing bytes accepted")
+	}
+	pr := Propose{ID: 1 << 40, Node: 2, Command: []byte(`{"op":"delete_records"}`)}
+	if back, err := DecodePropose(AppendPropose(nil, pr)); err != nil || back.ID != pr.ID || back.Node != 2 || string(back.Command) != string(pr.Command) {
+		t.Fatalf("propose %+v %v", back, err)
+	}
+	if _, err := DecodePropose(AppendPropose(nil, Propose{ID: 1, Node: 2})); err == nil {
+		t.Fatal("an empty proposed command accepted")
+	}
+	if _, err := DecodePropose(AppendPropose(nil, Propose{Command: make([]byte, ProposeBytesMax+1)})); err == nil {
+		t.Fatal("a proposed command over the bound accepted")
+	}
+	pd := Proposed{ID: 9, Status: ProposedRefused, Message: "no"}
+	b := AppendProposed(nil, pd)
+	if back, err := DecodeProposed(b); err != nil || back != pd {
+		t.Fatalf("proposed %+v %v", back, err)
+	}
+	if _, err := DecodeProposed(b[:len(b)-1]); err == nil {
+		t.Fatal("a short answer accepted")
+	}
+	if _, err := DecodeProposed(AppendProposed(nil, Proposed{Status: 4})); err == nil {
+		t.Fatal("an unknown status accepted")
+	}
+	if back, _ := DecodeProposed(AppendProposed(nil, Proposed{Message: string(make([]byte, 2*ProposedMessageBytesMax))})); len(back.Message) != ProposedMessageBytesMax {
+		t.Fatalf("a long message kept %d bytes", len(back.Message))
+	}
 }
 
 func FuzzDecode(f *testing.F) {
@@ -124,6 +158,11 @@ func FuzzDecode(f *testing.F) {
 	f.Add([]byte{})
 	f.Add(AppendPing(nil, Ping{Node: 1}))
 	f.Add(AppendRoutes(nil, []Route{{Partition: 1}}))
+	f.Add(AppendTxnMarker(nil, TxnMarker{ID: 1, Commit: true}))
+	f.Add(AppendTxnMarkerAck(nil, TxnMarkerAck{ID: 1}))
+	f.Add(AppendGroupsTopic(nil, GroupsTopic{Node: 2}))
+	f.Add(AppendPropose(nil, Propose{ID: 1, Node: 2, Command: []byte("{}")}))
+	f.Add(AppendProposed(nil, Proposed{ID: 1, Status: ProposedFailed, Message: "x"}))
 	f.Add(append(bytes.Clone(body), 0xff, 0xff))
 	f.Fuzz(func(t *testing.T, b []byte) {
 		var got []raftlite.Message
@@ -139,6 +178,17 @@ func FuzzDecode(f *testing.F) {
 		DecodePing(b)
 		DecodeRoutes(b)
 		DecodeTransfer(b)
+		if m, err := DecodeTxnMarker(b); err == nil && !bytes.Equal(AppendTxnMarker(nil, m), b) {
+			t.Fatalf("marker decode/encode differs")
+		}
+		if a, err := DecodeTxnMarkerAck(b); err == nil && !bytes.Equal(AppendTxnMarkerAck(nil, a), b) {
+			t.Fatalf("marker answer decode/encode differs")
+		}
+		DecodeGroupsTopic(b)
+		DecodePropose(b)
+		if m, err := DecodeProposed(b); err == nil && !bytes.Equal(AppendProposed(nil, m), b) {
+			t.Fatalf("proposed decode/encode differs")
+		}
 	})
 }
 

@@ -16,3 +16,16 @@ import "github.com/corestream/corestream/shard"
 // Key is the partition key of partition p of topic id: the key of its
 // consensus group, its replica and its route.
 func Key(id [16]byte, p int32) [20]byte { return shard.PartitionKey(id, uint32(p)) }
+
+// MetaTopicID names the metadata group's log; no client topic can have it
+// (topic ids are random version-4 UUIDs, whose version nibble is 4).
+var MetaTopicID = [16]byte{0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x0f, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff}
+
+// MetaKey is the metadata group's partition key: Key(MetaTopicID, 0).
+var MetaKey = Key(MetaTopicID, 0)
+
+// MetaShard is the shard that hosts the metadata group and the
+// controller; the transport's control frames (pings, route
+// announcements, transfers, replica moves) go on its link 0, which this
+// shard owns at both ends.
+const MetaShard = 0

@@ -162,6 +162,18 @@ func Announcement(key [20]byte, r Route) peerwire.Route {
 	return a
 }
 
+// Announced is the inverse of Announcement: a peer's announcement as
+// its partition key and route.
+func Announced(a peerwire.Route) ([20]byte, Route) {
+	var inSync []int32
+	for i := 0; i < 32; i++ {
+		if a.InSync&(1<<i) != 0 {
+			inSync = append(inSync, int32(i+1))
+		}
+	}
+	return Key(a.TopicID, a.Partition), Route{Leader: a.Leader, Term: a.Term, InSync: inSync}
+}
+
 // Drop forgets partition key's route.
 func (rt *Table) Drop(key [20]byte) {
 	rt.mu.Lock()

@@ -33,3 +33,27 @@ func TestRoutesSetLocal(t *testing.T) {
 		}
 	}
 }
+
+// Announced undoes Announcement: a route sent to the peers is learned
+// there as it was, its in-sync set included (nodes 1 and 32 are the
+// mask's ends); the metadata group's key is the one every node uses.
+func TestRoutesAnnouncedRoundTrip(t *testing.T) {
+	for _, r := range []Route{
+		{Leader: 3, Term: 7, InSync: []int32{1, 3, 32}},
+		{Leader: 1, Term: 1},
+	} {
+		key := Key([16]byte{9, 8, 7}, 5)
+		gotKey, got := Announced(Announcement(key, r))
+		if gotKey != key || got.Leader != r.Leader || got.Term != r.Term || len(got.InSync) != len(r.InSync) {
+			t.Fatalf("Announced(Announcement(%v)) = %x %+v", r, gotKey, got)
+		}
+		for i := range r.InSync {
+			if got.InSync[i] != r.InSync[i] {
+				t.Fatalf("in-sync set %v came back as %v", r.InSync, got.InSync)
+			}
+		}
+	}
+	if MetaKey != Key(MetaTopicID, 0) {
+		t.Fatal("MetaKey is not the metadata group's key")
+	}
+}

@@ -1,10 +1,16 @@
-// Package transport is the peer transport's side of the node: the
-// liveness detector that every frame from a peer feeds, the down-watch
-// that turns its signal into peer-down edges, and the failover rule those
-// edges drive. They read time only through a clock, so the simulators run
-// them unchanged. (The TCP transport itself, peers.go and peerconn.go,
-// still lives in cluster/node; docs/design/node-parts.md says why and
-// what it takes to move it here.)
+// Package transport is the peer transport: the TCP links between nodes
+// (TCP: K links to every peer, coalesced frames, appends and whole
+// segments sent from the segment files, the handshake of peerauth, TLS
+// through tlsbridge), the Transport port every transport offers the
+// node, and the ports it calls back (Replicas, Routes, Metadata, in
+// Deps). Beside it, the liveness detector that every frame from a peer
+// feeds, the down-watch that turns its signal into peer-down edges, and
+// the failover rule those edges drive. They read time only through a
+// clock, so the simulators run them unchanged.
+//
+// It is a part of the control plane: it imports the leaves, the routes,
+// the replicas and the runtime below it, and no front end, no other
+// part and not the node (the layering test holds that).
 package transport
 
 import (
