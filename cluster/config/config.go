@@ -137,7 +137,27 @@ type Storage struct {
 	WritebackBytes int64 `toml:"writeback_bytes"`
 	// RetentionCheckIntervalMs is how often old segments are deleted.
 	RetentionCheckIntervalMs int `toml:"retention_check_interval_ms"`
+
+	// The log cleaner of compacted topics (docs/design/compaction.md).
+	//
+	// CleanerIntervalMs is how often each shard runs a bounded cleaner
+	// step over its compacted partitions (default 1000).
+	CleanerIntervalMs int `toml:"cleaner_interval_ms"`
+	// CleanerBytesPerSec bounds what the cleaner reads and rewrites per
+	// shard, spread over its steps (at least one batch a step; 0: the
+	// cleaner is off). Default 32 MiB/s.
+	CleanerBytesPerSec int64 `toml:"cleaner_bytes_per_sec"`
+	// CleanerKeysMax bounds the key map of one cleaning pass (about 40
+	// bytes a key; default 1,048,576).
+	CleanerKeysMax int `toml:"cleaner_keys_max"`
 }
+
+// Defaults of the cleaner settings.
+const (
+	CleanerIntervalMsDefault  = 1000
+	CleanerBytesPerSecDefault = 32 << 20
+	CleanerKeysMaxDefault     = 1 << 20
+)
 
 // Bounds of cluster.groups_partitions.
 const (
@@ -273,10 +293,23 @@ type HTTP struct {
 	// partition series (the rest are counted in
 	// corestream_group_lag_series_omitted); 0 serves none.
 	GroupLagSeriesMax int `toml:"group_lag_series_max"`
+	// HistoryIntervalMs is the time between two samples of the figures'
+	// history the console charts (GET /v1/history); HistorySamplesMax
+	// how many the node keeps, the oldest dropped first: the defaults
+	// keep 15 minutes, one sample every 5 s.
+	HistoryIntervalMs int64 `toml:"history_interval_ms"`
+	HistorySamplesMax int   `toml:"history_samples_max"`
 }
 
-// GroupLagSeriesMaxDefault is http.group_lag_series_max's default.
-const GroupLagSeriesMaxDefault = 1000
+// Defaults of the HTTP settings.
+const (
+	// GroupLagSeriesMaxDefault is http.group_lag_series_max's default.
+	GroupLagSeriesMaxDefault = 1000
+	// HistoryIntervalMsDefault is http.history_interval_ms's default.
+	HistoryIntervalMsDefault = 5000
+	// HistorySamplesMaxDefault is http.history_samples_max's default.
+	HistorySamplesMaxDefault = 180
+)
 
 // The values of security.auth.
 const (
@@ -407,14 +440,15 @@ func Default() Config {
 		Storage: Storage{Fsync: "always", FsyncIntervalMs: 1000, FsyncMessages: 10000,
 			SegmentBytes: 1 << 30, SegmentMs: 7 * 24 * 3600 * 1000, IndexIntervalBytes: 4096,
 			RetentionBytes: -1, RetentionMs: 7 * 24 * 3600 * 1000, MaxBatchBytes: 4 << 20,
-			WritebackBytes: WritebackBytesDefault, RetentionCheckIntervalMs: 60_000},
+			WritebackBytes: WritebackBytesDefault, RetentionCheckIntervalMs: 60_000,
+			CleanerIntervalMs: CleanerIntervalMsDefault, CleanerBytesPerSec: CleanerBytesPerSecDefault, CleanerKeysMax: CleanerKeysMaxDefault},
 		Cluster: Cluster{DefaultReplicationFactor: All, HeartbeatIntervalMs: 100, ElectionTimeoutMs: 1000,
 			AutoLeaderRebalance: true, LeaderImbalancePercent: 10, LeaderBalanceIntervalMs: 30000,
 			ReplicaLagTimeMaxMs: 30000, LeaderImbalancePercentage: 10, LeaderImbalanceCheckIntervalMs: 30000,
 			ReassignConcurrency: 4, GroupsPartitions: GroupsPartitionsDefault, DefaultPartitions: 1,
 			GroupsCheckpointRecords: GroupsCheckpointRecordsDefault, GroupsCheckpointBytes: GroupsCheckpointBytesDefault, Coordinator: Coordinator{ReplicaConnectionsPerPeer: 1}},
 		Log:  Log{Level: "info"},
-		HTTP: HTTP{GroupLagSeriesMax: GroupLagSeriesMaxDefault},
+		HTTP: HTTP{GroupLagSeriesMax: GroupLagSeriesMaxDefault, HistoryIntervalMs: HistoryIntervalMsDefault, HistorySamplesMax: HistorySamplesMaxDefault},
 		Security: Security{Auth: AuthNone, TokenTTLMs: 3600 * 1000, LoginFailuresMax: 10, LoginFailureWindowMs: 60 * 1000,
 			TLSListeners: []string{ListenerHTTP}, TLSClientAuth: ClientAuthNone, TLSHandshakeTimeoutMs: 10_000},
 	}
@@ -531,6 +565,8 @@ func (c *Config) Validate() error {
 		inRange("shard.count", int64(c.Shard.Count), 0, ShardsMax),
 		inRange("shard.inbox_depth", int64(c.Shard.InboxDepth), 16, 1<<20),
 		inRange("http.group_lag_series_max", int64(c.HTTP.GroupLagSeriesMax), 0, 100000),
+		inRange("http.history_interval_ms", c.HTTP.HistoryIntervalMs, 100, 3600000),
+		inRange("http.history_samples_max", int64(c.HTTP.HistorySamplesMax), 1, 4096),
 		inRange("network.max_frame_bytes", int64(c.Network.MaxFrameBytes), FrameBytesMin, FrameBytesMax),
 		inRange("network.max_inflight_per_conn", int64(c.Network.MaxInflightPerConn), 1, 65536),
 		inRange("network.max_connections", int64(c.Network.MaxConnections), 1, 1<<20),
@@ -546,6 +582,9 @@ func (c *Config) Validate() error {
 		inRange("storage.max_batch_bytes", int64(c.Storage.MaxBatchBytes), 1<<10, BatchBytesMax),
 		inRange("storage.writeback_bytes", c.Storage.WritebackBytes, 0, 1<<30),
 		inRange("storage.retention_check_interval_ms", int64(c.Storage.RetentionCheckIntervalMs), 100, 24*3600*1000),
+		inRange("storage.cleaner_interval_ms", int64(c.Storage.CleanerIntervalMs), 10, 3600*1000),
+		inRange("storage.cleaner_bytes_per_sec", c.Storage.CleanerBytesPerSec, 0, 1<<40),
+		inRange("storage.cleaner_keys_max", int64(c.Storage.CleanerKeysMax), 1024, 1<<28),
 		inRange("cluster.heartbeat_interval_ms", int64(c.Cluster.HeartbeatIntervalMs), 10, 10000),
 		inRange("cluster.election_timeout_ms", int64(c.Cluster.ElectionTimeoutMs), 100, 60000),
 		inRange("cluster.leader_imbalance_percent", int64(c.Cluster.LeaderImbalancePercent), 0, 100),

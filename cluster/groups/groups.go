@@ -243,6 +243,10 @@ type Coordinator struct {
 	inflight bool
 	// ckpt is the checkpoint writer's and replay's state (checkpoint.go).
 	ckpt checkpointState
+	// staged are the offsets open transactions committed, by producer
+	// id, then group (txnoffsets.go); in memory until the transaction's
+	// marker decides them.
+	staged map[int64]map[string]map[TopicPartition]Offset
 }
 
 // appendBytesMax bounds the keys and values of the appends merged into
@@ -299,6 +303,7 @@ func (c *Coordinator) Reset() {
 		}
 	}
 	c.groups = map[string]*group{}
+	c.staged = nil
 	c.epoch++
 	c.ckpt.serving = false // an empty state must never be written as a checkpoint
 	c.run()

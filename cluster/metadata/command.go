@@ -30,6 +30,12 @@ const (
 	OpSetPassword Op = "set_password"
 	OpGrant       Op = "grant"
 	OpRevoke      Op = "revoke"
+	// OpAlterScram changes one user's SCRAM credentials as Kafka's
+	// AlterUserScramCredentials does (Command.Scram; scram.go), and
+	// OpGrantACL grants rules as OpGrant, creating the user without a
+	// credential when absent, as Kafka's CreateAcls takes any principal.
+	OpAlterScram Op = "alter_scram"
+	OpGrantACL   Op = "grant_acl"
 )
 
 // Command is one metadata change. Only the fields of its Op are set.
@@ -55,6 +61,8 @@ type Command struct {
 	// The user commands: the user (Grant, Revoke: its name and the rules
 	// to add or remove).
 	User *User `json:"user,omitempty"`
+	// AlterScram: the credentials upserted and deleted (scram.go).
+	Scram *ScramChange `json:"scram,omitempty"`
 	// Reassign*: the move's target list, the roster it was checked
 	// against (start), the step and its node (step); see reassign.go.
 	Target []NodeID `json:"target,omitempty"`
@@ -74,6 +82,8 @@ type Command struct {
 	// ReassignStart: the catch-up throttle the move asks for (bytes/s
 	// per node; 0: the nodes' cluster.reassign_throttle_bytes_per_second).
 	ThrottleBytesPerSecond int64 `json:"throttle_bps,omitempty"`
+	// DeleteRecords: the partition's new log start (records.go).
+	Offset int64 `json:"offset,omitempty"`
 }
 
 // Encode returns the command's bytes (JSON: the control plane is small and
@@ -154,14 +164,18 @@ func (s *State) Apply(c Command) (Result, error) {
 		}
 		s.moved[OffsetKey{Topic: c.Name, Partition: c.Partition}] = c.AtMs
 		return Result{Topic: t}, nil
-	case OpCreateUser, OpDeleteUser, OpSetPassword, OpGrant, OpRevoke:
+	case OpCreateUser, OpDeleteUser, OpSetPassword, OpGrant, OpRevoke, OpGrantACL:
 		return s.applyUser(c)
+	case OpAlterScram:
+		return s.applyScram(c)
 	case OpReassignStart, OpReassignStep, OpReassignComplete, OpReassignCancel:
 		return s.applyReassign(c)
 	case OpRosterSeed, OpNodeAdd, OpNodeActive, OpNodeLeaving, OpNodeRemove:
 		return s.applyRoster(c)
 	case OpAlterConfig:
 		return s.applyAlterConfig(c)
+	case OpDeleteRecords:
+		return s.applyDeleteRecords(c)
 	case OpSetClusterID:
 		return s.applySetClusterID(c)
 	case OpDrainNode, OpUndrainNode:

@@ -9,10 +9,29 @@ import "fmt"
 const OpAlterConfig Op = "alter_config"
 
 // Check reports ErrInvalidConfig for a value outside its range: retention
-// is -1 (unlimited), 0 (the node's default) or positive.
+// is -1 (unlimited), 0 (the node's default) or positive; the cleanup
+// policy one of Kafka's; the compaction knobs not negative; the segment
+// configs 0 or within their bounds (TopicSegmentBytesMin...).
 func (c TopicConfig) Check() error {
 	if c.RetentionMs < -1 || c.RetentionBytes < -1 {
 		return fmt.Errorf("%w: retention must be -1 (unlimited), 0 (node default) or positive", ErrInvalidConfig)
+	}
+	switch c.CleanupPolicy {
+	case "", CleanupDelete, CleanupCompact, CleanupCompactDelete:
+	default:
+		return fmt.Errorf("%w: cleanup policy %q: give delete, compact or compact,delete", ErrInvalidConfig, c.CleanupPolicy)
+	}
+	if c.MinCleanableDirtyRatio < 0 || c.MinCleanableDirtyRatio > 1 || c.DeleteRetentionMs < 0 || c.MinCompactionLagMs < 0 || c.MaxCompactionLagMs < 0 {
+		return fmt.Errorf("%w: min cleanable dirty ratio must be in [0, 1], delete retention and the compaction lags 0 or more", ErrInvalidConfig)
+	}
+	if c.MaxCompactionLagMs != 0 && c.MaxCompactionLagMs < c.MinCompactionLagMs {
+		return fmt.Errorf("%w: max compaction lag %d ms is below the min compaction lag %d ms", ErrInvalidConfig, c.MaxCompactionLagMs, c.MinCompactionLagMs)
+	}
+	if b := c.SegmentBytes; b != 0 && (b < TopicSegmentBytesMin || b > TopicSegmentBytesMax) {
+		return fmt.Errorf("%w: segment bytes %d: 0 (node default) or %d..%d", ErrInvalidConfig, b, TopicSegmentBytesMin, TopicSegmentBytesMax)
+	}
+	if ms := c.SegmentMs; ms < 0 || ms > TopicSegmentMsMax {
+		return fmt.Errorf("%w: segment ms %d: 0 (node default) or 1..%d", ErrInvalidConfig, ms, int64(TopicSegmentMsMax))
 	}
 	return nil
 }

@@ -89,7 +89,66 @@ type TopicConfig struct {
 	// MaxMessageBytes bounds a produced batch (Kafka's max.message.bytes);
 	// 0: the node's storage.max_batch_bytes, which also bounds it.
 	MaxMessageBytes int64 `json:"max_message_bytes,omitempty"`
+
+	// Compaction (docs/design/compaction.md). Kept in a block of its own.
+	//
+	// CleanupPolicy is Kafka's cleanup.policy: "" (the default) or
+	// CleanupDelete, retention deletes old segments; CleanupCompact, the
+	// cleaner keeps the latest record of every key and retention deletes
+	// nothing; CleanupCompactDelete, both.
+	CleanupPolicy string `json:"cleanup_policy,omitempty"`
+	// MinCleanableDirtyRatio is the share of the cleanable log not yet
+	// cleaned at which the cleaner runs, in (0, 1]; 0: the default 0.5.
+	MinCleanableDirtyRatio float64 `json:"min_cleanable_dirty_ratio,omitempty"`
+	// DeleteRetentionMs is how long a tombstone (null value) stays after
+	// its segment's largest timestamp; 0: the default (one day).
+	DeleteRetentionMs int64 `json:"delete_retention_ms,omitempty"`
+	// MinCompactionLagMs: a segment whose largest timestamp is younger
+	// than this is not cleaned; 0: none.
+	MinCompactionLagMs int64 `json:"min_compaction_lag_ms,omitempty"`
+	// MaxCompactionLagMs: once the oldest record not yet cleaned is this
+	// old, the cleaner cleans the log whatever its dirty ratio, and an
+	// active segment rolls this long after its first append (if segment
+	// ms is longer); 0: no bound (Kafka's default, Long.MAX_VALUE).
+	MaxCompactionLagMs int64 `json:"max_compaction_lag_ms,omitempty"`
+
+	// Segment rolling (Kafka's segment.bytes and segment.ms): the active
+	// segment of each replica's log rolls before it would grow past
+	// SegmentBytes, or SegmentMs after its first append. 0: the node's
+	// storage.segment_bytes / storage.segment_ms. Bounds: Check.
+	SegmentBytes int64 `json:"segment_bytes,omitempty"`
+	SegmentMs    int64 `json:"segment_ms,omitempty"`
 }
+
+// Bounds of a topic's segment configs (TopicConfig.Check).
+const (
+	// TopicSegmentBytesMin is the smallest segment.bytes (the segment
+	// log's own floor; Kafka 3's is 14 bytes, Kafka 4's 1 MiB).
+	TopicSegmentBytesMin = 1024
+	// TopicSegmentBytesMax is the largest: positions in the offset index
+	// are 32-bit, as Kafka's segment.bytes is an int.
+	TopicSegmentBytesMax = 1<<31 - 1
+	// TopicSegmentMsMax bounds segment.ms (about 35,700 years), as the
+	// node's storage.segment_ms.
+	TopicSegmentMsMax = 1 << 50
+)
+
+// Cleanup policies (TopicConfig.CleanupPolicy), Kafka's names.
+const (
+	CleanupDelete        = "delete"
+	CleanupCompact       = "compact"
+	CleanupCompactDelete = "compact,delete"
+)
+
+// Compacted reports whether the topic's log is cleaned (compact or
+// compact,delete).
+func (c TopicConfig) Compacted() bool {
+	return c.CleanupPolicy == CleanupCompact || c.CleanupPolicy == CleanupCompactDelete
+}
+
+// Deletes reports whether retention deletes the topic's old segments
+// (delete, the default, or compact,delete).
+func (c TopicConfig) Deletes() bool { return c.CleanupPolicy != CleanupCompact }
 
 // Topic is one topic.
 type Topic struct {
@@ -102,6 +161,10 @@ type Topic struct {
 	Replicas  [][]NodeID  `json:"replicas"`
 	Config    TopicConfig `json:"config"`
 	CreatedMs int64       `json:"created_ms"`
+	// LogStarts holds, per partition, the log start DeleteRecords set
+	// (records.go; 0: none). Shorter than Replicas when the last
+	// partitions have none; nil for most topics.
+	LogStarts []int64 `json:"log_starts,omitempty"`
 }
 
 // Partitions is the topic's partition count.
@@ -201,17 +264,24 @@ const MetaTopic = InternalTopicPrefix + "meta"
 // request; clients may read it but not write or delete it.
 const GroupsTopic = InternalTopicPrefix + "groups"
 
+// TransactionsTopic holds the transaction coordinators' state, one
+// partition per share of the transactional ids
+// (docs/design/transactions.md), compacted: a record per id, the newest
+// its whole state. The node creates it at the first FindCoordinator for
+// a transactional id; clients may read it but not write or delete it.
+const TransactionsTopic = InternalTopicPrefix + "transactions"
+
 // IsInternalTopic says whether name is one of the broker's own topics,
 // which topic listings leave out unless asked and clients may not
 // produce to, delete or create.
 func IsInternalTopic(name string) bool { return strings.HasPrefix(name, InternalTopicPrefix) }
 
 // validateInternalTopicName admits the internal topics a node creates
-// through the metadata group (GroupsTopic; MetaTopic is the metadata
+// through the metadata group (GroupsTopic, TransactionsTopic; MetaTopic is the metadata
 // group itself and never a topic of it).
 func validateInternalTopicName(name string) error {
-	if name != GroupsTopic {
-		return fmt.Errorf("%w: %q is not an internal topic the broker creates (only %s)", ErrInvalidTopicName, name, GroupsTopic)
+	if name != GroupsTopic && name != TransactionsTopic {
+		return fmt.Errorf("%w: %q is not an internal topic the broker creates (only %s and %s)", ErrInvalidTopicName, name, GroupsTopic, TransactionsTopic)
 	}
 	return nil
 }

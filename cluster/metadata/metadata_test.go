@@ -124,7 +124,7 @@ func TestDeleteAndRecreateChangesID(t *testing.T) {
 func TestAddPartitionsKeepsFactor(t *testing.T) {
 	s := New()
 	r, _ := apply(t, s, mustPlanCreate(t, s, "t", 3, 2))
-	c, err := s.PlanAddPartitions("t", r.Topic.ID, 7, roster3, nil)
+	c, err := s.PlanAddPartitions("t", r.Topic.ID, 7, roster3, nil, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -143,7 +143,7 @@ func TestAddPartitionsKeepsFactor(t *testing.T) {
 	if r.Topic.Partitions() != 3 {
 		t.Fatal("the old topic value was modified in place")
 	}
-	if _, err := s.PlanAddPartitions("t", r.Topic.ID, 7, roster3, nil); !errors.Is(err, ErrInvalidPartitions) {
+	if _, err := s.PlanAddPartitions("t", r.Topic.ID, 7, roster3, nil, nil); !errors.Is(err, ErrInvalidPartitions) {
 		t.Fatalf("shrink/same accepted: %v", err)
 	}
 }

@@ -94,7 +94,7 @@ func Restore(b []byte) (*State, error) {
 		s.moved[m.OffsetKey] = m.AtMs
 	}
 	for _, u := range snap.Users {
-		if _, err := s.applyUser(Command{Op: OpCreateUser, User: u}); err != nil {
+		if err := s.restoreUser(u); err != nil {
 			return nil, fmt.Errorf("snapshot user %q: %w", u.Name, err)
 		}
 		if u.Generation < 1 || u.Generation > snap.UserGeneration {

@@ -27,7 +27,10 @@ var (
 
 // User is one user.
 type User struct {
-	Name       string           `json:"name"`
+	Name string `json:"name"`
+	// Credential is the SCRAM-SHA-256 credential; empty (no stored key)
+	// for a user made by Kafka's APIs with a SHA-512 credential only, or
+	// none (HasSHA256).
 	Credential scram.Credential `json:"credential"`
 	// CredentialSHA512 is the SCRAM-SHA-512 credential of the same
 	// password, for Kafka clients that use that mechanism (nil for a
@@ -71,6 +74,20 @@ func (s *State) applyUser(c Command) (Result, error) {
 		return Result{}, fmt.Errorf("%w: %v", ErrInvalidCommand, err)
 	}
 	old := s.users[c.User.Name]
+	if c.Op == OpGrantACL && old == nil {
+		// A principal Kafka's CreateAcls names before it has a
+		// credential: a user that cannot log in until it gets one
+		// (AlterUserScramCredentials, `user passwd`).
+		if err := checkRules(c.User.Rules); err != nil {
+			return Result{}, err
+		}
+		if len(s.users) >= UsersMax {
+			return Result{}, fmt.Errorf("%w: the cluster already has %d users", ErrInvalidCommand, UsersMax)
+		}
+		old = &User{Name: c.User.Name, Generation: s.userGen + 1}
+		s.userGen = old.Generation
+		s.users[old.Name] = old
+	}
 	if c.Op != OpCreateUser && old == nil {
 		return Result{}, fmt.Errorf("%w: %s", ErrUnknownUser, c.User.Name)
 	}
@@ -107,7 +124,7 @@ func (s *State) applyUser(c Command) (Result, error) {
 		s.userGen = u.Generation
 		s.users[u.Name] = &u
 		return Result{User: &u}, nil
-	case OpGrant, OpRevoke:
+	case OpGrant, OpRevoke, OpGrantACL:
 		if err := checkRules(c.User.Rules); err != nil {
 			return Result{}, err
 		}
@@ -115,7 +132,7 @@ func (s *State) applyUser(c Command) (Result, error) {
 		u.Rules = slices.Clone(old.Rules)
 		for _, r := range c.User.Rules {
 			u.Rules = slices.DeleteFunc(u.Rules, func(have security.Rule) bool { return have == r })
-			if c.Op == OpGrant {
+			if c.Op != OpRevoke {
 				u.Rules = append(u.Rules, r)
 			}
 		}
@@ -148,5 +165,33 @@ func validCredentials(u *User) error {
 	if err != nil {
 		return fmt.Errorf("%w: %v", ErrInvalidCommand, err)
 	}
+	return nil
+}
+
+// restoreUser adds a user of a snapshot: as OpCreateUser, except that
+// its credentials may be any of SHA-256, SHA-512, both or none (scram.go).
+func (s *State) restoreUser(u *User) error {
+	if err := scram.ValidateUsername(u.Name); err != nil {
+		return fmt.Errorf("%w: %v", ErrInvalidCommand, err)
+	}
+	if s.users[u.Name] != nil {
+		return fmt.Errorf("%w: %s", ErrUserExists, u.Name)
+	}
+	if u.HasSHA256() || len(u.Credential.Salt) > 0 {
+		if err := scram.SHA256.Valid(u.Credential); err != nil {
+			return fmt.Errorf("%w: %v", ErrInvalidCommand, err)
+		}
+	}
+	if u.CredentialSHA512 != nil {
+		if err := scram.SHA512.Valid(*u.CredentialSHA512); err != nil {
+			return fmt.Errorf("%w: %v", ErrInvalidCommand, err)
+		}
+	}
+	if err := checkRules(u.Rules); err != nil {
+		return err
+	}
+	cp := *u
+	cp.Rules = slices.Clone(u.Rules)
+	s.users[cp.Name] = &cp
 	return nil
 }

@@ -84,7 +84,7 @@ func (h *Handler) authenticate(c *netio.Conn, st *connState, hdr wire.RequestHea
 			if err != nil || u == nil {
 				return scram.Credential{}, false
 			}
-			return u.Credential, true
+			return u.CredentialOf(scram.SHA256)
 		}, rnd)
 		first, err := conv.First(string(req.Payload))
 		if err != nil {

@@ -1,6 +1,7 @@
 package native
 
 import (
+	"github.com/corestream/corestream/cluster/frontend"
 	"github.com/corestream/corestream/cluster/metadata"
 	"github.com/corestream/corestream/cluster/service"
 	"github.com/corestream/corestream/netio"
@@ -21,9 +22,9 @@ func (h *Handler) produce(c *netio.Conn, hdr wire.RequestHeader, body []byte) {
 	// Records borrows the read buffer; the service copies it when the
 	// partition is served on another shard. On this shard the log may
 	// retain the read buffer instead and write a large batch from it
-	// (Lend: c.Retain, which the log calls during this call or not at all).
+	// (frontend.Lend, which the log calls during this call or not at all).
 	sreq := service.ProduceRequest{PartitionRef: serviceRef(&req.PartitionRef), Acks: service.Acks(req.Acks),
-		Timeout: msDuration(req.TimeoutMs), Records: req.Records, Lend: c.Retain}
+		Timeout: msDuration(req.TimeoutMs), Records: req.Records, Lend: frontend.Lend(c)}
 	after := h.track(c, req.Topic, req.Partition)
 	h.svcOf(c).Produce(c.Shard(), &sreq, func(res service.ProduceResult, err error) {
 		if err != nil {
@@ -81,53 +82,17 @@ func serviceRef(ref *wire.PartitionRef) service.PartitionRef {
 }
 
 // track counts a data request for partition p of topic toward moving
-// the connection to the shard that owns it, and returns what to run once
-// the request is answered.
+// the connection to the shard that owns it (frontend.Mover), and returns
+// what to run once the request is answered.
 func (h *Handler) track(c *netio.Conn, topic string, p int32) func() {
-	owner := h.ownerShard(topic, p)
 	st := c.Context().(*connState)
-	switch {
-	case owner < 0:
-		return func() {}
-	case owner == c.Shard().ID():
-		st.streak = 0
-		return func() {}
-	case owner == st.target:
-		st.streak++
-	default:
-		st.target, st.streak = owner, 1
-	}
-	if h.crossShard != nil {
-		h.crossShard.Add(1)
-	}
-	return func() { h.maybeMigrate(c, st) }
+	return h.mover.Track(c, &st.homing, h.mover.Route(c, topic, p))
 }
 
 // MigrateAfter is how many consecutive data requests for partitions of
-// one other shard move a connection to that shard.
-const MigrateAfter = 8
-
-// maybeMigrate moves a connection whose requests all go to one other
-// shard (a producer or consumer of partitions owned there) onto that
-// shard, once it has nothing in flight: its requests then run inline,
-// without two cross-thread hand-offs each. A connection that spreads its
-// requests over shards stays where the kernel put it.
-func (h *Handler) maybeMigrate(c *netio.Conn, st *connState) {
-	if st.streak < MigrateAfter || st.migrating || c.InFlight() > 0 || c.Closed() {
-		return
-	}
-	st.migrating = true
-	to := h.group.Shard(st.target)
-	err := c.Migrate(to, func(_ *netio.Conn, err error) {
-		st.migrating, st.streak = false, 0
-		if err == nil {
-			h.migrations.Add(1)
-		}
-	})
-	if err != nil {
-		st.migrating, st.streak = false, 0
-	}
-}
+// one other shard move a connection to that shard (frontend.MigrateAfter,
+// shared with the Kafka listener).
+const MigrateAfter = frontend.MigrateAfter
 
 // fetchResponse is the response header from memory followed by the
 // batches sent with sendfile from the segment files; the spans are

@@ -11,12 +11,13 @@ package native
 
 import (
 	"errors"
-	"github.com/corestream/corestream/cluster/service/wirecode"
 	"log/slog"
 	"sync/atomic"
 	"time"
 
+	"github.com/corestream/corestream/cluster/frontend"
 	"github.com/corestream/corestream/cluster/service"
+	"github.com/corestream/corestream/cluster/service/wirecode"
 	"github.com/corestream/corestream/netio"
 	"github.com/corestream/corestream/netio/wire"
 	"github.com/corestream/corestream/netio/wire/scram"
@@ -31,7 +32,7 @@ type Config struct {
 	// frame over it.
 	MaxFrameBytes int
 	// Group and OwnerShard move a connection to the shard its requests
-	// go to (maybeMigrate); OwnerShard is the shard owning a partition,
+	// go to (frontend.Mover); OwnerShard is the shard owning a partition,
 	// -1 when the topic or partition is unknown.
 	Group      *shard.Group
 	OwnerShard func(topic string, p int32) int
@@ -51,17 +52,15 @@ type Handler struct {
 	svc           service.Service
 	log           *slog.Logger
 	maxFrameBytes int
-	group         *shard.Group
-	ownerShard    func(topic string, p int32) int
-	migrations    *atomic.Uint64
-	crossShard    *atomic.Uint64
+	mover         *frontend.Mover
 	auth          *Auth
 }
 
 // New builds a handler. REQUIRES: every field of cfg set but CrossShard.
 func New(cfg Config) *Handler {
-	return &Handler{svc: cfg.Service, log: cfg.Log, maxFrameBytes: cfg.MaxFrameBytes, group: cfg.Group,
-		ownerShard: cfg.OwnerShard, migrations: cfg.Migrations, crossShard: cfg.CrossShard, auth: cfg.Auth}
+	mover := frontend.NewMover(frontend.Config{Group: cfg.Group, OwnerShard: cfg.OwnerShard, Migrations: cfg.Migrations,
+		CrossShard: cfg.CrossShard})
+	return &Handler{svc: cfg.Service, log: cfg.Log, maxFrameBytes: cfg.MaxFrameBytes, mover: mover, auth: cfg.Auth}
 }
 
 // connState is one client connection's protocol state.
@@ -71,11 +70,9 @@ type connState struct {
 	protocol   uint16
 	// clientID is the handshake's, shown by DescribeGroup.
 	clientID string
-	// target and streak count consecutive data requests for partitions of
-	// one other shard; migrating is set while the connection moves there.
-	target    int
-	streak    int
-	migrating bool
+	// homing is the connection's way toward the shard its data requests
+	// go to (frontend.Mover).
+	homing frontend.Homing
 	// svc is the service as the authenticated user may call it (nil:
 	// not authenticated, or authentication is off); conv is the SCRAM
 	// exchange in progress (nil: none).

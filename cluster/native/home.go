@@ -40,28 +40,23 @@ func (h *Handler) home(c *netio.Conn, st *connState, hdr wire.RequestHeader, bod
 		replyErr(c, hdr, err)
 		return
 	}
-	owner := h.ownerShard(req.Topic, req.Partition)
+	owner := h.mover.Owner(req.Topic, req.Partition)
 	if owner < 0 {
 		replyErr(c, hdr, wire.Errorf(wire.ErrUnknownTopicOrPartition,
 			"Home: this node has no partition %d of topic %q; refresh the metadata", req.Partition, req.Topic))
 		return
 	}
-	resp := wire.HomeResponse{Shard: uint16(owner), Shards: uint16(h.group.Len())}
+	resp := wire.HomeResponse{Shard: uint16(owner), Shards: uint16(h.mover.Shards())}
 	reply(c, hdr, &resp)
 	if req.Stay || owner == c.Shard().ID() || c.Closed() {
 		return
 	}
-	st.migrating = true
-	err := c.Migrate(h.group.Shard(owner), func(_ *netio.Conn, err error) {
-		st.migrating, st.streak = false, 0
-		if err == nil {
-			h.migrations.Add(1)
-		} else {
+	err := h.mover.MoveTo(c, &st.homing, owner, func(err error) {
+		if err != nil {
 			h.log.Debug("Home: the connection stays on its shard", "remote", c.RemoteAddr(), "err", err)
 		}
 	})
 	if err != nil {
-		st.migrating = false
 		h.log.Debug("Home: the connection stays on its shard", "remote", c.RemoteAddr(), "err", err)
 	}
 }

@@ -20,7 +20,15 @@ type CreateTopicRequest struct {
 	Partitions int32
 	// ReplicationFactor 0 is the cluster's default.
 	ReplicationFactor int16
-	Configs           []Config
+	// Assignment, when not empty, places the replicas by hand instead of
+	// the placement: Assignment[i] is partition i's replica node ids, the
+	// first its preferred primary. Its length is the partition count and
+	// every set's length the replication factor (fixed for the topic's
+	// life); Partitions and ReplicationFactor are then 0 or equal to
+	// them. Refusals: ErrInvalidReplicaAssignment, and
+	// ErrInvalidReplicationFactor for sets longer than 32.
+	Assignment [][]int32
+	Configs    []Config
 	// ValidateOnly plans the topic and answers without creating it.
 	ValidateOnly bool
 	Timeout      time.Duration
@@ -43,9 +51,15 @@ type DeleteTopicRequest struct {
 // AddPartitionsRequest raises a topic's partition count to Partitions (a
 // total, above the current one).
 type AddPartitionsRequest struct {
-	Name         string
-	ID           metadata.TopicID
-	Partitions   int32
+	Name       string
+	ID         metadata.TopicID
+	Partitions int32
+	// Assignment, when not empty, places the new partitions' replicas by
+	// hand: Assignment[i] is the replica node ids of new partition
+	// (current count + i), the first its preferred primary; one set per
+	// new partition, each of the topic's replication factor
+	// (ErrInvalidReplicaAssignment).
+	Assignment   [][]int32
 	ValidateOnly bool
 	Timeout      time.Duration
 }

@@ -93,8 +93,9 @@ const (
 	// watermark (Kafka's READ_UNCOMMITTED).
 	IsolationHighWatermark Isolation = 0
 	// IsolationReadCommitted reads up to the last stable offset (Kafka's
-	// READ_COMMITTED). With no transactions yet, that is the high
-	// watermark: both levels answer the same.
+	// READ_COMMITTED): the first offset of the oldest transaction still
+	// open in the partition, else the high watermark; the answer lists
+	// the aborted transactions of the range read.
 	IsolationReadCommitted Isolation = 1
 )
 
@@ -124,6 +125,13 @@ type FetchRequest struct {
 	Rack string
 }
 
+// AbortedTxn is an aborted transaction in a fetch answer: its producer
+// and its first offset in the partition (Kafka's AbortedTransaction).
+type AbortedTxn struct {
+	ProducerID  int64
+	FirstOffset int64
+}
+
 // NoReplica is the PreferredReadReplica of an answer that names none.
 const NoReplica int32 = -1
 
@@ -133,7 +141,13 @@ const NoReplica int32 = -1
 type FetchResult struct {
 	HighWatermark  int64
 	LogStartOffset int64
-	Records        Records
+	// LastStableOffset is the partition's LSO, whatever the isolation.
+	LastStableOffset int64
+	// Aborted are, for IsolationReadCommitted, the aborted transactions
+	// whose records Records may hold: the client drops the records of
+	// each producer from its first offset up to its abort marker.
+	Aborted []AbortedTxn
+	Records Records
 	// PreferredReadReplica is the node the consumer should fetch from
 	// instead, an in-sync replica in its rack (then Records is empty);
 	// NoReplica when it should keep fetching here.
@@ -172,6 +186,21 @@ func (r *Records) Release() {
 	r.Spans = nil
 }
 
+// DeleteRecordsRequest moves the log start of a partition up to Offset
+// (Kafka's DeleteRecords): the records below it are gone for every
+// reader. DeleteRecordsToHighWatermark is the partition's high
+// watermark; an offset past it, or another negative one, is
+// partition.ErrOffsetOutOfRange. An offset at or below the current
+// start changes nothing.
+type DeleteRecordsRequest struct {
+	PartitionRef
+	Offset int64
+}
+
+// DeleteRecordsToHighWatermark is a DeleteRecordsRequest's Offset that
+// deletes every committed record (Kafka's -1).
+const DeleteRecordsToHighWatermark int64 = -1
+
 // ListOffsetsRequest finds an offset of a partition on its primary.
 type ListOffsetsRequest struct {
 	PartitionRef
@@ -179,6 +208,9 @@ type ListOffsetsRequest struct {
 	// (the high watermark), or ms since the Unix epoch: the first
 	// committed batch whose max timestamp is at or after it.
 	Timestamp int64
+	// Isolation: under IsolationReadCommitted, TimestampLatest is the
+	// last stable offset.
+	Isolation Isolation
 }
 
 // ListOffsetsResult answers ListOffsets.
@@ -191,9 +223,10 @@ type ListOffsetsResult struct {
 	// holding Offset, or for an offset at the log's end of the batch
 	// before it; -1 when unknown (Offset is -1, or the log is empty and
 	// holds no generation from before its start).
-	Generation     int32
-	LogStartOffset int64
-	HighWatermark  int64
+	Generation       int32
+	LogStartOffset   int64
+	HighWatermark    int64
+	LastStableOffset int64
 }
 
 // OffsetForGenerationRequest asks a partition's primary where one of its
@@ -231,6 +264,27 @@ type PartitionDetail struct {
 	SizeBytes      int64
 	Segments       int32
 	Replicas       []ReplicaProgress
+	// LastStableOffset is the first offset of the oldest open
+	// transaction, else the high watermark; OpenTransactions counts the
+	// producers with a transaction open here.
+	LastStableOffset int64
+	OpenTransactions int32
+	// Producers are the idempotent and transactional producers the
+	// partition remembers (Kafka's DescribeProducers), by producer id.
+	Producers []ProducerState
+}
+
+// ProducerState is one producer a partition remembers.
+type ProducerState struct {
+	ProducerID    int64
+	ProducerEpoch int16
+	// LastSequence is the last sequence written (-1: none in this epoch);
+	// LastTimestampMs the largest timestamp of its last batch.
+	LastSequence    int32
+	LastTimestampMs int64
+	// TxnStartOffset is the first offset of its open transaction here,
+	// -1 when none is open.
+	TxnStartOffset int64
 }
 
 // ReplicaProgress is one replica as its primary sees it.

@@ -34,6 +34,12 @@ var (
 	// ErrInvalidReplicationFactor: a replication factor out of range or
 	// above the roster size.
 	ErrInvalidReplicationFactor = errors.New("service: invalid replication factor")
+	// ErrInvalidReplicaAssignment: a manual replica assignment that
+	// breaks a rule (an empty or repeated replica set, a node twice, a
+	// node not active in the roster, sets of unequal length, a set of
+	// another length than the topic's factor); the message names the
+	// partition and the node.
+	ErrInvalidReplicaAssignment = errors.New("service: invalid replica assignment")
 	// ErrInvalidConfig: an unknown topic config key or a bad value.
 	ErrInvalidConfig = errors.New("service: invalid config")
 	// ErrInvalidRequest: a request the service refuses for a reason no
@@ -106,6 +112,31 @@ var (
 	// ErrGroupSubscribedToTopic: an offset delete named a topic a member
 	// of the group subscribes to.
 	ErrGroupSubscribedToTopic = errors.New("service: group subscribed to topic")
+	// ErrConcurrentTransactions: another change of the transactional id
+	// is under way (a prepared transaction's markers, an earlier call's
+	// write); retry shortly.
+	ErrConcurrentTransactions = errors.New("service: concurrent transactions")
+	// ErrProducerFenced: a newer producer of the same transactional id
+	// took over (its epoch is newer); this one stops.
+	ErrProducerFenced = errors.New("service: producer fenced")
+	// ErrInvalidProducerIDMapping: the producer id is not the one the
+	// transactional id holds, or the id is unknown.
+	ErrInvalidProducerIDMapping = errors.New("service: invalid producer id mapping")
+	// ErrInvalidTxnState: the call does not fit the transaction's state
+	// (ending one that never began, committing one being aborted).
+	ErrInvalidTxnState = errors.New("service: invalid transaction state")
+	// ErrInvalidTransactionTimeout: a transaction timeout out of range.
+	ErrInvalidTransactionTimeout = errors.New("service: invalid transaction timeout")
+	// ErrUnstableOffsetCommit: a fetch of offsets that asked for stable
+	// ones found offsets staged by an open transaction; retry once it
+	// ends.
+	ErrUnstableOffsetCommit = errors.New("service: unstable offset commit")
+	// ErrTransactionalIDNotFound: no such transactional id (describe).
+	ErrTransactionalIDNotFound = errors.New("service: transactional id not found")
+	// ErrPolicyViolation: the topic's configuration forbids the change
+	// (DeleteRecords on a topic that is compacted only, as Kafka
+	// refuses it).
+	ErrPolicyViolation = errors.New("service: policy violation")
 	// ErrInternal: a fault of this node (a bug, or a state it cannot
 	// explain); the message says what.
 	ErrInternal = errors.New("service: internal error")
@@ -118,7 +149,10 @@ var serviceKinds = []error{ErrUnknownTopicOrPartition, ErrMetadataNotReady, ErrN
 	ErrNotInSyncReplica, ErrInvalidConsumerName, ErrAuthorization, ErrAuthentication, ErrUserExists, ErrUnknownUser, ErrInternal,
 	ErrNotCoordinator, ErrCoordinatorNotAvailable, ErrCoordinatorLoading, ErrUnknownGroup, ErrUnknownMember,
 	ErrIllegalGeneration, ErrMemberIDRequired, ErrInconsistentProtocol, ErrInvalidSessionTimeout, ErrNonEmptyGroup,
-	ErrGroupFull, ErrFencedInstance, ErrGroupSubscribedToTopic, ErrGroupAuthorization}
+	ErrGroupFull, ErrFencedInstance, ErrGroupSubscribedToTopic, ErrGroupAuthorization, ErrInvalidReplicaAssignment,
+	ErrConcurrentTransactions, ErrProducerFenced, ErrInvalidProducerIDMapping, ErrInvalidTxnState, ErrInvalidTransactionTimeout,
+	ErrUnstableOffsetCommit, ErrTransactionalIDNotFound,
+	ErrPolicyViolation}
 
 // ErrorKinds lists every kind an *Error of the service can carry: this
 // package's and the replica's (partition.ErrorKinds). A front end's

@@ -167,6 +167,9 @@ type CommitGroupOffsetsRequest struct {
 type FetchGroupOffsetsRequest struct {
 	Group      string
 	Partitions []TopicPartition
+	// RequireStable answers ErrUnstableOffsetCommit while an open
+	// transaction staged offsets of a partition asked (KIP-447).
+	RequireStable bool
 }
 
 // ListGroupsRequest filters the listing by state ("Stable", "Empty", …;

@@ -101,6 +101,30 @@ func (g *guarded) DescribePartition(from *shard.Shard, ref PartitionRef, done fu
 	g.Service.DescribePartition(from, ref, done)
 }
 
+// DeleteRecords needs delete on the topic, as Kafka's.
+func (g *guarded) DeleteRecords(from *shard.Shard, req *DeleteRecordsRequest, done func(int64, error)) {
+	if err := g.check(security.OpDelete, req.Topic); err != nil {
+		done(-1, err)
+		return
+	}
+	g.Service.DeleteRecords(from, req, done)
+}
+
+// LogDirs lists only the replicas of topics who may describe, as
+// ListTopics lists only those topics.
+func (g *guarded) LogDirs(from *shard.Shard, done func(LogDirsResult, error)) {
+	g.Service.LogDirs(from, func(res LogDirsResult, err error) {
+		kept := make([]ReplicaLog, 0, len(res.Replicas)) // a copy: the inner answer may be shared
+		for _, r := range res.Replicas {
+			if g.check(security.OpDescribe, r.Topic) == nil {
+				kept = append(kept, r)
+			}
+		}
+		res.Replicas = kept
+		done(res, err)
+	})
+}
+
 func (g *guarded) Locate(topic string, partition int32) (PartitionRef, int32, error) {
 	if err := g.check(security.OpDescribe, topic); err != nil {
 		return PartitionRef{}, -1, err
@@ -417,4 +441,64 @@ func (g *guarded) DeleteGroupOffsets(from *shard.Shard, req *DeleteGroupOffsetsR
 		}
 	}
 	g.Service.DeleteGroupOffsets(from, req, done)
+}
+
+// AddPartitionsToTxn needs write on every topic added (the transaction
+// writes there).
+func (g *guarded) AddPartitionsToTxn(from *shard.Shard, req *AddPartitionsToTxnRequest, done func([]error, error)) {
+	for _, p := range req.Partitions {
+		if err := g.check(security.OpWrite, p.Topic); err != nil {
+			done(nil, err)
+			return
+		}
+	}
+	g.Service.AddPartitionsToTxn(from, req, done)
+}
+
+// TxnOffsetCommit needs what CommitGroupOffsets needs: read on the
+// group and on every topic committed.
+func (g *guarded) TxnOffsetCommit(from *shard.Shard, req *TxnOffsetCommitRequest, done func([]error, error)) {
+	if err := g.checkGroup(security.OpRead, req.Group); err != nil {
+		done(nil, err)
+		return
+	}
+	for _, o := range req.Offsets {
+		if err := g.check(security.OpRead, o.Topic); err != nil {
+			done(nil, err)
+			return
+		}
+	}
+	g.Service.TxnOffsetCommit(from, req, done)
+}
+
+// AddOffsetsToTxn needs read on the group, as its offset commit does.
+func (g *guarded) AddOffsetsToTxn(from *shard.Shard, req *AddOffsetsToTxnRequest, done func(error)) {
+	if err := g.checkGroup(security.OpRead, req.Group); err != nil {
+		done(err)
+		return
+	}
+	g.Service.AddOffsetsToTxn(from, req, done)
+}
+
+// DescribeTransactions is a cluster operation: it shows the partitions
+// of any producer's transaction.
+func (g *guarded) DescribeTransactions(from *shard.Shard, ids []string, done func([]TxnDescription)) {
+	if err := g.check(security.OpCluster, ""); err != nil {
+		out := make([]TxnDescription, len(ids))
+		for i, id := range ids {
+			out[i] = TxnDescription{TransactionalID: id, Err: err}
+		}
+		done(out)
+		return
+	}
+	g.Service.DescribeTransactions(from, ids, done)
+}
+
+// ListTransactions is a cluster operation.
+func (g *guarded) ListTransactions(from *shard.Shard, req *ListTransactionsRequest, done func([]TxnSummary, error)) {
+	if err := g.check(security.OpCluster, ""); err != nil {
+		done(nil, err)
+		return
+	}
+	g.Service.ListTransactions(from, req, done)
 }

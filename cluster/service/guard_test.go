@@ -57,6 +57,13 @@ func (f *fakeSvc) ListTopics() ([]TopicSummary, error) {
 	}
 	return out, nil
 }
+func (f *fakeSvc) LogDirs(_ *shard.Shard, done func(LogDirsResult, error)) {
+	res := LogDirsResult{Dir: "data"}
+	for _, t := range f.topics {
+		res.Replicas = append(res.Replicas, ReplicaLog{Topic: t, SizeBytes: 1})
+	}
+	done(res, nil)
+}
 func (f *fakeSvc) Metadata(req MetadataRequest) (MetadataResult, error) {
 	names := req.Topics
 	if len(names) == 0 {
@@ -172,6 +179,11 @@ func TestGuardFiltersListings(t *testing.T) {
 	if !reflect.DeepEqual(names, []string{"a1", "a2"}) {
 		t.Fatalf("Metadata of every topic: %v", names)
 	}
+	var dirs LogDirsResult
+	g.LogDirs(nil, func(res LogDirsResult, _ error) { dirs = res })
+	if len(dirs.Replicas) != 2 || dirs.Replicas[0].Topic != "a1" || dirs.Replicas[1].Topic != "a2" || dirs.Dir != "data" {
+		t.Fatalf("LogDirs %+v, want the dir with a1, a2", dirs)
+	}
 	named, _ := g.Metadata(MetadataRequest{Topics: []string{"a1", "b1"}})
 	if named.Topics[0].Err != nil || !errors.Is(named.Topics[1].Err, ErrAuthorization) || named.Topics[1].ReplicationFactor != 0 {
 		t.Fatalf("Metadata of named topics: %+v", named.Topics)
@@ -196,8 +208,11 @@ func TestGuardUsers(t *testing.T) {
 }
 
 // openCalls are the Service methods the Guard passes through unchecked:
-// they reveal no topic and change nothing.
-var openCalls = map[string]bool{"Identity": true, "Brokers": true, "MetadataRoute": true, "ClusterStatus": true, "InitProducer": true}
+// they reveal no topic and change nothing, or (the transaction calls
+// that name no topic nor group) act on a transactional id, which no
+// permission rule names yet.
+var openCalls = map[string]bool{"Identity": true, "Brokers": true, "MetadataRoute": true, "ClusterStatus": true, "InitProducer": true,
+	"FindTxnCoordinator": true, "InitTxnProducer": true, "EndTxn": true}
 
 // Every Service method is checked by the Guard or listed in openCalls, so
 // a method added to the service later cannot reach it unchecked through

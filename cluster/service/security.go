@@ -28,8 +28,11 @@ type Users interface {
 
 // UserChange is one change of a user.
 type UserChange struct {
-	// Op is metadata.OpCreateUser, OpDeleteUser, OpSetPassword, OpGrant
-	// or OpRevoke.
+	// Op is metadata.OpCreateUser, OpDeleteUser, OpSetPassword, OpGrant,
+	// OpRevoke, OpGrantACL (a grant that creates a user without a
+	// credential when absent: Kafka's CreateAcls) or OpAlterScram (Kafka's
+	// AlterUserScramCredentials: Scram says what; a credential it deletes
+	// that the user lacks is ErrUnknownUser).
 	Op   metadata.Op
 	Name string
 	// Password (create, set password) is derived into a SCRAM credential
@@ -39,6 +42,8 @@ type UserChange struct {
 	// Superuser (create) makes the user an administrator.
 	Superuser bool
 	// Rules (create, grant, revoke) are the permissions to add or remove.
-	Rules   []security.Rule
+	Rules []security.Rule
+	// Scram (OpAlterScram) is the credential change, its Name Name.
+	Scram   *metadata.ScramChange
 	Timeout time.Duration
 }

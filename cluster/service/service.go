@@ -13,6 +13,7 @@ type Service interface {
 	Meta
 	Admin
 	Groups
+	Txns
 }
 
 // Data are the partition calls. Each runs on the shard that owns the
@@ -44,6 +45,14 @@ type Data interface {
 	// DescribePartition answers on the partition's primary with its log
 	// and its followers' progress.
 	DescribePartition(from *shard.Shard, ref PartitionRef, done func(PartitionDetail, error))
+	// DeleteRecords answers on the partition's primary, once every
+	// replica will read the new start (it is committed in the metadata),
+	// with the partition's log start after it.
+	DeleteRecords(from *shard.Shard, req *DeleteRecordsRequest, done func(int64, error))
+	// LogDirs answers with the logs of every replica this node hosts
+	// (each node answers for its own, as a Kafka broker for its log
+	// directories). ErrMetadataNotReady until the metadata is loaded.
+	LogDirs(from *shard.Shard, done func(LogDirsResult, error))
 }
 
 // Meta are the read-only calls any node answers from its published

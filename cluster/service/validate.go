@@ -2,7 +2,9 @@ package service
 
 import (
 	"errors"
+	"math"
 	"strconv"
+	"strings"
 
 	"github.com/corestream/corestream/cluster/metadata"
 	"github.com/corestream/corestream/netio/wire"
@@ -43,9 +45,24 @@ func ValidateConsumerName(name string) error {
 // (ErrInvalidTopicName), the partition count, 1..16384
 // (ErrInvalidPartitions), the replication factor, 0 (the cluster's
 // default) or 1..32 and at most the roster (ErrInvalidReplicationFactor),
-// and the configs (ErrInvalidConfig: see TopicConfigOf).
+// and the configs (ErrInvalidConfig: see TopicConfigOf). With an
+// Assignment the partition count and the factor are its own (Partitions
+// and ReplicationFactor 0 or equal to them, else ErrInvalidRequest); its
+// nodes are the metadata's to check. A replica set longer than the
+// roster is not refused here as a factor above the roster: it names a
+// node twice or one outside the roster, and the metadata refuses it
+// naming that node (ErrInvalidReplicaAssignment), as Kafka refuses such
+// an assignment (INVALID_REPLICA_ASSIGNMENT naming the broker, never
+// INVALID_REPLICATION_FACTOR).
 func ValidateCreateTopic(req *CreateTopicRequest, rosterNodes int) error {
 	if err := ValidateTopicName(req.Name); err != nil {
+		return err
+	}
+	if len(req.Assignment) > 0 {
+		if err := validateAssignmentShape(req); err != nil {
+			return err
+		}
+		_, err := TopicConfigOf(req.Name, req.Configs)
 		return err
 	}
 	if err := validatePartitions(req.Name, req.Partitions); err != nil {
@@ -74,6 +91,33 @@ func ValidateAddPartitions(req *AddPartitionsRequest) error {
 	return validatePartitions(req.Name, req.Partitions)
 }
 
+// validateAssignmentShape refuses an Assignment whose partition count
+// or factor contradicts the request's (ErrInvalidRequest, as Kafka
+// refuses a count or factor given with an assignment), or with more
+// partitions than a topic has room for (ErrInvalidPartitions) or a set
+// longer than 32 (ErrInvalidReplicationFactor). REQUIRES: an Assignment.
+func validateAssignmentShape(req *CreateTopicRequest) error {
+	n := len(req.Assignment)
+	if n > wire.PartitionsPerTopicMax {
+		return Errorf(ErrInvalidPartitions, "topic %s: the assignment lists %d partitions; at most %d", req.Name, n, wire.PartitionsPerTopicMax)
+	}
+	if req.Partitions != 0 && int(req.Partitions) != n {
+		return Errorf(ErrInvalidRequest, "topic %s: %d partitions asked, but the replica assignment lists %d; give one or the other",
+			req.Name, req.Partitions, n)
+	}
+	for p, r := range req.Assignment {
+		if len(r) > wire.ReplicationFactorMax {
+			return Errorf(ErrInvalidReplicationFactor, "topic %s: partition %d is assigned %d replicas; at most %d",
+				req.Name, p, len(r), wire.ReplicationFactorMax)
+		}
+	}
+	if rf := int(req.ReplicationFactor); rf != 0 && rf != len(req.Assignment[0]) {
+		return Errorf(ErrInvalidRequest, "topic %s: replication factor %d asked, but partition 0 is assigned %d replicas; give one or the other",
+			req.Name, rf, len(req.Assignment[0]))
+	}
+	return nil
+}
+
 func validatePartitions(topic string, n int32) error {
 	if n < 1 || n > wire.PartitionsPerTopicMax {
 		return Errorf(ErrInvalidPartitions, "topic %s: %d partitions is outside 1..%d", topic, n, wire.PartitionsPerTopicMax)
@@ -82,11 +126,12 @@ func validatePartitions(topic string, n int32) error {
 }
 
 // TopicConfigOf reads a topic's configs: at most 1024 entries, each key
-// known (retention_ms, retention_bytes, max_message_bytes) and given
-// once, each value an integer of -1 (unlimited; not for
-// max_message_bytes), 0 (the node's default) or more, max_message_bytes
-// at most the batch format's bound. Anything else is ErrInvalidConfig
-// naming the entry.
+// known (retention_ms, retention_bytes, max_message_bytes, segment_bytes,
+// segment_ms, and the compaction keys of compactionConfig) and given
+// once, each integer value -1 (unlimited; only for retention), 0 (the
+// node's default) or more, max_message_bytes at most the batch format's
+// bound, the segment configs within metadata's bounds. Anything else is
+// ErrInvalidConfig naming the entry.
 func TopicConfigOf(topic string, entries []Config) (metadata.TopicConfig, error) {
 	var tc metadata.TopicConfig
 	if len(entries) > wire.ConfigsMax {
@@ -100,6 +145,12 @@ func TopicConfigOf(topic string, entries []Config) (metadata.TopicConfig, error)
 			if prev.Key == e.Key {
 				return tc, Errorf(ErrInvalidConfig, "topic %s: config key %q given twice", topic, e.Key)
 			}
+		}
+		if ok, err := compactionConfig(&tc, e); ok || err != nil {
+			if err != nil {
+				return tc, err
+			}
+			continue
 		}
 		v, err := strconv.ParseInt(e.Value, 10, 64)
 		if err != nil {
@@ -125,8 +176,19 @@ func TopicConfigOf(topic string, entries []Config) (metadata.TopicConfig, error)
 				return tc, Errorf(ErrInvalidConfig, "config %s=%d: give 0 (the node's storage.max_batch_bytes) or 1..%d bytes", e.Key, v, batch.BatchBytesMax)
 			}
 			tc.MaxMessageBytes = v
+		case "segment_bytes":
+			if v != 0 && (v < metadata.TopicSegmentBytesMin || v > metadata.TopicSegmentBytesMax) {
+				return tc, Errorf(ErrInvalidConfig, "config %s=%d: give 0 (the node's storage.segment_bytes) or %d..%d bytes", e.Key, v,
+					metadata.TopicSegmentBytesMin, metadata.TopicSegmentBytesMax)
+			}
+			tc.SegmentBytes = v
+		case "segment_ms":
+			if v < 0 || v > metadata.TopicSegmentMsMax {
+				return tc, Errorf(ErrInvalidConfig, "config %s=%d: give 0 (the node's storage.segment_ms) or 1..%d ms", e.Key, v, int64(metadata.TopicSegmentMsMax))
+			}
+			tc.SegmentMs = v
 		default:
-			return tc, Errorf(ErrInvalidConfig, "unknown topic config %q (known: retention_ms, retention_bytes, max_message_bytes)", e.Key)
+			return tc, Errorf(ErrInvalidConfig, "unknown topic config %q (known: retention_ms, retention_bytes, max_message_bytes, segment_bytes, segment_ms, cleanup_policy, min_cleanable_dirty_ratio, delete_retention_ms, min_compaction_lag_ms, max_compaction_lag_ms)", e.Key)
 		}
 	}
 	return tc, nil
@@ -144,4 +206,54 @@ func ruleMessage(err error) string {
 		return msg[len(p):]
 	}
 	return msg
+}
+
+// compactionConfig reads e into tc when it is a compaction key:
+// cleanup_policy (delete, compact, compact,delete; "0" or "": the
+// default, delete), min_cleanable_dirty_ratio (a number in [0, 1]; 0:
+// the default), delete_retention_ms and min_compaction_lag_ms (0 or
+// more; 0: the default) and max_compaction_lag_ms (1 or more; 0 or
+// Kafka's 9223372036854775807: no bound). ok says e was one of them.
+func compactionConfig(tc *metadata.TopicConfig, e Config) (ok bool, err error) {
+	switch e.Key {
+	case "cleanup_policy":
+		switch v := strings.ToLower(strings.ReplaceAll(e.Value, " ", "")); v {
+		case "", "0":
+			tc.CleanupPolicy = ""
+		case metadata.CleanupDelete, metadata.CleanupCompact, metadata.CleanupCompactDelete:
+			tc.CleanupPolicy = v
+		case "delete,compact":
+			tc.CleanupPolicy = metadata.CleanupCompactDelete
+		default:
+			return true, Errorf(ErrInvalidConfig, "config %s=%q: give delete, compact or compact,delete", e.Key, e.Value)
+		}
+	case "min_cleanable_dirty_ratio":
+		v, perr := strconv.ParseFloat(e.Value, 64)
+		if perr != nil || !(v >= 0 && v <= 1) {
+			return true, Errorf(ErrInvalidConfig, "config %s=%q: give a number from 0 to 1 (0: the default 0.5)", e.Key, e.Value)
+		}
+		tc.MinCleanableDirtyRatio = v
+	case "delete_retention_ms", "min_compaction_lag_ms":
+		v, perr := strconv.ParseInt(e.Value, 10, 64)
+		if perr != nil || v < 0 {
+			return true, Errorf(ErrInvalidConfig, "config %s=%q: give 0 (the default) or more milliseconds", e.Key, e.Value)
+		}
+		if e.Key == "delete_retention_ms" {
+			tc.DeleteRetentionMs = v
+		} else {
+			tc.MinCompactionLagMs = v
+		}
+	case "max_compaction_lag_ms":
+		v, perr := strconv.ParseInt(e.Value, 10, 64)
+		if perr != nil || v < 0 {
+			return true, Errorf(ErrInvalidConfig, "config %s=%q: give 1 or more milliseconds (0 or 9223372036854775807: no bound, the default)", e.Key, e.Value)
+		}
+		if v == math.MaxInt64 {
+			v = 0
+		}
+		tc.MaxCompactionLagMs = v
+	default:
+		return false, nil
+	}
+	return true, nil
 }

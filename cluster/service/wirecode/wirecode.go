@@ -36,8 +36,13 @@ var codes = []struct {
 	{service.ErrInvalidTopicName, wire.ErrInvalidTopicName},
 	{service.ErrInvalidPartitions, wire.ErrInvalidPartitions},
 	{service.ErrInvalidReplicationFactor, wire.ErrInvalidReplicationFactor},
+	// The native protocol takes no manual assignment and has no code of
+	// its own for one: INVALID_REQUEST, not retriable, as the kind.
+	{service.ErrInvalidReplicaAssignment, wire.ErrInvalidRequest},
 	{service.ErrInvalidConfig, wire.ErrInvalidConfig},
 	{service.ErrInvalidRequest, wire.ErrInvalidRequest},
+	// The native protocol has no policy code; its message says why.
+	{service.ErrPolicyViolation, wire.ErrInvalidRequest},
 	{service.ErrInvalidOffset, wire.ErrInvalidOffset},
 	{service.ErrInvalidTimestamp, wire.ErrInvalidTimestamp},
 	{service.ErrRebalanceInProgress, wire.ErrRebalanceInProgress},
@@ -62,6 +67,13 @@ var codes = []struct {
 	{service.ErrGroupFull, wire.ErrGroupFull},
 	{service.ErrFencedInstance, wire.ErrFencedInstance},
 	{service.ErrGroupSubscribedToTopic, wire.ErrGroupSubscribedToTopic},
+	{service.ErrConcurrentTransactions, wire.ErrConcurrentTransactions},
+	{service.ErrProducerFenced, wire.ErrProducerFenced},
+	{service.ErrInvalidProducerIDMapping, wire.ErrInvalidProducerIDMapping},
+	{service.ErrInvalidTxnState, wire.ErrInvalidTxnState},
+	{service.ErrInvalidTransactionTimeout, wire.ErrInvalidTransactionTimeout},
+	{service.ErrUnstableOffsetCommit, wire.ErrUnstableOffsetCommit},
+	{service.ErrTransactionalIDNotFound, wire.ErrTransactionalIDNotFound},
 	{service.ErrGroupAuthorization, wire.ErrAuthorizationFailed},
 	{partition.ErrNotPrimary, wire.ErrNotPrimary},
 	{partition.ErrStaleGeneration, wire.ErrStaleGeneration},
