@@ -39,7 +39,6 @@ func ourConfigKey(topic, name string) (string, error) {
 // default) is accepted and changes nothing; another value is refused with
 // the reason, since accepting it would promise what is not done.
 var fixedConfigs = map[string]struct{ value, why string }{
-	"cleanup.policy":                 {"delete", "compaction is not supported yet: old segments are deleted by retention only"},
 	"message.timestamp.type":         {"CreateTime", "records keep their producers' timestamps; the broker does not stamp its own (LogAppendTime)"},
 	"compression.type":               {"producer", "batches are stored as produced and never recompressed by the broker"},
 	"unclean.leader.election.enable": {"false", "consensus never elects a primary that may lack committed records"},

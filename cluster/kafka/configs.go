@@ -17,9 +17,6 @@ func kafkaConfigName(ours string) string {
 			return k
 		}
 	}
-	if ours == "segment_bytes" {
-		return "segment.bytes"
-	}
 	return ours
 }
 

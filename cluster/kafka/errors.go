@@ -36,8 +36,10 @@ var codes = []struct {
 	{service.ErrInvalidTopicName, kerr.InvalidTopicException},
 	{service.ErrInvalidPartitions, kerr.InvalidPartitions},
 	{service.ErrInvalidReplicationFactor, kerr.InvalidReplicationFactor},
+	{service.ErrInvalidReplicaAssignment, kerr.InvalidReplicaAssignment},
 	{service.ErrInvalidConfig, kerr.InvalidConfig},
 	{service.ErrInvalidRequest, kerr.InvalidRequest},
+	{service.ErrPolicyViolation, kerr.PolicyViolation},
 	// A negative fetch or commit offset: Kafka answers a fetch outside
 	// the log with OFFSET_OUT_OF_RANGE, which resets the consumer.
 	{service.ErrInvalidOffset, kerr.OffsetOutOfRange},
@@ -72,6 +74,13 @@ var codes = []struct {
 	{service.ErrGroupFull, kerr.GroupMaxSizeReached},
 	{service.ErrFencedInstance, kerr.FencedInstanceID},
 	{service.ErrGroupSubscribedToTopic, kerr.GroupSubscribedToTopic},
+	{service.ErrConcurrentTransactions, kerr.ConcurrentTransactions},
+	{service.ErrProducerFenced, kerr.ProducerFenced},
+	{service.ErrInvalidProducerIDMapping, kerr.InvalidProducerIDMapping},
+	{service.ErrInvalidTxnState, kerr.InvalidTxnState},
+	{service.ErrInvalidTransactionTimeout, kerr.InvalidTransactionTimeout},
+	{service.ErrUnstableOffsetCommit, kerr.UnstableOffsetCommit},
+	{service.ErrTransactionalIDNotFound, kerr.TransactionalIDNotFound},
 	{service.ErrGroupAuthorization, kerr.GroupAuthorizationFailed},
 	{partition.ErrNotPrimary, kerr.NotLeaderForPartition},
 	{partition.ErrStaleGeneration, kerr.FencedLeaderEpoch},
@@ -104,13 +113,14 @@ var sharedKafkaCodes = map[int16]bool{
 }
 
 // errorCode is the Kafka code of err, an error of the service (an
-// *service.Error or a replica's *partition.Error, by kind). Anything
-// else is UNKNOWN_SERVER_ERROR; nil is 0, no error.
+// *service.Error or a replica's *partition.Error, by kind, or a kind
+// itself, as a route's error is). Anything else is UNKNOWN_SERVER_ERROR;
+// nil is 0, no error.
 func errorCode(err error) int16 {
 	if err == nil {
 		return 0
 	}
-	var kind error
+	kind := err
 	var se *service.Error
 	var pe *partition.Error
 	switch {
@@ -120,7 +130,7 @@ func errorCode(err error) int16 {
 		kind = pe.Kind
 	}
 	for _, c := range codes {
-		if kind != nil && c.kind == kind {
+		if errors.Is(kind, c.kind) {
 			return c.kafka.Code
 		}
 	}

@@ -2,6 +2,7 @@ package kafka
 
 import (
 	"errors"
+	"fmt"
 	"testing"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -17,7 +18,8 @@ var frozen = map[error]int16{
 	service.ErrUnknownTopicOrPartition: 3, service.ErrMetadataNotReady: 5, service.ErrNotMetadataPrimary: 41,
 	service.ErrNodeNotAvailable: 8, service.ErrTopicExists: 36, service.ErrInvalidTopicName: 17,
 	service.ErrInvalidPartitions: 37, service.ErrInvalidReplicationFactor: 38, service.ErrInvalidConfig: 40,
-	service.ErrInvalidRequest: 42, service.ErrInvalidOffset: 1, service.ErrInvalidTimestamp: 32,
+	service.ErrInvalidReplicaAssignment: 39,
+	service.ErrInvalidRequest:           42, service.ErrPolicyViolation: 44, service.ErrInvalidOffset: 1, service.ErrInvalidTimestamp: 32,
 	service.ErrRebalanceInProgress: 27, service.ErrNotReplica: 9, service.ErrNotInSyncReplica: 83,
 	service.ErrInvalidConsumerName: 24, service.ErrInternal: -1,
 	service.ErrAuthorization: 29, service.ErrAuthentication: 58, service.ErrUserExists: 92, service.ErrUnknownUser: 91,
@@ -31,6 +33,9 @@ var frozen = map[error]int16{
 	service.ErrMemberIDRequired: 79, service.ErrInconsistentProtocol: 23, service.ErrInvalidSessionTimeout: 26,
 	service.ErrNonEmptyGroup: 68, service.ErrGroupFull: 81, service.ErrFencedInstance: 82,
 	service.ErrGroupSubscribedToTopic: 86, service.ErrGroupAuthorization: 30,
+	service.ErrConcurrentTransactions: 51, service.ErrProducerFenced: 90, service.ErrInvalidProducerIDMapping: 49,
+	service.ErrInvalidTxnState: 48, service.ErrInvalidTransactionTimeout: 50, service.ErrUnstableOffsetCommit: 88,
+	service.ErrTransactionalIDNotFound: 105,
 }
 
 // Every kind of the service has exactly one row, with its frozen Kafka
@@ -74,7 +79,8 @@ func TestCodesOneToOne(t *testing.T) {
 }
 
 // The conversion reads the kind of the service's and the replica's
-// errors; anything else is unknown.
+// errors, and takes a bare kind (a route's error: a partition without a
+// reachable primary or quorum) as itself; anything else is unknown.
 func TestErrorCode(t *testing.T) {
 	for _, tc := range []struct {
 		err  error
@@ -86,6 +92,9 @@ func TestErrorCode(t *testing.T) {
 		{service.Errorf(partition.ErrDuplicateSequence, "dup"), kerr.DuplicateSequenceNumber.Code},
 		{service.Errorf(service.ErrInvalidReplicationFactor, "3 > 1"), kerr.InvalidReplicationFactor.Code},
 		{service.Errorf(service.ErrTopicExists, "t"), kerr.TopicAlreadyExists.Code},
+		{partition.ErrNotEnoughReplicas, kerr.NotEnoughReplicas.Code},
+		{partition.ErrPrimaryNotAvailable, kerr.LeaderNotAvailable.Code},
+		{fmt.Errorf("chaos-f2/0: %w", partition.ErrStorage), kerr.KafkaStorageError.Code},
 		{errors.New("something else"), kerr.UnknownServerError.Code},
 	} {
 		if got := errorCode(tc.err); got != tc.want {

@@ -6,6 +6,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/corestream/corestream/cluster/frontend"
 	"github.com/corestream/corestream/cluster/metadata"
 	"github.com/corestream/corestream/cluster/service"
 	"github.com/corestream/corestream/netio"
@@ -28,8 +29,9 @@ const (
 // by the second pass that answer after that are dropped.
 //
 // Incremental fetch sessions (KIP-227) are session.go's.
-// isolation_level needs no work: without transactions the last stable
-// offset is the high watermark. rack_id (v11+, KIP-392) is the service's
+// isolation_level read_committed reads to each partition's last stable
+// offset and answers the aborted transactions of the range read
+// (docs/design/transactions.md). rack_id (v11+, KIP-392) is the service's
 // Rack: the primary answers a partition with a preferred_read_replica in
 // the consumer's rack instead of records, and a follower serves the
 // fetch; such an answer is sent at once, without waiting for min_bytes,
@@ -44,18 +46,44 @@ func (l *Listener) fetch(c *netio.Conn, h RequestHeader, req *kmsg.FetchRequest,
 		return
 	}
 	files := &fetchFiles{}
+	calls := &fetchCalls{owner: frontend.NoOwner, open: 2} // the answer, and the Track below
 	reply := func(resp *kmsg.FetchResponse) {
 		sessionAnswer(s, resp, incremental)
 		send(files.answer(h, resp))
+		calls.end()
 	}
 	wait := min(time.Duration(max(req.MaxWaitMillis, 0))*time.Millisecond, fetchWaitMax)
-	l.fetchPass(c, full, 0, files, func(resp *kmsg.FetchResponse, bytes int, failed bool) {
+	l.fetchPass(c, full, 0, files, calls, func(resp *kmsg.FetchResponse, bytes int, failed bool) {
 		if wait == 0 || failed || bytes >= int(max(req.MinBytes, 1)) || redirects(resp) {
 			reply(resp)
 			return
 		}
-		l.fetchPass(c, full, wait, files, func(resp *kmsg.FetchResponse, _ int, _ bool) { reply(resp) })
+		l.fetchPass(c, full, wait, files, calls, func(resp *kmsg.FetchResponse, _ int, _ bool) { reply(resp) })
 	})
+	calls.done = l.cfg.Mover.Track(c, &c.Context().(*conn).homing, calls.owner)
+	calls.end()
+}
+
+// fetchCalls joins a fetch's answer with its service calls for the
+// connection's Mover: the connection may move once the answer is sent
+// and every read it started has completed, the parked reads that answer
+// after the answer left included (they complete on this shard).
+type fetchCalls struct {
+	// owner is the owner of the partitions read (frontend.Fold).
+	owner int
+	// open counts the answer, the Track step and the reads outstanding;
+	// done runs when it reaches 0. Invariant: open >= 0.
+	open int
+	done func()
+}
+
+func (f *fetchCalls) start() { f.open++ }
+
+func (f *fetchCalls) end() {
+	f.open--
+	if f.open == 0 {
+		f.done()
+	}
 }
 
 // fetchPass reads every partition of req, parking each for up to wait.
@@ -64,11 +92,14 @@ func (l *Listener) fetch(c *netio.Conn, h RequestHeader, req *kmsg.FetchRequest,
 // all have answered, and the response holds the partitions that answered
 // by then. bytes is the record bytes in resp; failed says a partition
 // answered an error. Records are kept in files (the answer's placeholders).
-func (l *Listener) fetchPass(c *netio.Conn, req *kmsg.FetchRequest, wait time.Duration, files *fetchFiles, done func(resp *kmsg.FetchResponse, bytes int, failed bool)) {
+// Every read is counted in calls, and its owner folded into calls.owner.
+func (l *Listener) fetchPass(c *netio.Conn, req *kmsg.FetchRequest, wait time.Duration, files *fetchFiles, calls *fetchCalls,
+	done func(resp *kmsg.FetchResponse, bytes int, failed bool)) {
 	resp := req.ResponseKind().(*kmsg.FetchResponse)
 	resp.SessionID = 0
 	pending, bytes, failed, answered, looped, redirected := 1, 0, false, false, false, false
 	var have []*kmsg.FetchResponseTopicPartition // partitions that answered
+	leaders := map[int32]bool{}                  // nodes named in CurrentLeader hints
 	finish := func() {
 		pending--
 		if answered || pending > 0 && !(looped && wait > 0 && (bytes > 0 || failed || redirected)) {
@@ -81,6 +112,7 @@ func (l *Listener) fetchPass(c *netio.Conn, req *kmsg.FetchRequest, wait time.Du
 		if req.Version >= 3 && req.MaxBytes > 0 {
 			bytes = trimToMaxBytes(resp, int(req.MaxBytes), files.size)
 		}
+		l.addFetchLeaderEndpoints(resp, leaders)
 		done(resp, bytes, failed)
 	}
 	resp.Topics = make([]kmsg.FetchResponseTopic, len(req.Topics))
@@ -95,6 +127,12 @@ func (l *Listener) fetchPass(c *netio.Conn, req *kmsg.FetchRequest, wait time.Du
 			rp := &rt.Partitions[pi]
 			*rp = kmsg.NewFetchResponseTopicPartition()
 			rp.Partition = p.Partition
+			if code := refuseConsumerOffsets(t.Topic); code != 0 {
+				rp.ErrorCode = code
+				have = append(have, rp)
+				failed = true
+				continue
+			}
 			if p.FetchOffset < 0 {
 				rp.ErrorCode = kerr.OffsetOutOfRange.Code
 				have = append(have, rp)
@@ -122,7 +160,10 @@ func (l *Listener) fetchPass(c *netio.Conn, req *kmsg.FetchRequest, wait time.Du
 				fr.MinBytes, fr.MaxWait = 1, wait
 			}
 			pending++
+			calls.owner = frontend.Fold(calls.owner, l.cfg.Mover.Route(c, t.Topic, p.Partition))
+			calls.start()
 			l.fetchRecords(c, fr, 0, func(records partRecords, res service.FetchResult, err error) {
+				defer calls.end()
 				if answered || files.released {
 					records.release()
 					return // a parked read after the answer left: dropped
@@ -132,9 +173,16 @@ func (l *Listener) fetchPass(c *netio.Conn, req *kmsg.FetchRequest, wait time.Du
 					if req.Version >= 13 && rp.ErrorCode == kerr.UnknownTopicOrPartition.Code && !l.knownTopicID(t.Topic, t.TopicID) {
 						rp.ErrorCode = kerr.UnknownTopicID.Code // the client named the topic by id
 					}
+					if id, epoch, ok := leaderHint(err); ok && req.Version >= 16 {
+						rp.CurrentLeader.LeaderID, rp.CurrentLeader.LeaderEpoch = id, epoch
+						leaders[id] = true
+					}
 					failed = true
 				} else {
-					rp.HighWatermark, rp.LastStableOffset, rp.LogStartOffset = res.HighWatermark, res.HighWatermark, res.LogStartOffset
+					rp.HighWatermark, rp.LastStableOffset, rp.LogStartOffset = res.HighWatermark, res.LastStableOffset, res.LogStartOffset
+					if req.IsolationLevel == 1 && req.Version >= 4 {
+						rp.AbortedTransactions = abortedTransactions(res.Aborted)
+					}
 					rp.RecordBatches = files.records(records)
 					rp.PreferredReadReplica = res.PreferredReadReplica
 					redirected = redirected || res.PreferredReadReplica >= 0
@@ -147,6 +195,34 @@ func (l *Listener) fetchPass(c *netio.Conn, req *kmsg.FetchRequest, wait time.Du
 	}
 	looped = true
 	finish()
+}
+
+// addFetchLeaderEndpoints lists in resp the Kafka addresses of the
+// leaders its partitions' CurrentLeader hints name (KIP-951: Fetch v16
+// and later carry them), so that a consumer moves without first
+// refreshing its metadata.
+func (l *Listener) addFetchLeaderEndpoints(resp *kmsg.FetchResponse, leaders map[int32]bool) {
+	if len(leaders) == 0 || resp.Version < 16 {
+		return
+	}
+	for _, b := range l.brokers() {
+		if leaders[b.id] {
+			rb := kmsg.NewFetchResponseBroker()
+			rb.NodeID, rb.Host, rb.Port, rb.Rack = b.id, b.host, b.port, b.rack
+			resp.Brokers = append(resp.Brokers, rb)
+		}
+	}
+}
+
+// abortedTransactions is a read_committed answer's aborted list, as
+// Kafka sends it: an empty list, not null, when there is none.
+func abortedTransactions(a []service.AbortedTxn) []kmsg.FetchResponseTopicPartitionAbortedTransaction {
+	out := make([]kmsg.FetchResponseTopicPartitionAbortedTransaction, len(a))
+	for i, t := range a {
+		out[i] = kmsg.NewFetchResponseTopicPartitionAbortedTransaction()
+		out[i].ProducerID, out[i].FirstOffset = t.ProducerID, t.FirstOffset
+	}
+	return out
 }
 
 // redirects says a partition of resp names a preferred read replica.
@@ -214,10 +290,12 @@ func keepAnswered(resp *kmsg.FetchResponse, have []*kmsg.FetchResponseTopicParti
 const controlSkipsMax = 64
 
 // fetchRecords reads one partition for a fetch and answers its records
-// without the log's control batches: the no-op a new primary appends is
+// without the log's consensus batches: the no-op a new primary appends is
 // a control batch, which current clients skip but older ones
-// (kafka-python 2.0) hand to the application as a record. The records
-// stay in the segment files (sent with sendfile, fetchfiles.go) unless
+// (kafka-python 2.0) hand to the application as a record. Transaction
+// markers (transactional control batches) are Kafka's own and are kept,
+// as Kafka sends them: read_committed clients end transactions on them.
+// The records stay in the segment files (sent with sendfile, fetchfiles.go) unless
 // the file system has no descriptors. When a read finds only control
 // batches, it reads again from the offset after them, so a consumer is
 // never answered nothing while data follows them. done runs on the
@@ -252,7 +330,8 @@ func (l *Listener) fetchRecords(c *netio.Conn, fr *service.FetchRequest, skips i
 	})
 }
 
-// stripControl returns b's record batches without its control batches
+// stripControl returns b's record batches without its consensus batches
+// (control batches that are not transaction markers)
 // (compacted in place), the offset after the last batch, and whether it
 // dropped any. A batch it cannot read ends the scan: it and what follows
 // are kept, for the client to judge.
@@ -264,7 +343,7 @@ func stripControl(b []byte) (kept []byte, next int64, dropped bool) {
 			return append(kept, b...), next, dropped
 		}
 		size := h.Size()
-		if h.Attributes&batch.ControlBit != 0 {
+		if h.IsControl() && !h.IsTxnMarker() {
 			dropped = true
 		} else {
 			kept = append(kept, b[:size]...)

@@ -44,6 +44,8 @@ func TestStripControl(t *testing.T) {
 	data1 := testBatch(t, 1, 3, false)
 	noop4 := testBatch(t, 4, 1, true)
 	data5 := testBatch(t, 5, 2, false)
+	marker4 := batch.BuildTxnMarker(batch.TxnMarker{ProducerID: 3, Commit: true}, 1)
+	batch.SetBaseOffset(marker4, 4)
 	cat := func(bs ...[]byte) []byte {
 		var out []byte
 		for _, b := range bs {
@@ -64,6 +66,8 @@ func TestStripControl(t *testing.T) {
 		{"control between data", cat(noop0, data1, noop4, data5), cat(data1, data5), 7, true},
 		{"control at the end", cat(data1, noop4), cat(data1), 5, true},
 		{"a torn batch is kept", cat(noop0, data1[:20]), data1[:20], 1, true},
+		// A transaction marker is Kafka's and is sent, as Kafka does.
+		{"transaction marker kept", cat(data1, marker4, noop4, data5), cat(data1, marker4, data5), 7, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			in := append([]byte(nil), tc.in...)

@@ -90,7 +90,7 @@ func dataRanges(spans []fileSpan) (files []netio.FileRange, total int, next int6
 			if err != nil || h.Size() <= 0 || pos+int64(h.Size()) > end {
 				break
 			}
-			if h.IsControl() {
+			if h.IsControl() && !h.IsTxnMarker() {
 				keep(sp.fd, run, pos)
 				run, dropped = pos+int64(h.Size()), true
 			}

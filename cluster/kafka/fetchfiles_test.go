@@ -52,6 +52,8 @@ func TestDataRanges(t *testing.T) {
 	data5 := testBatch(t, 5, 2, false)
 	big7 := testBatch(t, 7, 2000, false) // larger than headerWindowBytes
 	noop2007 := testBatch(t, 2007, 1, true)
+	marker4 := batch.BuildTxnMarker(batch.TxnMarker{ProducerID: 3}, 1)
+	batch.SetBaseOffset(marker4, 4)
 	if len(big7) <= headerWindowBytes {
 		t.Fatalf("the large batch has %d bytes, not more than the window", len(big7))
 	}
@@ -71,6 +73,7 @@ func TestDataRanges(t *testing.T) {
 		{"large batches", cat(noop4, data5, big7, noop2007), 1, 2008, true},
 		{"control at the end", cat(data1, noop4), 1, 5, true},
 		{"a torn batch is kept", cat(noop0, data1[:20]), 1, 1, true},
+		{"a transaction marker is kept", cat(data1, marker4, noop4, data5), 2, 7, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			f := tempFile(t, cat(junk, tc.in, junk))
@@ -183,6 +186,7 @@ func FuzzDataRanges(f *testing.F) {
 	f.Add([]byte{})
 	f.Add(bytes.Repeat([]byte{0xff}, batch.HeaderSize))
 	f.Add(append(append([]byte(nil), noop...), data...))
+	f.Add(append(append(append([]byte(nil), data...), batch.BuildTxnMarker(batch.TxnMarker{ProducerID: 3}, 1)...), noop...))
 	f.Add(append(append(append([]byte(nil), data...), big...), 1, 2, 3)) // valid, then garbage
 	f.Fuzz(func(t *testing.T, in []byte) {
 		file := tempFile(t, in)

@@ -18,15 +18,20 @@ import (
 // the service's.
 
 // findCoordinator answers the group's coordinator, one key (v0-v3) or
-// many (v4+), at its Kafka address. Transaction coordinators are
-// refused: there are no transactions.
+// many (v4+), at its Kafka address, or (key type 1) the transactional
+// id's transaction coordinator.
 func (l *Listener) findCoordinator(req *kmsg.FindCoordinatorRequest) *kmsg.FindCoordinatorResponse {
 	resp := req.ResponseKind().(*kmsg.FindCoordinatorResponse)
 	answer := func(key string) (id int32, host string, port int32, code int16) {
-		if req.CoordinatorType != 0 {
-			return -1, "", -1, kerr.CoordinatorNotAvailable.Code
+		find := l.svc.FindCoordinator
+		switch req.CoordinatorType {
+		case 0:
+		case 1:
+			find = l.svc.FindTxnCoordinator
+		default:
+			return -1, "", -1, kerr.InvalidRequest.Code
 		}
-		co, err := l.svc.FindCoordinator(key)
+		co, err := find(key)
 		if err != nil {
 			return -1, "", -1, errorCode(err)
 		}
@@ -188,7 +193,7 @@ func (l *Listener) offsetCommit(c *netio.Conn, req *kmsg.OffsetCommitRequest, re
 // asked, or all it committed), -1 where none.
 func (l *Listener) offsetFetch(c *netio.Conn, req *kmsg.OffsetFetchRequest, reply func(kmsg.Response)) {
 	resp := req.ResponseKind().(*kmsg.OffsetFetchResponse)
-	fr := &service.FetchGroupOffsetsRequest{Group: req.Group}
+	fr := &service.FetchGroupOffsetsRequest{Group: req.Group, RequireStable: req.RequireStable}
 	for _, t := range req.Topics {
 		for _, p := range t.Partitions {
 			fr.Partitions = append(fr.Partitions, service.TopicPartition{Topic: t.Topic, Partition: p})
@@ -201,7 +206,12 @@ func (l *Listener) offsetFetch(c *netio.Conn, req *kmsg.OffsetFetchRequest, repl
 	l.svc.FetchGroupOffsets(c.Shard(), fr, func(offs []service.CommittedOffset, err error) {
 		if err != nil {
 			code := errorCode(err)
-			resp.ErrorCode = code
+			if code != kerr.UnstableOffsetCommit.Code {
+				// Unstable offsets are a partition's answer only: a
+				// client retries them there, while it gives up on a
+				// group-level error.
+				resp.ErrorCode = code
+			}
 			for _, t := range req.Topics {
 				rt := kmsg.NewOffsetFetchResponseTopic()
 				rt.Topic = t.Topic

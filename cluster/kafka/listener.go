@@ -10,6 +10,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/corestream/corestream/cluster/frontend"
 	"github.com/corestream/corestream/cluster/service"
 	"github.com/corestream/corestream/netio"
 )
@@ -44,6 +45,9 @@ type Listener struct {
 	sessionIDs *atomic.Uint32
 	// names maps topic ids to names (topicids.go); shared by the views.
 	names *topicNames
+	// users are the user calls as this view's principal may make them
+	// (service.GuardUsers); nil when the node gave none.
+	users service.Users
 }
 
 // Config is what the listener needs besides the service.
@@ -66,6 +70,16 @@ type Config struct {
 	// request names and allows to be created (cluster.auto_create_topics)
 	// with this many partitions and the cluster's default factor; 0: off.
 	AutoCreatePartitions int32
+	// Mover moves a connection whose produce and fetch requests all go to
+	// partitions of one other shard onto that shard, and counts the moves
+	// and the calls served across shards (frontend.Mover, shared with the
+	// native front end). Nil: connections stay where they were accepted.
+	Mover *frontend.Mover
+	// Users are the cluster's users, which the SCRAM credential and ACL
+	// APIs read and change (scramcredentials.go, acls.go); with Auth, each
+	// connection calls them as its user (service.GuardUsers). Nil: those
+	// APIs answer as a broker without them (acls.go).
+	Users service.Users
 }
 
 // New returns a listener that answers through svc.
@@ -73,7 +87,7 @@ func New(svc service.Service, cfg Config) *Listener {
 	if cfg.Log == nil {
 		cfg.Log = slog.Default()
 	}
-	return &Listener{svc: svc, cfg: cfg, sessionIDs: new(atomic.Uint32), names: &topicNames{}}
+	return &Listener{svc: svc, cfg: cfg, sessionIDs: new(atomic.Uint32), names: &topicNames{}, users: cfg.Users}
 }
 
 // conn is one connection's state. Kafka clients match responses to
@@ -96,6 +110,9 @@ type conn struct {
 	// closed is set once the connection closed: answers that complete
 	// later are dropped, not kept in ready.
 	closed bool
+	// homing is the connection's way toward the shard its produce and
+	// fetch requests go to (Config.Mover).
+	homing frontend.Homing
 }
 
 // answer is a response frame, or pieces of one (a fetch answer whose
@@ -222,7 +239,8 @@ func (l *Listener) OnFrame(c *netio.Conn, frame []byte) {
 	// valid until OnFrame returns. kmsg copies strings; the byte fields
 	// it aliases (a produce's record batches) are used only before
 	// OnFrame returns (the service copies a batch it serves on another
-	// shard before Produce returns).
+	// shard before Produce returns), unless the log retained the read
+	// buffer to write a batch from it (produce.go, frontend.Lend).
 	if err := req.ReadFrom(body); err != nil {
 		l.refuse(c, st, seq, fmt.Errorf("%w: %s v%d: %v", ErrMalformedRequest, kmsg.NameForKey(h.Key), h.Version, err))
 		return
@@ -295,14 +313,38 @@ func (l *Listener) serve(c *netio.Conn, h RequestHeader, req kmsg.Request, reply
 		l.alterConfigsLegacy(c, r, reply)
 	case *kmsg.DescribeClusterRequest:
 		reply(l.describeCluster(r))
+	case *kmsg.DescribeLogDirsRequest:
+		l.describeLogDirs(c, r, reply)
+	case *kmsg.DescribeTopicPartitionsRequest:
+		reply(l.describeTopicPartitions(r))
+	case *kmsg.DescribeUserSCRAMCredentialsRequest:
+		reply(l.describeUserScramCredentials(r))
+	case *kmsg.AlterUserSCRAMCredentialsRequest:
+		l.alterUserScramCredentials(c, r, reply)
+	case *kmsg.DescribeACLsRequest:
+		reply(l.describeACLs(r))
+	case *kmsg.CreateACLsRequest:
+		l.createACLs(c, r, reply)
+	case *kmsg.DeleteACLsRequest:
+		l.deleteACLs(c, r, reply)
+	case *kmsg.ElectLeadersRequest:
+		l.electLeaders(c, r, reply)
+	case *kmsg.AlterPartitionAssignmentsRequest:
+		l.alterPartitionAssignments(c, r, reply)
+	case *kmsg.ListPartitionReassignmentsRequest:
+		l.listPartitionReassignments(c, r, reply)
 	case *kmsg.ProduceRequest:
 		l.produce(c, r, reply, func() { send(answer{noReply: true}) })
 	case *kmsg.FetchRequest:
 		l.fetch(c, h, r, send)
 	case *kmsg.ListOffsetsRequest:
 		l.listOffsets(c, r, reply)
+	case *kmsg.DescribeProducersRequest:
+		l.describeProducers(c, r, reply)
+	case *kmsg.DeleteRecordsRequest:
+		l.deleteRecords(c, r, reply)
 	case *kmsg.InitProducerIDRequest:
-		l.initProducerID(r, reply)
+		l.initProducerID(c, r, reply)
 	case *kmsg.OffsetForLeaderEpochRequest:
 		l.offsetForLeaderEpoch(c, r, reply)
 	case *kmsg.CreateTopicsRequest:
@@ -333,6 +375,18 @@ func (l *Listener) serve(c *netio.Conn, h RequestHeader, req kmsg.Request, reply
 		l.deleteGroups(c, r, reply)
 	case *kmsg.OffsetDeleteRequest:
 		l.offsetDelete(c, r, reply)
+	case *kmsg.AddPartitionsToTxnRequest:
+		l.addPartitionsToTxn(c, r, reply)
+	case *kmsg.AddOffsetsToTxnRequest:
+		l.addOffsetsToTxn(c, r, reply)
+	case *kmsg.EndTxnRequest:
+		l.endTxn(c, r, reply)
+	case *kmsg.TxnOffsetCommitRequest:
+		l.txnOffsetCommit(c, r, reply)
+	case *kmsg.DescribeTransactionsRequest:
+		l.describeTransactions(c, r, reply)
+	case *kmsg.ListTransactionsRequest:
+		l.listTransactions(c, r, reply)
 	default:
 		// versionRange listed a key serve does not handle: a bug here.
 		panic(fmt.Sprintf("kafka: %s is listed as supported but has no handler", kmsg.NameForKey(h.Key)))

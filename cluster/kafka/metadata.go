@@ -86,7 +86,10 @@ func (l *Listener) metadata(c *netio.Conn, req *kmsg.MetadataRequest) *kmsg.Meta
 	}
 	var ask service.MetadataRequest
 	if !all && len(byID) == 0 {
-		ask.Topics = names
+		ask.Topics = make([]string, len(names))
+		for i, n := range names {
+			ask.Topics[i] = serviceTopicName(n)
+		}
 	}
 	res, err := l.svc.Metadata(ask)
 	if err != nil {
@@ -104,10 +107,24 @@ func (l *Listener) metadata(c *netio.Conn, req *kmsg.MetadataRequest) *kmsg.Meta
 	for _, n := range names {
 		wanted[n] = true
 	}
+	if ask.Topics == nil && (all || wanted[ConsumerOffsetsTopic] || len(byID) > 0) {
+		// The listing leaves internal topics out; Kafka's lists its
+		// consumer-offsets topic (marked internal, so regex consumers
+		// skip it): ours, once the first group request made it.
+		res.Topics = l.withConsumerOffsets(res.Topics)
+	}
 	for i := range res.Topics {
 		t := &res.Topics[i]
+		if ask.Topics != nil {
+			t.Name = names[i] // the name asked, __consumer_offsets for our groups topic
+		}
 		if len(byID) > 0 && !wanted[t.Name] && !byID[t.ID] {
 			continue
+		}
+		if t.Name == ConsumerOffsetsTopic && t.Err == nil {
+			// Fetch v13 names it by this id: answered as refused
+			// (refuseConsumerOffsets), not as __groups.
+			l.names.m.Store([16]byte(t.ID), ConsumerOffsetsTopic)
 		}
 		mt := topicMetadata(t)
 		if mt.ErrorCode == kerr.UnknownTopicOrPartition.Code && l.autoCreate(c, req, t.Name) {
@@ -143,6 +160,7 @@ func (l *Listener) autoCreate(c *netio.Conn, req *kmsg.MetadataRequest, name str
 func topicMetadata(t *service.TopicMetadata) kmsg.MetadataResponseTopic {
 	mt := kmsg.NewMetadataResponseTopic()
 	mt.Topic = kmsg.StringPtr(t.Name)
+	mt.IsInternal = metadata.IsInternalTopic(t.Name)
 	if t.ID != (metadata.TopicID{}) {
 		mt.TopicID = t.ID
 	}

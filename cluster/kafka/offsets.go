@@ -10,8 +10,9 @@ import (
 
 // listOffsets answers each partition from its primary: -2 the log start,
 // -1 the high watermark (the last stable offset too: there are no
-// transactions), else the first offset whose batch's max timestamp is at
-// or after the time. -3 (max timestamp, v7) is INVALID_REQUEST here.
+// transactions), -3 (max timestamp, v7+, KIP-734) the first committed
+// record with the largest timestamp and that timestamp, else the first
+// offset whose batch's max timestamp is at or after the time.
 func (l *Listener) listOffsets(c *netio.Conn, req *kmsg.ListOffsetsRequest, reply func(kmsg.Response)) {
 	resp := req.ResponseKind().(*kmsg.ListOffsetsResponse)
 	pending := 1
@@ -32,7 +33,13 @@ func (l *Listener) listOffsets(c *netio.Conn, req *kmsg.ListOffsetsRequest, repl
 			rp := &rt.Partitions[pi]
 			*rp = kmsg.NewListOffsetsResponseTopicPartition()
 			rp.Partition = p.Partition
-			if p.Timestamp < -2 {
+			if code := refuseConsumerOffsets(t.Topic); code != 0 {
+				rp.ErrorCode = code
+				continue
+			}
+			if p.Timestamp < -3 || p.Timestamp == -3 && req.Version < 7 {
+				// -4 and -5 are tiered storage's (v8+, not served);
+				// -3 is max timestamp from v7 (KIP-734).
 				rp.ErrorCode = kerr.InvalidRequest.Code
 				continue
 			}
@@ -41,7 +48,8 @@ func (l *Listener) listOffsets(c *netio.Conn, req *kmsg.ListOffsetsRequest, repl
 				ref.Generation = service.GenerationUnknown
 			}
 			pending++
-			l.svc.ListOffsets(c.Shard(), &service.ListOffsetsRequest{PartitionRef: ref, Timestamp: p.Timestamp},
+			l.svc.ListOffsets(c.Shard(), &service.ListOffsetsRequest{PartitionRef: ref, Timestamp: p.Timestamp,
+				Isolation: service.Isolation(max(req.IsolationLevel, 0))},
 				func(res service.ListOffsetsResult, err error) {
 					if err != nil {
 						rp.ErrorCode = errorCode(err)
@@ -62,13 +70,12 @@ func (l *Listener) listOffsets(c *netio.Conn, req *kmsg.ListOffsetsRequest, repl
 // initProducerID hands an idempotent producer an id from the node's
 // producer ids, the same ones the native protocol hands out, so the
 // partitions' duplicate and sequence checks apply to Kafka producers
-// unchanged. Transactional ids are refused: there are no transactions.
-func (l *Listener) initProducerID(req *kmsg.InitProducerIDRequest, reply func(kmsg.Response)) {
+// unchanged; a transactional producer gets its id and a new epoch from
+// its transaction coordinator (txns.go).
+func (l *Listener) initProducerID(c *netio.Conn, req *kmsg.InitProducerIDRequest, reply func(kmsg.Response)) {
 	resp := req.ResponseKind().(*kmsg.InitProducerIDResponse)
 	if req.TransactionalID != nil {
-		resp.ErrorCode = kerr.TransactionalIDAuthorizationFailed.Code
-		resp.ProducerID, resp.ProducerEpoch = -1, -1
-		reply(resp)
+		l.initTxnProducer(c, req, reply)
 		return
 	}
 	ask := service.InitProducerRequest{ProducerID: -1, ProducerEpoch: -1}

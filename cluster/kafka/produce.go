@@ -7,6 +7,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/corestream/corestream/cluster/frontend"
 	"github.com/corestream/corestream/cluster/service"
 	"github.com/corestream/corestream/netio"
 )
@@ -23,6 +24,14 @@ const (
 // the batch is durable on the primary, -1 when a quorum of the replicas
 // has it (our commit; Kafka waits for the ISR, we never wait for more
 // than a majority, docs/kafka.md), 0 not at all.
+//
+// Each partition's records are one batch (the replica refuses more) and
+// a slice of the frame being delivered, and every partition's Produce is
+// called before OnFrame returns: so each may lend the read buffer to the
+// log (frontend.Lend), which keeps it only for a large batch it writes
+// in place on this shard; a partition on another shard gets a copy. The
+// request counts toward moving the connection to the shard that owns
+// its partitions when that is one other shard (Config.Mover).
 func (l *Listener) produce(c *netio.Conn, req *kmsg.ProduceRequest, reply func(kmsg.Response), noReply func()) {
 	resp := req.ResponseKind().(*kmsg.ProduceResponse)
 	acks := req.Acks
@@ -53,12 +62,18 @@ func (l *Listener) produce(c *netio.Conn, req *kmsg.ProduceRequest, reply func(k
 	timeout := time.Duration(max(req.TimeoutMillis, 0)) * time.Millisecond
 	pending := 1                // one for this loop, released after it
 	leaders := map[int32]bool{} // nodes named in CurrentLeader hints
+	owner := frontend.NoOwner   // of the partitions produced to (frontend.Fold)
+	var tracked func()          // the Mover's, set before the loop's own finish
 	finish := func() {
 		pending--
-		if pending == 0 && acks != acksNone {
+		if pending > 0 {
+			return
+		}
+		if acks != acksNone {
 			l.addLeaderEndpoints(resp, leaders)
 			reply(resp)
 		}
+		tracked() // answered, and no call of the request is outstanding
 	}
 	resp.Topics = make([]kmsg.ProduceResponseTopic, len(req.Topics))
 	for ti := range req.Topics {
@@ -72,14 +87,20 @@ func (l *Listener) produce(c *netio.Conn, req *kmsg.ProduceRequest, reply func(k
 			rp := &rt.Partitions[pi]
 			*rp = kmsg.NewProduceResponseTopicPartition()
 			rp.Partition = p.Partition
+			if code := refuseConsumerOffsets(t.Topic); code != 0 {
+				rp.ErrorCode = code
+				rp.ErrorMessage = kmsg.StringPtr(ConsumerOffsetsTopic + " is the broker's own; clients may not write it")
+				continue
+			}
 			if len(p.Records) == 0 {
 				rp.ErrorCode = kerr.CorruptMessage.Code
 				rp.ErrorMessage = kmsg.StringPtr("no record batch")
 				continue
 			}
 			pending++
+			owner = frontend.Fold(owner, l.cfg.Mover.Route(c, t.Topic, p.Partition))
 			req := &service.ProduceRequest{PartitionRef: service.PartitionRef{Topic: t.Topic, Partition: p.Partition,
-				Generation: service.GenerationUnknown}, Acks: ours, Timeout: timeout, Records: p.Records}
+				Generation: service.GenerationUnknown}, Acks: ours, Timeout: timeout, Records: p.Records, Lend: frontend.Lend(c)}
 			l.svc.Produce(c.Shard(), req, func(res service.ProduceResult, err error) {
 				if err != nil {
 					rp.ErrorCode, rp.ErrorMessage = errorCode(err), errorMessage(err)
@@ -94,6 +115,7 @@ func (l *Listener) produce(c *netio.Conn, req *kmsg.ProduceRequest, reply func(k
 			})
 		}
 	}
+	tracked = l.cfg.Mover.Track(c, &c.Context().(*conn).homing, owner)
 	finish()
 }
 

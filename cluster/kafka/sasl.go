@@ -135,7 +135,7 @@ func (l *Listener) saslAuthenticate(c *netio.Conn, st *conn, r *kmsg.SASLAuthent
 			return failed(fmt.Errorf("malformed PLAIN message"))
 		}
 		u := l.user(string(parts[1]))
-		if u == nil || !u.Credential.Verify(string(parts[2])) {
+		if u == nil || !u.VerifyPassword(string(parts[2])) {
 			return failed(scram.ErrAuthFailed)
 		}
 		l.authenticated(c, st, u)
@@ -152,15 +152,10 @@ func (l *Listener) saslAuthenticate(c *netio.Conn, st *conn, r *kmsg.SASLAuthent
 		}
 		conv := m.NewServerConversation(func(name string) (scram.Credential, bool) {
 			u := l.user(name)
-			switch {
-			case u == nil:
+			if u == nil {
 				return scram.Credential{}, false
-			case m == scram.SHA512 && u.CredentialSHA512 == nil:
-				return scram.Credential{}, false
-			case m == scram.SHA512:
-				return *u.CredentialSHA512, true
 			}
-			return u.Credential, true
+			return u.CredentialOf(m)
 		}, rnd)
 		first, err := conv.First(string(r.SASLAuthBytes))
 		if err != nil {
@@ -210,6 +205,9 @@ func (l *Listener) authenticated(c *netio.Conn, st *conn, u *metadata.User) {
 	st.sasl.mechanism, st.sasl.conv, st.sasl.raw = "", nil, false
 	p := security.Principal{User: u.Name, Superuser: u.Superuser}
 	st.sasl.as = &Listener{svc: service.Guard(l.svc, l.cfg.Auth.Users, p), cfg: l.cfg, sessionIDs: l.sessionIDs, names: l.names}
+	if l.cfg.Users != nil {
+		st.sasl.as.users = service.GuardUsers(l.cfg.Users, p)
+	}
 	l.cfg.Log.Debug("kafka connection authenticated", "remote", c.RemoteAddr(), "user", u.Name)
 }
 

@@ -27,7 +27,9 @@ const (
 	deleteGroupsKey     int16 = 42
 	offsetDeleteKey     int16 = 47
 	describeClusterKey  int16 = 60
-	// saslHandshakeKey and saslAuthenticateKey are in sasl.go.
+	// saslHandshakeKey and saslAuthenticateKey are in sasl.go,
+	// describeLogDirsKey, describeTopicPartitionsKey, describeProducersKey, deleteRecordsKey, the SCRAM
+	// credential and the ACL keys in their files.
 )
 
 // supported is exactly what ApiVersions lists: each API this listener
@@ -49,7 +51,7 @@ var supported = []struct {
 	min, max int16
 }{
 	{produceKey, 3, 12},
-	{fetchKey, 4, 13},
+	{fetchKey, 4, 17},
 	{listOffsetsKey, 1, 7},
 	{metadataKey, 0, 12},
 	// The group APIs (groups.go) stop before KIP-848's member epochs
@@ -67,6 +69,16 @@ var supported = []struct {
 	{createTopicsKey, 2, 7},
 	{deleteTopicsKey, 1, 5},
 	{initProducerIDKey, 0, 4},
+	// The transaction APIs (txns.go) speak transaction version 1: the
+	// client adds each partition (AddPartitionsToTxn 4 and later is the
+	// brokers' batched form), and EndTxn stops before 5 (KIP-890's epoch
+	// bump per transaction).
+	{addPartitionsToTxnKey, 0, 3},
+	{addOffsetsToTxnKey, 0, 4},
+	{endTxnKey, 0, 4},
+	{txnOffsetCommitKey, 0, 4},
+	{describeTransactionsKey, 0, 0},
+	{listTransactionsKey, 0, 0},
 	{offsetForEpochKey, 2, 4},
 	{describeConfigsKey, 0, 4},
 	{alterConfigsKey, 0, 2},
@@ -75,6 +87,18 @@ var supported = []struct {
 	{deleteGroupsKey, 0, 2},
 	{offsetDeleteKey, 0, 0},
 	{describeClusterKey, 0, 1},
+	{describeLogDirsKey, 0, 4},
+	{describeTopicPartitionsKey, 0, 0},
+	{describeUserScramCredentialsKey, 0, 0},
+	{alterUserScramCredentialsKey, 0, 0},
+	{describeACLsKey, 0, 3},
+	{createACLsKey, 0, 3},
+	{deleteACLsKey, 0, 3},
+	{electLeadersKey, 0, 2},
+	{alterPartitionAssignmentsKey, 0, 0},
+	{listPartitionReassignmentsKey, 0, 0},
+	{describeProducersKey, 0, 0},
+	{deleteRecordsKey, 0, 2},
 	{saslHandshakeKey, 0, 1},
 	{saslAuthenticateKey, 0, 2},
 }
