@@ -1,10 +1,7 @@
 package httpapi
 
 import (
-	"context"
-	"encoding/json"
 	"net/http"
-	"sync"
 	"time"
 
 	"github.com/corestream/corestream/cluster/service"
@@ -28,12 +25,17 @@ const (
 
 // Stats are one node's traffic figures since it started: the counters
 // behind corestream_produced_bytes_total and its kin (docs/operations.md).
-// A reader takes rates from two samples and their TimeMs.
+// A reader takes rates from two samples and their TimeMs. Requests are
+// counted when answered, errors included (ProduceErrors, FetchErrors of
+// them), as corestream_service_request_duration_seconds_count counts
+// them.
 type Stats struct {
 	ProduceRequests int64
 	ProducedBytes   int64
+	ProduceErrors   int64
 	FetchRequests   int64
 	FetchedBytes    int64
+	FetchErrors     int64
 }
 
 // rebalanceBody is the body of POST /v1/rebalance.
@@ -76,8 +78,10 @@ type statsAnswer struct {
 	TimeMs          int64   `json:"time_ms"`
 	ProduceRequests int64   `json:"produce_requests"`
 	ProducedBytes   int64   `json:"produced_bytes"`
+	ProduceErrors   int64   `json:"produce_errors"`
 	FetchRequests   int64   `json:"fetch_requests"`
 	FetchedBytes    int64   `json:"fetched_bytes"`
+	FetchErrors     int64   `json:"fetch_errors"`
 	Error           *string `json:"error"`
 }
 
@@ -160,7 +164,8 @@ func (h *API) ownStats() statsAnswer {
 		s = h.stats()
 	}
 	return statsAnswer{NodeID: h.self, TimeMs: time.Now().UnixMilli(), ProduceRequests: s.ProduceRequests,
-		ProducedBytes: s.ProducedBytes, FetchRequests: s.FetchRequests, FetchedBytes: s.FetchedBytes}
+		ProducedBytes: s.ProducedBytes, ProduceErrors: s.ProduceErrors, FetchRequests: s.FetchRequests,
+		FetchedBytes: s.FetchedBytes, FetchErrors: s.FetchErrors}
 }
 
 func (h *API) nodeStats(w http.ResponseWriter, r *http.Request) {
@@ -178,45 +183,8 @@ func (h *API) clusterStats(w http.ResponseWriter, r *http.Request) {
 		h.fail(w, err)
 		return
 	}
-	brokers := h.svc.Brokers()
-	out := clusterStatsAnswer{Nodes: make([]statsAnswer, len(brokers))}
-	var wg sync.WaitGroup
-	for i, b := range brokers {
-		if b.ID == h.self {
-			out.Nodes[i] = h.ownStats()
-			continue
-		}
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			out.Nodes[i] = h.remoteStats(r.Context(), b)
-		}()
-	}
-	wg.Wait()
-	writeJSON(w, http.StatusOK, out)
-}
-
-// remoteStats asks node b for its figures.
-func (h *API) remoteStats(ctx context.Context, b service.Broker) statsAnswer {
-	failed := func(msg string) statsAnswer { return statsAnswer{NodeID: b.ID, Error: &msg} }
-	if b.HTTPAddr == "" {
-		return failed("no http_addr in the roster")
-	}
-	ctx, cancel := context.WithTimeout(ctx, statsGatherTimeout)
-	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, h.schemeOf()+"://"+b.HTTPAddr+"/v1/stats", nil)
-	if err != nil {
-		return failed(err.Error())
-	}
-	onBehalf(ctx, req)
-	resp, err := h.client.Do(req)
-	if err != nil {
-		return failed(err.Error())
-	}
-	defer resp.Body.Close()
-	var a statsAnswer
-	if err := json.NewDecoder(resp.Body).Decode(&a); err != nil || resp.StatusCode != http.StatusOK || a.NodeID != b.ID {
-		return failed("node " + b.HTTPAddr + " answered " + resp.Status + " without its figures")
-	}
-	return a
+	nodes := gather(h, r.Context(), "/v1/stats", "figures", h.ownStats, func(id int32, msg string) statsAnswer {
+		return statsAnswer{NodeID: id, Error: &msg}
+	})
+	writeJSON(w, http.StatusOK, clusterStatsAnswer{Nodes: nodes})
 }

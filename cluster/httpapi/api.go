@@ -78,6 +78,9 @@ type API struct {
 	stats func() Stats
 	// groups serves the groups routes (groups.go); nil: none.
 	groups GroupsSource
+	// history is this node's samples for GET /v1/history (history.go);
+	// nil: none.
+	history HistorySource
 }
 
 // httpMethods are the methods any route serves; an unknown path or
@@ -100,6 +103,9 @@ type Config struct {
 	// Stats are this node's traffic figures for GET /v1/stats (nil: all
 	// 0).
 	Stats func() Stats
+	// History is this node's samples for GET /v1/history and the
+	// console's charts (nil: none).
+	History HistorySource
 	// BodyTimeout bounds the read of a request body once its headers are
 	// in; 0 is httpBodyTimeout (30 s).
 	BodyTimeout time.Duration
@@ -124,7 +130,7 @@ func New(cfg Config, ln net.Listener) *API {
 	}
 	h := &API{svc: cfg.Service, self: cfg.Self, jwtSecret: cfg.JWTSecret, httpAddrs: cfg.HTTPAddrOf,
 		ln: ln, mux: http.NewServeMux(), client: &http.Client{Timeout: httpForwardTimeout}, bodyTimeout: cfg.BodyTimeout,
-		auth: cfg.Auth, users: cfg.Users, stats: cfg.Stats}
+		auth: cfg.Auth, users: cfg.Users, stats: cfg.Stats, history: cfg.History}
 	h.mux.HandleFunc("GET /v1/health", h.health)
 	h.mux.HandleFunc("GET /v1/cluster", h.cluster)
 	h.mux.HandleFunc("GET /v1/cluster/nodes", h.listNodes)
@@ -142,6 +148,8 @@ func New(cfg Config, ln net.Listener) *API {
 	h.mux.HandleFunc("POST /v1/rebalance", h.rebalance)
 	h.mux.HandleFunc("GET /v1/stats", h.nodeStats)
 	h.mux.HandleFunc("GET /v1/cluster/stats", h.clusterStats)
+	h.mux.HandleFunc("GET /v1/history", h.nodeHistory)
+	h.mux.HandleFunc("GET /v1/cluster/history", h.clusterHistory)
 	// The console (console.go): a page and its assets, embedded.
 	h.mux.HandleFunc("GET /{$}", h.consolePage)
 	h.mux.Handle("GET /console/", h.consoleAssets())

@@ -176,7 +176,7 @@ func (h *API) login(w http.ResponseWriter, r *http.Request) {
 		h.fail(w, err)
 		return
 	}
-	if u == nil || !u.Credential.Verify(req.Password) {
+	if u == nil || !u.VerifyPassword(req.Password) {
 		a.Limiter.Fail(addr, now)
 		h.fail(w, wire.Errorf(wire.ErrAuthenticationFailed, "authentication failed: unknown user or wrong password"))
 		return

@@ -12,6 +12,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/corestream/corestream/cluster/history"
 	"github.com/corestream/corestream/cluster/metadata"
 	"github.com/corestream/corestream/cluster/service"
 	"github.com/corestream/corestream/netio/wire"
@@ -79,10 +80,20 @@ func serveFake(t *testing.T, svc *fakeService, addrs map[int32]string) *API {
 		t.Fatal(err)
 	}
 	h := New(Config{Service: svc, Self: svc.self, HTTPAddrOf: func(id int32) string { return addrs[id] },
-		Stats: func() Stats { return Stats{ProduceRequests: int64(svc.self), ProducedBytes: 10 * int64(svc.self)} }}, ln)
+		Stats:   func() Stats { return Stats{ProduceRequests: int64(svc.self), ProducedBytes: 10 * int64(svc.self)} },
+		History: fakeHistory{self: svc.self}}, ln)
 	h.Serve()
 	t.Cleanup(func() { h.Close() })
 	return h
+}
+
+// fakeHistory is a node's two samples, its id in their figures.
+type fakeHistory struct{ self int32 }
+
+func (f fakeHistory) History() ([]history.Sample, int64) {
+	id := int64(f.self)
+	return []history.Sample{{TimeMs: 1000, ProducedBytes: id}, {TimeMs: 6000, ProducedBytes: 100 * id,
+		Groups: []history.GroupLag{{Group: "g", Lag: id}}}}, 5000
 }
 
 func get(t *testing.T, u string) (int, http.Header, []byte) {
@@ -132,11 +143,29 @@ func TestConsoleServed(t *testing.T) {
 		}
 		return nil
 	})
-	// Every route the script calls exists.
+	// Every route the scripts call exists.
 	js, _ := fs.ReadFile(consoleFS, "console.js")
 	for _, route := range []string{"/v1/cluster", "/v1/cluster/stats", "/v1/topics", "/v1/partitions?", "/v1/rebalance"} {
 		if !strings.Contains(string(js), `"`+route) {
 			t.Errorf("console.js does not call %s", route)
+		}
+	}
+	// The charts: the page loads their script before the console's (which
+	// polls them), and has a place for every chart the script draws.
+	charts, _ := fs.ReadFile(consoleFS, "charts.js")
+	if !strings.Contains(string(charts), `"/v1/cluster/history"`) {
+		t.Errorf("charts.js does not call /v1/cluster/history")
+	}
+	if c, j := strings.Index(string(page), "/console/charts.js"), strings.Index(string(page), "/console/console.js"); c < 0 || c > j {
+		t.Errorf("the page loads charts.js at %d, console.js at %d: the charts' script must come first", c, j)
+	}
+	ids := regexp.MustCompile(`\{ id: "(chart-[a-z-]+)"`).FindAllStringSubmatch(string(charts), -1)
+	if len(ids) < 6 {
+		t.Errorf("charts.js defines %d charts; want produce and fetch bytes and records, under-replicated, group lag", len(ids))
+	}
+	for _, id := range ids {
+		if !strings.Contains(string(page), `id="`+id[1]+`"`) {
+			t.Errorf("the page has no place for chart %s", id[1])
 		}
 	}
 	for _, path := range []string{"/console/missing.js", "/console/"} {
@@ -278,6 +307,42 @@ func TestHTTPClusterStats(t *testing.T) {
 		if id == 3 && n.Error == nil {
 			t.Errorf("node 3 is down but answered %+v", n)
 		}
+	}
+}
+
+// GET /v1/cluster/history has every node: the answering one's own
+// samples, a peer's as it answered, and an error for a node down; GET
+// /v1/history is one node's.
+func TestHTTPClusterHistory(t *testing.T) {
+	addrs := map[int32]string{3: deadAddr(t)}
+	brokers := []service.Broker{{ID: 1}, {ID: 2}, {ID: 3, HTTPAddr: addrs[3]}}
+	n2 := serveFake(t, &fakeService{self: 2, brokers: brokers}, addrs)
+	brokers[1].HTTPAddr = n2.Addr()
+	n1 := serveFake(t, &fakeService{self: 1, brokers: brokers}, addrs)
+	status, _, raw := get(t, "http://"+n1.Addr()+"/v1/cluster/history")
+	var got clusterHistoryAnswer
+	if err := json.Unmarshal(raw, &got); status != 200 || err != nil || len(got.Nodes) != 3 {
+		t.Fatalf("%d %v %s", status, err, raw)
+	}
+	for i, n := range got.Nodes {
+		id := int32(i + 1)
+		if n.NodeID != id {
+			t.Errorf("entry %d is node %d", i, n.NodeID)
+		}
+		if id < 3 && (n.Error != nil || n.IntervalMs != 5000 || len(n.Samples) != 2 || n.Samples[1].ProducedBytes != 100*int64(id) ||
+			len(n.Samples[1].Groups) != 1 || n.Samples[1].Groups[0].Lag != int64(id)) {
+			t.Errorf("node %d: %+v", id, n)
+		}
+		if id == 3 && (n.Error == nil || n.Samples == nil) {
+			t.Errorf("node 3 is down but answered %+v", n)
+		}
+	}
+	// A sample without groups answers an empty list, not null.
+	if !strings.Contains(string(raw), `"groups":[]`) {
+		t.Errorf("a sample without groups: %s", raw)
+	}
+	if status, _, raw := get(t, "http://"+n2.Addr()+"/v1/history?x=1"); status != 400 || !strings.Contains(string(raw), `\"x\" is unknown`) {
+		t.Errorf("GET /v1/history?x=1: %d %s", status, raw)
 	}
 }
 

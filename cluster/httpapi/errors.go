@@ -76,6 +76,12 @@ var httpStatusByCode = map[int16]int{
 	wire.ErrCoordinatorNotAvailable.Code:   http.StatusServiceUnavailable,
 	wire.ErrCoordinatorLoading.Code:        http.StatusServiceUnavailable,
 	wire.ErrGroupSubscribedToTopic.Code:    http.StatusConflict,
+	wire.ErrConcurrentTransactions.Code:    http.StatusServiceUnavailable,
+	wire.ErrProducerFenced.Code:            http.StatusConflict,
+	wire.ErrInvalidTxnState.Code:           http.StatusConflict,
+	wire.ErrInvalidTransactionTimeout.Code: http.StatusBadRequest,
+	wire.ErrUnstableOffsetCommit.Code:      http.StatusServiceUnavailable,
+	wire.ErrTransactionalIDNotFound.Code:   http.StatusNotFound,
 }
 
 // httpStatusOf returns the status for a wire error: its table entry, or

@@ -74,6 +74,17 @@ type GroupMember struct {
 	InstanceID string `json:"instance_id,omitempty"`
 	ClientID   string `json:"client_id"`
 	Host       string `json:"host"`
+	// Assignment is the partitions the group's leader gave the member,
+	// by topic in name order: empty before a sync, or when the group's
+	// protocol type is not Kafka's "consumer" (its assignment is not the
+	// consumer protocol's, and is not read).
+	Assignment []GroupAssignedTopic `json:"assignment"`
+}
+
+// GroupAssignedTopic is one topic's partitions in a member's assignment.
+type GroupAssignedTopic struct {
+	Topic      string  `json:"topic"`
+	Partitions []int32 `json:"partitions"`
 }
 
 // groupList answers GET /v1/groups.

@@ -13,6 +13,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/corestream/corestream/cluster/history"
 	"github.com/corestream/corestream/netio/wire"
 )
 
@@ -110,6 +111,7 @@ var httpAnswers = []any{
 	errorAnswer{}, healthAnswer{}, clusterAnswer{}, topicList{}, topicSummary{}, topicDetail{}, deletedTopic{},
 	produceAnswer{}, fetchAnswer{}, loginAnswer{}, userAnswer{}, userList{},
 	partitionList{}, partitionsLogAnswer{}, rebalanceAnswer{}, movePrimaryAnswer{}, statsAnswer{}, clusterStatsAnswer{}, rosterAnswer{}, reassignAnswer{},
+	historyAnswer{}, clusterHistoryAnswer{}, history.Sample{},
 	// Request bodies follow the same rule.
 	produceBody{}, createTopicBody{}, partitionsLogBody{}, rebalanceBody{}, movePrimaryBody{}, loginBody{}, createUserBody{}, userChangeBody{}, addNodeBody{}, drainBody{},
 }

@@ -79,6 +79,7 @@ async function login(user, password) {
   pollTopics();
   pollPartitions();
   pollGroups();
+  pollHistory();
 }
 
 // logout forgets the token; the next data call asks for a login again.
@@ -123,6 +124,8 @@ function rates(stats) {
         produceBytes: (s.produced_bytes - prev.produced_bytes) / dt,
         fetchReq: (s.fetch_requests - prev.fetch_requests) / dt,
         fetchBytes: (s.fetched_bytes - prev.fetched_bytes) / dt,
+        produceErr: (s.produce_errors - prev.produce_errors) / dt,
+        fetchErr: (s.fetch_errors - prev.fetch_errors) / dt,
       });
     }
   }
@@ -149,7 +152,8 @@ function renderCluster(c, r) {
       `<td class="${n.alive ? "up" : "down"}">${n.alive ? "up" : "down"}</td>` +
       `<td>${esc(n.http_addr)}</td><td>${n.primaries}</td><td>${n.preferred_primaries}</td><td>${n.replicas}</td>` +
       `<td>${rate(nr.produceReq)}</td><td>${nr.produceBytes === undefined ? "–" : bytes(Math.round(nr.produceBytes))}</td>` +
-      `<td>${rate(nr.fetchReq)}</td><td>${nr.fetchBytes === undefined ? "–" : bytes(Math.round(nr.fetchBytes))}</td></tr>`;
+      `<td>${rate(nr.fetchReq)}</td><td>${nr.fetchBytes === undefined ? "–" : bytes(Math.round(nr.fetchBytes))}</td>` +
+      `<td class="${nr.produceErr > 0 ? "bad" : ""}">${rate(nr.produceErr)}</td><td class="${nr.fetchErr > 0 ? "bad" : ""}">${rate(nr.fetchErr)}</td></tr>`;
   });
   $("nodes").tBodies[0].innerHTML = rows.join("");
   // The primary filter offers every node.
@@ -295,16 +299,44 @@ function renderGroups(list) {
     `${list.groups.length} of ${list.total} (narrow the filter)` : `${list.total} group${list.total === 1 ? "" : "s"}`;
 }
 
+// assigned is a member's assignment as "topic 0,1,2; other 3".
+const assigned = (m) => (m.assignment || []).map((a) => `${a.topic} ${a.partitions.join(",")}`).join("; ");
+
+// lastGroupDetail is the group drawn last, for its trend column.
+let lastGroupDetail = null;
+
 function renderGroupDetail(g) {
+  lastGroupDetail = g;
   $("group-detail").hidden = false;
   $("group-detail-name").textContent = `${g.group}: lag ${g.lag}` + (g.end_unknown ? ` (${g.end_unknown} partitions unknown)` : "");
   $("group-members").textContent = g.members === null ?
     `members: none (coordinator node ${g.coordinator_id} holds no such group: its offsets are from before groups moved to __groups)` :
-    `${g.state}, generation ${g.generation}, ${g.members.length} member${g.members.length === 1 ? "" : "s"}: ` +
-    g.members.map((m) => `${m.client_id} (${m.host})`).join(", ");
-  $("group-partitions").tBodies[0].innerHTML = g.partitions.map((p) =>
-    `<tr data-topic="${esc(p.topic)}" data-partition="${p.partition}"><td>${esc(p.topic)}</td><td>${p.partition}</td>` +
-    `<td>${p.committed}</td><td>${orDash(p.end)}</td><td class="${p.lag > 0 ? "warn" : ""}">${orDash(p.lag)}</td></tr>`).join("");
+    `${g.state}, generation ${g.generation}, ${g.members.length} member${g.members.length === 1 ? "" : "s"}`;
+  $("group-member-list").tBodies[0].innerHTML = (g.members || []).map((m) =>
+    `<tr data-member="${esc(m.member_id)}"><td>${esc(m.member_id)}</td><td>${esc(m.client_id)}</td><td>${esc(m.host)}</td>` +
+    `<td class="assignment">${esc(assigned(m)) || "–"}</td></tr>`).join("");
+  // Each partition's member: the one whose assignment holds it.
+  const owner = new Map();
+  for (const m of g.members || []) {
+    for (const a of m.assignment || []) for (const p of a.partitions) owner.set(a.topic + "/" + p, m.client_id || m.member_id);
+  }
+  const trends = new Map(lastHistory ? groupPartitionSeries(lastHistory.nodes, g.group).map((s) => [s.name, lagTrend(s.points)]) : []);
+  $("group-partitions").tBodies[0].innerHTML = g.partitions.map((p) => {
+    const key = p.topic + "/" + p.partition, tr = trends.get(key);
+    const trend = tr === undefined || tr === null ? "–" : tr > 0 ? `↑ ${tr}` : tr < 0 ? `↓ ${-tr}` : "→ 0";
+    return `<tr data-topic="${esc(p.topic)}" data-partition="${p.partition}"><td>${esc(p.topic)}</td><td>${p.partition}</td>` +
+      `<td>${esc(owner.get(key) || "–")}</td><td>${p.committed}</td><td>${orDash(p.end)}</td>` +
+      `<td class="${p.lag > 0 ? "warn" : ""}">${orDash(p.lag)}</td><td class="trend" title="change of the lag over the last minute charted">${esc(trend)}</td></tr>`;
+  }).join("");
+  renderGroupTrend();
+}
+
+// renderGroupTrend draws the open group's lag per partition over the
+// charts' history, with the charts' marks.
+function renderGroupTrend() {
+  if (!lastGroupDetail || !lastHistory) return;
+  const h = lastHistory;
+  $(groupTrendDef.id).innerHTML = chartSVG(groupTrendDef, groupPartitionSeries(h.nodes, lastGroupDetail.group), h.marks, h.t0, h.t1);
 }
 
 let groupsBusy = false;
@@ -423,7 +455,7 @@ function wire() {
   });
 }
 
-window.corestreamConsole = { renderPartitions };
+window.corestreamConsole = { renderPartitions, renderCharts };
 
 // The node serving the page, once: its answers are what the page shows.
 api("GET", "/v1/health").then((h) => {
@@ -435,7 +467,9 @@ pollCluster();
 pollTopics();
 pollPartitions();
 pollGroups();
+pollHistory(); // charts.js
 setInterval(pollCluster, clusterPollMs);
+setInterval(pollHistory, historyPollMs);
 setInterval(pollGroups, groupsPollMs);
 setInterval(pollTopics, topicsPollMs);
 setInterval(pollPartitions, partitionsPollMs);
