@@ -541,7 +541,7 @@ func TestClusterMetadataSnapshotInstall(t *testing.T) {
 	createTopic(t, ctx, cl, client.TopicSpec{Name: "kept", Partitions: 1, ReplicationFactor: 3})
 	tc.stopNode(2)
 	md := strings.Repeat("m", 3500)
-	primary := metaPrimaryService(t, tc)
+	primary := metaPrimaryByRoute(t, tc)
 	for i := 0; i < 1000; i++ {
 		if err := commitMetaOffsets(primary, "c", []service.OffsetCommit{{Topic: "kept", Offset: int64(i), Metadata: md}}); err != nil {
 			t.Fatal(err)
@@ -552,7 +552,7 @@ func TestClusterMetadataSnapshotInstall(t *testing.T) {
 	clusterWait(t, 30*time.Second, "node 3 to hold the latest committed offset", func() bool {
 		var off int64 = -1
 		n3.group.Shard(metaShard).Do(func(*shard.Shard) {
-			if c, ok := n3.ctrl.state.Committed("c", metadata.OffsetKey{Topic: "kept", Partition: 0}); ok {
+			if c, ok := n3.ctrl.State().Committed("c", metadata.OffsetKey{Topic: "kept", Partition: 0}); ok {
 				off = c.Offset
 			}
 		})

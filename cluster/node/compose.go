@@ -106,6 +106,7 @@ func (n *Node) startParts(s partSeams) error {
 		self: n.self, log: n.log, group: g, hosts: n.hosts, shardOf: n.shardOf, alive: n.alive,
 		heartbeat: tick, reconcile: n.requestReconcile,
 		transport: func() Transport { return n.peers }, observed: n.reassignObserved,
+		txnMarker: n.peerTxnMarker, txnMarkerAck: n.peerTxnMarkerAck,
 		observeMeta: func(r *partition.Replica, m *raftlite.Message) {
 			if n.ctrl != nil {
 				n.ctrl.observe(r, m)
@@ -137,12 +138,18 @@ func (n *Node) startParts(s partSeams) error {
 		return err
 	}
 	n.groups = n.newGroups()
+	n.txns = n.newTxns()
 	n.svc = newService(n)
-	n.groups.start(n.svc)
+	n.groups.Start(n.svc)
+	n.txns.Start(n.svc)
 	for i := 0; i < g.Len(); i++ {
 		sh := g.Shard(i)
 		every := time.Duration(n.cfg.Storage.RetentionCheckIntervalMs) * time.Millisecond
 		sh.Post(func() { sh.AfterFunc(every, func() { n.retentionLoop(sh, every) }) })
+		// The cleaner has a loop of its own: retention looks once a
+		// minute, the cleaner's bounded steps need a finer beat.
+		clean := time.Duration(n.cfg.Storage.CleanerIntervalMs) * time.Millisecond
+		sh.Post(func() { sh.AfterFunc(clean, func() { n.cleanerLoop(sh, clean) }) })
 		if n.clustered() {
 			sh.Post(func() { n.router.InSyncLoop(sh, func() *partition.Host { return n.hosts[i] }) })
 		}

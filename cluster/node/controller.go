@@ -3,6 +3,7 @@ package node
 import (
 	"errors"
 	"fmt"
+	ctl "github.com/corestream/corestream/cluster/controller"
 	"github.com/corestream/corestream/cluster/routes"
 	"log/slog"
 	"path/filepath"
@@ -16,47 +17,41 @@ import (
 	"github.com/corestream/corestream/cluster/service"
 	"github.com/corestream/corestream/raftlite"
 	"github.com/corestream/corestream/segment"
-	"github.com/corestream/corestream/segment/batch"
 	"github.com/corestream/corestream/segment/vfs"
 	"github.com/corestream/corestream/shard"
 	"github.com/corestream/corestream/shard/partition"
 )
 
-// metaTopicID names the metadata group's log; no client topic can have it
-// (topic ids are random version-4 UUIDs, whose version nibble is 4).
-var metaTopicID = [16]byte{0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x0f, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff}
+// metaTopicID names the metadata group's log (routes.MetaTopicID).
+var metaTopicID = routes.MetaTopicID
 
 const (
-	// metaShard hosts the metadata group and the controller.
-	metaShard = 0
-	// resultsMax bounds the apply results kept for proposers.
-	resultsMax = 4096
-	// adminTimeoutDefault bounds an admin request that gives no timeout.
-	adminTimeoutDefault = 30 * time.Second
+	// metaShard hosts the metadata group and the controller
+	// (routes.MetaShard).
+	metaShard = routes.MetaShard
+	// adminTimeoutDefault bounds an admin request that gives no timeout
+	// (the drivers' ProposeTimeout).
+	adminTimeoutDefault = ctl.ProposeTimeout
 )
-
-// applied is the outcome of one metadata command, kept for its proposer.
-type applied struct {
-	res metadata.Result
-	err error
-}
 
 // controller runs the metadata group on shard metaShard: it proposes
 // commands, reads committed ones from the metadata log into its pure core
-// (metaCore: typed commands in, applied state and Views out) and hands
+// (ctl.Core: typed commands in, applied state and Views out) and hands
 // each new View to the rest of the node through ctrlDeps.publish. All of
 // its fields are owned by shard metaShard.
 type controller struct {
-	*metaCore
+	*ctl.Core
 	d  ctrlDeps
 	sh *shard.Shard
 	r  *partition.Replica
-	// n is for the admin front end (api_admin.go) only, until it calls
-	// the service; the controller's own code reaches the node through d.
-	bal *balancer
-	// reas drives replica moves (reassign.go).
-	reas *reassigner
-	// snapshot is the latest metadata snapshot (encodeSnapshot) and
+	// bal drives primary moves (cluster/controller).
+	bal *ctl.Balancer
+	// adm answers the service's topic and offset calls
+	// (cluster/controller).
+	adm *ctl.Admin
+	// reas drives replica moves (cluster/controller).
+	reas *ctl.Reassigner
+	// snapshot is the latest metadata snapshot (ctl.EncodeSnapshot) and
 	// snapshotAt the offset it covers (-1: none); a leader sends it to a
 	// follower that needs entries the log no longer holds.
 	snapshot   []byte
@@ -71,10 +66,19 @@ type controller struct {
 	// auth is none); bootstrapping says its command is in flight.
 	bootstrap     *metadata.User
 	bootstrapping bool
-	// rd drives roster changes (roster.go).
-	rd rosterDriver
+	// rd drives roster changes (cluster/controller; nil until the
+	// metadata group is open).
+	rd *ctl.RosterDriver
 	// minting says the cluster id's command is in flight (identity.go).
 	minting bool
+	// creatingGroups says the groups topic's create that a peer asked
+	// for is in flight (metaPort.GroupsTopicWanted).
+	creatingGroups bool
+	// remote holds this node's proposals waiting for the metadata
+	// primary's answer, by id (propose_remote.go); remoteNext is the
+	// last id given. Invariant: at most remoteProposalsMax entries.
+	remote     map[uint64]*remoteProposal
+	remoteNext uint64
 }
 
 // ctrlDeps is what the controller needs from the rest of the node.
@@ -94,138 +98,24 @@ type ctrlDeps struct {
 	loaded *atomic.Bool
 	// metaErr turns a metadata replica's error into the one clients see.
 	metaErr func(error) error
-	// What the admin calls (api_admin.go) read: this node, the roster
-	// and who is up, the readiness latch's answer (ready.go), the
-	// published View, the routes, the partitions that failed to open
-	// here, and cluster.default_replication_factor.
-	self       raftlite.NodeID
-	roster     func() []config.RosterNode
-	alive      func(id int32) bool
-	ready      func() error
-	view       func() *View
-	route      func(key [20]byte) (routes.Route, bool)
-	openFailed func(key [20]byte) (openFailure, bool)
-	defaultRF  config.ReplicationFactor
+	// What the controller's own calls and the groups topic's creation
+	// read: the roster and who is up, the readiness latch's answer
+	// (ready.go), and cluster.default_replication_factor. The topic and
+	// offset calls have their own deps (ctl.AdminDeps, drivers.go).
+	roster    func() []config.RosterNode
+	alive     func(id int32) bool
+	ready     func() error
+	defaultRF config.ReplicationFactor
 	// recordedCluster is the cluster id the data directory records
 	// (identity.go), proposed as the cluster's when the metadata has none.
 	recordedCluster func() metadata.ClusterID
-}
-
-// metaCore is the controller's pure core: committed metadata log
-// entries in (RecordBatch bytes, one command per record), the applied
-// state, the proposers' results and the readiness rule out. It reads no
-// log, clock, shard or file, so the simulator applies the metadata
-// through the very same code.
-type metaCore struct {
-	state   *metadata.State
-	applied int64
-	// appliedTerm is the term of the entry at applied (0: none applied
-	// since the start); resetAt and resetTerm are the end of a snapshot
-	// the primary sent and its term (0: none). They decide when the
-	// metadata is loaded (ready.go).
-	appliedTerm int32
-	resetAt     int64
-	resetTerm   int32
-	// results holds apply outcomes by log offset for proposers;
-	// resultOrder evicts the oldest past resultsMax.
-	results     map[int64]applied
-	resultOrder []int64
-	iter        batch.Records
-	log         *slog.Logger
-	// changed, when set, is told of each command applied (the node logs
-	// metadata changes with it; the simulator leaves it nil).
-	changed func(cmd metadata.Command, res metadata.Result, offset int64, generation int32)
-}
-
-func newMetaCore(log *slog.Logger) *metaCore {
-	return &metaCore{state: metadata.New(), applied: -1, results: map[int64]applied{}, log: log}
-}
-
-// applyData applies data, whole batches read from the metadata log in
-// order, the last ending at offset last; entries at or below applied are
-// skipped. It reports whether the state changed. A batch it cannot
-// decode stops it with an error, applied left at the last good batch.
-func (m *metaCore) applyData(data []byte, last int64) (changed bool, err error) {
-	for len(data) > 0 {
-		h, err := batch.ReadHeader(data)
-		if err != nil || h.Size() > len(data) {
-			if err == nil {
-				err = fmt.Errorf("a batch of %d bytes where %d remain", h.Size(), len(data))
-			}
-			return changed, fmt.Errorf("node: bad batch in the metadata log at offset %d: %w", m.applied+1, err)
-		}
-		b := data[:h.Size()]
-		data = data[h.Size():]
-		m.appliedTerm = h.PartitionLeaderEpoch
-		if h.IsControl() || h.LastOffset() <= m.applied {
-			continue
-		}
-		changed = m.applyBatch(b) || changed
-	}
-	m.applied = max(m.applied, last)
-	return changed, nil
-}
-
-// applyBatch applies the commands of one batch (one record each).
-func (m *metaCore) applyBatch(b []byte) bool {
-	if err := m.iter.Reset(b); err != nil {
-		m.log.Error("metadata: corrupt batch", "err", err)
-		return false
-	}
-	changed := false
-	for m.iter.Next() {
-		rec := m.iter.Record()
-		cmd, err := metadata.DecodeCommand(rec.Value)
-		var res metadata.Result
-		if err == nil {
-			res, err = m.state.Apply(cmd)
-			changed = changed || err == nil
-			if err == nil && m.changed != nil {
-				m.changed(cmd, res, rec.Offset, m.appliedTerm)
-			}
-		}
-		if err != nil && !errors.Is(err, metadata.ErrTopicExists) && !errors.Is(err, metadata.ErrUnknownTopic) {
-			m.log.Warn("metadata: command refused", "offset", rec.Offset, "op", cmd.Op, "err", err)
-		}
-		m.keep(rec.Offset, applied{res, err})
-	}
-	return changed
-}
-
-func (m *metaCore) keep(off int64, a applied) {
-	m.results[off] = a
-	m.resultOrder = append(m.resultOrder, off)
-	for len(m.resultOrder) > resultsMax {
-		delete(m.results, m.resultOrder[0])
-		m.resultOrder = m.resultOrder[1:]
-	}
-}
-
-// answer gives the proposer of the command at off, applied, its result.
-func (m *metaCore) answer(off int64, done func(metadata.Result, error)) {
-	a, ok := m.results[off]
-	if !ok {
-		done(metadata.Result{}, service.Errorf(service.ErrInternal, "metadata command at offset %d committed but its result is gone", off))
-		return
-	}
-	delete(m.results, off)
-	done(a.res, a.err)
-}
-
-// view is the applied state as a View.
-func (m *metaCore) view() *View { return routes.NewView(m.state, m.applied) }
-
-// encodeCommand is cmd as the metadata log holds it: a batch of one
-// record stamped atMs.
-func encodeCommand(cmd metadata.Command, atMs int64) ([]byte, error) {
-	b, err := batch.NewBuilder(batch.Options{})
-	if err == nil {
-		err = b.AppendKV(atMs, nil, cmd.Encode())
-	}
-	if err != nil {
-		return nil, err
-	}
-	return b.Build()
+	// self, metaRoute and peers carry the proposals this node hands to
+	// the metadata primary (propose_remote.go): the node's id, the
+	// metadata primary it knows, and the peer transport (*peers nil on
+	// a node without peers; read on shard metaShard).
+	self      int32
+	metaRoute func() (int32, int32)
+	peers     *Transport
 }
 
 // parkedProposal is a proposer waiting for its committed command to be
@@ -245,13 +135,12 @@ func (n *Node) startController() error {
 	done := make(chan error, 1)
 	sh := n.group.Shard(metaShard)
 	err = sh.Do(func(sh *shard.Shard) {
-		core := newMetaCore(n.log)
-		core.changed = n.logMetadataChange
-		c := &controller{metaCore: core, sh: sh, snapshotAt: -1, d: ctrlDeps{
+		core := ctl.NewCore(n.log)
+		core.Changed = n.logMetadataChange
+		c := &controller{Core: core, sh: sh, snapshotAt: -1, d: ctrlDeps{
 			log: n.log, clock: n.clock, topicID: n.topicID, fs: n.fs, dir: n.dir, loaded: &n.metaLoaded, metaErr: n.metaErr,
-			self: n.self, roster: n.roster.active, alive: n.alive, ready: n.metadataReady, view: n.view.Load,
-			route: n.routes.Get, openFailed: n.openErrs.get, defaultRF: n.cfg.Cluster.DefaultReplicationFactor,
-			recordedCluster: n.clusterRecorded,
+			roster: n.roster.active, alive: n.alive, ready: n.metadataReady, defaultRF: n.cfg.Cluster.DefaultReplicationFactor,
+			recordedCluster: n.clusterRecorded, self: int32(n.self), metaRoute: n.metaRoute, peers: &n.peers,
 			publish: func(v *View) {
 				n.learnRoster(v)
 				n.view.Store(v)
@@ -263,9 +152,10 @@ func (n *Node) startController() error {
 			},
 		}}
 		c.bootstrap = admin
+		c.adm = n.newAdmin(c)
 		hasSnap, err := c.loadSnapshot()
 		if err == nil {
-			err = n.checkSnapshotCluster(c.state.ClusterID())
+			err = n.checkSnapshotCluster(c.State().ClusterID())
 		}
 		if err != nil {
 			done <- err
@@ -287,7 +177,7 @@ func (n *Node) startController() error {
 			FS: n.fs, Dir: filepath.Join(n.dir, metadata.MetaTopic), Log: cfg,
 			Topic: metadata.MetaTopic, TopicID: metaTopicID, Partition: 0,
 			Self: n.self, Replicas: reps, Learners: learners, Limits: n.limits,
-			Send: n.sendFn(), OnCommit: c.onCommit, OnRoute: n.routeChanged, Alive: n.aliveFn(),
+			Send: n.sendFn(), OnCommit: c.onCommit, OnRoute: n.routeChanged, Alive: n.aliveFn(), OnStorageFull: n.storageFull, OnStorageFailed: n.storageFailed,
 			OnReset: c.onReset,
 			// The snapshot holds what the log applied: a fenced
 			// replica's snapshot may hold what its group lost.
@@ -305,14 +195,14 @@ func (n *Node) startController() error {
 			done <- fmt.Errorf("node: metadata log: %w", err)
 			return
 		}
-		if start := r.Log().LogStartOffset(); start > c.applied+1 {
+		if start := r.Log().LogStartOffset(); start > c.Applied()+1 {
 			r.Close(nil)
-			done <- fmt.Errorf("node: the metadata log starts at %d but the snapshot (present: %v) covers only up to %d: metadata is missing", start, hasSnap, c.applied)
+			done <- fmt.Errorf("node: the metadata log starts at %d but the snapshot (present: %v) covers only up to %d: metadata is missing", start, hasSnap, c.Applied())
 			return
 		}
 		if hasSnap {
 			l := r.Log()
-			c.restored(func(off int64) (int32, error) {
+			c.Restored(func(off int64) (int32, error) {
 				if off == l.LogStartOffset()-1 {
 					return l.EpochBeforeStart(), nil
 				}
@@ -371,10 +261,10 @@ func (c *controller) stop() {}
 func (c *controller) onCommit(r *partition.Replica, commit int64) {
 	changed := false
 	commit = min(commit, r.Log().WrittenOffset())
-	for c.applied < commit {
-		spans, err := r.Log().Read(c.applied+1, 16<<20, commit)
+	for c.Applied() < commit {
+		spans, err := r.Log().Read(c.Applied()+1, 16<<20, commit)
 		if err != nil || len(spans) == 0 {
-			c.d.log.Error("metadata: reading committed entries", "from", c.applied+1, "commit", commit, "written", r.Log().WrittenOffset(), "leo", r.Log().LogEndOffset(), "err", err)
+			c.d.log.Error("metadata: reading committed entries", "from", c.Applied()+1, "commit", commit, "written", r.Log().WrittenOffset(), "leo", r.Log().LogEndOffset(), "err", err)
 			segment.ReleaseSpans(spans)
 			return
 		}
@@ -390,7 +280,7 @@ func (c *controller) onCommit(r *partition.Replica, commit int64) {
 			c.d.log.Error("metadata: reading committed entries", "err", err)
 			return
 		}
-		ch, err := c.applyData(data, last)
+		ch, err := c.ApplyData(data, last)
 		changed = changed || ch
 		if err != nil {
 			c.d.log.Error("metadata: applying committed entries", "err", err)
@@ -405,22 +295,22 @@ func (c *controller) onCommit(r *partition.Replica, commit int64) {
 	c.maybeBootstrap()
 	c.driveRoster()
 	c.maybeMintCluster()
-	for len(c.parked) > 0 && c.parked[0].offset <= c.applied {
+	for len(c.parked) > 0 && c.parked[0].offset <= c.Applied() {
 		p := c.parked[0]
 		c.parked = c.parked[1:]
-		c.answer(p.offset, p.done)
+		c.Answer(p.offset, p.done)
 	}
 }
 
 // publish hands a new View to the node.
-func (c *controller) publish() { c.d.publish(c.view()) }
+func (c *controller) publish() { c.d.publish(c.View()) }
 
 // propose appends cmd to the metadata log and calls done on shard
 // metaShard with the outcome once it is applied (or failed), at the
 // latest when timeout passes. done may propose again: the replica's
 // produce waiters leave their queue before their reply runs.
 func (c *controller) propose(cmd metadata.Command, timeout time.Duration, done func(metadata.Result, error)) {
-	data, err := encodeCommand(cmd, c.d.clock.Now().UnixMilli())
+	data, err := ctl.EncodeCommand(cmd, c.d.clock.Now().UnixMilli())
 	if err != nil {
 		done(metadata.Result{}, service.Errorf(service.ErrInvalidRequest, "metadata command: %v", err))
 		return
@@ -431,26 +321,15 @@ func (c *controller) propose(cmd metadata.Command, timeout time.Duration, done f
 			done(metadata.Result{}, c.d.metaErr(pr.Err))
 			return
 		}
-		if off := pr.Produced.BaseOffset; off > c.applied {
+		if off := pr.Produced.BaseOffset; off > c.Applied() {
 			// The followers made it durable, and so committed it, before
 			// this node's own write of it completed; onCommit applies it
 			// (and answers) when the write does.
 			c.parked = append(c.parked, parkedProposal{off, done})
 			return
 		}
-		c.answer(pr.Produced.BaseOffset, done)
+		c.Answer(pr.Produced.BaseOffset, done)
 	})
-}
-
-// answer gives the proposer of the command at off, applied, its result.
-func (c *controller) answer(off int64, done func(metadata.Result, error)) {
-	a, ok := c.results[off]
-	if !ok {
-		done(metadata.Result{}, service.Errorf(service.ErrInternal, "metadata command at offset %d committed but its result is gone", off))
-		return
-	}
-	delete(c.results, off)
-	done(a.res, a.err)
 }
 
 // metaErr turns a metadata replica's ErrNotPrimary into

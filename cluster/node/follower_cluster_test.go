@@ -56,7 +56,7 @@ func TestClusterFollowerReadServedInTheRack(t *testing.T) {
 		st, err := cl.ClusterStatus(ctx)
 		return err == nil && st.UnderReplicated == 0 && inSyncAt(tc.nodes[primary-1]) && inSyncAt(tc.nodes[near-1])
 	})
-	before := tc.nodes[primary-1].svc.followerReads.Load()
+	before := tc.nodes[primary-1].svc.FollowerReads()
 
 	cs, err := cl.NewConsumer(client.ConsumerConfig{Rack: racks[near-1], FetchMaxWait: 50 * time.Millisecond})
 	if err != nil {
@@ -85,14 +85,14 @@ func TestClusterFollowerReadServedInTheRack(t *testing.T) {
 	if id, _ := cs.ReadReplica("near", 0); id != near {
 		t.Logf("reading from node %d now (the follower in rack %s is %d, the primary %d)", id, racks[near-1], near, primary)
 	}
-	served := tc.nodes[near-1].svc.followerReads.Load()
-	if served == 0 || tc.nodes[primary-1].svc.followerReads.Load() != before {
+	served := tc.nodes[near-1].svc.FollowerReads()
+	if served == 0 || tc.nodes[primary-1].svc.FollowerReads() != before {
 		all := map[int]uint64{}
 		for i, n := range tc.nodes {
-			all[i+1] = uint64(n.svc.followerReads.Load())
+			all[i+1] = uint64(n.svc.FollowerReads())
 		}
 		t.Fatalf("follower reads served: node %d (the follower) %d, node %d (the primary) %d more; every node's count: %v",
-			near, served, primary, tc.nodes[primary-1].svc.followerReads.Load()-before, all)
+			near, served, primary, tc.nodes[primary-1].svc.FollowerReads()-before, all)
 	}
 	if m := tc.metricsSum(t); m["follower_reads_served_total"] < float64(served) {
 		t.Fatalf("follower_reads_served_total %v, want at least %d", m["follower_reads_served_total"], served)

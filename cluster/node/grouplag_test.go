@@ -410,3 +410,84 @@ func TestHTTPGroupsForwardedToCoordinator(t *testing.T) {
 type GroupMemberJSON struct {
 	ClientID string `json:"client_id"`
 }
+
+// A group's lag on /metrics counts every partition it committed, as
+// its primary has the partition's end, whether or not the coordinator's
+// node holds a replica of it: with a topic of factor 1 spread over three
+// nodes, each coordinator's figures are the primaries' high watermarks
+// less the commits, the figures the client's ListOffsets (the CLI's
+// `group describe`) reads.
+func TestMetricGroupLagPrimaryEnds(t *testing.T) {
+	tc := startCluster(t, 3, nil)
+	ctx, cl := tc.dial(t, 90*time.Second)
+	const parts = 6
+	createTopic(t, ctx, cl, client.TopicSpec{Name: "solo", Partitions: parts, ReplicationFactor: 1})
+	produceAll(t, ctx, cl, "solo", 0, 120)
+	end := func(p int32) int64 {
+		t.Helper()
+		lo, err := cl.ListOffsets(ctx, "solo", p, wire.TimestampLatest)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return lo.Offset
+	}
+	names := []string{"ends-a", "ends-b", "ends-c", "ends-d"}
+	coordinator := map[string]int32{}
+	for _, name := range names {
+		var offs []wire.OffsetCommit
+		for p := range int32(parts) {
+			offs = append(offs, wire.OffsetCommit{Topic: "solo", Partition: p, Offset: 1})
+		}
+		clusterWait(t, 30*time.Second, "a commit of "+name, func() bool { return cl.CommitOffsets(ctx, name, offs) == nil })
+		fc, err := cl.FindCoordinator(ctx, name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		coordinator[name] = fc.NodeID
+	}
+	var ends [parts]int64
+	var want float64
+	for p := range int32(parts) {
+		ends[p] = end(p)
+		want += float64(ends[p] - 1)
+	}
+	// Some partition has no replica on some coordinator's node: the case
+	// a coordinator reading its own replicas left out.
+	md, err := cl.Metadata(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var routes []wire.PartitionRoute
+	for _, tm := range md.Topics {
+		if tm.Name == "solo" {
+			routes = tm.Partitions
+		}
+	}
+	away := 0
+	for _, name := range names {
+		for _, p := range routes {
+			if !slices.Contains(p.Replicas, coordinator[name]) {
+				away++
+			}
+		}
+	}
+	if away == 0 {
+		t.Fatalf("every partition of solo has a replica on every coordinator (%v, %+v): the test proves nothing", coordinator, routes)
+	}
+	var got string
+	clusterWait(t, 30*time.Second, "each group's lag over every partition on its coordinator", func() bool {
+		var b strings.Builder
+		ok := true
+		for _, name := range names {
+			groups, partLags, _ := lagSeries(scrape(t, tc.nodes[coordinator[name]-1]))
+			fmt.Fprintf(&b, "%s on node %d: %v; ", name, coordinator[name], groups[name])
+			ok = ok && groups[name] == want
+			for p := range parts {
+				ok = ok && partLags[fmt.Sprintf("%s/solo/%d", name, p)] == float64(ends[p]-1)
+			}
+		}
+		got = b.String()
+		return ok
+	})
+	t.Logf("coordinators %v, %d (group, partition) pairs away from their coordinator; %s", coordinator, away, got)
+}

@@ -12,8 +12,9 @@ import (
 	"github.com/corestream/corestream/cluster/config"
 	"github.com/corestream/corestream/cluster/groups"
 	"github.com/corestream/corestream/cluster/metadata"
+	"github.com/corestream/corestream/cluster/node/groupshost"
 	"github.com/corestream/corestream/cluster/service"
-	"github.com/corestream/corestream/shard/partition"
+	"github.com/corestream/corestream/shard"
 )
 
 // A measurement, not a check: BENCHMARKS.md's __groups checkpoint
@@ -57,7 +58,7 @@ func (g *groupsCommitRun) coordinator() *Node {
 		if n == nil {
 			continue
 		}
-		c, err := n.groups.find(g.group)
+		c, err := n.groups.Find(g.group)
 		if err == nil && c.NodeID > 0 && g.tc.nodes[c.NodeID-1] != nil {
 			return g.tc.nodes[c.NodeID-1]
 		}
@@ -132,26 +133,24 @@ func (g *groupsCommitRun) fetch() map[int32]int64 {
 // replicaLog is node n's __groups replica's log start, size in bytes
 // and segment count, read on its shard.
 func replicaLog(n *Node) (start, size int64, segs int32, err error) {
-	type answer struct {
-		start, size int64
-		segs        int32
+	t := n.view.Load().Topics[metadata.GroupsTopic]
+	if t == nil {
+		return 0, 0, 0, fmt.Errorf("no %s in node %d's metadata", metadata.GroupsTopic, n.self)
 	}
-	ch := make(chan struct {
-		a   answer
-		err error
-	}, 1)
-	onReplica(n.svc, nil, service.PartitionRef{Topic: metadata.GroupsTopic, Partition: 0}, nil,
-		func(r *partition.Replica, _ *metadata.Topic, reply func(answer, error)) {
-			l := r.Log()
-			reply(answer{l.LogStartOffset(), l.Size(), int32(l.SegmentCount())}, nil)
-		}, func(a answer, err error) {
-			ch <- struct {
-				a   answer
-				err error
-			}{a, err}
-		})
-	res := <-ch
-	return res.a.start, res.a.size, res.a.segs, res.err
+	i := n.shardOf(t.ID, 0)
+	var missing error
+	if err := n.group.Shard(i).Do(func(*shard.Shard) {
+		r := n.hosts[i].Get(shardKey(t.ID, 0))
+		if r == nil {
+			missing = fmt.Errorf("node %d holds no replica of %s/0", n.self, metadata.GroupsTopic)
+			return
+		}
+		l := r.Log()
+		start, size, segs = l.LogStartOffset(), l.Size(), int32(l.SegmentCount())
+	}); err != nil {
+		return 0, 0, 0, err
+	}
+	return start, size, segs, missing
 }
 
 // TestGroupsCheckpointRetention commits enough offsets for several 1 MiB
@@ -211,11 +210,11 @@ func TestGroupsCheckpointRetention(t *testing.T) {
 func replayPartition(t *testing.T, g *groupsCommitRun) (*groups.Coordinator, *groups.CheckpointTracker, int, time.Duration) {
 	t.Helper()
 	n := g.coordinator()
-	routes, err := n.svc.groupsRoutes()
+	routes, err := n.svc.GroupsRoutes()
 	if err != nil || len(routes) != 1 {
 		t.Fatalf("routes: %v %v", routes, err)
 	}
-	log := &groupsPartLog{data: n.svc, p: 0, gen: routes[0].Generation, clock: n.clock}
+	log := groupshost.NewPartLog(n.svc, nil, 0, routes[0].Generation, n.clock)
 	c, tr := groups.New(groups.DefaultConfig), groups.NewCheckpointTracker()
 	start := time.Now()
 	records := 0
@@ -226,7 +225,7 @@ func replayPartition(t *testing.T, g *groupsCommitRun) (*groups.Coordinator, *gr
 			err  error
 		}
 		ch := make(chan answer, 1)
-		log.fetch(from, func(recs []groups.Record, next int64, err error) { ch <- answer{recs, next, err} })
+		log.Fetch(from, func(recs []groups.Record, next int64, err error) { ch <- answer{recs, next, err} })
 		a := <-ch
 		recs, next, err := a.recs, a.next, a.err
 		if err != nil {

@@ -2,7 +2,6 @@ package node
 
 import (
 	"context"
-	"encoding/binary"
 	"errors"
 	"fmt"
 	"sort"
@@ -16,10 +15,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/corestream/corestream/cluster/config"
-	"github.com/corestream/corestream/cluster/groups"
 	"github.com/corestream/corestream/cluster/metadata"
 	"github.com/corestream/corestream/cluster/service"
-	"github.com/corestream/corestream/segment"
 )
 
 // joinCoordinated sends join until the group's coordinator answers it:
@@ -350,34 +347,6 @@ func TestGroupsTopicInternal(t *testing.T) {
 	}
 }
 
-// groupsPartitionOf spreads names evenly and never changes (a group
-// moved to another partition would lose its state).
-func TestGroupsPartitionOf(t *testing.T) {
-	for _, tc := range []struct {
-		group string
-		n     int
-		want  int32
-	}{
-		// FNV-1a 32: frozen values.
-		{"g", 16, int32(0xe20c2606 % 16)},
-		{"orders", 16, int32(0x325e96ec % 16)},
-		{"x", 1, 0},
-	} {
-		if got := groupsPartitionOf(tc.group, tc.n); got != tc.want {
-			t.Errorf("%q mod %d: %d, want %d", tc.group, tc.n, got, tc.want)
-		}
-	}
-	count := make([]int, 16)
-	for i := 0; i < 16000; i++ {
-		count[groupsPartitionOf(fmt.Sprintf("group-%d", i), 16)]++
-	}
-	for p, c := range count {
-		if c < 800 || c > 1200 {
-			t.Errorf("partition %d holds %d of 16000 groups", p, c)
-		}
-	}
-}
-
 // waitGroupCoordinator waits until group's coordinator answers for it:
 // the first group request creates __groups, whose partitions then elect
 // primaries that load them (COORDINATOR_NOT_AVAILABLE,
@@ -393,96 +362,52 @@ func waitGroupCoordinator(t *testing.T, ctx context.Context, cl *kgo.Client, gro
 	})
 }
 
-// commitMetaOffsets stores a named consumer's offsets in the metadata
+// commitMetaOffsets stores a named consumer's offsets in n's metadata
 // group, as CommitOffsets did before offsets moved to __groups: the
 // metadata snapshot tests write metadata entries of a chosen size with
 // it. It answers the first error.
-func commitMetaOffsets(s *nodeService, consumer string, offs []service.OffsetCommit) error {
+func commitMetaOffsets(n *Node, consumer string, offs []service.OffsetCommit) error {
 	ch := make(chan error, 1)
-	adminCall(s, nil, true, func(c metadataAdmin, reply func([]error, error)) {
-		c.commitOffsets(&service.CommitOffsetsRequest{Consumer: consumer, Offsets: offs}, reply)
-	}, func(entries []error, err error) {
-		for _, e := range entries {
-			if err == nil {
-				err = e
-			}
+	err := n.group.Shard(metaShard).Post(func() {
+		c := n.ctrl
+		if c == nil {
+			ch <- errors.New("the metadata group is not open on this node")
+			return
 		}
-		ch <- err
+		if err := c.admit(true); err != nil {
+			ch <- err
+			return
+		}
+		c.commitOffsets(&service.CommitOffsetsRequest{Consumer: consumer, Offsets: offs}, func(entries []error, err error) {
+			for _, e := range entries {
+				if err == nil {
+					err = e
+				}
+			}
+			ch <- err
+		})
 	})
+	if err != nil {
+		return err
+	}
 	return <-ch
 }
 
-// metaPrimaryService is the service of the cluster's metadata primary.
-func metaPrimaryService(t *testing.T, tc *testCluster) *nodeService {
+// metaPrimaryByRoute is the cluster's metadata primary, as the nodes' metadata
+// routes name it.
+func metaPrimaryByRoute(t *testing.T, tc *testCluster) *Node {
 	t.Helper()
-	var s *nodeService
+	var primary *Node
 	clusterWait(t, 30*time.Second, "a metadata primary", func() bool {
 		for _, n := range tc.nodes {
 			if n != nil {
 				if id, _ := n.metaRoute(); id == int32(n.self) && n.ctrl != nil {
-					s = n.svc
+					primary = n
 					return true
 				}
 			}
 		}
 		return false
 	})
-	return s
-}
-
-// A coordinator's batches read back as its records, from the offset
-// asked: records below it, control batches (the consensus layer's) and
-// a batch cut off at the end of the answer are left out.
-func TestGroupsRecordsFromBatches(t *testing.T) {
-	recs := []groups.Record{{Key: []byte("group/a"), Value: []byte{1, 2}}, {Key: []byte("offset/a/t/0")}, groups.LoadMarker()}
-	b1, err := groupsBatch(recs, time.Now().UnixMilli())
-	if err != nil {
-		t.Fatal(err)
-	}
-	b2, err := groupsBatch(recs[:1], time.Now().UnixMilli())
-	if err != nil {
-		t.Fatal(err)
-	}
-	// Offsets: b1 holds 10..12, a control batch 13, b2 14.
-	setBase := func(b []byte, base int64) []byte {
-		b = append([]byte(nil), b...)
-		binary.BigEndian.PutUint64(b, uint64(base))
-		return b
-	}
-	var buf []byte
-	buf = append(buf, setBase(b1, 10)...)
-	buf = append(buf, setBase(segment.MarkerBatch([]byte("conf"), 0), 13)...)
-	whole := append(append([]byte(nil), buf...), setBase(b2, 14)...)
-	for _, tc := range []struct {
-		name  string
-		buf   []byte
-		from  int64
-		keys  []string
-		tombs int
-		next  int64
-	}{
-		{"all", whole, 10, []string{"group/a", "offset/a/t/0", "load", "group/a"}, 1, 15},
-		{"from the middle of a batch", whole, 11, []string{"offset/a/t/0", "load", "group/a"}, 1, 15},
-		{"a batch cut off", whole[:len(whole)-5], 10, []string{"group/a", "offset/a/t/0", "load"}, 1, 14},
-		{"nothing", nil, 7, nil, 0, 7},
-	} {
-		got, next, err := groupsRecords(tc.buf, tc.from)
-		if err != nil {
-			t.Fatalf("%s: %v", tc.name, err)
-		}
-		var keys []string
-		tombs := 0
-		for _, r := range got {
-			keys = append(keys, string(r.Key))
-			if r.IsTombstone() {
-				tombs++
-			}
-		}
-		if fmt.Sprint(keys) != fmt.Sprint(tc.keys) || tombs != tc.tombs || next != tc.next {
-			t.Errorf("%s: keys %v (%d tombstones), next %d; want %v (%d), %d", tc.name, keys, tombs, next, tc.keys, tc.tombs, tc.next)
-		}
-	}
-	if _, _, err := groupsRecords([]byte{0, 1, 2, 3, 4, 5, 6, 7, 0, 0, 0, 1, 9, 9, 9, 9, 9, 9, 9, 9, 9, 9, 9, 9, 9, 9, 9, 9, 9, 9, 9, 9, 9, 9, 9, 9, 9, 9, 9, 9, 9, 9, 9, 9, 9, 9, 9, 9, 9, 9, 9, 9, 9, 9, 9, 9, 9, 9, 9, 9, 9, 9, 9}, 0); err == nil {
-		t.Error("a corrupt batch read without an error")
-	}
+	return primary
 }

@@ -9,7 +9,9 @@ import (
 // startHTTP serves the HTTP API (cluster/httpapi) on ln, bound by
 // preflight, in front of the node's service.
 func (n *Node) startHTTP(ln net.Listener) {
-	h := httpapi.New(n.httpConfig(), ln)
+	cfg := n.httpConfig()
+	cfg.History = n.startHistory()
+	h := httpapi.New(cfg, ln)
 	n.http = h
 	h.Serve()
 	n.log.Info("http listening", "http_addr", h.Addr())
@@ -18,7 +20,7 @@ func (n *Node) startHTTP(ln net.Listener) {
 // httpConfig wires the HTTP API to this node.
 func (n *Node) httpConfig() httpapi.Config {
 	return httpapi.Config{Service: n.svc, Self: int32(n.self), JWTSecret: n.cfg.HTTP.JWTSecret,
-		HTTPAddrOf: n.httpAddrOf, Metrics: n.metricsHandler(), Stats: n.svc.meter.stats, Users: n.svc, Groups: groupsSource{n}, Auth: n.httpAuth(),
+		HTTPAddrOf: n.httpAddrOf, Metrics: n.metricsHandler(), Stats: n.svc.Meter().Stats, Users: n.svc, Groups: n.groups, Auth: n.httpAuth(),
 		TLS: n.serverTLS(), ClientTLS: n.clientTLS}
 }
 

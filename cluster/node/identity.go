@@ -34,14 +34,22 @@ var identityKind = checkpoint.Kind{'N', 'O', 'D', 'E'}
 const identityFile = "node-identity.checkpoint"
 
 // identityVersion is the payload's version: a uint32 node id, then (from
-// version 2) the 16-byte cluster id, zero until learned. Version 1 (the
-// node id alone) is still read.
-const identityVersion = 2
+// version 2) the 16-byte cluster id, zero until learned. Version 3 has
+// version 2's payload and is the data format version: the logs in the
+// directory give records dense user offsets (docs/design/offsets.md). A
+// directory of version 1 or 2 is migrated at start by recording version
+// 3: its logs need no rewrite (their consensus batches keep the one offset
+// each they took, and every offset consumers committed keeps its
+// meaning). An older build refuses a version 3 directory, as it refuses
+// every version it does not know, instead of misreading its logs.
+const identityVersion = 3
 
 // identity is what a data directory records.
 type identity struct {
 	node    int32 // 0: none recorded
 	cluster metadata.ClusterID
+	// version is the record's version (0: none recorded).
+	version uint16
 }
 
 // readIdentity returns the identity recorded in dir, zero when none is
@@ -55,11 +63,12 @@ func readIdentity(fsys vfs.FS, dir string) (identity, error) {
 	case err != nil:
 		return id, fmt.Errorf("node: %s: %w", identityFile, err)
 	case v == 1 && len(payload) == 4:
-	case v == 2 && len(payload) == 20:
+	case (v == 2 || v == 3) && len(payload) == 20:
 		copy(id.cluster[:], payload[4:])
 	default:
-		return id, fmt.Errorf("node: %s: version %d with %d bytes; this build reads versions 1 and %d", identityFile, v, len(payload), identityVersion)
+		return id, fmt.Errorf("node: %s: version %d with %d bytes; this build reads versions 1 to %d (a directory written by a newer corestream: run that release on it)", identityFile, v, len(payload), identityVersion)
 	}
+	id.version = v
 	id.node = int32(binary.BigEndian.Uint32(payload))
 	if id.node <= 0 {
 		return identity{}, fmt.Errorf("node: %s records node id %d", identityFile, id.node)
@@ -117,6 +126,11 @@ func recordIdentity(fsys vfs.FS, dir string, self int32) (metadata.ClusterID, er
 		return metadata.ClusterID{}, err
 	}
 	if id.node == self {
+		if id.version < identityVersion {
+			// The data format's migration: nothing in the logs to
+			// rewrite (see identityVersion).
+			return id.cluster, writeIdentity(fsys, dir, id)
+		}
 		return id.cluster, nil
 	}
 	if err := wrongNode(dir, id.node, self); err != nil {
@@ -195,7 +209,7 @@ func (n *Node) clusterName() string {
 // started over keeps its cluster's id), else a new one. Like
 // maybeBootstrap it runs after each commit until the id is applied.
 func (c *controller) maybeMintCluster() {
-	if c.minting || !c.state.ClusterID().IsZero() || c.r == nil || !c.r.IsPrimary() || c.d.ready() != nil || c.d.recordedCluster == nil {
+	if c.minting || !c.State().ClusterID().IsZero() || c.r == nil || !c.r.IsPrimary() || c.d.ready() != nil || c.d.recordedCluster == nil {
 		return
 	}
 	id := c.d.recordedCluster()

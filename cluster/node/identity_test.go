@@ -91,6 +91,27 @@ func TestIdentityRecord(t *testing.T) {
 	if id, err := readIdentity(fs, "/d"); err != nil || id.node != 4 || !id.cluster.IsZero() {
 		t.Fatalf("version 1 record: %+v %v", id, err)
 	}
+	// A version 2 record is a directory from before dense offsets: the
+	// start migrates it by recording the data format's version.
+	var v2 [20]byte
+	v2[3] = 4
+	copy(v2[4:], a[:])
+	if err := checkpoint.Write(fs, "/d/"+identityFile, identityKind, 2, v2[:]); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := recordIdentity(fs, "/d", 4); err != nil || got != a {
+		t.Fatalf("a version 2 directory: cluster %s, %v", got, err)
+	}
+	if v, _, err := checkpoint.Read(fs, "/d/"+identityFile, identityKind); err != nil || v != identityVersion {
+		t.Fatalf("after the start the record is version %d (%v), want %d", v, err, identityVersion)
+	}
+	// A newer build's record is refused, not misread.
+	if err := checkpoint.Write(fs, "/d/"+identityFile, identityKind, identityVersion+1, v2[:]); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := readIdentity(fs, "/d"); err == nil || !strings.Contains(err.Error(), "newer corestream") {
+		t.Fatalf("a newer record: %v", err)
+	}
 }
 
 // Every node of a cluster records the id its first metadata primary

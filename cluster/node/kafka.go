@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/corestream/corestream/cluster/config"
+	"github.com/corestream/corestream/cluster/frontend"
 	"github.com/corestream/corestream/cluster/kafka"
 	"github.com/corestream/corestream/netio"
 )
@@ -22,7 +23,9 @@ func (n *Node) startKafka(l *netio.Listener) error {
 		RetransmitBackoffMax: time.Duration(n.cfg.Network.TCPRetransmitMaxMs) * time.Millisecond,
 		Logf:                 func(format string, args ...any) { n.log.Info("kafka: " + fmt.Sprintf(format, args...)) },
 	}, n.guardPlain(kafka.New(n.svc, kafka.Config{MaxFrameBytes: n.cfg.Network.MaxFrameBytes, Log: n.log, Auth: n.kafkaAuth(),
-		AutoCreatePartitions: n.autoCreatePartitions(), NodeID: int32(n.self), BrokerConfigs: brokerConfigs(&n.cfg)}), config.ListenerKafka))
+		AutoCreatePartitions: n.autoCreatePartitions(), NodeID: int32(n.self), BrokerConfigs: brokerConfigs(&n.cfg), Users: n.svc,
+		Mover: frontend.NewMover(frontend.Config{Group: n.group, OwnerShard: n.ownerShard, Migrations: &n.kafkaMigrations,
+			CrossShard: &n.kafkaCrossShard})}), config.ListenerKafka))
 	if err != nil {
 		return err
 	}
@@ -109,6 +112,6 @@ func brokerConfigs(cfg *config.Config) []kafka.BrokerConfig {
 		bc("socket.request.max.bytes", i(int64(cfg.Network.MaxFrameBytes)), "network.max_frame_bytes"),
 		bc("max.connections", i(int64(cfg.Network.MaxConnections)), "network.max_connections"),
 		bc("unclean.leader.election.enable", "false", "consensus never elects an unclean primary"),
-		bc("log.cleanup.policy", "delete", "no compaction yet"),
+		bc("log.cleanup.policy", "delete", "the default; a topic sets cleanup.policy (delete, compact, compact,delete)"),
 	}
 }

@@ -97,9 +97,9 @@ func TestKafkaBadInput(t *testing.T) {
 				t.Fatalf("answer %+v, %v", resp, err)
 			}
 		}},
-		{"an API not served (DescribeACLs v1)", encoded(kmsg.NewPtrDescribeACLsRequest(), 1, 7), func(t *testing.T, body []byte) {
-			resp := kmsg.NewPtrDescribeACLsResponse()
-			resp.SetVersion(1)
+		{"an API not served (DescribeClientQuotas v0)", encoded(kmsg.NewPtrDescribeClientQuotasRequest(), 0, 7), func(t *testing.T, body []byte) {
+			resp := kmsg.NewPtrDescribeClientQuotasResponse()
+			resp.SetVersion(0)
 			if err := resp.ReadFrom(body[4:]); err != nil || resp.ErrorCode != kerr.UnsupportedVersion.Code {
 				t.Fatalf("answer %+v, %v", resp, err)
 			}

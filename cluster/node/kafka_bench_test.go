@@ -47,7 +47,7 @@ func BenchmarkKafkaVsNative(b *testing.B) {
 
 	produced := 0 // records in the partition, for the consume runs
 	b.Run("produce/kafka", func(b *testing.B) {
-		cpu0, calls0 := processCPU(), n.svc.meter.produces.Load()+n.svc.meter.fetches.Load()
+		cpu0, calls0 := processCPU(), n.svc.Meter().Calls()
 		produced += b.N
 		var wg sync.WaitGroup
 		wg.Add(b.N)
@@ -70,7 +70,7 @@ func BenchmarkKafkaVsNative(b *testing.B) {
 		defer p.Close(ctx)
 		produced += b.N
 		b.ResetTimer()
-		cpu0, calls0 := processCPU(), n.svc.meter.produces.Load()+n.svc.meter.fetches.Load()
+		cpu0, calls0 := processCPU(), n.svc.Meter().Calls()
 		var wg sync.WaitGroup
 		wg.Add(b.N)
 		for i := 0; i < b.N; i++ {
@@ -98,7 +98,7 @@ func BenchmarkKafkaVsNative(b *testing.B) {
 		}
 		defer cl.Close()
 		b.ResetTimer()
-		cpu0, calls0 := processCPU(), n.svc.meter.produces.Load()+n.svc.meter.fetches.Load()
+		cpu0, calls0 := processCPU(), n.svc.Meter().Calls()
 		for got := 0; got < b.N; {
 			got += len(cl.PollFetches(ctx).Records())
 		}
@@ -117,7 +117,7 @@ func BenchmarkKafkaVsNative(b *testing.B) {
 			b.Fatal(err)
 		}
 		b.ResetTimer()
-		cpu0, calls0 := processCPU(), n.svc.meter.produces.Load()+n.svc.meter.fetches.Load()
+		cpu0, calls0 := processCPU(), n.svc.Meter().Calls()
 		for got := 0; got < b.N; {
 			recs, err := cs.Poll(ctx)
 			if err != nil {
@@ -145,6 +145,6 @@ func processCPU() time.Duration {
 func reportRate(b *testing.B, n *testNode, cpu0 time.Duration, calls0 int64) {
 	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "records/s")
 	b.ReportMetric(float64(processCPU()-cpu0)/float64(b.N), "cpu-ns/record")
-	calls := n.svc.meter.produces.Load() + n.svc.meter.fetches.Load() - calls0
+	calls := n.svc.Meter().Calls() - calls0
 	b.ReportMetric(float64(b.N)/float64(max(calls, 1)), "records/call")
 }

@@ -117,7 +117,9 @@ func TestKafkaAlterTopicConfigs(t *testing.T) {
 	}{
 		{"negative retention", kadm.AlterConfig{Op: kadm.SetConfig, Name: "retention.ms", Value: kadm.StringPtr("-5")}, kerr.InvalidConfig},
 		{"not a number", kadm.AlterConfig{Op: kadm.SetConfig, Name: "retention.bytes", Value: kadm.StringPtr("lots")}, kerr.InvalidConfig},
-		{"a read-only config", kadm.AlterConfig{Op: kadm.SetConfig, Name: "segment.bytes", Value: kadm.StringPtr("1000")}, kerr.InvalidConfig},
+		{"a read-only config", kadm.AlterConfig{Op: kadm.SetConfig, Name: "fsync", Value: kadm.StringPtr("always")}, kerr.InvalidConfig},
+		{"segment.bytes below its floor", kadm.AlterConfig{Op: kadm.SetConfig, Name: "segment.bytes", Value: kadm.StringPtr("1000")}, kerr.InvalidConfig},
+		{"negative segment.ms", kadm.AlterConfig{Op: kadm.SetConfig, Name: "segment.ms", Value: kadm.StringPtr("-1")}, kerr.InvalidConfig},
 		{"append to a number", kadm.AlterConfig{Op: kadm.AppendConfig, Name: "retention.ms", Value: kadm.StringPtr("1")}, kerr.InvalidConfig},
 	} {
 		if err := alter(false, bad.cfg); !errors.Is(err, bad.want) {

@@ -109,7 +109,7 @@ func TestKafkaFollowerReadInTheRack(t *testing.T) {
 	})
 	var before [3]int64
 	for i, n := range tc.nodes {
-		before[i] = n.svc.followerReads.Load()
+		before[i] = n.svc.FollowerReads()
 	}
 
 	cons := kafkaClient(t, kports, kgo.Rack(racks[near-1]),
@@ -146,7 +146,7 @@ func TestKafkaFollowerReadInTheRack(t *testing.T) {
 	}
 	<-produced
 	for i, n := range tc.nodes {
-		served := n.svc.followerReads.Load() - before[i]
+		served := n.svc.FollowerReads() - before[i]
 		if id := int32(i + 1); id == near && served == 0 || id != near && served != 0 {
 			t.Fatalf("follower reads served: node %d %d (primary %d, the follower in rack %s is %d)",
 				id, served, primary, racks[near-1], near)

@@ -76,7 +76,7 @@ func TestKafkaTopicConfigsOnCreate(t *testing.T) {
 		}
 	}
 
-	for name, value := range map[string]string{"cleanup.policy": "compact", "message.timestamp.type": "LogAppendTime",
+	for name, value := range map[string]string{"cleanup.policy": "shred", "message.timestamp.type": "LogAppendTime",
 		"unclean.leader.election.enable": "true", "max.message.bytes": "-5", "flush.ms": "10"} {
 		res, err := adm.CreateTopic(ctx, 1, -1, map[string]*string{name: kadm.StringPtr(value)}, "refused-"+strings.ReplaceAll(name, ".", "-"))
 		if err == nil {

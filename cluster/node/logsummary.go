@@ -150,7 +150,8 @@ func (n *Node) logMetadataChange(cmd metadata.Command, res metadata.Result, offs
 		log("primary moved", "topic", cmd.Name, "partition", cmd.Partition)
 	case metadata.OpAlterConfig:
 		if t := res.Topic; t != nil {
-			log("topic config changed", "topic", t.Name, "retention_ms", t.Config.RetentionMs, "retention_bytes", t.Config.RetentionBytes)
+			log("topic config changed", "topic", t.Name, "retention_ms", t.Config.RetentionMs, "retention_bytes", t.Config.RetentionBytes,
+				"max_message_bytes", t.Config.MaxMessageBytes, "segment_bytes", t.Config.SegmentBytes, "segment_ms", t.Config.SegmentMs)
 		}
 	}
 }

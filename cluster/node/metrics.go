@@ -4,6 +4,8 @@ import (
 	"net/http"
 	"strconv"
 
+	"github.com/corestream/corestream/cluster/config"
+	"github.com/corestream/corestream/netio"
 	"github.com/corestream/corestream/netio/uring"
 	"github.com/corestream/corestream/segment"
 	"github.com/corestream/corestream/shard"
@@ -44,14 +46,38 @@ func (n *Node) metricsHandler() http.Handler {
 		counter("client_sendfile_bytes_total", "Bytes sent to clients with sendfile.", func() float64 { return float64(st.SendfileBytes.Load()) })
 		gauge("client_connections", "Open client connections.", func() float64 { return float64(n.server.Connections()) })
 	}
+	counter("cleaner_read_bytes_total", "Bytes the log cleaner read from compacted partitions' segments (maps and rewrites).",
+		func() float64 { return float64(n.cleaner.BytesRead.Load()) })
+	counter("cleaner_reclaimed_bytes_total", "Bytes the log cleaner's rewrites of compacted partitions' segments freed.",
+		func() float64 { return float64(n.cleaner.Reclaimed.Load()) })
+	counter("cleaner_removed_records_total", "Superseded records and expired tombstones the log cleaner removed.",
+		func() float64 { return float64(n.cleaner.Records.Load()) })
+	counter("cleaner_segments_rewritten_total", "Segments the log cleaner rewrote.",
+		func() float64 { return float64(n.cleaner.Segments.Load()) })
+	gauge("cleaner_last_clean_timestamp_seconds", "When the log cleaner last rewrote a segment on this node (Unix seconds; 0: never).",
+		func() float64 { return float64(n.cleaner.LastMs.Load()) / 1000 })
 	counter("logins_failed_total", "Failed logins (wrong or unknown user or password, forged or expired token) on every listener.",
 		func() float64 { return float64(n.logins.Failed.Load()) })
 	counter("logins_refused_total", "Logins refused without a try because their address failed security.login_failures_max times within the window.",
 		func() float64 { return float64(n.logins.Refused.Load()) })
-	counter("client_connections_migrated_total", "Client connections moved to the shard that owns the partitions they use.",
-		func() float64 { return float64(n.migrations.Load()) })
-	counter("client_requests_cross_shard_total", "Native data requests served by a shard other than their connection's (two thread hand-offs each; shard-aware clients make none).",
-		func() float64 { return float64(n.crossShard.Load()) })
+	// The data path's moves and lending, by listener (cluster/frontend).
+	byListener := func(name, help, listener string, f func() float64) {
+		reg.MustRegister(prometheus.NewCounterFunc(prometheus.CounterOpts{Namespace: "corestream", Name: name, Help: help,
+			ConstLabels: prometheus.Labels{"listener": listener}}, f))
+	}
+	const migratedHelp = "Client connections moved to the shard that owns the partitions they use, by listener."
+	const crossHelp = "Data calls (a native request; a partition of a Kafka produce or fetch) served by a shard other than their connection's (two thread hand-offs each), by listener."
+	const lentHelp = "Produced batches the log wrote from the connection's read buffer instead of copying them, by listener."
+	byListener("client_connections_migrated_total", migratedHelp, config.ListenerClient, func() float64 { return float64(n.migrations.Load()) })
+	byListener("client_requests_cross_shard_total", crossHelp, config.ListenerClient, func() float64 { return float64(n.crossShard.Load()) })
+	byListener("client_connections_migrated_total", migratedHelp, config.ListenerKafka, func() float64 { return float64(n.kafkaMigrations.Load()) })
+	byListener("client_requests_cross_shard_total", crossHelp, config.ListenerKafka, func() float64 { return float64(n.kafkaCrossShard.Load()) })
+	for l, srv := range map[string]*netio.Server{config.ListenerClient: n.server, config.ListenerKafka: n.kafka} {
+		if srv != nil {
+			st := srv.Stats()
+			byListener("client_batches_lent_total", lentHelp, l, func() float64 { return float64(st.Retained.Load()) })
+		}
+	}
 	gauge("partitions_led", "Partitions whose primary is this node (the metadata group not counted, as in cluster status).",
 		func() float64 { return float64(n.leadership().led) })
 	gauge("partitions_under_replicated", "Partitions this node leads with fewer in-sync replicas than replicas (cluster.replica_lag_time_max_ms).",
@@ -73,7 +99,7 @@ func (n *Node) metricsHandler() http.Handler {
 	gauge("replica_max_lag_seconds", "Time since the most lagging follower of a partition this node leads last caught up to its log end.",
 		func() float64 { _, d := n.lags.LagMax(n.clock.Now()); return d.Seconds() })
 	counter("follower_reads_served_total", "Fetches this node served as a follower to a consumer of its rack (follower reads).",
-		func() float64 { return float64(n.svc.followerReads.Load()) })
+		func() float64 { return float64(n.svc.FollowerReads()) })
 	gauge("partitions_open_failed", "Partitions this node should host but could not open (retried with back-off; see the log for the cause).",
 		func() float64 { return float64(n.openErrs.count()) })
 	n.registerRuntimeMetrics(reg)
@@ -84,13 +110,16 @@ func (n *Node) metricsHandler() http.Handler {
 // registerRuntimeMetrics adds the service's request metrics, the
 // metadata group's, the shards' and Go's own to reg.
 func (n *Node) registerRuntimeMetrics(reg *prometheus.Registry) {
-	if n.svc != nil && n.svc.meter != nil {
-		reg.MustRegister(n.svc.meter.collectors()...)
-		m := n.svc.meter
+	if n.svc != nil && n.svc.Meter() != nil {
+		m := n.svc.Meter()
+		reg.MustRegister(m.Collectors()...)
 		reg.MustRegister(prometheus.NewCounterFunc(prometheus.CounterOpts{Namespace: "corestream", Name: "produced_bytes_total",
-			Help: "Record batch bytes of the produces this node acknowledged as primary."}, func() float64 { return float64(m.produced.Load()) }))
+			Help: "Record batch bytes of the produces this node acknowledged as primary."}, func() float64 { return float64(m.Produced()) }))
 		reg.MustRegister(prometheus.NewCounterFunc(prometheus.CounterOpts{Namespace: "corestream", Name: "fetched_bytes_total",
-			Help: "Record batch bytes this node answered to fetches as primary."}, func() float64 { return float64(m.fetched.Load()) }))
+			Help: "Record batch bytes this node answered to fetches as primary."}, func() float64 { return float64(m.Fetched()) }))
+		reg.MustRegister(prometheus.NewCounterFunc(prometheus.CounterOpts{Namespace: "corestream", Name: "fetched_records_total",
+			Help: "Offsets of the record batches this node answered to fetches (a batch's last offset less its first, plus one)."},
+			func() float64 { return float64(m.FetchedRecords()) }))
 	}
 	reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{Namespace: "corestream", Name: "metadata_generation",
 		Help: "The metadata group's term as this node knows it (-1: none known); it rises with every metadata primary election."},
@@ -116,7 +145,7 @@ func (n *Node) registerRuntimeMetrics(reg *prometheus.Registry) {
 		}))
 	if n.group != nil {
 		reg.MustRegister(&shardCollector{group: n.group})
-		reg.MustRegister(&groupLagCollector{n: n, seriesMax: n.cfg.HTTP.GroupLagSeriesMax})
+		reg.MustRegister(n.groups.LagCollector(n.cfg.HTTP.GroupLagSeriesMax))
 	}
 	if len(n.hosts) > 0 {
 		reg.MustRegister(&logSyncCollector{hosts: n.hosts})
@@ -170,7 +199,7 @@ func (c *shardCollector) Collect(ch chan<- prometheus.Metric) {
 }
 
 // leadershipCounts are the per-node leadership gauges, taken from the
-// same answers as cluster status (partitionRoute), so they cannot
+// same answers as cluster status (PartitionRoute), so they cannot
 // disagree with it.
 type leadershipCounts struct {
 	led, underReplicated, offline, preferredLed int
@@ -187,7 +216,7 @@ func (n *Node) leadership() leadershipCounts {
 	metaPrimary, _ := n.metaRoute()
 	for _, t := range n.view.Load().Sorted {
 		for p := range t.Replicas {
-			pr := n.svc.partitionRoute(t, int32(p))
+			pr := n.svc.PartitionRoute(t, int32(p))
 			if pr.PreferredPrimaryID == self {
 				c.preferred++
 			}

@@ -135,7 +135,7 @@ func TestMetricNames(t *testing.T) {
 	if v := fams["corestream_produced_bytes_total"].GetMetric()[0].GetCounter().GetValue(); v <= 0 {
 		t.Errorf("produced bytes: %v", v)
 	}
-	if st := n.svc.meter.stats(); st.ProduceRequests != 1 || st.FetchRequests != 2 || st.FetchedBytes < st.ProducedBytes {
+	if st := n.svc.Meter().Stats(); st.ProduceRequests != 1 || st.FetchRequests != 2 || st.FetchedBytes < st.ProducedBytes {
 		t.Errorf("stats %+v: want 1 produce, 2 fetches, at least the produced bytes fetched (a control batch adds some)", st)
 	}
 }

@@ -19,14 +19,19 @@ import (
 
 	"github.com/corestream/corestream/cluster/clock"
 	"github.com/corestream/corestream/cluster/config"
+	ctl "github.com/corestream/corestream/cluster/controller"
 	"github.com/corestream/corestream/cluster/httpapi"
 	"github.com/corestream/corestream/cluster/metadata"
 	"github.com/corestream/corestream/cluster/native"
+	"github.com/corestream/corestream/cluster/node/groupshost"
+	"github.com/corestream/corestream/cluster/node/nodesvc"
+	"github.com/corestream/corestream/cluster/node/txnshost"
 	"github.com/corestream/corestream/cluster/security"
 	"github.com/corestream/corestream/netio"
 	"github.com/corestream/corestream/netio/uring"
 	"github.com/corestream/corestream/raftlite"
 	"github.com/corestream/corestream/segment"
+	"github.com/corestream/corestream/segment/batch"
 	"github.com/corestream/corestream/segment/vfs"
 	"github.com/corestream/corestream/shard"
 	"github.com/corestream/corestream/shard/partition"
@@ -71,25 +76,33 @@ type Node struct {
 	cluster       atomic.Pointer[metadata.ClusterID]
 	clusterWarned bool
 	// throttle bounds the catch-up bytes this node's primaries send to
-	// learners (reassign_throttle.go); shared by every shard.
+	// learners (cluster/controller/reassign_throttle.go); shared by every shard.
 	throttle *partition.Throttle
-	// svc is the typed service every front end calls (svc.go); built
-	// once the shards run.
-	svc *nodeService
+	// svc is the typed service every front end calls (nodesvc, wired
+	// in svc.go); built once the shards run.
+	svc *nodesvc.Service
 	// http is the HTTP API (nil when node.http_addr is empty).
 	http *httpapi.API
 	// kafka is the Kafka protocol's server (nil when node.kafka_addr is
 	// empty); kafkaBound its bound address when it asked for port 0.
 	kafka      *netio.Server
 	kafkaBound atomic.Pointer[string]
-	// groups coordinates consumer groups (svc_groups.go) for every front
+	// groups coordinates consumer groups (groupshost) for every front
 	// end; started with the service.
-	groups *groupsHost
+	groups *groupshost.Host
+	// txns are the transaction coordinators (txns.go).
+	txns *txnshost.Host
+	// markers are the transaction markers this node's coordinators
+	// asked other nodes to write (txns.go); touched on metaShard only.
+	markers markerCalls
 	// groupsScans find, per __groups replica, the newest complete
 	// checkpoint below which its retention deletes.
-	groupsScans groupsScans
+	groupsScans groupshost.Scans
 	// peers is the replication transport (nil on a single node).
 	peers Transport
+	// ends pairs the questions for partition ends this node asked its
+	// peers with their answers (ends.go).
+	ends endsWaits
 	// metaLoaded latches once the View holds everything committed this
 	// node could know of (ready.go); metadata reads wait for it.
 	metaLoaded atomic.Bool
@@ -101,9 +114,13 @@ type Node struct {
 	// requests go to.
 	migrations atomic.Uint64
 	// crossShard counts native data requests served by a shard other
-	// than their connection's.
-	crossShard   atomic.Uint64
-	balanceStats BalanceStats
+	// than their connection's; kafkaMigrations and kafkaCrossShard count
+	// the same for the Kafka listener's connections.
+	crossShard                       atomic.Uint64
+	kafkaMigrations, kafkaCrossShard atomic.Uint64
+	balanceStats                     ctl.BalanceStats
+	// cleaner counts the log cleaner's work on every shard (compaction.go).
+	cleaner cleanerStats
 	// rec is the reconciliation part (reconcile.go), built at Start;
 	// openErrs records the partitions that failed to open (openfail.go),
 	// kept by rec and read by the front ends.
@@ -129,6 +146,9 @@ type Node struct {
 	// certs and clientTLS are the HTTP API's TLS (nil: plain HTTP).
 	certs     *security.CertStore
 	clientTLS *tls.Config
+	// disk rate-limits the warnings of a full or failing disk
+	// (storagefull.go).
+	disk storageLog
 	// tls is the client, Kafka and replication listeners' TLS and its
 	// counters (tlsbridge.go).
 	tls *nodeTLS
@@ -152,9 +172,12 @@ func New(cfg config.Config, logger *slog.Logger) (*Node, error) {
 	lim := raftlite.DefaultLimits()
 	lim.ElectionTicks = int32(cfg.Cluster.ElectionTimeoutMs / cfg.Cluster.HeartbeatIntervalMs)
 	lim.HeartbeatTicks = 1
-	lim.EntryBytesMax = int32(cfg.Storage.MaxBatchBytes)
+	// A topic's max.message.bytes may exceed storage.max_batch_bytes
+	// (maxMessageBytes); produce checks the bound, consensus only the
+	// format's.
+	lim.EntryBytesMax = batch.BatchBytesMax
 	// Idle groups stop heartbeating once every follower is caught up;
-	// the per-peer pings (peers.go) wake them when a member's node dies.
+	// the per-peer pings (cluster/transport) wake them when a member's node dies.
 	lim.Quiesce = len(cfg.Roster()) > 1
 	n.limits = lim
 	n.throttle = partition.NewThrottle(func() time.Time { return n.clock.Now() }) // setClock may replace the clock
@@ -282,9 +305,10 @@ func (n *Node) Stop(ctx context.Context) error {
 			first = err
 		}
 	}
-	n.groups.stop()
+	n.groups.Stop()
+	n.txns.Stop()
 	if n.peers != nil {
-		if err := n.peers.shutdown(ctx); err != nil && first == nil {
+		if err := n.peers.Shutdown(ctx); err != nil && first == nil {
 			first = err
 		}
 	}
@@ -313,7 +337,8 @@ func (n *Node) answerFetches() {
 }
 
 func (n *Node) stopShards() error {
-	n.groups.stop() // idempotent; here too for the failed starts
+	n.groups.Stop() // idempotent; here too for the failed starts
+	n.txns.Stop()
 	if n.group == nil {
 		return nil
 	}
@@ -371,7 +396,7 @@ func (n *Node) sendFn() func(*partition.Replica, []raftlite.Message) {
 	if n.peers == nil {
 		return nil
 	}
-	return n.peers.send
+	return n.peers.Send
 }
 
 // aliveFn is the replicas' liveness oracle: nil on a single node.
@@ -388,7 +413,7 @@ func (n *Node) aliveFn() func(raftlite.NodeID) bool {
 // and dropped (docs/operations.md).
 func (n *Node) opened(r *partition.Replica, shardID int) {
 	if n.peers != nil {
-		n.peers.opened(partition.GroupID(r.Key()), shardID)
+		n.peers.Opened(partition.GroupID(r.Key()), shardID)
 	}
 	cfg := r.Config()
 	n.logPartitionOpened(cfg.Topic, cfg.Partition, shardID, r.Log().Recovery())
@@ -397,7 +422,7 @@ func (n *Node) opened(r *partition.Replica, shardID int) {
 // closed forgets a replica's consensus group.
 func (n *Node) closed(key [20]byte) {
 	if n.peers != nil {
-		n.peers.closed(partition.GroupID(key))
+		n.peers.Closed(partition.GroupID(key))
 	}
 	n.router.Drop(key)
 }
@@ -419,7 +444,7 @@ func (n *Node) retentionLoop(sh *shard.Shard, every time.Duration) {
 			var res segment.RetentionResult
 			var err error
 			if r.Config().Topic == metadata.GroupsTopic {
-				res, err = n.groupsRetention(r) // below its newest checkpoint (groups_checkpoint.go)
+				res, err = n.groupsScans.Retention(r) // below its newest checkpoint (groupshost/checkpoint.go)
 			} else {
 				res, err = r.ApplyRetention()
 			}

@@ -138,7 +138,7 @@ func TestMetadataSnapshotAndCompaction(t *testing.T) {
 	// the metadata log.
 	md := strings.Repeat("m", 3500)
 	for i := 0; i < 1200; i++ {
-		err := commitMetaOffsets(n.svc, "c", []service.OffsetCommit{{Topic: "kept", Partition: int32(i % 2), Offset: int64(i), Metadata: md}})
+		err := commitMetaOffsets(n, "c", []service.OffsetCommit{{Topic: "kept", Partition: int32(i % 2), Offset: int64(i), Metadata: md}})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -190,7 +190,7 @@ func TestConnectionMovesToItsPartitionsShard(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if want := int64(i + 1); resp.BaseOffset != want { // offset 0 is the primary's no-op
+			if want := int64(i); resp.BaseOffset != want { // the primary's no-op takes no offset
 				t.Fatalf("shard %d partition %d: base offset %d, want %d", sh, parts[sh], resp.BaseOffset, want)
 			}
 		}

@@ -1,10 +1,14 @@
 package node
 
 import (
-	"github.com/corestream/corestream/cluster/routes"
-	"github.com/corestream/corestream/cluster/transport"
 	"reflect"
 	"testing"
+
+	ctl "github.com/corestream/corestream/cluster/controller"
+	"github.com/corestream/corestream/cluster/node/groupshost"
+	"github.com/corestream/corestream/cluster/node/nodesvc"
+	"github.com/corestream/corestream/cluster/routes"
+	"github.com/corestream/corestream/cluster/transport"
 )
 
 // No part holds a pointer to the Node (design/node-parts.md): each reaches
@@ -14,7 +18,7 @@ import (
 // closure is not visible to this check.
 func TestPartsHoldNoNode(t *testing.T) {
 	node := reflect.TypeOf(Node{})
-	for _, part := range []any{controller{}, balancer{}, reassigner{}, reconciler{}, peers{}, transport.Liveness{}, transport.DownWatch{}, routes.Router{}, replicaHost{}} {
+	for _, part := range []any{controller{}, ctl.Balancer{}, ctl.Reassigner{}, ctl.RosterDriver{}, ctl.Admin{}, reconciler{}, transport.TCP{}, metaPort{}, transport.Liveness{}, transport.DownWatch{}, routes.Router{}, replicaHost{}, nodesvc.Service{}, ctrlAdmin{}, groupshost.Host{}, groupshost.Scans{}} {
 		seen := map[reflect.Type]bool{}
 		var walk func(typ reflect.Type, path string)
 		walk = func(typ reflect.Type, path string) {

@@ -31,7 +31,7 @@ func TestProposeFromDoneIsAnswered(t *testing.T) {
 			return
 		}
 		roster, eligible := c.rosterIDs()
-		cmd, err := c.state.PlanCreateTopic(metadata.CreateRequest{Name: fmt.Sprintf("nested-%d", i), Partitions: 1, ReplicationFactor: 1},
+		cmd, err := c.State().PlanCreateTopic(metadata.CreateRequest{Name: fmt.Sprintf("nested-%d", i), Partitions: 1, ReplicationFactor: 1},
 			roster, eligible, 1, time.Now().UnixMilli())
 		if err != nil {
 			answers <- answer{i, err}

@@ -53,17 +53,8 @@ func (c *controller) observe(r *partition.Replica, m *raftlite.Message) {
 		return
 	}
 	rf := r.Raft()
-	c.observeReset(m, rf.Leader(), rf.Term())
+	c.ObserveReset(m, rf.Leader(), rf.Term())
 	c.checkLoaded()
-}
-
-// observeReset notes the snapshot point of a MsgReset that the current
-// primary (leader, in term) sent in its own term, ending at an entry of
-// that term. Pure: the simulator feeds it the same messages.
-func (m *metaCore) observeReset(msg *raftlite.Message, leader raftlite.NodeID, term int32) {
-	if msg.Type == raftlite.MsgReset && msg.From == leader && msg.Term == term && msg.LogTerm == msg.Term {
-		m.resetAt, m.resetTerm = msg.Index, msg.Term
-	}
 }
 
 // checkLoaded sets the latch once an entry of the current term is
@@ -74,35 +65,11 @@ func (c *controller) checkLoaded() {
 	}
 	rf := c.r.Raft()
 	term := rf.Term()
-	if !c.loadedIn(term, rf.Leader() != raftlite.None) {
+	if !c.LoadedIn(term, rf.Leader() != raftlite.None) {
 		return
 	}
 	c.d.loaded.Store(true)
-	c.d.log.Info("cluster metadata loaded", "applied", c.applied, "term", term, "topics", len(c.state.Topics()))
-}
-
-// loadedIn is the readiness rule above for a node whose metadata group
-// is in term, following a primary in it (led): an entry of term is
-// applied, or a snapshot the primary of term sent is installed. Pure: the
-// simulator checks the same rule.
-func (m *metaCore) loadedIn(term int32, led bool) bool {
-	if term == 0 || !led {
-		return false
-	}
-	return m.appliedTerm == term || (m.resetTerm == term && m.applied >= m.resetAt)
-}
-
-// restored notes, for a node started from its snapshot, the term of the
-// entry the snapshot ends at, as the log records it (termAt: the log's
-// term of an offset, start-1 included); it stays unknown when the log no
-// longer holds that offset.
-func (m *metaCore) restored(termAt func(off int64) (int32, error)) {
-	if m.applied < 0 {
-		return
-	}
-	if t, err := termAt(m.applied); err == nil {
-		m.appliedTerm = t
-	}
+	c.d.log.Info("cluster metadata loaded", "applied", c.Applied(), "term", term, "topics", len(c.State().Topics()))
 }
 
 // metadataReady returns nil once this node's metadata is loaded, else

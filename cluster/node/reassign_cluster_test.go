@@ -56,7 +56,7 @@ func (tc *testCluster) reassign(t *testing.T, topic string, p int32, target []me
 		n := tc.metaPrimary(t)
 		if n != nil {
 			errc := make(chan error, 1)
-			onMeta(t, n, func() { n.ctrl.reassignPartition(topic, p, target, 0, dryRun, func(err error) { errc <- err }) })
+			onMeta(t, n, func() { n.ctrl.reas.ReassignPartition(topic, p, target, 0, dryRun, func(err error) { errc <- err }) })
 			err := <-errc
 			if err == nil || !strings.Contains(err.Error(), "NOT_PRIMARY") && !strings.Contains(strings.ToLower(err.Error()), "not the primary") {
 				return err
@@ -397,4 +397,13 @@ func fillMovePartition(t *testing.T, ctx context.Context, cl *client.Client, rec
 	if err := p.Flush(ctx); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// int32s is ids as int32s, as a plan names them.
+func int32s(ids []metadata.NodeID) []int32 {
+	out := make([]int32, len(ids))
+	for i, id := range ids {
+		out[i] = int32(id)
+	}
+	return out
 }

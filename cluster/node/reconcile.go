@@ -16,6 +16,7 @@ import (
 	"github.com/corestream/corestream/cluster/service"
 	"github.com/corestream/corestream/raftlite"
 	"github.com/corestream/corestream/segment"
+	"github.com/corestream/corestream/segment/batch"
 	"github.com/corestream/corestream/segment/vfs"
 	"github.com/corestream/corestream/shard"
 	"github.com/corestream/corestream/shard/partition"
@@ -312,13 +313,19 @@ func removeTreeDepth(fsys vfs.FS, dir string, depth int) error {
 func (n *Node) openReplica(h *partition.Host, t *metadata.Topic, p int32, reps []metadata.NodeID) error {
 	cfg := n.segmentConfig()
 	cfg.RetentionBytes, cfg.RetentionMs = topicRetention(cfg, t)
+	cfg.SegmentBytes, cfg.SegmentMs = topicSegmentRoll(cfg, t)
+	// The produce bound is the topic's (maxMessageBytes); the log takes
+	// any batch the format allows, so that a topic's max.message.bytes
+	// may rise above storage.max_batch_bytes without reopening, and a
+	// follower whose metadata lags its primary's still appends.
+	cfg.BatchBytesMax = batch.BatchBytesMax
 	ids := make([]raftlite.NodeID, len(reps))
 	for i, r := range reps {
 		ids[i] = raftlite.NodeID(r)
 	}
 	// A replica on a node that is not (yet) in the list joins as a
-	// learner of a move (reassign.go): the list is the voters it starts
-	// from, until its log holds the configuration.
+	// learner of a move (cluster/controller/reassign.go): the list is the
+	// voters it starts from, until its log holds the configuration.
 	var learners []raftlite.NodeID
 	if !hosts(reps, n.self) {
 		learners = []raftlite.NodeID{n.self}
@@ -326,19 +333,24 @@ func (n *Node) openReplica(h *partition.Host, t *metadata.Topic, p int32, reps [
 	sendSeg, answerSeg := n.segmentFns()
 	r, err := h.Open(partition.Config{
 		FS: n.fs, Dir: n.partitionDir(t.ID, p), Log: cfg,
-		Topic: t.Name, TopicID: t.ID, Partition: p, MaxMessageBytes: int(t.Config.MaxMessageBytes),
+		// Clients' partitions get dense offsets; the groups' internal
+		// partitions are read by the node in raft offsets.
+		DenseOffsets: !metadata.IsInternalTopic(t.Name),
+		Topic:        t.Name, TopicID: t.ID, Partition: p, MaxMessageBytes: n.maxMessageBytes(t),
 		Self: n.self, Replicas: ids, Learners: learners, Limits: n.limits,
-		Send: n.sendFn(), OnRoute: n.routeChanged, Alive: n.aliveFn(),
+		Send: n.sendFn(), OnRoute: n.routeChanged, Alive: n.aliveFn(), OnStorageFull: n.storageFull, OnStorageFailed: n.storageFailed,
 		Throttle: n.throttle, SendSegment: sendSeg, AnswerSegment: answerSeg,
 	})
 	if err == nil {
+		r.SetCleaner(n.cleanerConfig(t))
+		r.SetRecordsStart(t.LogStart(p))
 		n.opened(r, h.Shard().ID())
 	}
 	return err
 }
 
 // topicRetention is t's retention bounds (bytes, ms): its overrides, else
-// the node's (cfg's).
+// the node's (cfg's); none (-1, -1) under cleanup.policy=compact.
 func topicRetention(cfg segment.Config, t *metadata.Topic) (bytes, ms int64) {
 	bytes, ms = cfg.RetentionBytes, cfg.RetentionMs
 	if t.Config.RetentionMs != 0 {
@@ -347,20 +359,62 @@ func topicRetention(cfg segment.Config, t *metadata.Topic) (bytes, ms int64) {
 	if t.Config.RetentionBytes != 0 {
 		bytes = t.Config.RetentionBytes
 	}
+	if !t.Config.Deletes() {
+		return -1, -1 // cleanup.policy=compact: the cleaner bounds the log, not retention
+	}
 	return bytes, ms
 }
 
-// configureReplica gives an open replica its topic's retention and
-// max.message.bytes, which an alter_config command may have changed since
-// it opened. Runs on the replica's shard.
+// topicSegmentRoll is when t's active segments roll (bytes, ms): its
+// segment.bytes and segment.ms, else the node's (cfg's).
+func topicSegmentRoll(cfg segment.Config, t *metadata.Topic) (bytes, ms int64) {
+	bytes, ms = cfg.SegmentBytes, cfg.SegmentMs
+	if t.Config.SegmentBytes != 0 {
+		bytes = t.Config.SegmentBytes
+	}
+	if t.Config.SegmentMs != 0 {
+		ms = t.Config.SegmentMs
+	}
+	// A compacted topic's records become cleanable within
+	// max.compaction.lag.ms only if their segment is sealed by then.
+	if lag := t.Config.MaxCompactionLagMs; t.Config.Compacted() && lag > 0 && (ms <= 0 || lag < ms) {
+		ms = lag
+	}
+	return bytes, ms
+}
+
+// maxMessageBytes is the largest batch a producer may write to t: its
+// max.message.bytes, else the node's storage.max_batch_bytes. Either is
+// at most batch.BatchBytesMax (16 MiB, the record format's bound and the
+// hard cap of the topic config), and a request carrying it must still fit
+// network.max_frame_bytes (default 16 MiB + 64 KiB).
+func (n *Node) maxMessageBytes(t *metadata.Topic) int {
+	if t.Config.MaxMessageBytes > 0 {
+		return int(t.Config.MaxMessageBytes)
+	}
+	return n.cfg.Storage.MaxBatchBytes
+}
+
+// configureReplica gives an open replica its topic's retention, segment
+// roll, cleaner settings and max.message.bytes, which an alter_config command may have changed since
+// it opened, and the log start a delete_records command set. Runs on the replica's shard.
 func (n *Node) configureReplica(r *partition.Replica, t *metadata.Topic) {
-	if m := int(t.Config.MaxMessageBytes); r.Config().MaxMessageBytes != m {
+	if m := n.maxMessageBytes(t); r.Config().MaxMessageBytes != m {
 		r.SetMaxMessageBytes(m)
 	}
 	bytes, ms := topicRetention(n.segmentConfig(), t)
 	if l := r.Config().Log; l.RetentionBytes != bytes || l.RetentionMs != ms {
 		r.SetRetention(bytes, ms)
 	}
+	bytes, ms = topicSegmentRoll(n.segmentConfig(), t)
+	if l := r.Config().Log; l.SegmentBytes != bytes || l.SegmentMs != ms {
+		if err := r.SetSegmentRoll(bytes, ms); err != nil {
+			// metadata.TopicConfig.Check keeps a topic's values in range.
+			n.log.Error("topic segment roll not applied", "topic", t.Name, "err", err)
+		}
+	}
+	r.SetCleaner(n.cleanerConfig(t))
+	r.SetRecordsStart(t.LogStart(r.Config().Partition))
 }
 
 func hosts(reps []metadata.NodeID, self raftlite.NodeID) bool {

@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"time"
 
+	ctl "github.com/corestream/corestream/cluster/controller"
 	"github.com/corestream/corestream/cluster/peerwire"
 	"github.com/corestream/corestream/raftlite"
 	"github.com/corestream/corestream/shard"
@@ -44,16 +45,23 @@ type replicaDeps struct {
 	// other nodes go through it.
 	transport func() Transport
 	// observed hands a move's answer from this node's own primary to the
-	// local reassigner (reassign.go).
+	// local reassigner (cluster/controller).
 	observed func(st peerwire.ReassignState)
 	// reconcile asks shard i for a reconciliation pass (a fenced
 	// replica left its host; the pass records its refusal to open).
 	reconcile func(i int)
+	// txnMarker and txnMarkerAck serve a peer coordinator's marker and
+	// a peer primary's answer (txns.go); any goroutine.
+	txnMarker    func(m peerwire.TxnMarker)
+	txnMarkerAck func(a peerwire.TxnMarkerAck)
 }
 
-// step steps a peer's message into its group on shard shardID. Runs on
+// replicaHost is the transport's Replicas port.
+var _ transport.Replicas = (*replicaHost)(nil)
+
+// Step steps a peer's message into its group on shard shardID. Runs on
 // that shard.
-func (rh *replicaHost) step(shardID int, m *raftlite.Message) {
+func (rh *replicaHost) Step(shardID int, m *raftlite.Message) {
 	h := rh.d.hosts[shardID]
 	if h == nil {
 		return
@@ -97,12 +105,31 @@ func (rh *replicaHost) transfer(topicID [16]byte, p int32, to int32) {
 	})
 }
 
-// peerDown wakes every quiesced group with a replica on node id, and in
+// Transfer starts the leadership transfer a peer asked for (transfer).
+func (rh *replicaHost) Transfer(t peerwire.Transfer) { rh.transfer(t.TopicID, t.Partition, t.Target) }
+
+// TxnMarker implements transport.Replicas.
+func (rh *replicaHost) TxnMarker(m peerwire.TxnMarker) { rh.d.txnMarker(m) }
+
+// TxnMarkerAck implements transport.Replicas.
+func (rh *replicaHost) TxnMarkerAck(a peerwire.TxnMarkerAck) { rh.d.txnMarkerAck(a) }
+
+// Replica is group g's replica on shard shardID, or nil. Runs on that
+// shard.
+func (rh *replicaHost) Replica(shardID int, g raftlite.GroupID) *partition.Replica {
+	if h := rh.d.hosts[shardID]; h != nil {
+		return h.Group(g)
+	}
+	return nil
+}
+
+// PeerDown wakes every quiesced group with a replica on node id, and in
 // the groups node id led, the first live replica in replica-set order
 // (preferred first) campaigns at once instead of waiting for an election
 // timeout (campaignsAfterDown): failover takes the liveness timeout plus
 // one election round. REQUIRES: on shard metaShard.
-func (rh *replicaHost) peerDown(id raftlite.NodeID) {
+func (rh *replicaHost) PeerDown(peer int32) {
+	id := raftlite.NodeID(peer)
 	alive := func(m raftlite.NodeID) bool { return rh.d.alive(int32(m)) }
 	for i := 0; i < rh.d.group.Len(); i++ {
 		sh := rh.d.group.Shard(i)
@@ -154,15 +181,15 @@ func (rh *replicaHost) requestTransfer(topicID [16]byte, p int32, from, to int32
 		return
 	}
 	if t := rh.d.transport(); t != nil {
-		t.requestTransfer(from, peerwire.Transfer{TopicID: topicID, Partition: p, Target: to})
+		t.RequestTransfer(from, peerwire.Transfer{TopicID: topicID, Partition: p, Target: to})
 	}
 }
 
-// reassign takes the next step of the move m asked for on the local
+// Reassign takes the next step of the move m asked for on the local
 // primary of its partition and answers node m.From. A replica that does
 // not lead does nothing: the driver asks the primary the routes name
 // next. Runs on any goroutine; the work runs on the partition's shard.
-func (rh *replicaHost) reassign(m peerwire.Reassign) {
+func (rh *replicaHost) Reassign(m peerwire.Reassign) {
 	key := shardKey(m.TopicID, m.Partition)
 	sh := rh.d.group.Shard(rh.d.shardOf(m.TopicID, m.Partition))
 	sh.Post(func() {
@@ -171,14 +198,14 @@ func (rh *replicaHost) reassign(m peerwire.Reassign) {
 			return
 		}
 		conf, committed := r.Membership(), r.ConfCommitted()
-		if cc, ok := reassignNext(conf, committed, m.Target, rh.d.self); ok {
+		if cc, ok := ctl.ReassignNext(conf, committed, m.Target, rh.d.self); ok {
 			reply := func(res partition.ConfChangeResult) {
 				if res.Err != nil && !errors.Is(res.Err, raftlite.ErrConfChangePending) {
 					rh.d.log.Info("replica move step not taken", "topic", r.Config().Topic, "partition", m.Partition, "change", cc, "err", res.Err)
 				}
 			}
 			if cc.Type == raftlite.ConfPromote {
-				r.Promote(cc.Node, reassignPromoteWait, reply)
+				r.Promote(cc.Node, ctl.ReassignPromoteWait, reply)
 			} else {
 				r.ChangeMembership(cc, reply)
 			}
@@ -196,7 +223,7 @@ func (rh *replicaHost) reassign(m peerwire.Reassign) {
 			if m.From == int32(rh.d.self) {
 				rh.d.observed(st)
 			} else if t := rh.d.transport(); t != nil {
-				t.answerReassign(m.From, st)
+				t.AnswerReassign(m.From, st)
 			}
 		})
 	})

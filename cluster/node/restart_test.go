@@ -260,7 +260,7 @@ func TestRestartFromCompleteSnapshotLoads(t *testing.T) {
 		f++
 	}
 	applied := func(n *Node) (a, snap int64) {
-		n.group.Shard(metaShard).Do(func(*shard.Shard) { a, snap = n.ctrl.applied, n.ctrl.snapshotAt })
+		n.group.Shard(metaShard).Do(func(*shard.Shard) { a, snap = n.ctrl.Applied(), n.ctrl.snapshotAt })
 		return a, snap
 	}
 	clusterWait(t, 30*time.Second, fmt.Sprintf("node %d's snapshot to cover what the primary applied", f+1), func() bool {

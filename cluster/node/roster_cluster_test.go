@@ -170,7 +170,7 @@ func TestClusterGrowsAndShrinks(t *testing.T) {
 	clusterWait(t, 30*time.Second, "a metadata primary", func() bool { p = tc.metaPrimary(t); return p != nil })
 	var balanced []int32
 	onMeta(t, p, func() {
-		for _, bn := range p.ctrl.bal.view().Nodes {
+		for _, bn := range p.ctrl.bal.View().Nodes {
 			balanced = append(balanced, bn.ID)
 		}
 	})
@@ -308,7 +308,7 @@ func TestClusterJoinsAfterMetadataCompaction(t *testing.T) {
 	// Offsets are written into the metadata group itself (commits now go
 	// to __groups), so that its log grows past a snapshot and compacts.
 	md := strings.Repeat("m", 3500)
-	s := metaPrimaryService(t, tc)
+	s := metaPrimaryByRoute(t, tc)
 	for i := 0; i < 1000; i++ {
 		if err := commitMetaOffsets(s, "c", []service.OffsetCommit{{Topic: "kept", Offset: int64(i), Metadata: md}}); err != nil {
 			t.Fatal(err)
@@ -322,7 +322,7 @@ func TestClusterJoinsAfterMetadataCompaction(t *testing.T) {
 	clusterWait(t, 60*time.Second, "node 4 to be active and to hold the latest committed offset", func() bool {
 		var off int64 = -1
 		onMeta(t, n4, func() {
-			if c, ok := n4.ctrl.state.Committed("c", metadata.OffsetKey{Topic: "kept", Partition: 0}); ok {
+			if c, ok := n4.ctrl.State().Committed("c", metadata.OffsetKey{Topic: "kept", Partition: 0}); ok {
 				off = c.Offset
 			}
 		})

@@ -3,6 +3,7 @@ package node
 import (
 	"encoding/binary"
 	"fmt"
+	ctl "github.com/corestream/corestream/cluster/controller"
 	"github.com/corestream/corestream/cluster/routes"
 	"github.com/corestream/corestream/cluster/transport"
 	"hash/crc32"
@@ -30,7 +31,7 @@ type simDisk struct {
 	log  *raftlite.MemLog
 	data map[int64][]byte
 	hs   raftlite.HardState
-	// snap is the metadata snapshot (encodeSnapshot; nil: none), the
+	// snap is the metadata snapshot (ctl.EncodeSnapshot; nil: none), the
 	// metadata log compacted up to its end.
 	snap []byte
 }
@@ -54,18 +55,18 @@ type simNode struct {
 	up          bool
 	inc         int
 	disks       map[raftlite.GroupID]*simDisk
-	core        *metaCore
+	core        *ctl.Core
 	view        *View
 	loaded      bool
 	routes      routes.Table
 	live        *transport.Liveness
 	watch       *transport.DownWatch
-	bal         *balancer
+	bal         *ctl.Balancer
 	meta        *simGroup
 	groups      map[raftlite.GroupID]*simGroup
 	announce    []peerwire.Route
 	sinceFull   time.Duration
-	stats       BalanceStats
+	stats       ctl.BalanceStats
 	rebalancing atomic.Bool
 	proposals   []simProposal
 	inSync      map[[20]byte][]int32
@@ -89,8 +90,8 @@ func (nd *simNode) start() {
 	nd.up = true
 	nd.inc++
 	inc := nd.inc
-	nd.core = newMetaCore(sc.log)
-	nd.view = nd.core.view()
+	nd.core = ctl.NewCore(sc.log)
+	nd.view = nd.core.View()
 	nd.loaded = false
 	nd.routes = routes.Table{}
 	nd.groups = map[raftlite.GroupID]*simGroup{}
@@ -108,31 +109,31 @@ func (nd *simNode) start() {
 	// As startController: the snapshot first, the log after it replayed
 	// as the group commits; the snapshot's View opens its partitions.
 	if snap := nd.meta.disk.snap; snap != nil {
-		if _, err := nd.core.install(snap); err != nil {
+		if _, err := nd.core.Install(snap); err != nil {
 			sc.fail("node %d: its snapshot: %v", nd.id, err)
 			return
 		}
-		nd.core.restored(nd.meta.log.TermAt)
-		nd.view = nd.core.view()
+		nd.core.Restored(nd.meta.log.TermAt)
+		nd.view = nd.core.View()
 		nd.reconcile()
 	}
 	ids := make([]int32, sc.p.n)
 	for i := range ids {
 		ids[i] = int32(i + 1)
 	}
-	nd.bal = newBalancer(balancerDeps{
-		clock: nd.clock,
-		after: func(d time.Duration, fn func()) { nd.after(inc, d, fn) },
-		log:   sc.log, roster: func() []int32 { return ids }, alive: nd.alive,
-		view:        func() *View { return nd.view },
-		route:       nd.routes.Get,
-		lastMovedMs: func(topic string, p int32) int64 { return nd.core.state.LastMovedMs(topic, p) },
-		isPrimary:   func() bool { return nd.meta.rn.Role() == raftlite.RoleLeader },
-		transfer:    nd.transfer,
-		propose:     nd.proposeMeta,
-		stats:       &nd.stats, rebalancing: &nd.rebalancing,
-		every: sc.p.balanceEvery, auto: true, imbalancePercent: sc.p.imbalancePercent, preferredPercent: 10,
-		moveTimeout: 2*sc.elect + time.Second,
+	nd.bal = ctl.NewBalancer(ctl.BalancerDeps{
+		Clock: nd.clock,
+		After: func(d time.Duration, fn func()) { nd.after(inc, d, fn) },
+		Log:   sc.log, Roster: func() []int32 { return ids }, Alive: nd.alive,
+		View:        func() *View { return nd.view },
+		Routes:      &nd.routes,
+		LastMovedMs: func(topic string, p int32) int64 { return nd.core.State().LastMovedMs(topic, p) },
+		IsPrimary:   func() bool { return nd.meta.rn.Role() == raftlite.RoleLeader },
+		Transfer:    nd.transfer,
+		Propose:     nd.proposeMeta,
+		Stats:       &nd.stats, Rebalancing: &nd.rebalancing,
+		Every: sc.p.balanceEvery, Auto: true, ImbalancePercent: sc.p.imbalancePercent, PreferredPercent: 10,
+		MoveTimeout: 2*sc.elect + time.Second,
 	}, func() bool { return nd.inc != inc || !nd.up })
 	// Nodes start a little apart, as processes do.
 	nd.after(inc, time.Duration(sc.rng.IntN(int(sc.hb))), nd.tick)
@@ -211,7 +212,7 @@ func (nd *simNode) tick() {
 	nd.sinceFull += sc.hb
 	routes := nd.announce
 	nd.announce = nil
-	if nd.sinceFull >= routesFullEvery {
+	if nd.sinceFull >= transport.RoutesFullEvery {
 		nd.sinceFull = 0
 		routes = nd.routes.LedBy(nd.id)
 		sort.Slice(routes, func(i, j int) bool {
@@ -300,14 +301,14 @@ func (nd *simNode) receive(m simMsg) {
 			return
 		}
 		if g.meta && !nd.loaded {
-			nd.core.observeReset(&m.raft, g.rn.Leader(), g.rn.Term())
+			nd.core.ObserveReset(&m.raft, g.rn.Leader(), g.rn.Term())
 			nd.checkLoaded()
 		}
 		nd.ready(g)
 	case simRoutes:
 		for _, r := range m.routes {
-			key := shardKey(r.TopicID, r.Partition)
-			nd.routes.Learn(key, routes.Route{Leader: r.Leader, Term: r.Term, InSync: maskIDs(r.InSync)})
+			key, rt := routes.Announced(r)
+			nd.routes.Learn(key, rt)
 			nd.checkRoute(key)
 		}
 	case simTransfer:
@@ -341,7 +342,7 @@ func (nd *simNode) proposeMeta(cmd metadata.Command) {
 	if cmd.Op == metadata.OpPrimaryMoved {
 		nd.sc.res.MovesDone++
 	}
-	data, err := encodeCommand(cmd, nd.clock.Now().UnixMilli())
+	data, err := ctl.EncodeCommand(cmd, nd.clock.Now().UnixMilli())
 	if err != nil {
 		nd.sc.fail("encoding a command: %v", err)
 		return
@@ -552,8 +553,8 @@ func (nd *simNode) applyMeta(commit int64) {
 	sc := nd.sc
 	g := nd.meta
 	changed := false
-	for nd.core.applied < commit {
-		off := nd.core.applied + 1
+	for nd.core.Applied() < commit {
+		off := nd.core.Applied() + 1
 		data := g.data[off]
 		if data == nil {
 			sc.fail("node %d: committed metadata entry %d is not in its log", nd.id, off)
@@ -565,7 +566,7 @@ func (nd *simNode) applyMeta(commit int64) {
 			return
 		}
 		sc.committed[off] = sum
-		ch, err := nd.core.applyData(data, off)
+		ch, err := nd.core.ApplyData(data, off)
 		if err != nil {
 			sc.fail("node %d: %v", nd.id, err)
 			return
@@ -573,7 +574,7 @@ func (nd *simNode) applyMeta(commit int64) {
 		changed = changed || ch
 	}
 	if changed {
-		nd.view = nd.core.view()
+		nd.view = nd.core.View()
 		nd.reconcile()
 	}
 	nd.maybeSnapshot()
@@ -608,7 +609,7 @@ func (nd *simNode) installReset(g *simGroup, r *raftlite.LogReset) bool {
 		sc.fail("node %d: a metadata log reset to %d without a snapshot", nd.id, r.Start)
 		return false
 	}
-	ok, err := nd.core.install(r.Snapshot)
+	ok, err := nd.core.Install(r.Snapshot)
 	if err != nil {
 		sc.fail("node %d: installing a snapshot: %v", nd.id, err)
 		return false
@@ -616,8 +617,8 @@ func (nd *simNode) installReset(g *simGroup, r *raftlite.LogReset) bool {
 	if ok {
 		g.disk.snap = r.Snapshot
 		sc.res.Installs++
-		sc.tracef("node %d installs a metadata snapshot up to %d", nd.id, nd.core.applied)
-		nd.view = nd.core.view()
+		sc.tracef("node %d installs a metadata snapshot up to %d", nd.id, nd.core.Applied())
+		nd.view = nd.core.View()
 		nd.reconcile()
 		nd.checkLoaded()
 	}
@@ -631,11 +632,11 @@ func (nd *simNode) maybeSnapshot() {
 	sc := nd.sc
 	g := nd.meta
 	every := sc.p.snapEvery
-	if every == 0 || nd.core.applied-(g.log.StartOffset()-1) < every {
+	if every == 0 || nd.core.Applied()-(g.log.StartOffset()-1) < every {
 		return
 	}
-	applied := nd.core.applied
-	g.disk.snap = encodeSnapshot(applied, nd.core.state.Snapshot())
+	applied := nd.core.Applied()
+	g.disk.snap = ctl.EncodeSnapshot(applied, nd.core.State().Snapshot())
 	if err := g.log.Compact(applied + 1); err != nil {
 		sc.fail("node %d: compacting the metadata log to %d: %v", nd.id, applied+1, err)
 		return
@@ -654,7 +655,7 @@ func (nd *simNode) maybeSnapshot() {
 // tick, as a client's read may come at any time.
 func (nd *simNode) checkLoaded() {
 	sc := nd.sc
-	if !nd.loaded && nd.core.loadedIn(nd.meta.rn.Term(), nd.meta.rn.Leader() != raftlite.None) {
+	if !nd.loaded && nd.core.LoadedIn(nd.meta.rn.Term(), nd.meta.rn.Leader() != raftlite.None) {
 		nd.loaded = true
 		// Loaded means answering metadata reads: everything acknowledged
 		// in an earlier term must be in them (after a whole-cluster
@@ -667,11 +668,11 @@ func (nd *simNode) checkLoaded() {
 				continue
 			}
 			if t := nd.view.Topics[name]; t == nil || t.ID != a.id {
-				sc.fail("node %d loaded its metadata at %d without acknowledged topic %s", nd.id, nd.core.applied, name)
+				sc.fail("node %d loaded its metadata at %d without acknowledged topic %s", nd.id, nd.core.Applied(), name)
 				return
 			}
 		}
-		sc.tracef("node %d: metadata loaded at %d (%d topics)", nd.id, nd.core.applied, len(nd.view.Sorted))
+		sc.tracef("node %d: metadata loaded at %d (%d topics)", nd.id, nd.core.Applied(), len(nd.view.Sorted))
 	}
 }
 

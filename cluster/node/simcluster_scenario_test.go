@@ -176,7 +176,7 @@ func TestSimFollowerRestartFromCompleteSnapshot(t *testing.T) {
 			return false
 		}
 		for _, nd := range s.sc.nodes {
-			if nd.core.applied != lead.meta.rn.Commit() || nd.meta.log.StartOffset() != nd.core.applied+1 {
+			if nd.core.Applied() != lead.meta.rn.Commit() || nd.meta.log.StartOffset() != nd.core.Applied()+1 {
 				return false
 			}
 		}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/corestream/corestream/cluster/balance"
 	"github.com/corestream/corestream/cluster/clock"
+	ctl "github.com/corestream/corestream/cluster/controller"
 	"github.com/corestream/corestream/cluster/metadata"
 	"github.com/corestream/corestream/cluster/peerwire"
 	"github.com/corestream/corestream/raftlite"
@@ -21,11 +22,11 @@ import (
 // on a simulated clock and a simulated network, driven by one seed.
 //
 // What runs is the node's own code: the metadata controller's pure core
-// (metaCore: the committed log's batches in, the applied state, the
+// (ctl.Core: the committed log's batches in, the applied state, the
 // proposers' results and the readiness rule out), the route table with
 // its learn rule and announcements, the liveness detector and its
 // down-watch, the failover rule (campaignsAfterDown), the balancer
-// driver (balancer, over balancerDeps) and the balance policy, and
+// driver (ctl.Balancer, over ctl.BalancerDeps) and the balance policy, and
 // raftlite for the metadata group and for every partition's group.
 // What the simulator stands in for: the shards (one event queue), the
 // TCP transport (simNet: drop, delay, reorder, partition, heal), the
@@ -458,7 +459,7 @@ func (sc *simCluster) create(nd *simNode, name string, parts int) bool {
 		parts = 1 + sc.rng.IntN(4)
 	}
 	req := metadata.CreateRequest{Name: name, Partitions: parts}
-	cmd, err := nd.core.state.PlanCreateTopic(req, roster, eligible, min(3, sc.p.n), nd.clock.Now().UnixMilli())
+	cmd, err := nd.core.State().PlanCreateTopic(req, roster, eligible, min(3, sc.p.n), nd.clock.Now().UnixMilli())
 	if err != nil {
 		return false
 	}
@@ -469,7 +470,7 @@ func (sc *simCluster) create(nd *simNode, name string, parts int) bool {
 	binary.BigEndian.PutUint64(id[8:], sc.rng.Uint64())
 	id[6] = id[6]&0x0f | 0x40
 	cmd.Topic.ID = id
-	data, err := encodeCommand(cmd, nd.clock.Now().UnixMilli())
+	data, err := ctl.EncodeCommand(cmd, nd.clock.Now().UnixMilli())
 	if err != nil {
 		sc.fail("encoding a command: %v", err)
 		return false
@@ -503,20 +504,20 @@ func (sc *simCluster) settled() string {
 	if lead == nil {
 		return "no metadata primary"
 	}
-	want := lead.core.state.Snapshot()
+	want := lead.core.State().Snapshot()
 	for _, nd := range sc.nodes {
 		if nd.meta.rn.Leader() != raftlite.NodeID(lead.id) || nd.meta.rn.Term() != lead.meta.rn.Term() {
 			return fmt.Sprintf("node %d follows %d in term %d, not %d in %d", nd.id, nd.meta.rn.Leader(), nd.meta.rn.Term(), lead.id, lead.meta.rn.Term())
 		}
 		if !nd.loaded {
 			return fmt.Sprintf("node %d has not loaded the metadata (applied %d of term %d, commit %d, log from %d, term %d, primary %d)",
-				nd.id, nd.core.applied, nd.core.appliedTerm, nd.meta.rn.Commit(), nd.meta.log.StartOffset(), nd.meta.rn.Term(), nd.meta.rn.Leader())
+				nd.id, nd.core.Applied(), nd.core.AppliedTerm(), nd.meta.rn.Commit(), nd.meta.log.StartOffset(), nd.meta.rn.Term(), nd.meta.rn.Leader())
 		}
-		if nd.core.applied != lead.core.applied || string(nd.core.state.Snapshot()) != string(want) {
-			return fmt.Sprintf("node %d answers metadata applied to %d, the primary to %d", nd.id, nd.core.applied, lead.core.applied)
+		if nd.core.Applied() != lead.core.Applied() || string(nd.core.State().Snapshot()) != string(want) {
+			return fmt.Sprintf("node %d answers metadata applied to %d, the primary to %d", nd.id, nd.core.Applied(), lead.core.Applied())
 		}
-		if nd.core.applied < lead.meta.rn.Commit() {
-			return fmt.Sprintf("node %d applied %d of %d committed", nd.id, nd.core.applied, lead.meta.rn.Commit())
+		if nd.core.Applied() < lead.meta.rn.Commit() {
+			return fmt.Sprintf("node %d applied %d of %d committed", nd.id, nd.core.Applied(), lead.meta.rn.Commit())
 		}
 	}
 	for name, a := range sc.acked {
@@ -552,9 +553,9 @@ func (sc *simCluster) settled() string {
 	// reach (a topic placed while some nodes were cut off holds no
 	// replica on them, and a primary moves only within its replica set,
 	// one move at a time); sc.res.Unbalanced counts those seeds.
-	v := lead.bal.view()
-	if lead.bal.inFlight != nil {
-		return fmt.Sprintf("the balancer's move of %s is still running", lead.bal.inFlight.Key)
+	v := lead.bal.View()
+	if m, ok := lead.bal.InFlight(); ok {
+		return fmt.Sprintf("the balancer's move of %s is still running", m.Key)
 	}
 	v.MuteMs = 0 // a muted partition only waits: converged means nothing left once mutes end
 	if m, ok := balance.Next(v); ok {

@@ -363,16 +363,20 @@ func (s *dsSim) checkAcked() {
 // below its high watermark.
 func (s *dsSim) checkReplicas(p int32, prim *dsNode) {
 	pr := prim.replica(p)
-	want, ok := dsReadLog(pr.Log(), 0, pr.HighWatermark()-1)
+	want, ok := dsReadLog(pr.Log(), 0, pr.CommitEnd()-1)
 	if !ok {
-		s.fail("partition %d: cannot read the primary's log below %d", p, pr.HighWatermark())
+		s.fail("partition %d: cannot read the primary's log below %d", p, pr.CommitEnd())
+		return
+	}
+	if err := dsCheckDense(pr.Log(), pr.CommitEnd()); err != nil {
+		s.fail("partition %d: primary %d's offsets: %v", p, prim.id, err)
 		return
 	}
 	for _, id := range s.topic.Replicas[p] {
 		r := s.node(int32(id)).replica(p)
-		got, ok := dsReadLog(r.Log(), 0, r.HighWatermark()-1)
+		got, ok := dsReadLog(r.Log(), 0, r.CommitEnd()-1)
 		if !ok || !bytes.HasPrefix(want, got) {
-			s.fail("partition %d: node %d's log below its high watermark %d differs from primary %d's", p, id, r.HighWatermark(), prim.id)
+			s.fail("partition %d: node %d's log below its high watermark %d differs from primary %d's", p, id, r.CommitEnd(), prim.id)
 			return
 		}
 	}

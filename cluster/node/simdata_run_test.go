@@ -103,7 +103,7 @@ func runDataSim(seed int64, nodes int, faulty time.Duration, fsync segment.Fsync
 	for p := int32(0); p < int32(s.p.parts) && why == ""; p++ {
 		for _, id := range s.topic.Replicas[p] {
 			if r := s.node(int32(id)).replica(p); r != nil {
-				s.tracef("settled: partition %d on node %d: high watermark %d, log end %d, primary %v", p, id, r.HighWatermark(), r.Log().LogEndOffset(), r.IsPrimary())
+				s.tracef("settled: partition %d on node %d: high watermark %d, log end %d, primary %v", p, id, r.CommitEnd(), r.Log().LogEndOffset(), r.IsPrimary())
 			}
 		}
 	}
@@ -238,7 +238,7 @@ func (s *dsSim) settled() string {
 			return fmt.Sprintf("partition %d has no primary", p)
 		}
 		pr := prim.replica(p)
-		hw, leo := pr.HighWatermark(), pr.Log().LogEndOffset()
+		hw, leo := pr.CommitEnd(), pr.Log().LogEndOffset()
 		if hw != leo {
 			return fmt.Sprintf("partition %d: primary %d's high watermark %d is below its log end %d", p, prim.id, hw, leo)
 		}
@@ -247,12 +247,12 @@ func (s *dsSim) settled() string {
 			if r == nil {
 				return fmt.Sprintf("partition %d: node %d's replica is not open", p, id)
 			}
-			if r.HighWatermark() != hw || r.Log().LogEndOffset() != leo {
-				return fmt.Sprintf("partition %d: node %d at %d/%d, primary %d at %d/%d", p, id, r.HighWatermark(), r.Log().LogEndOffset(), prim.id, hw, leo)
+			if r.CommitEnd() != hw || r.Log().LogEndOffset() != leo {
+				return fmt.Sprintf("partition %d: node %d at %d/%d, primary %d at %d/%d", p, id, r.CommitEnd(), r.Log().LogEndOffset(), prim.id, hw, leo)
 			}
 		}
-		if rd := s.readers[p]; rd.pos != hw && !s.lossy {
-			return fmt.Sprintf("partition %d: the reader is at %d of %d", p, rd.pos, hw)
+		if rd := s.readers[p]; rd.pos != pr.HighWatermark() && !s.lossy {
+			return fmt.Sprintf("partition %d: the reader is at %d of %d", p, rd.pos, pr.HighWatermark())
 		}
 	}
 	return ""

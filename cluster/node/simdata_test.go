@@ -11,6 +11,7 @@ import (
 
 	"github.com/cespare/xxhash/v2"
 	"github.com/corestream/corestream/cluster/metadata"
+	"github.com/corestream/corestream/cluster/node/nodesvc"
 	"github.com/corestream/corestream/raftlite"
 	"github.com/corestream/corestream/segment"
 	"github.com/corestream/corestream/segment/batch"
@@ -24,7 +25,7 @@ import (
 // (a stepped shard.Group: the real rounds, run by the simulator), real
 // partition replicas (shard/partition: consensus, segment logs, the
 // idempotent-producer table, the hard-state journal) on the node's own
-// in-memory FS, and the node's real typed service (nodeService), through
+// in-memory FS, and the node's real typed service (nodesvc.Service), through
 // which clients produce and consume as a front end calls it. Replicas
 // talk over a simulated network that drops, delays, reorders and
 // partitions; nodes crash (a process kill, or a power loss that tears
@@ -175,7 +176,7 @@ type dsNode struct {
 	group        *shard.Group
 	hosts        []*partition.Host
 	rt           routes.Table
-	svc          *nodeService
+	svc          *nodesvc.Service
 }
 
 func (s *dsSim) now() time.Duration { return time.Duration(s.nowNs) }
@@ -356,18 +357,18 @@ func (nd *dsNode) start() {
 		return
 	}
 	nd.group, nd.up, nd.rt = g, true, routes.Table{}
-	nd.svc = &nodeService{svcDeps: svcDeps{
-		self: raftlite.NodeID(nd.id), clusterID: func() string { return "sim" },
-		addrOf: func(id int32) string { return fmt.Sprintf("node-%d:7070", id) },
-		group:  g, hosts: nd.hosts, shardOf: nd.shardOf,
-		view:       func() *View { return s.view },
-		routes:     &nd.rt,
-		alive:      func(int32) bool { return true },
-		ready:      func() error { return nil },
-		stopping:   func() bool { return false },
-		openFailed: func([20]byte, string, int32) error { return nil },
-		now:        nd.wallNow,
-	}}
+	nd.svc = nodesvc.New(nodesvc.Deps{
+		Self: raftlite.NodeID(nd.id), ClusterID: func() string { return "sim" },
+		AddrOf: func(id int32) string { return fmt.Sprintf("node-%d:7070", id) },
+		Shards: g, Hosts: nd.hosts, ShardOf: nd.shardOf,
+		View:       func() *View { return s.view },
+		Routes:     &nd.rt,
+		Alive:      func(int32) bool { return true },
+		Ready:      func() error { return nil },
+		Stopping:   func() bool { return false },
+		OpenFailed: func([20]byte, string, int32) error { return nil },
+		Now:        nd.wallNow,
+	})
 	for p, reps := range s.topic.Replicas {
 		if hosts(reps, raftlite.NodeID(nd.id)) {
 			nd.open(int32(p), stopped)
@@ -393,7 +394,7 @@ func (nd *dsNode) open(p int32, stopped *segment.StopRecord) {
 		ids[i] = raftlite.NodeID(r)
 	}
 	h := nd.hosts[nd.shardOf(s.topic.ID, p)]
-	cfg := partition.Config{FS: nd.fs, Dir: nd.partitionDir(p),
+	cfg := partition.Config{DenseOffsets: true, FS: nd.fs, Dir: nd.partitionDir(p),
 		Log: segment.Config{SegmentBytes: s.p.segmentBytes, IndexIntervalBytes: 1024, Fsync: s.fsync,
 			BatchBytesMax: 1 << 20, Stopped: stopped},
 		Topic: s.topic.Name, TopicID: s.topic.ID, Partition: p, Self: raftlite.NodeID(nd.id),
@@ -589,7 +590,7 @@ func dsFillData(r *partition.Replica, m *raftlite.Message) bool {
 		return true
 	}
 	first, last := m.Entries[need[0]].Base, m.Entries[need[len(need)-1]].Last
-	data, ok := dsReadLog(r.Log(), first, last)
+	data, at, ok := dsReadLogAt(r.Log(), first, last)
 	if !ok {
 		return false
 	}
@@ -602,7 +603,9 @@ func dsFillData(r *partition.Replica, m *raftlite.Message) bool {
 			}
 			b := data[:h.Size()]
 			data = data[h.Size():]
-			if h.BaseOffset == e.Base {
+			base := at // raft offsets: the headers carry user ones
+			at += h.RaftWidth()
+			if base == e.Base {
 				e.Data, e.Bytes = b, int32(len(b))
 				break
 			}
@@ -614,21 +617,64 @@ func dsFillData(r *partition.Replica, m *raftlite.Message) bool {
 	return true
 }
 
-// dsReadLog reads the batches of offsets first..last from l.
+// dsReadLog reads the batches of raft offsets first..last from l.
 func dsReadLog(l *segment.Log, first, last int64) ([]byte, bool) {
+	data, _, ok := dsReadLogAt(l, first, last)
+	return data, ok
+}
+
+// dsReadLogAt is dsReadLog that also answers the raft offset of the
+// first batch read.
+func dsReadLogAt(l *segment.Log, first, last int64) ([]byte, int64, bool) {
 	if last > l.WrittenOffset() {
-		return nil, false
+		return nil, 0, false
 	}
 	spans, err := l.Read(first, 64<<20, last)
-	if err != nil {
-		return nil, false
+	if err != nil || len(spans) == 0 {
+		return nil, 0, false
 	}
 	defer segment.ReleaseSpans(spans)
 	var data []byte
 	for _, sp := range spans {
 		if data, err = sp.AppendTo(data); err != nil {
-			return nil, false
+			return nil, 0, false
 		}
 	}
-	return data, true
+	return data, spans[0].FirstOffset, true
+}
+
+// dsCheckDense checks the density of a client partition's offsets
+// (docs/design/offsets.md) in l below raft offset end: the data batches
+// start at the log's user start and run on with no gap, each consensus
+// batch is zero-width at the next data batch's offset, and the raft
+// offsets the headers imply match the log's translation.
+func dsCheckDense(l *segment.Log, end int64) error {
+	start := l.LogStartOffset()
+	if end <= start {
+		return nil
+	}
+	data, at, ok := dsReadLogAt(l, start, end-1)
+	if !ok {
+		return fmt.Errorf("cannot read [%d, %d)", start, end)
+	}
+	next := l.UserStartOffset()
+	for len(data) >= batch.HeaderSize && at < end {
+		h, err := batch.ReadHeader(data)
+		if err != nil || h.Size() > len(data) {
+			return fmt.Errorf("bad batch at raft offset %d: %v", at, err)
+		}
+		if h.BaseOffset != next {
+			return fmt.Errorf("the batch at raft offset %d has user offset %d, the records before it end at %d", at, h.BaseOffset, next)
+		}
+		if h.IsControl() && !h.IsZeroWidth() {
+			return fmt.Errorf("a control batch at raft offset %d takes %d offsets", at, h.LastOffsetDelta+1)
+		}
+		if u := l.UserOffset(at); u != h.BaseOffset {
+			return fmt.Errorf("raft offset %d translates to %d, its batch is at %d", at, u, h.BaseOffset)
+		}
+		next = h.LastOffset() + 1
+		at += h.RaftWidth()
+		data = data[h.Size():]
+	}
+	return nil
 }

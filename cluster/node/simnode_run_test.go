@@ -440,21 +440,23 @@ func (s *snSim) settledWhy() string {
 	if mp == nil {
 		return "no single metadata primary"
 	}
-	if b := mp.n.ctrl.bal; b != nil && b.inFlight != nil {
-		return fmt.Sprintf("the balancer's move of %s is in flight", b.inFlight.Key)
+	if b := mp.n.ctrl.bal; b != nil {
+		if m, ok := b.InFlight(); ok {
+			return fmt.Sprintf("the balancer's move of %s is in flight", m.Key)
+		}
 	}
 	want := mp.view()
 	for _, nd := range s.nodes {
 		v := nd.view()
-		if v == nil || !nd.n.metaLoaded.Load() || nd.n.ctrl == nil || nd.n.ctrl.applied != mp.n.ctrl.applied {
+		if v == nil || !nd.n.metaLoaded.Load() || nd.n.ctrl == nil || nd.n.ctrl.Applied() != mp.n.ctrl.Applied() {
 			detail := "no metadata replica"
 			if c := nd.n.ctrl; c != nil && c.r != nil {
 				lead, term := c.r.Route()
 				detail = fmt.Sprintf("applied %d, loaded %v, replica at %d/%d, primary %d in generation %d, primary's at %d/%d",
-					v.Applied, nd.n.metaLoaded.Load(), c.r.HighWatermark(), c.r.Log().LogEndOffset(), lead, term,
-					mp.n.ctrl.r.HighWatermark(), mp.n.ctrl.r.Log().LogEndOffset())
+					v.Applied, nd.n.metaLoaded.Load(), c.r.CommitEnd(), c.r.Log().LogEndOffset(), lead, term,
+					mp.n.ctrl.r.CommitEnd(), mp.n.ctrl.r.Log().LogEndOffset())
 			}
-			return fmt.Sprintf("node %d: metadata not at the primary's %d (%s)", nd.id, mp.n.ctrl.applied, detail)
+			return fmt.Sprintf("node %d: metadata not at the primary's %d (%s)", nd.id, mp.n.ctrl.Applied(), detail)
 		}
 	}
 	for _, t := range want.Sorted {
@@ -468,13 +470,13 @@ func (s *snSim) settledWhy() string {
 			if prim == nil {
 				return fmt.Sprintf("%s/%d: no primary", t.Name, p)
 			}
-			hw, leo := prim.HighWatermark(), prim.Log().LogEndOffset()
+			hw, leo := prim.CommitEnd(), prim.Log().LogEndOffset()
 			if hw != leo {
 				return fmt.Sprintf("%s/%d: primary at %d/%d", t.Name, p, hw, leo)
 			}
 			for _, id := range reps {
 				r := s.node(int32(id)).replica(t.ID, int32(p))
-				if r == nil || r.HighWatermark() != hw || r.Log().LogEndOffset() != leo || r.Log().WrittenOffset() < leo-1 {
+				if r == nil || r.CommitEnd() != hw || r.Log().LogEndOffset() != leo || r.Log().WrittenOffset() < leo-1 {
 					return fmt.Sprintf("%s/%d: node %d behind", t.Name, p, id)
 				}
 			}
@@ -540,7 +542,8 @@ func (s *snSim) check() {
 				prim = r
 			}
 		}
-		data, ok := dsReadLog(prim.Log(), a.base, a.base+int64(a.n)-1)
+		pl := prim.Log()
+		data, ok := dsReadLog(pl, pl.RaftOffset(a.base), pl.RaftOffset(a.base+int64(a.n)-1))
 		if !ok {
 			s.fail("%s/%d: acknowledged batch at %d unreadable", t.name, k.p, a.base)
 			return
@@ -561,7 +564,11 @@ func (s *snSim) check() {
 					prim = r
 				}
 			}
-			hw := prim.HighWatermark()
+			hw := prim.CommitEnd()
+			if err := dsCheckDense(prim.Log(), hw); prim.Config().DenseOffsets && err != nil {
+				s.fail("%s/%d: primary's offsets: %v", t.Name, p, err)
+				return
+			}
 			for _, id := range reps {
 				r := s.node(int32(id)).replica(t.ID, int32(p))
 				from := max(r.Log().LogStartOffset(), prim.Log().LogStartOffset())

@@ -16,6 +16,7 @@ import (
 	"github.com/corestream/corestream/cluster/config"
 	"github.com/corestream/corestream/cluster/metadata"
 	"github.com/corestream/corestream/cluster/peerwire"
+	"github.com/corestream/corestream/cluster/routes"
 	"github.com/corestream/corestream/raftlite"
 	"github.com/corestream/corestream/segment"
 	"github.com/corestream/corestream/segment/vfs"
@@ -415,17 +416,17 @@ func (s *snSim) transmit(from *snNode, lk snLink, deliver func(dst *snNode)) {
 // read from it as sendfile would send them; every arrival feeds the
 // receiver's liveness, and a beat on shard 0 runs the down-watch and
 // sends pings and route announcements, as the TCP transport's ping loop
-// does. It is built from the node's own peerDeps.
+// does. It is built from the node's own transport.Deps (peerDeps).
 type snTransport struct {
 	nd        *snNode
-	d         peerDeps
+	d         transport.Deps
 	groups    map[raftlite.GroupID]int
 	routesOut []peerwire.Route
 }
 
-var _ Transport = (*snTransport)(nil)
+var _ transport.Transport = (*snTransport)(nil)
 
-func newSnTransport(nd *snNode, d peerDeps) *snTransport {
+func newSnTransport(nd *snNode, d transport.Deps) *snTransport {
 	return &snTransport{nd: nd, d: d, groups: map[raftlite.GroupID]int{}}
 }
 
@@ -435,18 +436,20 @@ var (
 	snRoutesKey   = [20]byte{0xff, 2}
 	snTransferKey = [20]byte{0xff, 3}
 	snReassignKey = [20]byte{0xff, 4}
+	snGroupsKey   = [20]byte{0xff, 5}
+	snProposeKey  = [20]byte{0xff, 6}
 )
 
 func (t *snTransport) link(to int32, key [20]byte) snLink {
 	return snLink{from: t.nd.id, to: to, key: key}
 }
 
-func (t *snTransport) send(r *partition.Replica, msgs []raftlite.Message) {
+func (t *snTransport) Send(r *partition.Replica, msgs []raftlite.Message) {
 	meta := r.Key() == shardKey(metaTopicID, 0)
 	for _, m := range msgs {
 		m.Entries = append([]raftlite.Entry(nil), m.Entries...)
 		if m.Type == raftlite.MsgReset && meta {
-			m.Snapshot = t.d.metaSnapshot()
+			m.Snapshot = t.d.Meta.Snapshot()
 		}
 		m.Snapshot = append([]byte(nil), m.Snapshot...)
 		if !dsFillData(r, &m) {
@@ -454,99 +457,161 @@ func (t *snTransport) send(r *partition.Replica, msgs []raftlite.Message) {
 		}
 		from := t.nd.id
 		t.nd.s.transmit(t.nd, t.link(int32(m.To), r.Key()), func(dst *snNode) {
-			dst.tr.d.live.Heard(from)
+			dst.tr.d.Live.Heard(from)
 			owner, ok := dst.tr.groups[m.Group]
 			if !ok {
 				return // not open there (yet): consensus retransmits
 			}
-			_ = dst.n.group.Shard(owner).Post(func() { dst.tr.d.step(owner, &m) })
+			_ = dst.n.group.Shard(owner).Post(func() { dst.tr.d.Replicas.Step(owner, &m) })
 		})
 	}
 }
 
 func (t *snTransport) Announce(r peerwire.Route) { t.routesOut = append(t.routesOut, r) }
 
-func (t *snTransport) requestTransfer(from int32, tr peerwire.Transfer) {
+func (t *snTransport) RequestTransfer(from int32, tr peerwire.Transfer) {
 	self := t.nd.id
 	t.nd.s.transmit(t.nd, t.link(from, snTransferKey), func(dst *snNode) {
-		dst.tr.d.live.Heard(self)
-		dst.tr.d.transfer(tr)
+		dst.tr.d.Live.Heard(self)
+		dst.tr.d.Replicas.Transfer(tr)
 	})
 }
 
-func (t *snTransport) requestReassign(to int32, m peerwire.Reassign) {
+func (t *snTransport) RequestReassign(to int32, m peerwire.Reassign) {
 	self := t.nd.id
 	t.nd.s.transmit(t.nd, t.link(to, snReassignKey), func(dst *snNode) {
-		dst.tr.d.live.Heard(self)
-		dst.tr.d.reassign(m)
+		dst.tr.d.Live.Heard(self)
+		dst.tr.d.Replicas.Reassign(m)
 	})
 }
 
-func (t *snTransport) answerReassign(to int32, m peerwire.ReassignState) {
+func (t *snTransport) AnswerReassign(to int32, m peerwire.ReassignState) {
 	self := t.nd.id
 	t.nd.s.transmit(t.nd, t.link(to, snReassignKey), func(dst *snNode) {
-		dst.tr.d.live.Heard(self)
-		dst.tr.d.reassignState(m)
+		dst.tr.d.Live.Heard(self)
+		dst.tr.d.Meta.ReassignState(m)
 	})
 }
 
-func (t *snTransport) opened(g raftlite.GroupID, shardID int) { t.groups[g] = shardID }
-func (t *snTransport) closed(g raftlite.GroupID)              { delete(t.groups, g) }
-func (t *snTransport) alive(id int32) bool                    { return t.d.live.Alive(id) }
-func (t *snTransport) hops() uint64                           { return 0 }
-func (t *snTransport) shutdown(context.Context) error         { return nil }
+func (t *snTransport) SendTxnMarker(to int32, m peerwire.TxnMarker) {
+	self := t.nd.id
+	t.nd.s.transmit(t.nd, t.link(to, snReassignKey), func(dst *snNode) {
+		dst.tr.d.Live.Heard(self)
+		dst.tr.d.Replicas.TxnMarker(m)
+	})
+}
 
-// setPeers is nothing to do: the simulated network reaches every node.
-func (t *snTransport) setPeers([]config.RosterNode) {}
+func (t *snTransport) AnswerTxnMarker(to int32, a peerwire.TxnMarkerAck) {
+	self := t.nd.id
+	t.nd.s.transmit(t.nd, t.link(to, snReassignKey), func(dst *snNode) {
+		dst.tr.d.Live.Heard(self)
+		dst.tr.d.Replicas.TxnMarkerAck(a)
+	})
+}
 
-// segments is nil: the simulator's learners catch up by appends.
-func (t *snTransport) segments() segmentLink { return nil }
+func (t *snTransport) RequestGroupsTopic(to int32) {
+	self := t.nd.id
+	t.nd.s.transmit(t.nd, t.link(to, snGroupsKey), func(dst *snNode) {
+		dst.tr.d.Live.Heard(self)
+		dst.tr.d.Meta.GroupsTopicWanted(self)
+	})
+}
 
-// beatLoop is the TCP transport's ping loop (peers.pingLoop) over the
+func (t *snTransport) Propose(to int32, m peerwire.Propose) {
+	self := t.nd.id
+	m.Command = append([]byte(nil), m.Command...)
+	t.nd.s.transmit(t.nd, t.link(to, snProposeKey), func(dst *snNode) {
+		dst.tr.d.Live.Heard(self)
+		dst.tr.d.Meta.ProposeFor(self, m)
+	})
+}
+
+func (t *snTransport) AnswerPropose(to int32, m peerwire.Proposed) {
+	self := t.nd.id
+	t.nd.s.transmit(t.nd, t.link(to, snProposeKey), func(dst *snNode) {
+		dst.tr.d.Live.Heard(self)
+		dst.tr.d.Meta.Proposed(self, m)
+	})
+}
+
+func (t *snTransport) AskEnds(to int32, q peerwire.Ends) {
+	self := t.nd.id
+	t.nd.s.transmit(t.nd, t.link(to, snReassignKey), func(dst *snNode) {
+		dst.tr.d.Live.Heard(self)
+		if dst.tr.d.Ends != nil {
+			dst.tr.d.Ends.Asked(self, q)
+		}
+	})
+}
+
+func (t *snTransport) AnswerEnds(to int32, a peerwire.EndsAnswer) {
+	self := t.nd.id
+	t.nd.s.transmit(t.nd, t.link(to, snReassignKey), func(dst *snNode) {
+		dst.tr.d.Live.Heard(self)
+		if dst.tr.d.Ends != nil {
+			dst.tr.d.Ends.Answered(self, a)
+		}
+	})
+}
+
+func (t *snTransport) Opened(g raftlite.GroupID, shardID int) { t.groups[g] = shardID }
+func (t *snTransport) Closed(g raftlite.GroupID)              { delete(t.groups, g) }
+func (t *snTransport) Alive(id int32) bool                    { return t.d.Live.Alive(id) }
+func (t *snTransport) Hops() uint64                           { return 0 }
+func (t *snTransport) Shutdown(context.Context) error         { return nil }
+
+// SetPeers is nothing to do: the simulated network reaches every node.
+func (t *snTransport) SetPeers([]config.RosterNode) {}
+
+// Segments is nil: the simulator's learners catch up by appends.
+func (t *snTransport) Segments() transport.SegmentLink { return nil }
+
+// beatLoop is the TCP transport's ping loop (transport.TCP's) over the
 // simulated network: every heartbeat the down-watch turns liveness into
 // edges (peerDown, the failover rule), and every peer gets a ping and the
-// route changes (all led routes every routesFullEvery). Runs on shard 0.
+// route changes (all led routes every transport.RoutesFullEvery). Runs
+// on shard 0.
 func (t *snTransport) beatLoop(sh *shard.Shard) {
-	every := t.d.heartbeat
+	every := t.d.Heartbeat
 	var sinceFull time.Duration
-	watch := transport.NewDownWatch(every, t.d.live.Timeout())
+	watch := transport.NewDownWatch(every, t.d.Live.Timeout())
 	var ids []int32
-	for _, m := range t.d.roster() {
-		if int32(m.ID) != t.d.self {
+	for _, m := range t.d.Roster() {
+		if int32(m.ID) != t.d.Self {
 			ids = append(ids, int32(m.ID))
 		}
 	}
 	s, self := t.nd.s, t.nd.id
 	var beat func()
 	beat = func() {
-		if t.d.stopped() {
+		if t.d.Stopped() {
 			return
 		}
-		down, up := watch.Beat(t.d.clock.Now(), ids, t.alive)
+		down, up := watch.Beat(t.d.Clock.Now(), ids, t.Alive)
 		for _, id := range up {
-			t.d.liveness(id, true)
+			t.d.Liveness(id, true)
 		}
 		for _, id := range down {
 			s.stats.PeerDowns++
 			s.tracef("node %d sees node %d down", self, id)
-			t.d.liveness(id, false)
-			t.d.peerDown(id)
+			t.d.Liveness(id, false)
+			t.d.Replicas.PeerDown(id)
 		}
 		sinceFull += every
-		routes := t.routesOut
+		led := t.routesOut
 		t.routesOut = nil
-		if sinceFull >= routesFullEvery {
+		if sinceFull >= transport.RoutesFullEvery {
 			sinceFull = 0
-			routes = t.d.ledRoutes()
+			led = t.d.Routes.LedBy(t.d.Self)
 		}
 		for _, id := range ids {
-			s.transmit(t.nd, t.link(id, snPingKey), func(dst *snNode) { dst.tr.d.live.Heard(self) })
-			if len(routes) > 0 {
-				rs := append([]peerwire.Route(nil), routes...)
+			s.transmit(t.nd, t.link(id, snPingKey), func(dst *snNode) { dst.tr.d.Live.Heard(self) })
+			if len(led) > 0 {
+				rs := append([]peerwire.Route(nil), led...)
 				s.transmit(t.nd, t.link(id, snRoutesKey), func(dst *snNode) {
-					dst.tr.d.live.Heard(self)
+					dst.tr.d.Live.Heard(self)
 					for _, r := range rs {
-						dst.tr.d.learnRoute(r)
+						dst.tr.d.Routes.Learn(routes.Announced(r))
 					}
 				})
 			}

@@ -1,13 +1,12 @@
 package node
 
 import (
-	"encoding/binary"
 	"errors"
 	"fmt"
 	"io/fs"
 	"path/filepath"
 
-	"github.com/corestream/corestream/cluster/metadata"
+	ctl "github.com/corestream/corestream/cluster/controller"
 	"github.com/corestream/corestream/segment/checkpoint"
 	"github.com/corestream/corestream/shard/partition"
 )
@@ -33,22 +32,6 @@ const metaSnapshotFile = "metadata-snapshot.checkpoint"
 // snapshot and a compaction of the metadata log (a variable: tests lower it).
 var metaSnapshotEvery int64 = 10000
 
-func encodeSnapshot(applied int64, state []byte) []byte {
-	out := binary.BigEndian.AppendUint64(make([]byte, 0, 8+len(state)), uint64(applied))
-	return append(out, state...)
-}
-
-func decodeSnapshot(b []byte) (int64, *metadata.State, error) {
-	if len(b) < 8 {
-		return 0, nil, fmt.Errorf("node: metadata snapshot of %d bytes", len(b))
-	}
-	s, err := metadata.Restore(b[8:])
-	if err != nil {
-		return 0, nil, fmt.Errorf("node: metadata snapshot: %w", err)
-	}
-	return int64(binary.BigEndian.Uint64(b)), s, nil
-}
-
 // loadSnapshot reads this node's metadata snapshot; ok is false when
 // there is none.
 func (c *controller) loadSnapshot() (ok bool, err error) {
@@ -62,47 +45,34 @@ func (c *controller) loadSnapshot() (ok bool, err error) {
 	if v != 1 {
 		return false, fmt.Errorf("node: %s: version %d", metaSnapshotFile, v)
 	}
-	applied, st, err := decodeSnapshot(p)
+	applied, st, err := ctl.DecodeSnapshot(p)
 	if err != nil {
 		return false, err
 	}
-	c.state, c.applied, c.snapshot, c.snapshotAt = st, applied, p, applied
+	c.Load(applied, st)
+	c.snapshot, c.snapshotAt = p, applied
 	return true, nil
 }
 
 // maybeSnapshot writes a snapshot and compacts the metadata log once
 // enough entries were applied since the last one.
 func (c *controller) maybeSnapshot() {
-	if c.applied-c.snapshotAt < metaSnapshotEvery {
+	if c.Applied()-c.snapshotAt < metaSnapshotEvery {
 		return
 	}
-	snap := encodeSnapshot(c.applied, c.state.Snapshot())
+	snap := ctl.EncodeSnapshot(c.Applied(), c.State().Snapshot())
 	if err := checkpoint.Write(c.d.fs, filepath.Join(c.d.dir, metaSnapshotFile), metaSnapshotKind, 1, snap); err != nil {
 		c.d.log.Error("metadata snapshot", "err", err)
 		return
 	}
-	c.snapshot, c.snapshotAt = snap, c.applied
-	res, err := c.r.ApplyRetentionUpTo(c.applied)
+	c.snapshot, c.snapshotAt = snap, c.Applied()
+	res, err := c.r.ApplyRetentionUpTo(c.Applied())
 	if err != nil {
 		c.d.log.Warn("metadata log compaction", "err", err)
 		return
 	}
-	c.d.log.Info("metadata snapshot", "applied", c.applied, "bytes", len(snap),
+	c.d.log.Info("metadata snapshot", "applied", c.Applied(), "bytes", len(snap),
 		"segments_deleted", res.Segments, "log_start", res.LogStartOffset)
-}
-
-// install replaces the applied state with snapshot snap (encodeSnapshot)
-// when it covers more than is applied, and reports whether it did.
-func (m *metaCore) install(snap []byte) (bool, error) {
-	applied, st, err := decodeSnapshot(snap)
-	if err != nil {
-		return false, err
-	}
-	if applied <= m.applied {
-		return false, nil
-	}
-	m.state, m.applied = st, applied
-	return true, nil
 }
 
 // onReset installs the snapshot a leader sent with a log reset: this node
@@ -112,7 +82,7 @@ func (c *controller) onReset(r *partition.Replica, start int64, snap []byte) {
 		c.d.log.Error("metadata: log reset without a snapshot", "start", start)
 		return
 	}
-	ok, err := c.install(snap)
+	ok, err := c.Install(snap)
 	if err != nil {
 		c.d.log.Error("metadata: installing a snapshot", "err", err)
 		return
@@ -120,7 +90,7 @@ func (c *controller) onReset(r *partition.Replica, start int64, snap []byte) {
 	if !ok {
 		return
 	}
-	applied := c.applied
+	applied := c.Applied()
 	if err := checkpoint.Write(c.d.fs, filepath.Join(c.d.dir, metaSnapshotFile), metaSnapshotKind, 1, snap); err != nil {
 		c.d.log.Error("metadata: persisting an installed snapshot", "err", err)
 	}

@@ -1,234 +1,110 @@
 package node
 
 import (
-	"errors"
 	"fmt"
-	"github.com/corestream/corestream/cluster/routes"
-	"github.com/corestream/corestream/cluster/service/wirecode"
-	"sync/atomic"
 	"time"
 
-	"github.com/corestream/corestream/cluster/config"
 	"github.com/corestream/corestream/cluster/metadata"
+	"github.com/corestream/corestream/cluster/node/nodesvc"
 	"github.com/corestream/corestream/cluster/service"
-	"github.com/corestream/corestream/raftlite"
-	"github.com/corestream/corestream/shard"
-	"github.com/corestream/corestream/shard/partition"
 )
 
-// nodeService is this node's implementation of the typed service
-// (cluster/service) that every front end calls: the native protocol
-// (handler.go), the HTTP API (http*.go) and the Kafka listener. It holds
-// no *Node: what it reads of the other parts (the published View, the
-// route table, liveness, the controller, the replicas' shards) comes in
-// as the values and small interfaces of svcDeps, wired once in
-// newService, the only place that reads the Node.
-type nodeService struct {
-	svcDeps
-	// followerReads counts fetches served by this node as a follower
-	// (any goroutine; read by the metrics).
-	followerReads atomic.Int64
-}
-
-var _ service.Service = (*nodeService)(nil)
-
-// svcDeps is what the service needs of the rest of the node.
-type svcDeps struct {
-	self raftlite.NodeID
-	// clusterID names the cluster in handshakes and Kafka metadata.
-	clusterID func() string
-	storage   config.Storage
-	// roster is the roster now (roster.go: it changes at run time).
-	roster func() []config.RosterNode
-	// addrOf and httpAddrOf are a node's advertised client and HTTP
-	// addresses ("" when the roster has none).
-	addrOf     func(id int32) string
-	httpAddrOf func(id int32) string
-	// kafkaAddrOf is a node's advertised Kafka address ("" when none).
-	kafkaAddrOf func(id int32) string
-	// group and hosts are the shards and their replica hosts; hosts[i]
-	// is read only on shard i.
-	group *shard.Group
-	hosts []*partition.Host
-	// shardOf is the shard that owns partition p of topic id.
-	shardOf func(id [16]byte, p int32) int
-	// view is the published metadata (any goroutine).
-	view func() *View
-	// routes is the route table (any goroutine).
-	routes routeReader
-	// alive says whether a node is believed up (any goroutine).
-	alive func(id int32) bool
-	// ready is nil once the committed metadata is loaded (ready.go).
-	ready func() error
-	// metaRoute is the metadata group's primary and term.
-	metaRoute func() (int32, int32)
-	// rebalancing says a balancer move is running; stopping that the
-	// node is stopping (no new long polls).
-	rebalancing func() bool
-	stopping    func() bool
-	// openFailed is the error for a partition that could not be opened
-	// here, nil when it did not fail (openfail.go).
-	openFailed func(key [20]byte, topic string, p int32) error
-	// caughtUp is when follower id of the partition key last caught up,
-	// in ms (insync.go); now is the node's clock.
-	caughtUp func(key [20]byte, id raftlite.NodeID) int64
-	now      func() time.Time
-	pids     *producerIDs
-	// admin is the metadata controller (nil until it starts); its calls
-	// run on shard metaShard.
-	admin func() metadataAdmin
-	// meter counts and times the calls (svc_metrics.go; nil: not
-	// metered).
-	meter *svcMeter
-	// groups is the consumer group coordinator (svc_groups.go); nil: the
-	// group calls answer ErrCoordinatorNotAvailable.
-	groups *groupsHost
-}
-
-// routeReader reads the route table (view.go).
-type routeReader interface {
-	Get(key [20]byte) (routes.Route, bool)
-}
-
-// metadataAdmin is what the service asks of the metadata controller.
-// Every method runs on shard metaShard and calls done exactly once there.
-type metadataAdmin interface {
-	// admit is nil when the controller can serve an admin call now:
-	// its group is open, it is the metadata primary (when needPrimary),
-	// and it has applied its term's first entry.
-	admit(needPrimary bool) error
-	createTopic(req *service.CreateTopicRequest, done func(service.CreateTopicResult, error))
-	deleteTopic(req *service.DeleteTopicRequest, done func(metadata.TopicID, error))
-	addPartitions(req *service.AddPartitionsRequest, done func(int32, error))
-	alterTopicConfig(req *service.AlterTopicConfigRequest, done func(metadata.TopicConfig, error))
-	commitOffsets(req *service.CommitOffsetsRequest, done func([]error, error))
-	fetchOffsets(req *service.FetchOffsetsRequest, done func([]service.CommittedOffset, error))
-	// deleteOffsets drops consumer's offsets of parts, or all of them
-	// when parts is empty (svc_groups_store.go).
-	deleteOffsets(consumer string, parts []service.TopicPartition, done func(struct{}, error))
-	svcMovePrimary(req *service.MovePrimaryRequest, done func(service.MovePrimaryResult, error))
-	svcRebalance(req *service.RebalanceRequest, done func(service.RebalanceResult, error))
-	changeUser(cmd metadata.Command, timeout time.Duration, done func(*metadata.User, error))
-	svcReassign(req *service.ReassignRequest, done func(service.ReassignResult, error))
-	changeRoster(req *service.RosterRequest, done func(service.RosterResult, error))
-}
-
-// newService wires the service to n's parts. REQUIRES: n's shards are
-// started (n.group, n.hosts set).
-func newService(n *Node) *nodeService {
-	return &nodeService{svcDeps: svcDeps{
-		self: n.self, clusterID: n.clusterName, storage: n.cfg.Storage, roster: n.roster.nodes,
-		addrOf: n.addrOf, httpAddrOf: n.httpAddrOf, kafkaAddrOf: n.kafkaAddrOf,
-		group: n.group, hosts: n.hosts, shardOf: n.shardOf,
-		view: n.view.Load, routes: &n.routes, alive: n.alive, ready: n.metadataReady, metaRoute: n.metaRoute,
-		rebalancing: n.rebalancing.Load, stopping: n.stopped.Load,
-		openFailed: func(key [20]byte, topic string, p int32) error {
+// newService wires the typed service (cluster/node/nodesvc) to n's
+// parts: this is the only place that reads the Node for it, and what it
+// hands over are values, the parts' own methods and the controller's
+// admin face (ctrlAdmin). REQUIRES: n's shards are started (n.group,
+// n.hosts set) and the groups host built.
+func newService(n *Node) *nodesvc.Service {
+	d := nodesvc.Deps{
+		Self: n.self, ClusterID: n.clusterName, Version: Version, Storage: n.cfg.Storage,
+		CompactionDefaults: nodesvc.CompactionDefaults{DeleteRetentionMs: deleteRetentionMsDefault, MinCleanableDirtyRatio: minDirtyRatioDefault},
+		DataDir:            n.cfg.Node.DataDir, Roster: n.roster.nodes,
+		AddrOf: n.addrOf, KafkaAddrOf: n.kafkaAddrOf,
+		Shards: n.group, Hosts: n.hosts, ShardOf: n.shardOf,
+		View: n.view.Load, Routes: &n.routes, Alive: n.alive, Ready: n.metadataReady, MetaRoute: n.metaRoute,
+		Rebalancing: n.rebalancing.Load, Stopping: n.stopped.Load,
+		OpenFailed: func(key [20]byte, topic string, p int32) error {
 			if f, failed := n.openErrs.get(key); failed {
 				return n.openErr(topic, p, f)
 			}
 			return nil
 		},
-		caughtUp: n.lags.CaughtUp, now: n.clock.Now, pids: n.pids, meter: newSvcMeter(n.clock), groups: n.groups,
-		admin: func() metadataAdmin {
+		CaughtUp: n.lags.CaughtUp, Now: n.clock.Now, ProducerIDs: n.pids, Meter: nodesvc.NewMeter(n.clock),
+		AdminShard: metaShard,
+		Admin: func() nodesvc.Admin {
 			if n.ctrl == nil {
 				return nil
 			}
-			return n.ctrl
+			return ctrlAdmin{n.ctrl}
 		},
-	}}
+	}
+	if n.groups != nil {
+		d.Groups = n.groups
+	}
+	if n.txns != nil {
+		d.Txns = n.txns
+	}
+	return nodesvc.New(d)
 }
+
+// ctrlAdmin is the controller's admin face as the service's Admin port
+// names it. Every call runs on shard metaShard (the service makes it
+// there).
+type ctrlAdmin struct{ c *controller }
+
+var _ nodesvc.Admin = ctrlAdmin{}
+
+func (a ctrlAdmin) Admit(needPrimary bool) error { return a.c.admit(needPrimary) }
+func (a ctrlAdmin) CreateTopic(req *service.CreateTopicRequest, done func(service.CreateTopicResult, error)) {
+	a.c.createTopic(req, done)
+}
+func (a ctrlAdmin) DeleteTopic(req *service.DeleteTopicRequest, done func(metadata.TopicID, error)) {
+	a.c.deleteTopic(req, done)
+}
+func (a ctrlAdmin) AddPartitions(req *service.AddPartitionsRequest, done func(int32, error)) {
+	a.c.addPartitions(req, done)
+}
+func (a ctrlAdmin) AlterTopicConfig(req *service.AlterTopicConfigRequest, done func(metadata.TopicConfig, error)) {
+	a.c.alterTopicConfig(req, done)
+}
+func (a ctrlAdmin) FetchOffsets(req *service.FetchOffsetsRequest, done func([]service.CommittedOffset, error)) {
+	a.c.fetchOffsets(req, done)
+}
+func (a ctrlAdmin) DeleteOffsets(consumer string, parts []service.TopicPartition, done func(struct{}, error)) {
+	a.c.deleteOffsets(consumer, parts, done)
+}
+func (a ctrlAdmin) MovePrimary(req *service.MovePrimaryRequest, done func(service.MovePrimaryResult, error)) {
+	a.c.svcMovePrimary(req, done)
+}
+func (a ctrlAdmin) Rebalance(req *service.RebalanceRequest, done func(service.RebalanceResult, error)) {
+	a.c.svcRebalance(req, done)
+}
+func (a ctrlAdmin) ChangeUser(cmd metadata.Command, timeout time.Duration, done func(*metadata.User, error)) {
+	a.c.changeUser(cmd, timeoutOf(timeout), done)
+}
+func (a ctrlAdmin) Reassign(req *service.ReassignRequest, done func(service.ReassignResult, error)) {
+	a.c.svcReassign(req, done)
+}
+func (a ctrlAdmin) ChangeRoster(req *service.RosterRequest, done func(service.RosterResult, error)) {
+	a.c.changeRoster(req, done)
+}
+func (a ctrlAdmin) DeleteRecords(topic string, id metadata.TopicID, p int32, offset int64, done func(error)) {
+	a.c.deleteRecords(topic, id, p, offset, done)
+}
+func (a ctrlAdmin) CreateGroupsTopic(partitions int, done func(error)) {
+	a.c.createGroupsTopic(partitions, done)
+}
+
+func (a ctrlAdmin) CreateTxnsTopic(partitions int, done func(error)) {
+	a.c.createTxnsTopic(partitions, done)
+}
+
+// Allocate implements nodesvc.ProducerIDs.
+func (p *producerIDs) Allocate() (int64, error) { return p.allocate() }
 
 // clusterID names the cluster in handshakes: its roster's size.
 func (n *Node) clusterID() string {
 	return fmt.Sprintf("corestream-%d", len(n.cfg.Roster()))
-}
-
-// svcErr turns any error met while serving into the service's *Error:
-// a replica's *partition.Error keeps its kind (its hint gains the
-// address); the node's parts (ready.go, controller.go, balancer.go,
-// openfail.go, reconcile.go) answer in the service's kinds already, so no
-// front end's code table is read backwards; anything else is ErrInternal
-// with its text.
-func (s *nodeService) svcErr(err error) error {
-	if err == nil {
-		return nil
-	}
-	var se *service.Error
-	var pe *partition.Error
-	switch {
-	case errors.As(err, &se):
-		return se
-	case errors.As(err, &pe):
-		e := &service.Error{Kind: pe.Kind, Message: pe.Message, RetryAfterMs: pe.RetryAfterMs}
-		if pe.Leader > 0 {
-			e.Hint = &service.Hint{NodeID: pe.Leader, Generation: pe.Generation, ClientAddr: s.addrOf(pe.Leader)}
-		}
-		return e
-	}
-	return service.Errorf(service.ErrInternal, "%v", err)
-}
-
-// busy is the answer when a shard cannot take a call now.
-func busy(err error) error {
-	if errors.Is(err, shard.ErrStopped) {
-		return service.Errorf(service.ErrNodeNotAvailable, "the node is shutting down")
-	}
-	e := service.Errorf(partition.ErrBusy, "the node is overloaded (%v); retry shortly", err)
-	e.RetryAfterMs = 5
-	return e
-}
-
-// outcome carries a call's result and error across shards.
-type outcome[R any] struct {
-	v   R
-	err error
-}
-
-// runOn runs fn on shard to and calls done with its outcome exactly
-// once: on from, or on to when from is nil. fn runs inline when to is
-// from; detach (when not nil) is called first when it does not, so the
-// request can stop borrowing the caller's buffers.
-func runOn[R any](from, to *shard.Shard, detach func(), fn func(sh *shard.Shard, reply func(R, error)), done func(R, error)) {
-	if to == from {
-		fn(to, done)
-		return
-	}
-	if detach != nil {
-		detach()
-	}
-	call := func(sh *shard.Shard, reply func(outcome[R])) {
-		fn(sh, func(v R, err error) { reply(outcome[R]{v, err}) })
-	}
-	finish := func(o outcome[R]) { done(o.v, o.err) }
-	var err error
-	if from == nil {
-		err = to.Post(func() { call(to, finish) })
-	} else {
-		err = shard.CallAsync(from, to, call, finish)
-	}
-	if err != nil {
-		var zero R
-		done(zero, busy(err))
-	}
-}
-
-// adminCall runs fn on the controller's shard once the controller admits
-// the call, and answers through done on from (on the controller's shard
-// when from is nil).
-func adminCall[R any](s *nodeService, from *shard.Shard, needPrimary bool, fn func(c metadataAdmin, reply func(R, error)), done func(R, error)) {
-	runOn(from, s.group.Shard(metaShard), nil, func(_ *shard.Shard, reply func(R, error)) {
-		var zero R
-		c := s.admin()
-		if c == nil {
-			reply(zero, service.Errorf(service.ErrNodeNotAvailable, "the metadata group is not open on this node"))
-			return
-		}
-		if err := c.admit(needPrimary); err != nil {
-			reply(zero, s.svcErr(err))
-			return
-		}
-		fn(c, func(v R, err error) { reply(v, s.svcErr(err)) })
-	}, done)
 }
 
 // ownerShard is the shard that owns partition p of topic, -1 when the
@@ -254,13 +130,31 @@ type liveSignal struct {
 
 // Alive reports whether node id is believed up.
 func (l liveSignal) Alive(id int32) bool {
-	return id == l.self || (l.peers != nil && l.peers.alive(id))
+	return id == l.self || (l.peers != nil && l.peers.Alive(id))
 }
 
 // peerAlive reports whether peer id was heard from recently.
-func (n *Node) peerAlive(id int32) bool { return n.peers != nil && n.peers.alive(id) }
+func (n *Node) peerAlive(id int32) bool { return n.peers != nil && n.peers.Alive(id) }
 
-// wireError is the native table's conversion (wirecode.Error): what a
-// native client or the HTTP API (which names its errors by the native
-// codes) is answered for a service error.
-var wireError = wirecode.Error
+// clusterStatus and topicMetadata are the service's, for the node's
+// tests and metrics.
+func (n *Node) clusterStatus() service.ClusterStatus                  { return n.svc.Status() }
+func (n *Node) topicMetadata(t *metadata.Topic) service.TopicMetadata { return n.svc.TopicMetadata(t) }
+
+// unknownPartition says which of name and p does not exist (the
+// balancer's answer; the service answers the same).
+func unknownPartition(name string, p int32, t *metadata.Topic) error {
+	if t == nil {
+		return service.Errorf(service.ErrUnknownTopicOrPartition, "topic %q does not exist", name)
+	}
+	return service.Errorf(service.ErrUnknownTopicOrPartition, "topic %q has partitions 0..%d, not %d", name, t.Partitions()-1, p)
+}
+
+func containsID(s []int32, id int32) bool {
+	for _, x := range s {
+		if x == id {
+			return true
+		}
+	}
+	return false
+}

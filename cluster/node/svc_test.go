@@ -3,14 +3,12 @@ package node
 import (
 	"bytes"
 	"errors"
-	"github.com/corestream/corestream/cluster/service/wirecode"
 	"testing"
 	"time"
 
 	"github.com/corestream/corestream/cluster/config"
 	"github.com/corestream/corestream/cluster/metadata"
 	"github.com/corestream/corestream/cluster/service"
-	"github.com/corestream/corestream/netio/wire"
 	"github.com/corestream/corestream/segment/batch"
 	"github.com/corestream/corestream/shard/partition"
 )
@@ -221,8 +219,9 @@ func TestServiceProduceDetachesTheCallersBuffer(t *testing.T) {
 // The parts answer in the service's kinds, so the service reads no front
 // end's code table backwards: the metadata replica's NOT_PRIMARY becomes
 // ErrNotMetadataPrimary with the primary's address, its other errors keep
-// their kind through metaKindErr (not INVALID_REQUEST), and every kind
-// crosses svcErr and the native table with its message and hint. (The
+// their kind through metaKindErr (not INVALID_REQUEST); that every kind
+// then crosses the service and the native table with its message and
+// hint is nodesvc's TestSvcErrKeepsKinds. (The
 // admin calls' rules answer in kinds of their own: cluster/service's
 // validators, TestAdminRulesSameKindEverywhere.)
 func TestPartsAnswerInKinds(t *testing.T) {
@@ -235,20 +234,5 @@ func TestPartsAnswerInKinds(t *testing.T) {
 	}
 	if err := metaKindErr(n.metaErr(&partition.Error{Kind: partition.ErrTimedOut, Message: "slow"})); !errors.Is(err, partition.ErrTimedOut) || err.Error() != "slow" {
 		t.Fatalf("a timed-out proposal: %#v", err)
-	}
-
-	s := &nodeService{svcDeps: svcDeps{addrOf: n.addrOf}}
-	for _, k := range service.ErrorKinds() {
-		in := service.Errorf(k, "because")
-		in.Hint = &service.Hint{NodeID: 2, Generation: 9, ClientAddr: "10.0.0.2:7070"}
-		err := s.svcErr(in)
-		var er *wire.ErrorResponse
-		if !errors.Is(err, k) || !errors.As(wireError(err), &er) || er.Err != wirecode.CodeOf(k) || er.Message != "because" ||
-			er.Hint == nil || er.Hint.Address != "10.0.0.2:7070" {
-			t.Fatalf("%v came back as %v", k, wireError(err))
-		}
-	}
-	if err := s.svcErr(errors.New("boom")); !errors.Is(err, service.ErrInternal) || err.Error() != "boom" {
-		t.Fatalf("a plain error: %#v", err)
 	}
 }

@@ -10,8 +10,8 @@ import (
 	"github.com/corestream/corestream/cluster/config"
 	"github.com/corestream/corestream/cluster/security"
 	"github.com/corestream/corestream/cluster/tlsbridge"
+	"github.com/corestream/corestream/cluster/transport"
 	"github.com/corestream/corestream/netio"
-	"github.com/corestream/corestream/shard"
 	"github.com/prometheus/client_golang/prometheus"
 )
 
@@ -30,7 +30,6 @@ var tlsListenerNames = []string{config.ListenerClient, config.ListenerKafka, con
 // from the node's CertStore, so SIGHUP's reload applies to every
 // listener's new sessions (and this node's new dials).
 type nodeTLS struct {
-	cfg    config.Security
 	server *tls.Config // the listeners', with tls_client_auth
 	peer   *tls.Config // this node's dials to its peers
 	stats  map[string]*tlsbridge.Stats
@@ -39,7 +38,7 @@ type nodeTLS struct {
 // newNodeTLS builds the listeners' TLS over certs, trusting caFile for
 // client certificates and peers ("" : the system's roots for peers).
 func newNodeTLS(s config.Security, certs *security.CertStore) (*nodeTLS, error) {
-	t := &nodeTLS{cfg: s, stats: map[string]*tlsbridge.Stats{}}
+	t := &nodeTLS{stats: map[string]*tlsbridge.Stats{}}
 	for _, l := range tlsListenerNames {
 		t.stats[l] = &tlsbridge.Stats{}
 	}
@@ -122,39 +121,18 @@ func (g *plainGuard) OnFrameTooLarge(c *netio.Conn, size uint32, head []byte) {
 	g.Handler.OnFrameTooLarge(c, size, head)
 }
 
-// peerTLS is the replication transport's TLS (nil: plaintext).
-func (n *Node) peerTLS() *nodeTLS {
+// peerTLS is the replication transport's TLS (nil: plaintext): the
+// replication listener's bridge and this node's dials to its peers, on
+// the listeners' certificate and counters.
+func (n *Node) peerTLS() *transport.TLS {
 	if !n.cfg.Security.TLSOn(config.ListenerReplication) {
 		return nil
 	}
-	return n.tls
-}
-
-// serve serves the replication listener ln, over TLS when configured.
-func (p *peers) serve(ln *netio.Listener) error {
-	if p.d.tls == nil {
-		return p.server.Serve(ln)
+	bridge := func(listener string, tc *tls.Config) tlsbridge.Config {
+		return tlsbridge.Config{Name: listener, TLS: tc, HandshakeTimeout: time.Duration(n.cfg.Security.TLSHandshakeTimeoutMs) * time.Millisecond,
+			Log: n.log, Stats: n.tls.stats[listener]}
 	}
-	cfg := p.d.tls.bridge(config.ListenerReplication, p.d.tls.server, p.d)
-	_, err := tlsbridge.Serve(p.server, ln, cfg)
-	if err == nil {
-		p.dialer = tlsbridge.NewDialer(p.server, p.d.tls.bridge(replicationOut, p.d.tls.peer, p.d))
-	}
-	return err
-}
-
-// bridge is the transport's bridge configuration for listener.
-func (t *nodeTLS) bridge(listener string, tc *tls.Config, d peerDeps) tlsbridge.Config {
-	return tlsbridge.Config{Name: listener, TLS: tc, HandshakeTimeout: time.Duration(t.cfg.TLSHandshakeTimeoutMs) * time.Millisecond,
-		Log: d.log, Stats: t.stats[listener]}
-}
-
-// dialConn dials a link: over TLS when the transport has a dialer.
-func (p *peers) dialConn(sh *shard.Shard, addr string, h netio.Handler, done func(*netio.Conn, error)) error {
-	if p.dialer != nil {
-		return p.dialer.Dial(sh, addr, h, done)
-	}
-	return p.server.Dial(sh, addr, h, done)
+	return &transport.TLS{Serve: bridge(config.ListenerReplication, n.tls.server), Dial: bridge(replicationOut, n.tls.peer)}
 }
 
 var tlsHandshakesDesc = prometheus.NewDesc("corestream_tls_handshakes_total",

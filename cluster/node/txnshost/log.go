@@ -1,0 +1,151 @@
+package txnshost
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/corestream/corestream/cluster/metadata"
+	"github.com/corestream/corestream/cluster/service"
+	"github.com/corestream/corestream/cluster/txns"
+	"github.com/corestream/corestream/segment/batch"
+	"github.com/corestream/corestream/shard/partition"
+)
+
+// A coordinator's log is partition p of the internal topic, written at
+// the generation gen the node was elected in, so that a write after the
+// node lost the partition is refused instead of landing in a log
+// another coordinator now writes. Calls are made from the partition's
+// shard and answered there.
+
+func (pt *txnsPart) ref() service.PartitionRef {
+	return service.PartitionRef{Topic: metadata.TransactionsTopic, Partition: pt.p, Generation: pt.gen}
+}
+
+// append produces rec as one batch with acks = quorum and answers its
+// offset. Successive appends reach the replica in order (on its own
+// shard, inline), so the log keeps the coordinator's order.
+func (h *Host) append(ts *txnsShard, pt *txnsPart, rec txns.Record, done func(int64, error)) {
+	b, err := batch.NewBuilder(batch.Options{})
+	if err == nil {
+		err = b.AppendKV(h.nowMs(), rec.Key, rec.Value)
+	}
+	var recs []byte
+	if err == nil {
+		recs, err = b.Build()
+	}
+	if err != nil {
+		done(0, err)
+		return
+	}
+	h.data.ProduceInternal(ts.sh, &service.ProduceRequest{PartitionRef: pt.ref(), Acks: service.AcksQuorum, Timeout: txnsCallTimeout, Records: recs},
+		func(res service.ProduceResult, err error) { done(res.BaseOffset, coordinatorErr(err, pt.p)) })
+}
+
+// fetch reads committed records from offset on and answers them with
+// the offset to read next; control batches are skipped. An offset below
+// the log start (compaction or retention) answers none and the start.
+func (h *Host) fetch(ts *txnsShard, pt *txnsPart, from int64, done func([]txns.Record, int64, error)) {
+	h.data.Fetch(ts.sh, &service.FetchRequest{PartitionRef: pt.ref(), Offset: from, MaxBytes: txnsLoadFetchBytesMax},
+		func(res service.FetchResult, err error) {
+			var buf []byte
+			if err == nil {
+				buf, err = res.Records.AppendTo(nil)
+				res.Records.Release()
+			}
+			switch {
+			case err != nil && res.LogStartOffset > from:
+				done(nil, res.LogStartOffset, nil)
+			case err != nil:
+				done(nil, from, err)
+			default:
+				done(records(buf, from))
+			}
+		})
+}
+
+// records splits fetched batches into records at or past from, and the
+// offset after the last whole batch.
+func records(buf []byte, from int64) ([]txns.Record, int64, error) {
+	var out []txns.Record
+	next := from
+	for len(buf) > 0 {
+		hd, err := batch.ReadHeader(buf)
+		if err != nil {
+			return nil, from, fmt.Errorf("txnshost: reading %s at offset %d: %w", metadata.TransactionsTopic, next, err)
+		}
+		size := hd.Size()
+		if size > len(buf) {
+			break // a partial batch at the end of the answer
+		}
+		if hd.Attributes&batch.ControlBit == 0 {
+			var it batch.Records
+			if err := it.Reset(buf[:size]); err != nil {
+				return nil, from, fmt.Errorf("txnshost: reading %s at offset %d: %w", metadata.TransactionsTopic, hd.BaseOffset, err)
+			}
+			for it.Next() {
+				if r := it.Record(); r.Offset >= from {
+					rec := txns.Record{Key: append([]byte(nil), r.Key...)}
+					if r.Value != nil {
+						rec.Value = append([]byte{}, r.Value...)
+					}
+					out = append(out, rec)
+				}
+			}
+			if err := it.Err(); err != nil {
+				return nil, from, fmt.Errorf("txnshost: reading %s at offset %d: %w", metadata.TransactionsTopic, hd.BaseOffset, err)
+			}
+		}
+		if hd.LastOffset()+1 > next {
+			next = hd.LastOffset() + 1
+		}
+		buf = buf[size:]
+	}
+	return out, next, nil
+}
+
+// coordinatorErr is a log write's error as a transaction call answers
+// it: a partition this node no longer leads means another node
+// coordinates the id now (ErrNotCoordinator: the client finds it).
+func coordinatorErr(err error, p int32) error {
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, partition.ErrNotPrimary), errors.Is(err, partition.ErrStaleGeneration),
+		errors.Is(err, partition.ErrPrimaryNotAvailable):
+		return service.Errorf(service.ErrNotCoordinator, "the transaction's state could not be written: %s partition %d moved (%v); find the coordinator again",
+			metadata.TransactionsTopic, p, err)
+	}
+	return service.Errorf(service.ErrCoordinatorNotAvailable, "the transaction's state could not be written to %s partition %d: %v; retry",
+		metadata.TransactionsTopic, p, err)
+}
+
+// txnKinds gives the coordinator's errors their service kinds.
+var txnKinds = []struct {
+	is, kind error
+}{
+	{txns.ErrConcurrentTransactions, service.ErrConcurrentTransactions},
+	{txns.ErrProducerFenced, service.ErrProducerFenced},
+	{txns.ErrInvalidProducerIDMapping, service.ErrInvalidProducerIDMapping},
+	{txns.ErrInvalidTxnState, service.ErrInvalidTxnState},
+	{txns.ErrInvalidTimeout, service.ErrInvalidTransactionTimeout},
+	{txns.ErrTooMany, service.ErrInvalidRequest},
+	{txns.ErrUnknownID, service.ErrTransactionalIDNotFound},
+	{txns.ErrNotCoordinator, service.ErrNotCoordinator},
+}
+
+// txnErr gives a coordinator error its service kind, message kept.
+func txnErr(err error) error {
+	if err == nil {
+		return nil
+	}
+	var se *service.Error
+	if errors.As(err, &se) {
+		return se
+	}
+	for _, k := range txnKinds {
+		if errors.Is(err, k.is) {
+			return service.Errorf(k.kind, "%v", err)
+		}
+	}
+	return service.Errorf(service.ErrInternal, "%v", err)
+}
