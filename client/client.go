@@ -63,6 +63,9 @@ func DialConfig(ctx context.Context, cfg Config) (*Client, error) {
 	}
 	c := &Client{cfg: cfg.withDefaults(), brokers: map[string]*broker{}, meta: newMetaCache(), kick: make(chan struct{}, 1)}
 	c.ctx, c.cancel = context.WithCancel(context.Background())
+	if c.cfg.SilentNodeCheck > 0 {
+		c.cfg.onSilent = c.checkSilent
+	}
 	if err := c.bootstrap(ctx); err != nil {
 		c.Close()
 		return nil, err

@@ -74,6 +74,19 @@ type Config struct {
 	// ErrRequestTimeout, and every request on that connection is retried
 	// where that is safe, after a metadata refresh. Default 30 s.
 	RequestTimeout time.Duration
+	// SilentNodeCheck is how long a connection with requests outstanding
+	// may receive nothing before the client asks the other nodes whether
+	// its node still leads the partitions routed to it. A node that is
+	// paused (SIGSTOP, a frozen VM) or cut off keeps its socket open, and
+	// its requests would wait for RequestTimeout; once the cluster has
+	// elected another primary (a newer generation) for one of its
+	// partitions, the connection is failed with ErrConnectionLost and its
+	// requests are retried at the new primary where that is safe (the
+	// idempotent producer's sequence numbers keep a resent batch from
+	// being written twice). It is asked again every SilentNodeCheck while
+	// the silence lasts. A slow node that still leads its partitions is
+	// only asked about, never dropped. Default 500 ms; negative: never.
+	SilentNodeCheck time.Duration
 	// RetransmitBackoffMax caps TCP's retransmission timeout on the
 	// client's connections (TCP_RTO_MAX_MS, Linux 6.11 and later; ignored
 	// elsewhere and on connections that are not TCP). The kernel's own cap
@@ -100,6 +113,11 @@ type Config struct {
 	// Dialer opens connections; tests put faults here. Default a
 	// net.Dialer.
 	Dialer func(ctx context.Context, network, addr string) (net.Conn, error)
+
+	// onSilent is called, on a goroutine of its own, when a connection
+	// has been silent for SilentNodeCheck with requests outstanding (at
+	// most one call per connection at a time); the Client sets it.
+	onSilent func(*conn)
 }
 
 // Defaults of Config.
@@ -117,6 +135,7 @@ const (
 	defaultMetadataRefreshBackoff = 100 * time.Millisecond
 	defaultRequestTimeout         = 30 * time.Second
 	defaultRetransmitBackoffMax   = time.Second
+	defaultSilentNodeCheck        = 500 * time.Millisecond
 )
 
 // clientSoftware is sent in the handshake.
@@ -133,6 +152,9 @@ func (c Config) withDefaults() Config {
 	setDur(&c.ReconnectBackoffMax, defaultReconnectBackoffMax)
 	if c.RetransmitBackoffMax == 0 {
 		c.RetransmitBackoffMax = defaultRetransmitBackoffMax // negative: the kernel's
+	}
+	if c.SilentNodeCheck == 0 {
+		c.SilentNodeCheck = defaultSilentNodeCheck // negative: never
 	}
 	setDur(&c.MetadataMaxAge, defaultMetadataMaxAge)
 	setInt(&c.UnknownTopicRetriesMax, defaultUnknownTopicRetriesMax)

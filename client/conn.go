@@ -91,6 +91,11 @@ type call struct {
 	done chan struct{}
 	// owner is the producer batch of a produce call.
 	owner *prodBatch
+	// part and gen name the partition a data call is for and the
+	// generation it was routed at (part.topic "": none), so that a silent
+	// connection's calls can be matched to their partitions' new routes.
+	part partKey
+	gen  int32
 	// waitExtra is how long the broker may hold this request on purpose
 	// beyond RequestTimeout (a fetch's long poll); its deadline is that
 	// much later.
@@ -118,6 +123,12 @@ type conn struct {
 	// responseTimeout is how long a sent request may wait for its answer
 	// (Config.responseTimeout) before the watchdog fails the connection.
 	responseTimeout time.Duration
+	// silentNodeCheck and onSilent are Config's: how long the connection
+	// may receive nothing with requests outstanding before onSilent is
+	// called (<= 0 or nil: never). probing is set while a call runs.
+	silentNodeCheck time.Duration
+	onSilent        func(*conn)
+	probing         atomic.Bool
 	// slots bounds the calls between send and completion.
 	slots chan struct{}
 	// wakeWriter tells the writer goroutine that calls were queued while
@@ -143,6 +154,9 @@ type conn struct {
 	wbufs net.Buffers
 	// nextCorr is the last correlation id given. Guarded by mu.
 	nextCorr uint32
+	// framesRead counts the responses read, so that the watchdog sees
+	// whether anything came without a clock read per frame. Guarded by mu.
+	framesRead uint64
 	// err is why the connection failed; set once. Guarded by mu.
 	err error
 
@@ -188,6 +202,8 @@ func dialConn(ctx context.Context, cfg *Config, addr string) (*conn, error) {
 		versions:        make([]int32, len(wire.APIs())),
 		frameBytesMax:   int(hs.FrameBytesMax),
 		responseTimeout: cfg.responseTimeout(),
+		silentNodeCheck: cfg.SilentNodeCheck,
+		onSilent:        cfg.onSilent,
 		slots:           make(chan struct{}, cfg.InFlightPerConnMax),
 		wakeWriter:      make(chan struct{}, 1),
 		pending:         make(map[uint32]*call),
@@ -523,6 +539,7 @@ func (c *conn) readResponses() error {
 		c.mu.Lock()
 		cl := c.pending[corr]
 		delete(c.pending, corr)
+		c.framesRead++
 		c.mu.Unlock()
 		if cl == nil {
 			return fmt.Errorf("%w: response with correlation id %d, which is not in flight", wire.ErrMalformedResponse, corr)
@@ -568,10 +585,25 @@ func (c *conn) readResponses() error {
 // deadline of any call sent meanwhile; so it wakes about once per response
 // timeout, and never on a send (a wake per send of a synchronous producer
 // would cost a thread hand-off per request).
+//
+// With a silent-node check (Config.SilentNodeCheck) it also wakes every
+// check: when a call has been due for a check (sent, plus its long poll)
+// and no response came for as long, it calls onSilent, which asks the
+// other nodes whether this node still leads its partitions.
 func (c *conn) watchLoop() {
 	defer close(c.watchDone)
-	t := time.NewTimer(c.responseTimeout)
+	check := c.silentNodeCheck
+	if c.onSilent == nil {
+		check = 0
+	}
+	idle := c.responseTimeout
+	if check > 0 {
+		idle = min(idle, check)
+	}
+	t := time.NewTimer(idle)
 	defer t.Stop()
+	var lastFrames uint64
+	quietSince := time.Now()
 	for {
 		select {
 		case <-c.closed:
@@ -581,11 +613,16 @@ func (c *conn) watchLoop() {
 		now := time.Now()
 		c.mu.Lock()
 		var oldest *call
+		var due time.Time // the earliest a pending call was to be answered
 		for _, cl := range c.pending {
 			if oldest == nil || cl.deadline.Before(oldest.deadline) {
 				oldest = cl
 			}
+			if d := cl.deadline.Add(-c.responseTimeout); due.IsZero() || d.Before(due) {
+				due = d
+			}
 		}
+		frames := c.framesRead
 		// Copy what is needed: once mu is released the call may complete
 		// and its memory be reused by its next send.
 		var key wire.APIKey
@@ -596,17 +633,55 @@ func (c *conn) watchLoop() {
 		}
 		expired := oldest != nil && !now.Before(deadline)
 		c.mu.Unlock()
-		switch {
-		case expired:
+		if frames != lastFrames {
+			lastFrames, quietSince = frames, now
+		}
+		if expired {
 			c.setErr(fmt.Errorf("%w: no answer to %s from node %d within %v", ErrRequestTimeout, key, c.nodeID, waited))
 			c.nc.Close()
 			return
-		case oldest == nil:
-			t.Reset(c.responseTimeout) // a call sent now wakes the loop
-		default:
-			t.Reset(deadline.Sub(now))
+		}
+		if oldest == nil {
+			t.Reset(idle) // a call sent now wakes the loop
+			continue
+		}
+		next := deadline.Sub(now)
+		if check > 0 {
+			silentAt := due
+			if quietSince.After(silentAt) {
+				silentAt = quietSince
+			}
+			silentAt = silentAt.Add(check)
+			if !now.Before(silentAt) {
+				if c.probing.CompareAndSwap(false, true) {
+					go func() {
+						defer c.probing.Store(false)
+						c.onSilent(c)
+					}()
+				}
+				silentAt = now.Add(check) // and again while it lasts
+			}
+			next = min(next, silentAt.Sub(now))
+		}
+		t.Reset(next)
+	}
+}
+
+// pendingParts returns the partitions of the data calls pending, each
+// with the oldest generation one of them was routed at.
+func (c *conn) pendingParts() map[partKey]int32 {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	out := map[partKey]int32{}
+	for _, cl := range c.pending {
+		if cl.part.topic == "" {
+			continue
+		}
+		if g, ok := out[cl.part]; !ok || cl.gen < g {
+			out[cl.part] = cl.gen
 		}
 	}
+	return out
 }
 
 // complete ends cl with err and frees its slot.

@@ -204,7 +204,7 @@ func (cs *Consumer) resolve(ctx context.Context, topic string, p int32, start St
 // that a caller waiting for a position sees it move.
 func (cs *Consumer) Poll(ctx context.Context) ([]Record, error) {
 	for {
-		recs, err, ok := cs.take()
+		recs, err, ok := cs.take(cs.cfg.PollRecordsMax)
 		if ok {
 			return recs, err
 		}
@@ -218,14 +218,16 @@ func (cs *Consumer) Poll(ctx context.Context) ([]Record, error) {
 
 // take gathers ready results; ok is false when there was nothing (no
 // record, no error, no position moved).
-func (cs *Consumer) take() (recs []Record, err error, ok bool) {
+// At most recordsMax records are taken; a partition's position moves
+// past those taken only.
+func (cs *Consumer) take(recordsMax int) (recs []Record, err error, ok bool) {
 	cs.mu.Lock()
 	defer cs.mu.Unlock()
 	if cs.closed {
 		return nil, ErrClosed, true
 	}
 	moved := false
-	for len(cs.queue) > 0 && len(recs) < cs.cfg.PollRecordsMax {
+	for len(cs.queue) > 0 && len(recs) < recordsMax {
 		r := cs.queue[0]
 		if cs.fetchers[partKey{r.f.topic, r.f.partition}] != r.f {
 			cs.popLocked() // unassigned or reassigned since
@@ -239,7 +241,7 @@ func (cs *Consumer) take() (recs []Record, err error, ok bool) {
 			r.f.release()
 			return nil, &PartitionError{Topic: r.f.topic, Partition: r.f.partition, Err: r.err}, true
 		}
-		n := min(len(r.recs), cs.cfg.PollRecordsMax-len(recs))
+		n := min(len(r.recs), recordsMax-len(recs))
 		recs = append(recs, r.recs[:n]...)
 		r.f.hwm = r.hwm
 		if n < len(r.recs) {

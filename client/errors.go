@@ -28,6 +28,13 @@ var (
 	// metadata and follow a new primary. The outcome of those requests is
 	// unknown.
 	ErrRequestTimeout = errors.New("client: request timeout")
+	// ErrNodeSilent is wrapped (with ErrConnectionLost) into the errors
+	// of the requests on a connection whose node sent nothing for
+	// Config.SilentNodeCheck while the cluster elected another primary
+	// for a partition routed to it: the node is paused or cut off, and the
+	// requests are retried at the new primary where that is safe. Their
+	// outcome is unknown.
+	ErrNodeSilent = errors.New("client: node silent while its partitions moved")
 	// ErrUnreachable is returned when connecting or handshaking with a node
 	// fails at the network level. Nothing was sent: retrying is safe, and
 	// the SDK does so (after refreshing the metadata) where it can.

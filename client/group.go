@@ -138,6 +138,17 @@ func (g *GroupConsumer) Member() (memberID string, generation int32) {
 // some, as Consumer.Poll does; it also hands partitions back at a
 // rebalance and makes the automatic commits.
 func (g *GroupConsumer) Poll(ctx context.Context) ([]Record, error) {
+	return g.PollRecords(ctx, 0)
+}
+
+// PollRecords is Poll returning at most recordsMax records (0: the
+// consumer's PollRecordsMax): a caller that wants N records in all asks
+// for the rest each time, so the positions committed, which move past
+// the records returned only, never pass a record it did not take.
+func (g *GroupConsumer) PollRecords(ctx context.Context, recordsMax int) ([]Record, error) {
+	if recordsMax <= 0 || recordsMax > g.cs.cfg.PollRecordsMax {
+		recordsMax = g.cs.cfg.PollRecordsMax
+	}
 	g.mu.Lock()
 	closed := g.closed
 	auto := g.cfg.AutoCommitInterval > 0 && len(g.owned) > 0 && time.Since(g.lastAuto) >= g.cfg.AutoCommitInterval
@@ -157,7 +168,7 @@ func (g *GroupConsumer) Poll(ctx context.Context) ([]Record, error) {
 			g.handBack(ctx, rv)
 		default:
 		}
-		if recs, err, ok := g.cs.take(); ok {
+		if recs, err, ok := g.cs.take(recordsMax); ok {
 			return recs, err
 		}
 		select {

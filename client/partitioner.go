@@ -1,6 +1,10 @@
 package client
 
-import "sync/atomic"
+import (
+	"math/rand/v2"
+	"sync"
+	"sync/atomic"
+)
 
 // AnyPartition, returned by a Partitioner, lets the producer choose: it
 // keeps adding to one partition's batch until that batch is sent, then
@@ -103,4 +107,73 @@ func Murmur2(data []byte) int32 {
 	h *= m
 	h ^= h >> 15
 	return int32(h)
+}
+
+// StickyRunBytesDefault is the longest run of keyless records that
+// StickySpreadPartitioner sends to one partition: Kafka's batch.size
+// default, after which Kafka's uniform sticky partitioner moves on.
+const StickyRunBytesDefault = 16 << 10
+
+// StickySpreadPartitioner places keyed records as KeyHashPartitioner
+// does, and keyless ones in runs, each run on one partition and the next
+// run on the next partition in turn. Runs start at one record and double
+// at each round of the partitions, up to runBytesMax bytes (of keys,
+// values and headers; StickyRunBytesDefault when runBytesMax <= 0): a
+// long input is sent in full batches per partition, as Kafka's uniform
+// sticky partitioner sends it (KIP-794), while a short one still reaches
+// every partition — the first records of n partitions go one to each,
+// where a run of a whole batch would put a short input on one or two.
+// The first partition is chosen at random. It is meant for one topic (the
+// runs are shared by every topic it places records of) and is safe for
+// concurrent use.
+func StickySpreadPartitioner(runBytesMax int) Partitioner {
+	if runBytesMax <= 0 {
+		runBytesMax = StickyRunBytesDefault
+	}
+	return &stickySpread{runBytesMax: runBytesMax, part: rand.Int32N(1 << 30), runRecords: 1}
+}
+
+// stickySpread is StickySpreadPartitioner's state.
+//
+// mu guards every field but runBytesMax.
+type stickySpread struct {
+	runBytesMax int
+	mu          sync.Mutex
+	// part is the partition of the run in progress, modulo the count.
+	part int32
+	// runRecords is the length of this round's runs in records;
+	// inRound the runs of this round started; run the records and
+	// runBytes the bytes of the run in progress.
+	// Invariant: 1 <= runRecords, 0 <= run < runRecords.
+	runRecords, inRound, run, runBytes int
+}
+
+// Partition implements StickySpreadPartitioner.
+func (s *stickySpread) Partition(r Record, n int32) int32 {
+	if r.Key != nil {
+		return KafkaPartition(r.Key, n)
+	}
+	size := len(r.Value)
+	for _, h := range r.Headers {
+		size += len(h.Key) + len(h.Value)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	p := s.part % n
+	s.run++
+	s.runBytes += size
+	if s.run >= s.runRecords || s.runBytes >= s.runBytesMax {
+		// The run ends: the next record starts one on the next partition,
+		// and a round of n runs doubles the runs (until they reach the
+		// byte bound, which then ends them).
+		s.part = (s.part%n + 1) % n
+		s.run, s.runBytes = 0, 0
+		if s.inRound++; s.inRound >= int(n) {
+			s.inRound = 0
+			if s.runRecords < s.runBytesMax { // bounded: a run of empty records ends there
+				s.runRecords *= 2
+			}
+		}
+	}
+	return p
 }

@@ -107,3 +107,70 @@ func TestRoundRobinAndManualPartitioners(t *testing.T) {
 		t.Fatal("partition 3 of 3 accepted")
 	}
 }
+
+// StickySpreadPartitioner: a short keyless input reaches every partition
+// (its first n records one on each), a long one is placed in runs that
+// grow to the byte bound and no further, keyed records go where the key
+// hash puts them, and the runs take the partitions in turn.
+func TestStickySpreadPartitioner(t *testing.T) {
+	for _, tc := range []struct {
+		parts, records, valueBytes int
+		// perPartitionMin is the fewest records a partition may get.
+		perPartitionMin int
+	}{
+		{6, 6, 10, 1},
+		{6, 12, 10, 1},
+		{6, 300, 10, 300 / 6 / 3},
+		{3, 1000, 10, 1000 / 3 / 3},
+		{6, 1, 10, 0},
+	} {
+		t.Run(fmt.Sprintf("%d_records_on_%d", tc.records, tc.parts), func(t *testing.T) {
+			p := client.StickySpreadPartitioner(0)
+			got := make([]int, tc.parts)
+			value := make([]byte, tc.valueBytes)
+			for range tc.records {
+				part := p.Partition(client.Record{Value: value}, int32(tc.parts))
+				if part < 0 || int(part) >= tc.parts {
+					t.Fatalf("partition %d of %d", part, tc.parts)
+				}
+				got[part]++
+			}
+			for i, c := range got {
+				if c < tc.perPartitionMin {
+					t.Errorf("partition %d got %d of %d records, want at least %d (all: %v)", i, c, tc.records, tc.perPartitionMin, got)
+				}
+			}
+		})
+	}
+	// Long runs: 1 KiB records under the default 16 KiB bound settle in
+	// runs of 16 records, each on the partition after the last.
+	p := client.StickySpreadPartitioner(0)
+	value := make([]byte, 1024)
+	var seq []int32
+	for range 2000 {
+		seq = append(seq, p.Partition(client.Record{Value: value}, 4))
+	}
+	var runs []int
+	for i, n := 1, 1; i <= len(seq); i++ {
+		if i < len(seq) && seq[i] == seq[i-1] {
+			n++
+			continue
+		}
+		if i < len(seq) && seq[i] != (seq[i-1]+1)%4 {
+			t.Fatalf("record %d went to partition %d after a run on %d; want the next one", i, seq[i], seq[i-1])
+		}
+		runs = append(runs, n)
+		n = 1
+	}
+	for _, r := range runs[len(runs)/2 : len(runs)-1] {
+		if r != client.StickyRunBytesDefault/1024 {
+			t.Fatalf("runs of 1 KiB records %v; want them to settle at %d", runs, client.StickyRunBytesDefault/1024)
+		}
+	}
+	// Keyed records: the key hash, whatever the runs.
+	for _, key := range []string{"a", "orders-17", ""} {
+		if got, want := p.Partition(client.Record{Key: []byte(key)}, 7), client.KafkaPartition([]byte(key), 7); got != want {
+			t.Errorf("key %q: partition %d, want %d", key, got, want)
+		}
+	}
+}

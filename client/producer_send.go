@@ -542,7 +542,8 @@ func (s *partSender) send(ctx context.Context, b *prodBatch) error {
 		return fmt.Errorf("%w: a %d-byte produce request exceeds node %d's frame limit of %d bytes",
 			ErrRecordTooLarge, size, cn.nodeID, cn.frameBytesMax)
 	}
-	b.call = call{key: wire.APIProduce, version: v, head: b.head, tail: b.data, resp: &b.resp, cb: s.onComplete, owner: b}
+	b.call = call{key: wire.APIProduce, version: v, head: b.head, tail: b.data, resp: &b.resp, cb: s.onComplete, owner: b,
+		part: partKey{s.topic, s.partition}, gen: rt.ref.Generation}
 	b.claim.Store(claimNone)
 	if err := cn.send(ctx, &b.call); err != nil {
 		return err
