@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"syscall"
 	"testing"
 	"time"
@@ -29,6 +30,11 @@ import (
 //	go test ./bench -run '^$' -bench KafkaPort -benchtime 200000x -count 3
 //
 // CORESTREAM_BENCH_BIN names the corestream binary (else it is built);
+// CORESTREAM_BENCH_SHARDS the node's shards (1 when empty: with 2, a
+// connection accepted on the shard that does not own the partition pays
+// the cross-shard hop until it moves, docs/kafka.md "The data path");
+// CORESTREAM_BENCH_PARTITIONS the topic's partitions (1 when empty: with
+// more, one Kafka produce request carries a batch for each);
 // CORESTREAM_BENCH_CPUPROFILE, when set, is a file for a CPU profile of
 // the whole node process (the node then runs under `corestream bench
 // node`). The node's pid is logged for `perf record -g -p PID`.
@@ -42,8 +48,9 @@ func BenchmarkKafkaPort(b *testing.B) {
 			b.Fatalf("building corestream: %v\n%s", err, out)
 		}
 	}
+	shards, partitions := envCount(b, "CORESTREAM_BENCH_SHARDS"), envCount(b, "CORESTREAM_BENCH_PARTITIONS")
 	kafkaAddr := freeLoopbackAddr(b)
-	d, err := LaunchNode(b.Context(), NodeOptions{Bin: bin, Dir: filepath.Join(dir, "node"), Shards: 1, Fsync: "never",
+	d, err := LaunchNode(b.Context(), NodeOptions{Bin: bin, Dir: filepath.Join(dir, "node"), Shards: shards, Fsync: "never",
 		KafkaAddr: kafkaAddr, CPUProfile: os.Getenv("CORESTREAM_BENCH_CPUPROFILE")})
 	if err != nil {
 		b.Fatal(err)
@@ -67,7 +74,7 @@ func BenchmarkKafkaPort(b *testing.B) {
 	for _, p := range ports {
 		b.Run("produce/"+p.name, func(b *testing.B) {
 			spec := DefaultSpec(ModeProduce)
-			spec.Brokers, spec.Topic, spec.Messages, spec.Warmup = []string{p.addr}, p.topic, int64(b.N), 0
+			spec.Brokers, spec.Topic, spec.Messages, spec.Warmup, spec.Partitions = []string{p.addr}, p.topic, int64(b.N), 0, partitions
 			rep := runMeasured(b, d, p.sys(), spec)
 			if p.name == "native" {
 				produced += int(rep.Produce.Messages)
@@ -82,10 +89,24 @@ func BenchmarkKafkaPort(b *testing.B) {
 			}
 			spec := DefaultSpec(ModeConsume)
 			spec.Brokers, spec.Topic, spec.Messages, spec.Warmup, spec.Preload = []string{p.addr}, "native", int64(b.N), 0, false
+			spec.Partitions = partitions
 			rep := runMeasured(b, d, p.sys(), spec)
 			b.ReportMetric(rep.Consume.MessagesPerSec, "records/s")
 		})
 	}
+}
+
+// envCount is the count environment variable name sets, 1 when unset.
+func envCount(b *testing.B, name string) int {
+	v := os.Getenv(name)
+	if v == "" {
+		return 1
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil || n < 1 {
+		b.Fatalf("%s=%q: want a count of at least 1", name, v)
+	}
+	return n
 }
 
 // runMeasured runs spec against sys and reports the node's and this

@@ -87,7 +87,7 @@ func newConsumeCmd() *cobra.Command {
 	f.StringVar(&o.keySep, "key-separator", "\t", "what separates key and value with --print-key")
 	f.StringVar(&o.rack, "rack", "", "read from in-sync replicas in rack NAME (a node.rack) when the primary names one (follower reads)")
 	f.StringVar(&o.group, "group", "", "consume as a member of consumer group G: share the partitions with its other members, start at its committed offsets, commit as you go and leave on exit; runs until interrupted or --count")
-	f.StringVarP(&formatFlag, "format", "f", "", "print each message as this format (kcat's): %t topic, %p partition, %o offset, %k key, %K key length, %s value, %S value length, %T timestamp ms, %% a percent; \\n \\t")
+	f.StringVarP(&formatFlag, "format", "f", "", "print each message as this format (kcat's): %t topic, %p partition, %o offset, %k key, %K key length, %s value, %S value length, %T timestamp ms, %h headers (key=value,...), %% a percent; \\n \\t")
 	return cmd
 }
 

@@ -17,7 +17,8 @@ import (
 // at the group's committed offset (else at start), positions are
 // committed as records are printed (automatic commits, and at every
 // rebalance) and on exit, and the member leaves the group cleanly. It
-// runs until interrupted (Ctrl-C), or until --count records.
+// runs until interrupted (Ctrl-C), or until --count records, committing
+// no record past the last printed.
 func consumeGroup(ctx context.Context, a *app, c *client.Client, topic string, start client.Start, o consumeOpts) error {
 	g, err := c.NewGroupConsumer(client.GroupConfig{Group: o.group, Start: start,
 		Consumer: client.ConsumerConfig{Rack: o.rack}})
@@ -32,7 +33,9 @@ func consumeGroup(ctx context.Context, a *app, c *client.Client, topic string, s
 	printed := 0
 	var pollErr error
 	for o.count == 0 || printed < o.count {
-		recs, err := g.Poll(ctx)
+		// With --count, no more than the records still to print: the
+		// positions committed at close pass only what was printed.
+		recs, err := g.PollRecords(ctx, o.count-printed)
 		if err != nil {
 			if ctx.Err() == nil {
 				pollErr = err
@@ -66,11 +69,12 @@ type formatPiece struct {
 }
 
 // formatVerbs are the fields --format prints, as kcat names them.
-const formatVerbs = "tpokKsST"
+const formatVerbs = "tpokKsSTh"
 
 // parseFormat reads a --format string: %t topic, %p partition, %o offset,
 // %k key, %K key length, %s value, %S value length, %T timestamp (Unix
-// ms), %% a percent sign; \n, \t and \\ are a newline, a tab and a
+// ms), %h headers (key=value, comma-separated, as kcat), %% a percent
+// sign; \n, \t and \\ are a newline, a tab and a
 // backslash. Anything else is a usage error naming it.
 func parseFormat(f string) (recordFormat, error) {
 	var out recordFormat
@@ -91,7 +95,7 @@ func parseFormat(f string) (recordFormat, error) {
 			out = append(out, formatPiece{verb: f[i+1]})
 			i++
 		case ch == '%':
-			return nil, usageErrorf("--format %q: %%%s is not one of %%t %%p %%o %%k %%K %%s %%S %%T %%%%", f, f[i+1:min(i+2, len(f))])
+			return nil, usageErrorf("--format %q: %%%s is not one of %%t %%p %%o %%k %%K %%s %%S %%T %%h %%%%", f, f[i+1:min(i+2, len(f))])
 		case ch == '\\' && i+1 < len(f):
 			switch f[i+1] {
 			case 'n':
@@ -134,6 +138,15 @@ func (rf recordFormat) print(w *bufio.Writer, r *client.Record) {
 			w.WriteString(strconv.Itoa(lenOrNull(r.Value)))
 		case 'T':
 			w.WriteString(strconv.FormatInt(r.Timestamp.UnixMilli(), 10))
+		case 'h':
+			for i, h := range r.Headers {
+				if i > 0 {
+					w.WriteByte(',')
+				}
+				w.Write(h.Key)
+				w.WriteByte('=')
+				w.Write(h.Value)
+			}
 		default:
 			panic(fmt.Sprintf("format verb %q not handled", p.verb))
 		}

@@ -49,6 +49,8 @@ type clusterOpts struct {
 	noWait bool
 	// http serves each node's HTTP API on its planned address.
 	http bool
+	// historyMs is http.history_interval_ms (the broker's 5 s when 0).
+	historyMs int
 }
 
 // e2eCluster is a cluster of `corestream serve` processes.
@@ -71,7 +73,7 @@ func startCluster(t *testing.T, o clusterOpts) *e2eCluster {
 		o.shards = 2
 	}
 	plan, err := launch.New(launch.Options{Nodes: o.nodes, Dir: t.TempDir(), K: o.k, Shards: o.shards, Fsync: o.fsync,
-		HeartbeatIntervalMs: o.heartbeatMs, ElectionTimeoutMs: o.electionMs, Secret: "e2e-cluster-secret"})
+		HeartbeatIntervalMs: o.heartbeatMs, ElectionTimeoutMs: o.electionMs, Secret: "e2e-cluster-secret", HistoryIntervalMs: o.historyMs})
 	if err != nil {
 		t.Fatal(err)
 	}

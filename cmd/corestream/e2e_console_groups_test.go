@@ -3,6 +3,8 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -17,8 +19,13 @@ const consoleGroupRowsJS = `Array.from(document.querySelectorAll('#groups tbody 
 
 // consoleGroupPartitionsJS reads the partitions of the group opened.
 const consoleGroupPartitionsJS = `Array.from(document.querySelectorAll('#group-partitions tbody tr')).map(r => ({
-	topic: r.dataset.topic, partition: +r.dataset.partition, committed: r.cells[2].textContent,
-	end: r.cells[3].textContent, lag: r.cells[4].textContent}))`
+	topic: r.dataset.topic, partition: +r.dataset.partition, member: r.cells[2].textContent, committed: r.cells[3].textContent,
+	end: r.cells[4].textContent, lag: r.cells[5].textContent, trend: r.cells[6].textContent}))`
+
+// consoleGroupMembersJS reads the members of the group opened, each with
+// its assignment as the page writes it.
+const consoleGroupMembersJS = `Array.from(document.querySelectorAll('#group-member-list tbody tr')).map(r => ({
+	id: r.dataset.member, client: r.cells[1].textContent, assignment: r.cells[3].textContent}))`
 
 type consoleGroupRow struct {
 	Group   string `json:"group"`
@@ -29,9 +36,17 @@ type consoleGroupRow struct {
 type consoleGroupPartition struct {
 	Topic     string `json:"topic"`
 	Partition int32  `json:"partition"`
+	Member    string `json:"member"`
 	Committed string `json:"committed"`
 	End       string `json:"end"`
 	Lag       string `json:"lag"`
+	Trend     string `json:"trend"`
+}
+
+type consoleGroupMember struct {
+	ID         string `json:"id"`
+	Client     string `json:"client"`
+	Assignment string `json:"assignment"`
 }
 
 // checkConsoleGroups: a Kafka consumer group reads part of topic (which
@@ -56,9 +71,8 @@ func checkConsoleGroups(t *testing.T, c *e2eCluster, bctx context.Context, topic
 	}
 	defer cons.Close()
 	// Read until every partition gave a record, and commit each
-	// partition's first: every partition has a commit (the page lists
-	// the partitions a group committed; the CLI counts one without a
-	// commit as lagging by its whole end) and a lag.
+	// partition's first: every partition has a commit and a lag (a
+	// partition without a commit has no lag, on the page as in the CLI).
 	first := map[int32]*kgo.Record{}
 	for len(first) < partitions {
 		fs := cons.PollFetches(ctx)
@@ -120,10 +134,29 @@ func checkConsoleGroups(t *testing.T, c *e2eCluster, bctx context.Context, topic
 			if !ok || s.Committed != itoa(p.Committed) || s.End != itoa(p.End) || s.Lag != itoa(p.Lag) {
 				return false
 			}
+			// The assignment: the one member, by its client id, holds
+			// every partition the CLI shows assigned.
+			if p.Member != "" && s.Member != "console-reader" {
+				return false
+			}
 		}
 		return committed == len(shown)
 	})
-	t.Logf("groups view: console-app lag %d over %d partitions, as group describe --json", desc.TotalLag, len(shown))
+	// The member list: one member, the CLI's, whose assignment names
+	// every partition of the topic.
+	var members []consoleGroupMember
+	eventually(t, 10*time.Second, "the group's member and its assignment", func() bool {
+		members = evalIn[[]consoleGroupMember](t, bctx, consoleGroupMembersJS)
+		if len(members) != 1 || len(desc.Members) != 1 || members[0].ID != desc.Members[0].ID || members[0].Client != "console-reader" {
+			return false
+		}
+		all := make([]string, partitions)
+		for p := range partitions {
+			all[p] = strconv.Itoa(p)
+		}
+		return members[0].Assignment == topic+" "+strings.Join(all, ",")
+	})
+	t.Logf("groups view: console-app lag %d over %d partitions, as group describe --json; member %+v", desc.TotalLag, len(shown), members)
 }
 
 func itoa(v int64) string {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -72,6 +73,42 @@ const (
 	})()`
 )
 
+// consoleHistoryMs is the browser test's http.history_interval_ms: the
+// charts get a sample every half second instead of every 5 s.
+const consoleHistoryMs = 500
+
+// consoleSeries is a chart's line as the page drew it: its name and the
+// values it plotted (data-values).
+type consoleSeries struct {
+	Chart  string    `json:"chart"`
+	Name   string    `json:"name"`
+	Values []float64 `json:"values"`
+}
+
+// consoleSeriesJS reads every chart's lines from the DOM.
+const consoleSeriesJS = `Array.from(document.querySelectorAll('figure.chart polyline.series')).map(l => ({
+	chart: l.closest('figure').id, name: l.dataset.name,
+	values: l.dataset.values === '' ? [] : l.dataset.values.split(',').map(Number)}))`
+
+// consoleMarksJS reads the kinds of the marks on the produce chart.
+const consoleMarksJS = `Array.from(document.querySelectorAll('#chart-produce-bytes line.mark')).map(m => m.dataset.kind)`
+
+// chartPeak is the largest value chart's line name plotted among its
+// last n values (-1 when there is no such line).
+func chartPeak(series []consoleSeries, chart, name string, n int) float64 {
+	peak := -1.0
+	for _, s := range series {
+		if s.Chart != chart || s.Name != name {
+			continue
+		}
+		peak = 0
+		for _, v := range s.Values[max(0, len(s.Values)-n):] {
+			peak = max(peak, v)
+		}
+	}
+	return peak
+}
+
 // chromiumPath is the browser to drive, "" when none is installed.
 func chromiumPath() string {
 	for _, name := range []string{"chromium", "chromium-browser", "google-chrome", "google-chrome-stable"} {
@@ -93,7 +130,7 @@ func TestConsoleInBrowser(t *testing.T) {
 	if browser == "" {
 		t.Skip("no chromium on PATH: install Debian's chromium (apt-get install chromium) to run the console's browser test")
 	}
-	c := startCluster(t, clusterOpts{nodes: 3, http: true})
+	c := startCluster(t, clusterOpts{nodes: 3, http: true, historyMs: consoleHistoryMs})
 	const parts = 6
 	c.cliOK("", "topic", "create", "orders", "--partitions", strconv.Itoa(parts), "--replication-factor", "3")
 	var lines strings.Builder
@@ -242,8 +279,58 @@ func TestConsoleInBrowser(t *testing.T) {
 		}
 		return produced && fetched
 	})
+	// The charts, drawn by the page from the nodes' samples, plot the
+	// load: every node's produce and fetch bytes and records move (each
+	// leads partitions of the topic), and the group's lag is charted.
+	eventually(t, 30*time.Second, "the load on the charts", func() bool {
+		series := evalIn[[]consoleSeries](t, bctx, consoleSeriesJS)
+		for _, chart := range []string{"chart-produce-bytes", "chart-produce-records", "chart-fetch-bytes", "chart-fetch-records"} {
+			for node := 1; node <= 3; node++ {
+				if chartPeak(series, chart, fmt.Sprintf("node %d", node), 10) <= 0 {
+					return false
+				}
+			}
+		}
+		// The topic's produce rate, over the cluster; the group's lag,
+		// and per partition on its page (opened by checkConsoleGroups).
+		if chartPeak(series, "chart-topic-records", "orders", 10) <= 0 {
+			return false
+		}
+		for p := range parts {
+			if chartPeak(series, "chart-group-partitions", fmt.Sprintf("orders/%d", p), 1000) < 0 {
+				return false
+			}
+		}
+		return chartPeak(series, "chart-group-lag", "console-app", 1000) >= 0 &&
+			chartPeak(series, "chart-under-replicated", "offline", 1000) >= 0
+	})
+	// The group's partitions show their trend beside their lag (once
+	// two samples hold them).
+	var groupRows []consoleGroupPartition
+	eventually(t, 20*time.Second, "each of the group's partitions with its lag's trend", func() bool {
+		groupRows = evalIn[[]consoleGroupPartition](t, bctx, consoleGroupPartitionsJS)
+		for _, p := range groupRows {
+			if !strings.ContainsAny(p.Trend, "↑↓→") {
+				return false
+			}
+		}
+		return len(groupRows) == parts
+	})
+	t.Logf("the group's partitions with their trend: %+v", groupRows)
+	// What the browser painted: each node's line in its colour.
+	checkChartPainted(t, bctx, "chart-produce-bytes", 3)
 	close(stop)
 	<-stopped
+	// And they fall back when it stops.
+	eventually(t, 30*time.Second, "the charts quiet after the load", func() bool {
+		series := evalIn[[]consoleSeries](t, bctx, consoleSeriesJS)
+		for node := 1; node <= 3; node++ {
+			if chartPeak(series, "chart-produce-bytes", fmt.Sprintf("node %d", node), 2) != 0 {
+				return false
+			}
+		}
+		return true
+	})
 	if path := os.Getenv("CORESTREAM_CONSOLE_SCREENSHOT"); path != "" {
 		png, err := chromedp.Run(bctx, chromedp.FullScreenshot(100))
 		if err != nil {
@@ -265,6 +352,23 @@ func TestConsoleInBrowser(t *testing.T) {
 		return len(shown) == 3 && !shown[2].Alive && shown[0].Alive
 	})
 	t.Logf("node 3 shown down %v after its kill", time.Since(killed).Round(10*time.Millisecond))
+	// The charts mark it on their time axis, and say node 3 answers no
+	// history.
+	eventually(t, 20*time.Second, "node 3's fall marked on the charts", func() bool {
+		return slices.Contains(evalIn[[]string](t, bctx, consoleMarksJS), "node-down") &&
+			strings.Contains(evalIn[string](t, bctx, `document.getElementById('charts-info').textContent`), "no history from node 3")
+	})
+	// And the browser painted the mark where the DOM has it.
+	checkMarkPainted(t, bctx, "chart-produce-bytes", "node-down", chartColorsRGB[1])
+	if path := os.Getenv("CORESTREAM_CONSOLE_SCREENSHOT"); path != "" {
+		png, err := chromedp.Run(bctx, chromedp.FullScreenshot(100))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(strings.TrimSuffix(path, ".png")+"-down.png", png, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
 	// And node 1 said so in its log, once, with the metadata generation;
 	// it had logged the topic's creation the same way.
 	eventually(t, 10*time.Second, "node 1's node down line", func() bool {

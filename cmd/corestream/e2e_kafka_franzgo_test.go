@@ -62,6 +62,11 @@ var franzGoClusterTests = []string{
 	"TestGroupSimple", "TestClient_Produce", "TestIssue434", "TestIssue523",
 	"TestDirectPartitionPurge", "TestPauseIssue489",
 	"TestGroupETL", "TestConsumeMaxDecompressBatchBytes", "TestAddRemovePartitions",
+	"TestIssueFetchLargerThanBrokerMaxReadBytes", "TestConsumeRegex",
+	// Transactions whose coordinator, group coordinators and partition
+	// primaries stand on different nodes (markers through the peer
+	// transport).
+	"TestTxnEtl",
 }
 
 // buildFranzGoSuite builds franz-go's kgo tests and returns the binary
@@ -155,15 +160,9 @@ type franzGoFailure struct {
 }
 
 // franzGoKnownFailing are the suite's tests that fail against corestream
-// today, each with the issue that makes it pass.
-var franzGoKnownFailing = map[string]franzGoFailure{
-	"TestGroupETL":                               {why: "issue 25: a partition's first record is not at offset 0"},
-	"TestConsumeMaxDecompressBatchBytes":         {why: "issue 25: offsets 0 through 3 expected"},
-	"TestAddRemovePartitions":                    {why: "issue 25: one record more than produced comes back"},
-	"TestIssueFetchLargerThanBrokerMaxReadBytes": {why: "issue 26: its max.message.bytes of 10 MiB cannot raise the node's storage.max_batch_bytes (4 MiB) as Kafka's topic override does"},
-	"TestConsumeRegex":                           {why: "issue 26: __consumer_offsets is not in metadata"},
-	"TestTxnEtl":                                 {why: "issue 28: no transactions", hangs: true},
-}
+// today, each with the issue that makes it pass (none now: TestTxnEtl
+// passes since issue 28's transaction coordinators).
+var franzGoKnownFailing = map[string]franzGoFailure{}
 
 var franzGoResultLine = regexp.MustCompile(`(?m)^--- (PASS|FAIL|SKIP): (Test\S*) `)
 

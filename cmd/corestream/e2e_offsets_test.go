@@ -2,7 +2,9 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -10,29 +12,20 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 )
 
-// offsetsDense says whether the broker gives user offsets dense from 0
-// (issue 25, docs/design/offsets.md). Until the log stores user offsets,
-// the consensus group's own entries take offsets and
-// TestE2EKafkaOffsetsDense fails on its first check; it is skipped, and
-// the change that switches the format turns it on.
-const offsetsDense = false
-
 // TestE2EKafkaOffsetsDense: through franz-go on Kafka's port, on 1 and on
-// 3 nodes, an empty partition ends at offset 0; records produced through
-// several kills of the partition's primary are acknowledged at offsets
-// 0..n-1 in send order and consumed at the same offsets, and the
-// partition then ends at n.
+// 3 nodes, an empty partition ends at offset 0 and a group over it lags
+// 0; 10,000 records produced through five kills of the partition's
+// primary are acknowledged at offsets 0..n-1 in send order and consumed
+// at the same offsets, the partition then ends at n, and the native
+// protocol shows the same records at the same offsets.
 func TestE2EKafkaOffsetsDense(t *testing.T) {
-	if !offsetsDense {
-		t.Skip("issue 25: the consensus group's entries still take offsets (docs/design/offsets.md)")
-	}
 	for _, nodes := range []int{1, 3} {
 		t.Run(fmt.Sprintf("nodes=%d", nodes), func(t *testing.T) { kafkaOffsetsDense(t, nodes) })
 	}
 }
 
 func kafkaOffsetsDense(t *testing.T, nodes int) {
-	const topic, rounds, perRound = "dense", 4, 250
+	const topic, rounds, perRound, chunk = "dense", 5, 2000, 200
 	c := startCluster(t, clusterOpts{nodes: nodes})
 	var kaddrs []string
 	for _, n := range c.plan.Nodes {
@@ -92,20 +85,36 @@ func kafkaOffsetsDense(t *testing.T, nodes int) {
 	if end := endOffset(); end != 0 {
 		t.Fatalf("an empty partition ends at offset %d, want 0", end)
 	}
+	// A group that committed the start of the empty partition lags 0.
+	if _, err := adm.CommitOffsets(ctx, "dense-lag", kadm.OffsetsFromRecords(kgo.Record{Topic: topic, Partition: 0, Offset: -1})); err != nil {
+		t.Fatalf("commit: %v", err)
+	}
+	lags, err := adm.Lag(ctx, "dense-lag")
+	if err != nil {
+		t.Fatalf("lag: %v", err)
+	}
+	if l, ok := lags["dense-lag"].Lag.Lookup(topic, 0); !ok || l.Err != nil || l.Lag != 0 || l.End.Offset != 0 {
+		t.Fatalf("the group's lag over the empty partition: %+v (%v), want 0 with end 0", l, ok)
+	}
 
 	pr := newClient(kgo.DefaultProduceTopic(topic), kgo.ProducerLinger(0))
 	var values []string
 	for round := range rounds {
-		for i := range perRound {
-			v := fmt.Sprintf("r%d-%04d", round, i)
-			r, err := pr.ProduceSync(ctx, &kgo.Record{Value: []byte(v)}).First()
-			if err != nil {
-				t.Fatalf("produce %s: %v", v, err)
+		for i := 0; i < perRound; i += chunk {
+			recs := make([]*kgo.Record, chunk)
+			for j := range recs {
+				recs[j] = &kgo.Record{Value: fmt.Appendf(nil, "r%d-%04d", round, i+j)}
 			}
-			if want := int64(len(values)); r.Offset != want {
-				t.Fatalf("record %s acknowledged at offset %d, want %d (dense from 0)", v, r.Offset, want)
+			res := pr.ProduceSync(ctx, recs...)
+			if err := res.FirstErr(); err != nil {
+				t.Fatalf("produce round %d at %d: %v", round, i, err)
 			}
-			values = append(values, v)
+			for _, r := range res {
+				if want := int64(len(values)); r.Record.Offset != want {
+					t.Fatalf("record %s acknowledged at offset %d, want %d (dense from 0)", r.Record.Value, r.Record.Offset, want)
+				}
+				values = append(values, string(r.Record.Value))
+			}
 		}
 		// A new primary (and with it a new term) before the next round.
 		victim := leader()
@@ -129,6 +138,21 @@ func kafkaOffsetsDense(t *testing.T, nodes int) {
 				t.Fatalf("consumed %q at offset %d, want %q at %d", r.Value, r.Offset, values[got], got)
 			}
 			got++
+		}
+	}
+	// The native protocol shows the same records at the same offsets.
+	out := c.node(leader()).cliOK("", "consume", topic, "--partition", "0", "--json")
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	if len(lines) != len(values) {
+		t.Fatalf("the native consumer read %d records, want %d", len(lines), len(values))
+	}
+	for i, line := range lines {
+		var rec struct {
+			Offset int64  `json:"offset"`
+			Value  string `json:"value"`
+		}
+		if err := json.Unmarshal([]byte(line), &rec); err != nil || rec.Offset != int64(i) || rec.Value != values[i] {
+			t.Fatalf("native record %d: %q (%v), want %q at %d", i, line, err, values[i], i)
 		}
 	}
 }

@@ -32,7 +32,7 @@ func TestE2EShutdownAnswersLongPolls(t *testing.T) {
 	// The poll, then a metadata request behind it: once the metadata is
 	// answered, the broker has read the poll (frames are read in order)
 	// and parked it.
-	pollID, err := w.send(&wire.FetchRequest{PartitionRef: ref, FetchOffset: 1, MaxBytes: 1 << 10, MinBytes: 1, MaxWaitMs: wire.FetchWaitMsMax})
+	pollID, err := w.send(&wire.FetchRequest{PartitionRef: ref, FetchOffset: 0, MaxBytes: 1 << 10, MinBytes: 1, MaxWaitMs: wire.FetchWaitMsMax})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -84,8 +84,10 @@ type groupPartitionJSON struct {
 	// Committed is the committed offset, -1 when none.
 	Committed int64 `json:"committed"`
 	End       int64 `json:"end"`
-	// Lag is End - Committed (End when nothing is committed), -1 when
-	// either could not be read.
+	// Lag is End - Committed, 0 when the commit is at or past the end,
+	// and -1 when nothing is committed or the end could not be read (as
+	// kafka-consumer-groups shows "-"): the lag of the console and of
+	// /metrics, which count committed partitions only.
 	Lag int64 `json:"lag"`
 }
 
@@ -145,8 +147,10 @@ func describeGroup(ctx context.Context, c *client.Client, group string) (groupDe
 		p.End, p.Lag = -1, -1
 		if lo, err := c.ListOffsets(ctx, p.Topic, p.Partition, wire.TimestampLatest); err == nil {
 			p.End = lo.Offset
-			p.Lag = p.End - max(p.Committed, 0)
-			out.TotalLag += p.Lag
+			if p.Committed >= 0 {
+				p.Lag = max(p.End-p.Committed, 0)
+				out.TotalLag += p.Lag
+			}
 		}
 		out.Partitions = append(out.Partitions, *p)
 	}

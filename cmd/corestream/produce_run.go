@@ -40,9 +40,7 @@ var errStopped = errors.New("produce stopped")
 type produceRun struct {
 	a       *app
 	p       *client.Producer
-	topic   string
-	part    int32
-	keySep  string
+	target  produceTarget
 	timeout time.Duration
 	// stopCtx ends when reading must stop: a line failed, produce gave up
 	// waiting, or the command was interrupted. stop's cause says which.
@@ -71,16 +69,26 @@ type readResult struct {
 	eof bool
 }
 
+// produceTarget is where and how produce sends each line: the topic, the
+// partition (-1: by key, keyless ones spread), the key separator ("":
+// no key) and the headers every record carries.
+type produceTarget struct {
+	topic     string
+	partition int32
+	keySep    string
+	headers   []client.Header
+}
+
 // produceLines sends stdin's lines, stopping at the first that fails, and
 // reports which were acknowledged.
-func produceLines(ctx context.Context, a *app, c *client.Client, cfg client.ProducerConfig, topic string, partition int32, keySep string) error {
+func produceLines(ctx context.Context, a *app, c *client.Client, cfg client.ProducerConfig, target produceTarget) error {
 	initCtx, cancel := context.WithTimeout(ctx, a.timeout)
 	p, err := c.NewProducer(initCtx, cfg)
 	cancel()
 	if err != nil {
 		return err
 	}
-	r := &produceRun{a: a, p: p, topic: topic, part: partition, keySep: keySep, timeout: a.timeout, led: newLineLedger()}
+	r := &produceRun{a: a, p: p, target: target, timeout: a.timeout, led: newLineLedger()}
 	r.stopCtx, r.stop = context.WithCancelCause(ctx)
 	defer r.stop(nil)
 	read := make(chan readResult, 1)
@@ -132,7 +140,7 @@ func (r *produceRun) read() readResult {
 			}
 			return readResult{eof: true}
 		}
-		if !r.send(line, client.Record{Topic: r.topic, Partition: r.part, Value: sc.Bytes()}) {
+		if !r.send(line, client.Record{Topic: r.target.topic, Partition: r.target.partition, Value: sc.Bytes(), Headers: r.target.headers}) {
 			return readResult{}
 		}
 	}
@@ -149,10 +157,10 @@ func (r *produceRun) send(line int, rec client.Record) bool {
 	r.mu.Lock()
 	r.led.accept(line, time.Now())
 	r.mu.Unlock()
-	if r.keySep != "" {
-		k, v, ok := bytes.Cut(rec.Value, []byte(r.keySep))
+	if sep := r.target.keySep; sep != "" {
+		k, v, ok := bytes.Cut(rec.Value, []byte(sep))
 		if !ok {
-			r.failLine(line, fmt.Errorf("line %d has no key separator %q: %w", line, r.keySep, errNoKeySeparator))
+			r.failLine(line, fmt.Errorf("line %d has no key separator %q: %w", line, sep, errNoKeySeparator))
 			return false
 		}
 		rec.Key, rec.Value = k, v

@@ -11,27 +11,35 @@ type topicSetting struct {
 	key string
 	// kafka is the name Kafka tools use for the same setting.
 	kafka string
+	// free: the value is not an integer (the broker checks it).
+	free bool
 }
 
 // topicSettings are the broker's per-topic overrides
 // (cluster/node/api_admin.go, topicConfig): integers, where 0 means the
-// node's storage default and -1 no limit.
+// node's storage default and -1 no limit (retention only), but for the free ones
+// (cleanup_policy: delete, compact or compact,delete; a ratio).
 var topicSettings = []topicSetting{
 	{key: "retention_ms", kafka: "retention.ms"},
 	{key: "retention_bytes", kafka: "retention.bytes"},
+	// Compaction (docs/design/compaction.md).
+	{key: "cleanup_policy", kafka: "cleanup.policy", free: true},
+	{key: "min_cleanable_dirty_ratio", kafka: "min.cleanable.dirty.ratio", free: true},
+	{key: "delete_retention_ms", kafka: "delete.retention.ms"},
+	{key: "min_compaction_lag_ms", kafka: "min.compaction.lag.ms"},
+	{key: "max_compaction_lag_ms", kafka: "max.compaction.lag.ms"},
+	// Segments and batches.
+	{key: "segment_bytes", kafka: "segment.bytes"},
+	{key: "segment_ms", kafka: "segment.ms"},
+	{key: "max_message_bytes", kafka: "max.message.bytes"},
 }
 
 // nodeSettings are Kafka topic settings that corestream sets per node
 // only: each names the node setting (docs/configuration.md) to use.
 var nodeSettings = map[string]string{
-	"segment.bytes":     "storage.segment_bytes",
-	"segment_bytes":     "storage.segment_bytes",
-	"segment.ms":        "storage.segment_ms",
-	"segment_ms":        "storage.segment_ms",
-	"max.message.bytes": "storage.max_batch_bytes",
-	"fsync":             "storage.fsync",
-	"flush.messages":    "storage.fsync",
-	"flush.ms":          "storage.fsync",
+	"fsync":          "storage.fsync",
+	"flush.messages": "storage.fsync",
+	"flush.ms":       "storage.fsync",
 }
 
 // acceptedTopicSettings lists the accepted names for error messages.
@@ -54,10 +62,10 @@ func parseTopicConfigs(args []string) (map[string]string, error) {
 		if !ok || k == "" {
 			return nil, usageErrorf("--config %q is not KEY=VALUE", kv)
 		}
-		key := ""
+		key, free := "", false
 		for _, s := range topicSettings {
 			if k == s.key || k == s.kafka {
-				key = s.key
+				key, free = s.key, s.free
 			}
 		}
 		if key == "" {
@@ -67,7 +75,7 @@ func parseTopicConfigs(args []string) (map[string]string, error) {
 			}
 			return nil, usageErrorf("--config %s: unknown topic setting; accepted: %s", k, acceptedTopicSettings())
 		}
-		if _, err := strconv.ParseInt(v, 10, 64); err != nil {
+		if _, err := strconv.ParseInt(v, 10, 64); err != nil && !free {
 			return nil, usageErrorf("--config %s=%q: the value must be an integer (-1: no limit)", k, v)
 		}
 		if _, dup := out[key]; dup {

@@ -1,9 +1,12 @@
 // Command chaos is the fault harness: it starts a corestream cluster of
 // real processes on loopback, writes sequence-numbered records to topics
 // of replication factors 1, 2 and 3 through idempotent producers while
-// consumers tail them, and injects a seeded schedule of faults — kill -9
-// and restart, SIGSTOP/SIGCONT, a node cut from its peers, the clients
-// cut from a node — each healed after a few seconds. Then it checks that
+// consumers tail them (through the Go SDK, or with -client kafka through
+// franz-go on the Kafka port, where a consumer group reads them too and
+// its history is checked for Jepsen's queue anomalies), and injects a
+// seeded schedule of faults — kill -9 and restart, SIGSTOP/SIGCONT, a
+// node cut from its peers, the clients cut from a node — each healed
+// after a few seconds. Then it checks that
 // every acknowledged write is present exactly once, at its offset and in
 // order, that the replicas are byte-equal below the high watermark, and
 // reports how long writes took to resume after each fault and heal:
@@ -70,6 +73,12 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs.Int64Var(&o.WritesMax, "writes", 5_000_000, "at most this many writes")
 	fs.DurationVar(&o.DeliveryTimeout, "delivery-timeout", 10*time.Second, "the producer's delivery timeout")
 	fs.IntVar(&o.InFlight, "inflight", 1, "unacknowledged records per partition (1: one synchronous write at a time)")
+	fs.StringVar(&o.Client, "client", "sdk", "the clients: sdk (the Go SDK, native port) or kafka (franz-go on the Kafka port, with a consumer group)")
+	fs.DurationVar(&o.KafkaMetadataMinAge, "kafka-metadata-min-age", 0, "franz-go's MetadataMinAge for the kafka clients (0: its default, 5s)")
+	fs.IntVar(&o.GroupMembers, "group-members", 0, "members of the consumer group of a kafka run (0: 2; -1: no group)")
+	fs.DurationVar(&o.SampleEvery, "sample-every", 10*time.Second, "how often each node's memory, descriptors and goroutines are sampled")
+	fs.BoolVar(&o.Soak, "soak", false, "fail when a node's resources after the warm-up grow past 1.25x the warm-up's plus a margin")
+	fs.DurationVar(&o.Warmup, "warmup", 10*time.Minute, "the soak's warm-up")
 	fs.BoolVar(&o.NoNetwork, "no-network", false, "skip the network faults")
 	fs.StringVar(&o.LogLevel, "log-level", "info", "the nodes' log.level (debug: the lines an election's timeline is read from)")
 	fs.BoolVar(&strict, "strict", false, "exit 3 when a resumption missed the 2 s target")

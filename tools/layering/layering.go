@@ -20,16 +20,23 @@
 // Inside cluster/ the same rule holds a second time, per part: a package
 // stands in one part folder (cluster/X and what is under it) and may
 // import its own part and parts on lower cluster floors, never one on its
-// own floor or above. So no front end imports another, and no part below
-// the node reaches the composition root:
+// own floor or above. So no front end imports another, no part imports
+// a front end, and no part below the node reaches the composition root.
+// The parts stand above the front ends because they may use the typed
+// service's types (its requests and error kinds) and peerwire; the
+// transport and the controller's drivers stand above the routes, whose
+// table the one feeds and the other reads:
 //
-//	5  node                        (the composition root, the replica host, reconciliation)
-//	4  routes  transport           (the parts: routes and the View; liveness)
+//	6  node                        (the composition root, the replica host, reconciliation)
+//	5  transport  controller       (the peer transport: TCP links, liveness, its ports;
+//	                               the controller's drivers: balancer, moves, drains)
+//	4  routes                      (the route table, the router and the View)
 //	3  native  httpapi  kafka      (the front ends)
-//	2  service                     (the one typed service and its wire codes)
+//	2  service  frontend           (the one typed service and its wire codes;
+//	                                what every front end shares on the data path)
 //	1  metadata                    (the metadata state machine)
-//	0  balance clock config forward groups peerauth peerwire placement
-//	   security tlsbridge          (leaves)
+//	0  balance clock config forward groups history peerauth peerwire placement
+//	   security tlsbridge txns     (leaves)
 package layering
 
 // Floors maps each top-level folder to its floor.
@@ -49,25 +56,39 @@ var Floors = map[string]int{
 // cluster/ (see the package doc). A package under cluster/ whose part has
 // no floor here is refused until it is given one.
 var ClusterFloors = map[string]int{
-	"cluster/balance":   0,
-	"cluster/clock":     0,
-	"cluster/config":    0,
-	"cluster/forward":   0,
-	"cluster/groups":    0,
-	"cluster/peerauth":  0,
-	"cluster/peerwire":  0,
-	"cluster/placement": 0,
-	"cluster/security":  0,
-	"cluster/tlsbridge": 0,
-	"cluster/metadata":  1,
-	"cluster/service":   2,
-	"cluster/native":    3,
-	"cluster/httpapi":   3,
-	"cluster/kafka":     3,
-	"cluster/routes":    4,
-	"cluster/transport": 4,
-	"cluster/node":      5,
+	"cluster/balance":    0,
+	"cluster/clock":      0,
+	"cluster/config":     0,
+	"cluster/forward":    0,
+	"cluster/groups":     0,
+	"cluster/history":    0,
+	"cluster/peerauth":   0,
+	"cluster/peerwire":   0,
+	"cluster/placement":  0,
+	"cluster/security":   0,
+	"cluster/tlsbridge":  0,
+	"cluster/txns":       0,
+	"cluster/metadata":   1,
+	"cluster/service":    2,
+	"cluster/frontend":   2,
+	"cluster/native":     3,
+	"cluster/httpapi":    3,
+	"cluster/kafka":      3,
+	"cluster/routes":     4,
+	"cluster/transport":  5,
+	"cluster/controller": 5,
+	"cluster/node":       6,
 }
+
+// FrontEnds are the cluster parts that speak a protocol to clients. Only
+// the composition root (ComposedBy) imports them: a part above them on
+// the floors may use what is below the front ends, never a front end
+// itself, so the parts stay the same whichever protocols a node serves.
+var FrontEnds = []string{"cluster/native", "cluster/httpapi", "cluster/kafka"}
+
+// ComposedBy is the part that builds and wires every other one: the only
+// importer of the front ends.
+const ComposedBy = "cluster/node"
 
 // Exceptions are the non-test imports the rules refuse and the tree still
 // makes, each named with its reason and the way out. The test fails on an

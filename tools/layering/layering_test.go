@@ -6,6 +6,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -47,6 +48,13 @@ func TestNoImportRunsUp(t *testing.T) {
 		}
 		from := filepath.ToSlash(filepath.Dir(rel))
 		isTest := strings.HasSuffix(path, "_test.go")
+		// Every part under cluster/ has a floor, whether or not it
+		// imports anything of the module yet.
+		if p := part(from); top(from) == "cluster" && from != "cluster" {
+			if _, ok := ClusterFloors[p]; !ok {
+				t.Errorf("%s: the part %s has no floor in layering.ClusterFloors", rel, p)
+			}
+		}
 		for _, imp := range f.Imports {
 			p, _ := strconv.Unquote(imp.Path.Value)
 			to, ok := strings.CutPrefix(p, module)
@@ -136,6 +144,9 @@ func clusterViolation(from, to string) string {
 	if top(to) != "cluster" || fp == tp {
 		return ""
 	}
+	if fp != ComposedBy && slices.Contains(FrontEnds, tp) && !slices.Contains(FrontEnds, fp) {
+		return tp + " is a front end; only the composition root (" + ComposedBy + ") imports a front end"
+	}
 	tf, tok := ClusterFloors[tp]
 	switch {
 	case !tok:
@@ -198,6 +209,33 @@ func TestViolation(t *testing.T) {
 		{"cluster/placement", "cluster/metadata", false, false},
 		{"cluster/metadata", "cluster/placement", false, true},
 		{"cluster/newpart", "cluster/clock", false, false},
+		// The parts: the transport feeds the routes, never the other
+		// way; no part imports a front end or the node; the node
+		// imports them all.
+		{"cluster/transport", "cluster/routes", false, true},
+		{"cluster/transport", "cluster/peerwire", false, true},
+		{"cluster/transport", "cluster/service", false, true},
+		{"cluster/transport", "cluster/metadata", false, true},
+		{"cluster/routes", "cluster/transport", false, false},
+		{"cluster/transport", "cluster/node", false, false},
+		{"cluster/transport", "cluster/node", true, false},
+		{"cluster/transport", "cluster/kafka", false, false},
+		{"cluster/transport", "cluster/native", false, false},
+		{"cluster/routes", "cluster/httpapi", false, false},
+		{"cluster/routes", "cluster/httpapi", true, false},
+		{"cluster/node", "cluster/transport", false, true},
+		{"cluster/controller", "cluster/routes", false, true},
+		{"cluster/controller", "cluster/service", false, true},
+		{"cluster/controller", "cluster/balance", false, true},
+		{"cluster/controller", "cluster/transport", false, false},
+		{"cluster/transport", "cluster/controller", false, false},
+		{"cluster/controller", "cluster/node", false, false},
+		{"cluster/controller", "cluster/httpapi", false, false},
+		{"cluster/controller", "cluster/kafka", true, false},
+		{"cluster/routes", "cluster/controller", false, false},
+		{"cluster/node", "cluster/controller", false, true},
+		{"cluster/node", "cluster/kafka", false, true},
+		{"cluster/native", "cluster/kafka", false, false},
 		{"cluster/node", "cluster/newpart", false, false},
 		// The protocol-free floors; the SCRAM algorithm is no protocol.
 		{"cluster/peerwire", "netio/wire", false, false},

@@ -32,7 +32,18 @@ func (l testLog) Write(p []byte) (int, error) {
 // times are logged, not held to the 2 s target (make chaos reports them
 // over a long run). It needs root and iptables for the network faults
 // and skips, saying why, without them.
-func TestChaosShort(t *testing.T) {
+func TestChaosShort(t *testing.T) { runShort(t, ClientSDK, "TestChaosShort") }
+
+// TestChaosShortKafka is the same run with franz-go on the Kafka port:
+// idempotent producers at acks=all, tailing consumers by assignment, and
+// a consumer group of two members whose polls and commits CheckGroup
+// checks for lost, skipped, reordered and inconsistent reads and for
+// commits going back.
+func TestChaosShortKafka(t *testing.T) { runShort(t, ClientKafka, "TestChaosShortKafka") }
+
+// runShort runs the short run with the client; name is the test's (for
+// the replay line).
+func runShort(t *testing.T, clientKind, name string) {
 	if testing.Short() {
 		t.Skip("starts a cluster of processes for about a minute")
 	}
@@ -46,7 +57,7 @@ func TestChaosShort(t *testing.T) {
 	t.Logf("chaos seed %d", seed)
 	defer func() {
 		if t.Failed() {
-			t.Logf("replay the schedule with: go test ./tools/chaos/harness -run TestChaosShort -chaos.seed=%d", seed)
+			t.Logf("replay the schedule with: go test ./tools/chaos/harness -run '^%s$' -chaos.seed=%d", name, seed)
 		}
 	}()
 	dir := t.TempDir()
@@ -56,7 +67,7 @@ func TestChaosShort(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
-	rep, err := Run(ctx, Options{Bin: bin, Dir: filepath.Join(dir, "run"), Seed: seed, Duration: *chaosDuration,
+	rep, err := Run(ctx, Options{Bin: bin, Dir: filepath.Join(dir, "run"), Seed: seed, Duration: *chaosDuration, Client: clientKind,
 		FaultsMax: len(AllKinds), Partitions: 2, HoldMin: time.Second, HoldMax: 3 * time.Second, GapMax: time.Second,
 		Log: testLog{t}})
 	if rep != nil {
@@ -76,6 +87,9 @@ func TestChaosShort(t *testing.T) {
 	}
 	if len(kinds) != len(AllKinds) {
 		t.Errorf("faults of kinds %v ran, want all of %v", kinds, AllKinds)
+	}
+	if clientKind == ClientKafka && (rep.Group == nil || rep.Group.Polled == 0 || rep.Group.Commits == 0 || !rep.Group.CaughtUp) {
+		t.Errorf("the consumer group checked nothing or did not catch up: %+v", rep.Group)
 	}
 	if rep.WritesAcked == 0 || rep.ReplicasCompared == 0 || rep.BytesCompared == 0 {
 		t.Errorf("nothing checked: %d writes acknowledged, %d replicas (%d bytes) compared", rep.WritesAcked, rep.ReplicasCompared, rep.BytesCompared)

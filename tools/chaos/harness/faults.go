@@ -136,10 +136,10 @@ func (r *run) drain(ctx context.Context) error {
 	r.stopWrites, r.stopTails = nil, nil
 	fctx, cancel := context.WithTimeout(ctx, drainWaitMax)
 	defer cancel()
-	if err := r.prod.Close(fctx); err != nil {
+	if err := r.sender.close(fctx); err != nil {
 		r.logf("closing the producer: %v", err)
 	}
-	r.prod = nil
+	r.sender = nil
 	for _, t := range r.tails {
 		r.rep.Tails = append(r.rep.Tails, t.report())
 	}

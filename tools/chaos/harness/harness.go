@@ -87,6 +87,28 @@ type Options struct {
 	// one synchronous write at a time, so that a stall is the time a
 	// caller waits; more pipelines writes through the producer's batches.
 	InFlight int
+	// Client is the clients' protocol: ClientSDK (the Go SDK on the
+	// native port) or ClientKafka (franz-go on the Kafka port, at its
+	// defaults: idempotent, acks=all). Default ClientSDK.
+	Client string
+	// KafkaMetadataMinAge is franz-go's MetadataMinAge for every Kafka
+	// client of the run (0: franz-go's default, 5 s): how soon a client
+	// asks again for a partition's primary once its quick retries after
+	// a failure (about 2 s) are spent.
+	KafkaMetadataMinAge time.Duration
+	// GroupMembers is the size of the consumer group that reads every
+	// topic under the faults (Kafka runs only; its history is checked by
+	// CheckGroup). Default 2 for Kafka runs; -1: no group.
+	GroupMembers int
+	// SampleEvery is how often each node's memory, descriptors and
+	// goroutines are read from its /metrics. Default 10 s.
+	SampleEvery time.Duration
+	// Soak makes growth a check: after Warmup (default 10 minutes) no
+	// node may hold more than 1.25× what it held in the warm-up's second
+	// half plus a margin (64 MiB, 64 descriptors, 256 goroutines). A run
+	// shorter than two warm-ups checks nothing and fails.
+	Soak   bool
+	Warmup time.Duration
 	// NoNetwork skips the network faults even where iptables works.
 	NoNetwork bool
 	// LogLevel is the nodes' log.level; "debug" adds the lines an
@@ -118,11 +140,19 @@ func (o Options) withDefaults() (Options, error) {
 	setDur(&o.GapMax, 2*time.Second)
 	setDur(&o.SettleMax, 30*time.Second)
 	setDur(&o.DeliveryTimeout, 10*time.Second)
+	setDur(&o.SampleEvery, 10*time.Second)
+	setDur(&o.Warmup, 10*time.Minute)
 	if o.Fsync == "" {
 		o.Fsync = "always"
 	}
 	if o.LogLevel == "" {
 		o.LogLevel = "info"
+	}
+	if o.Client == "" {
+		o.Client = ClientSDK
+	}
+	if o.GroupMembers == 0 && o.Client == ClientKafka {
+		o.GroupMembers = 2
 	}
 	if o.Seed == 0 {
 		o.Seed = 1
@@ -144,6 +174,10 @@ func (o Options) withDefaults() (Options, error) {
 	switch {
 	case o.Bin == "" || o.Dir == "":
 		return o, errors.New("chaos: Options.Bin and Options.Dir are required")
+	case o.Client != ClientSDK && o.Client != ClientKafka:
+		return o, fmt.Errorf("chaos: client %q is neither %q nor %q", o.Client, ClientSDK, ClientKafka)
+	case o.GroupMembers > 0 && o.Client != ClientKafka:
+		return o, fmt.Errorf("chaos: a consumer group runs with the %q client only", ClientKafka)
 	case o.HoldMax < o.HoldMin:
 		return o, fmt.Errorf("chaos: hold max %v is below hold min %v", o.HoldMax, o.HoldMin)
 	}
@@ -187,6 +221,7 @@ func Run(ctx context.Context, o Options) (rep *Report, err error) {
 		return r.rep, err
 	}
 	err = r.faults(ctx)
+	r.endSampling()
 	if derr := r.drain(ctx); err == nil {
 		err = derr
 	}
@@ -195,6 +230,9 @@ func Run(ctx context.Context, o Options) (rep *Report, err error) {
 		return r.rep, err
 	}
 	if err := r.readBack(ctx); err != nil {
+		return r.rep, err
+	}
+	if err := r.checkGroup(ctx); err != nil {
 		return r.rep, err
 	}
 	if err := r.compareReplicas(ctx); err != nil {
@@ -214,7 +252,7 @@ type run struct {
 	admin   *client.Client
 	writeC  *client.Client
 	readC   *client.Client
-	prod    *client.Producer
+	sender  sender
 	topics  map[string]wire.TopicID
 	writers []*writer
 	tails   []*tail
@@ -225,6 +263,17 @@ type run struct {
 	wg                    sync.WaitGroup
 	writesEndNs           int64
 	faultsRun             []FaultRecord
+	// members are the consumer group's (Kafka runs); stopGroup ends them
+	// and groupWG counts them.
+	members   []*member
+	stopGroup context.CancelFunc
+	groupWG   sync.WaitGroup
+	// logs are the partitions' records as read back after the run.
+	logs map[string][]Written
+	// sampler reads the nodes' resources until stopSampling.
+	sampler      *sampler
+	stopSampling context.CancelFunc
+	samplingDone chan struct{}
 }
 
 func (r *run) clock() int64 { return int64(time.Since(r.start)) }
@@ -254,7 +303,7 @@ func (r *run) setUp(ctx context.Context) error {
 		var nodes []NodePorts
 		for _, n := range plan.Nodes {
 			np := NodePorts{ID: n.ID, GID: NodeGID(pid, n.ID)}
-			for _, a := range []string{n.ClientAddr, n.ReplicationAddr, n.HTTPAddr} {
+			for _, a := range []string{n.ClientAddr, n.ReplicationAddr, n.HTTPAddr, n.KafkaAddr} {
 				np.Ports = append(np.Ports, port(a))
 			}
 			nodes = append(nodes, np)
@@ -282,6 +331,16 @@ func (r *run) setUp(ctx context.Context) error {
 		return err
 	}
 	r.logf("%d nodes formed (pids %s), data in %s", o.Nodes, r.cluster.Pids(), plan.Options.Dir)
+	var httpAddrs []string
+	for _, n := range plan.Nodes {
+		httpAddrs = append(httpAddrs, n.HTTPAddr)
+	}
+	sctx, stop := context.WithCancel(ctx)
+	r.sampler, r.stopSampling, r.samplingDone = &sampler{}, stop, make(chan struct{})
+	go func() {
+		defer close(r.samplingDone)
+		r.sampler.run(sctx, httpAddrs, o.SampleEvery, r.clock)
+	}()
 	brokers := []string{}
 	for _, n := range plan.Nodes {
 		brokers = append(brokers, n.ClientAddr)
@@ -391,17 +450,29 @@ func (r *run) routes(ctx context.Context) (map[string]Route, map[string]wire.Top
 // startLoad starts a writer per partition and a tail per topic, and waits
 // until every partition has acknowledged a write.
 func (r *run) startLoad(ctx context.Context) error {
-	var err error
-	pctx, cancel := context.WithTimeout(ctx, requestWaitMax)
 	linger := time.Duration(-1) // one record, one batch, sent at once
 	if r.o.InFlight > 1 {
 		linger = time.Millisecond
 	}
-	r.prod, err = r.writeC.NewProducer(pctx, client.ProducerConfig{Partitioner: client.ManualPartitioner(), Linger: linger,
-		DeliveryTimeout: r.o.DeliveryTimeout})
-	cancel()
-	if err != nil {
-		return fmt.Errorf("chaos: producer: %w", err)
+	kc := kafkaConf{metadataMinAge: r.o.KafkaMetadataMinAge}
+	for _, n := range r.plan.Nodes {
+		kc.seeds = append(kc.seeds, n.KafkaAddr)
+	}
+	if r.o.Client == ClientKafka {
+		s, err := newKafkaSender(kc, linger, r.o.DeliveryTimeout)
+		if err != nil {
+			return err
+		}
+		r.sender = s
+	} else {
+		pctx, cancel := context.WithTimeout(ctx, requestWaitMax)
+		p, err := r.writeC.NewProducer(pctx, client.ProducerConfig{Partitioner: client.ManualPartitioner(), Linger: linger,
+			DeliveryTimeout: r.o.DeliveryTimeout})
+		cancel()
+		if err != nil {
+			return fmt.Errorf("chaos: producer: %w", err)
+		}
+		r.sender = sdkSender{p}
 	}
 	wctx, stopWrites := context.WithCancel(context.Background())
 	tctx, stopTails := context.WithCancel(context.Background())
@@ -415,33 +486,50 @@ func (r *run) startLoad(ctx context.Context) error {
 			r.wg.Add(1)
 			go func() {
 				defer r.wg.Done()
-				w.run(ctx, wctx, r.prod, r.budget)
+				w.run(ctx, wctx, r.sender, r.budget)
 			}()
 		}
-		cs, err := r.readC.NewConsumer(client.ConsumerConfig{})
+		cs, err := r.newTail(ctx, kc, len(r.tails), name)
 		if err != nil {
 			return err
-		}
-		actx, cancel := context.WithTimeout(ctx, requestWaitMax)
-		err = cs.Assign(actx, name, nil, client.StartEarliest)
-		cancel()
-		if err != nil {
-			return fmt.Errorf("chaos: tailing %s: %w", name, err)
 		}
 		t := &tail{topic: name, last: map[int32]int64{}}
 		r.tails = append(r.tails, t)
 		r.wg.Add(1)
 		go func() {
 			defer r.wg.Done()
-			defer cs.Close()
+			defer cs.close()
 			t.run(tctx, cs)
 		}()
+	}
+	if err := r.startGroup(kc); err != nil {
+		return err
 	}
 	if !r.waitAcked(ctx, 0, warmupWaitMax) {
 		return fmt.Errorf("chaos: not every partition acknowledged a write within %v of the start", warmupWaitMax)
 	}
 	r.logf("%d writers and %d tailing consumers running", len(r.writers), len(r.tails))
 	return nil
+}
+
+// newTail starts a consumer of every partition of topic from its start,
+// through the run's client; i spreads the Kafka tails over the nodes.
+func (r *run) newTail(ctx context.Context, kc kafkaConf, i int, topic string) (poller, error) {
+	if r.o.Client == ClientKafka {
+		return newKafkaPoller(kc, i, topic, r.o.Partitions)
+	}
+	cs, err := r.readC.NewConsumer(client.ConsumerConfig{})
+	if err != nil {
+		return nil, err
+	}
+	actx, cancel := context.WithTimeout(ctx, requestWaitMax)
+	err = cs.Assign(actx, topic, nil, client.StartEarliest)
+	cancel()
+	if err != nil {
+		cs.Close()
+		return nil, fmt.Errorf("chaos: tailing %s: %w", topic, err)
+	}
+	return sdkPoller{cs}, nil
 }
 
 // waitAcked waits until every writer has an acknowledgement of a write
@@ -470,17 +558,34 @@ func (r *run) waitAcked(ctx context.Context, atNs int64, wait time.Duration) boo
 	}
 }
 
+// endSampling stops the resource sampler and checks what it read.
+func (r *run) endSampling() {
+	if r.stopSampling == nil {
+		return
+	}
+	r.stopSampling()
+	<-r.samplingDone
+	r.stopSampling = nil
+	r.rep.Resources = r.sampler.all()
+	r.rep.Growth = CheckGrowth(r.rep.Resources, r.o.Warmup)
+}
+
 // cleanup stops whatever is still running: the load, the clients, the
 // nodes, the network rules.
 func (r *run) cleanup() {
+	r.endSampling()
 	if r.stopWrites != nil {
 		r.stopWrites()
 		r.stopTails()
 		r.wg.Wait()
 	}
-	if r.prod != nil {
+	if r.stopGroup != nil {
+		r.stopGroup()
+		r.groupWG.Wait()
+	}
+	if r.sender != nil {
 		ctx, cancel := context.WithTimeout(context.Background(), requestWaitMax)
-		r.prod.Close(ctx)
+		r.sender.close(ctx)
 		cancel()
 	}
 	for _, c := range []*client.Client{r.admin, r.writeC, r.readC} {

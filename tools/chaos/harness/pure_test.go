@@ -330,3 +330,79 @@ func TestReadReplica(t *testing.T) {
 		t.Fatalf("the copy was left behind: %v", err)
 	}
 }
+
+// CheckGroup finds each anomaly class in a made-up history, and nothing
+// in a clean one with a rebalance's redelivery.
+func TestCheckGroup(t *testing.T) {
+	logOf := func(name string, n int) []Written {
+		var out []Written
+		for i := range int64(n) {
+			out = append(out, Written{Offset: i, Key: Key(i), Value: Value(name, i)})
+		}
+		return out
+	}
+	const p = "t/0"
+	logs := map[string][]Written{p: logOf(p, 4)}
+	ev := func(m int, k GroupEventKind, off int64, at int64) GroupEvent {
+		return GroupEvent{Member: m, Kind: k, Partition: p, Offset: off, Seq: off, StartNs: at, EndNs: at}
+	}
+	commit := func(m int, off, start, end int64) GroupEvent {
+		return GroupEvent{Member: m, Kind: Committed, Partition: p, Offset: off, StartNs: start, EndNs: end}
+	}
+	clean := []GroupEvent{
+		ev(1, Assigned, 0, 1), ev(1, Polled, 0, 2), ev(1, Polled, 1, 2), ev(1, Polled, 2, 2), commit(1, 2, 3, 4), ev(1, Revoked, 0, 5),
+		ev(2, Assigned, 0, 6), ev(2, Polled, 2, 7), ev(2, Polled, 3, 7), commit(2, 4, 8, 9),
+	}
+	res := CheckGroup(clean, logs)
+	if len(res.Violations) != 0 || res.Polled != 5 || res.Redelivered != 1 || res.Commits != 2 {
+		t.Fatalf("clean history: %+v", res)
+	}
+	for _, c := range []struct {
+		what   string
+		events []GroupEvent
+	}{
+		{"poll-backwards", []GroupEvent{ev(1, Assigned, 0, 1), ev(1, Polled, 0, 2), ev(1, Polled, 1, 2), ev(1, Polled, 0, 3), ev(1, Polled, 1, 3),
+			ev(1, Polled, 2, 3), ev(1, Polled, 3, 3)}},
+		{"poll-skip", []GroupEvent{ev(1, Assigned, 0, 1), ev(1, Polled, 0, 2), ev(1, Polled, 2, 2), ev(2, Polled, 1, 3), ev(2, Polled, 3, 3)}},
+		{"unseen", []GroupEvent{ev(1, Assigned, 0, 1), ev(1, Polled, 0, 2), ev(1, Polled, 1, 2), ev(1, Revoked, 0, 3), ev(2, Assigned, 0, 4), ev(2, Polled, 3, 5)}},
+		{"inconsistent", []GroupEvent{ev(1, Polled, 0, 1), ev(1, Polled, 1, 1), ev(1, Polled, 2, 1), ev(1, Polled, 3, 1), ev(1, Polled, 4, 1),
+			{Member: 1, Kind: Polled, Partition: p, Offset: 1, Seq: 7, StartNs: 2, EndNs: 2}}},
+		{"commit-backwards", append(append([]GroupEvent(nil), clean...), commit(1, 3, 10, 11))},
+	} {
+		res := CheckGroup(c.events, logs)
+		if res.Counts[c.what] == 0 {
+			t.Errorf("%s not found: %+v", c.what, res)
+		}
+	}
+	// Commits that overlap in time are not ordered: no violation.
+	if res := CheckGroup([]GroupEvent{commit(1, 4, 1, 10), commit(2, 2, 5, 6)}, map[string][]Written{}); res.Counts["commit-backwards"] != 0 {
+		t.Errorf("overlapping commits flagged: %+v", res)
+	}
+}
+
+// CheckGrowth passes a node whose figures hold after the warm-up and
+// flags one whose memory, descriptors or goroutines keep growing.
+func TestCheckGrowth(t *testing.T) {
+	warm := 10 * time.Minute
+	var ss []ResourceSample
+	for m := 1; m <= 30; m++ {
+		at := int64(time.Duration(m) * time.Minute)
+		ss = append(ss,
+			ResourceSample{Node: 1, AtNs: at, RSSBytes: 200 << 20, FDs: 80, Goros: 300},
+			ResourceSample{Node: 2, AtNs: at, RSSBytes: 200 << 20, FDs: 80 + int64(m)*10, Goros: 300},
+			ResourceSample{Node: 3, AtNs: at, RSSBytes: int64(m) * 40 << 20, FDs: 80, Goros: 300})
+	}
+	ss = append(ss, ResourceSample{Node: 4, AtNs: int64(20 * time.Minute), RSSBytes: 1, FDs: 1, Goros: 1})
+	got := CheckGrowth(ss, warm)
+	if len(got) != 3 {
+		t.Fatalf("%d nodes compared, want 3 (node 4 has no warm-up samples): %v", len(got), got)
+	}
+	for _, g := range got {
+		if want := g.Node == 1; g.Within != want {
+			t.Errorf("%v: within %v, want %v", g, g.Within, want)
+		}
+		if g.BaseSamples != 5 || g.LaterSamples != 20 {
+			t.Errorf("%v: %d and %d samples, want 5 and 20", g, g.BaseSamples, g.LaterSamples)
+		}
+	}
+}

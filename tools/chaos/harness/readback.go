@@ -66,6 +66,7 @@ func (r *run) readBack(ctx context.Context) error {
 				Value: append([]byte(nil), rec.Value...)})
 		}
 	}
+	r.logs = read
 	r.rep.ViolationCounts = map[string]int{}
 	for _, w := range r.writers {
 		name := w.part.String()

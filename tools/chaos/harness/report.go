@@ -44,15 +44,33 @@ type Report struct {
 	// the measurements.
 	BudgetSpentNs int64
 	Tails         []TailReport
-	Samples       []Sample
-	Rows          []Row
-	Elapsed       time.Duration
+	// Resources are the nodes' sampled figures; Growth compares each
+	// node's after the warm-up with the warm-up's.
+	Resources []ResourceSample
+	Growth    []Growth
+	// Group is the consumer group's (Kafka runs; nil without one).
+	Group   *GroupReport
+	Samples []Sample
+	Rows    []Row
+	Elapsed time.Duration
 }
 
 // OK reports whether every promise held: no acknowledged write lost,
 // duplicated, moved or reordered, every replica equal.
 func (r *Report) OK() bool {
-	return len(r.Violations) == 0 && len(r.ReplicaMismatches) == 0 && r.WritesAcked == int64(r.AckedChecked)
+	return len(r.Violations) == 0 && len(r.ReplicaMismatches) == 0 && r.WritesAcked == int64(r.AckedChecked) &&
+		(r.Group == nil || len(r.Group.Violations) == 0) && (!r.Options.Soak || r.GrowthWithin())
+}
+
+// GrowthWithin reports whether every node's resources stayed within the
+// soak's bound (false when nothing could be compared).
+func (r *Report) GrowthWithin() bool {
+	for _, g := range r.Growth {
+		if !g.Within {
+			return false
+		}
+	}
+	return len(r.Growth) > 0
 }
 
 // TargetMissed counts the samples the 2 s target applies to and missed.
@@ -68,8 +86,15 @@ func (r *Report) TargetMissed() int {
 
 // Write prints the report for people.
 func (r *Report) Write(w io.Writer) {
-	fmt.Fprintf(w, "chaos report — seed %d, %d nodes, factors %v, %d partitions each, %d in flight per partition, fsync %s, %v\n",
-		r.Seed, r.Options.Nodes, r.Options.Factors, r.Options.Partitions, r.Options.InFlight, r.Options.Fsync, r.Elapsed.Round(time.Second))
+	fmt.Fprintf(w, "chaos report — seed %d, %s clients, %d nodes, factors %v, %d partitions each, %d in flight per partition, fsync %s, %v\n",
+		r.Seed, r.Options.Client, r.Options.Nodes, r.Options.Factors, r.Options.Partitions, r.Options.InFlight, r.Options.Fsync, r.Elapsed.Round(time.Second))
+	if r.Options.Client == ClientKafka {
+		age := "its default (5s)"
+		if r.Options.KafkaMetadataMinAge > 0 {
+			age = r.Options.KafkaMetadataMinAge.String()
+		}
+		fmt.Fprintf(w, "franz-go clients, metadata min age %s\n", age)
+	}
 	if r.NetworkSkipped != "" {
 		fmt.Fprintf(w, "network faults skipped: %s\n", r.NetworkSkipped)
 	}
@@ -124,6 +149,27 @@ func (r *Report) Write(w io.Writer) {
 		}
 		fmt.Fprintln(w)
 	}
+	if g := r.Group; g != nil {
+		fmt.Fprintf(w, "consumer group of %d members: %d records polled (%d offsets again after a rebalance), %d commits, %d refused, %d poll errors, caught up: %v\n",
+			g.Members, g.Polled, g.Redelivered, g.Commits, g.CommitErrors, g.PollErrors, g.CaughtUp)
+		if len(g.FirstErrors) > 0 {
+			fmt.Fprintf(w, "  first poll error: %s\n", g.FirstErrors[0])
+		}
+		if len(g.Violations) > 0 {
+			fmt.Fprintf(w, "GROUP VIOLATIONS %v:\n", g.Counts)
+			for _, v := range g.Violations {
+				fmt.Fprintf(w, "  %v\n", v)
+			}
+		}
+	}
+	if len(r.Growth) > 0 {
+		fmt.Fprintf(w, "resources, the warm-up's second half (to %v) against after it (max of each):\n", r.Options.Warmup)
+		for _, g := range r.Growth {
+			fmt.Fprintf(w, "  %v\n", g)
+		}
+	} else if r.Options.Soak {
+		fmt.Fprintf(w, "SOAK NOT CHECKED: no node was sampled both in the warm-up's second half and after it (%d samples)\n", len(r.Resources))
+	}
 	if r.StopErrors != "" {
 		fmt.Fprintf(w, "stopping: %s\n", r.StopErrors)
 	}
@@ -149,7 +195,11 @@ func (r *Report) Write(w io.Writer) {
 	case r.Err != "":
 		fmt.Fprintf(w, "result: NOT CHECKED — the run stopped before its checks: %s\n", r.Err)
 	case r.OK():
-		fmt.Fprintln(w, "result: every acknowledged write present once, in order; replicas equal")
+		fmt.Fprint(w, "result: every acknowledged write present once, in order; replicas equal")
+		if r.Group != nil {
+			fmt.Fprint(w, "; the group polled every record, in order, with no commit going back")
+		}
+		fmt.Fprintln(w)
 	default:
 		fmt.Fprintln(w, "result: FAILED — see above; replay the schedule with -seed", r.Seed)
 	}

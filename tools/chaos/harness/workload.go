@@ -53,10 +53,31 @@ type writer struct {
 	failedNs int64
 }
 
+// sender sends the workload's records through one client: the SDK's
+// producer or a Kafka client's.
+type sender interface {
+	// send sends record seq of p; done is called once with the offset
+	// the broker gave (-1: unknown) or the error, unless send itself
+	// returns an error (the record was not taken).
+	send(ctx context.Context, p part, seq int64, done func(offset int64, err error)) error
+	// close waits for the records in flight (bounded by ctx), then
+	// closes the client's producer.
+	close(ctx context.Context) error
+}
+
+// sdkSender sends through the Go SDK's idempotent producer.
+type sdkSender struct{ p *client.Producer }
+
+func (s sdkSender) send(ctx context.Context, p part, seq int64, done func(int64, error)) error {
+	return s.p.ProduceAsync(ctx, client.Record{Topic: p.Topic, Partition: p.Partition, Key: Key(seq), Value: Value(p.String(), seq)},
+		func(pr client.Produced, err error) { done(pr.Offset, err) })
+}
+
+func (s sdkSender) close(ctx context.Context) error { return s.p.Close(ctx) }
+
 // run writes until stop ends (the writes in flight finish first: each is
 // bounded by the delivery timeout) or budget is spent.
-func (w *writer) run(ctx, stop context.Context, p *client.Producer, budget *budget) {
-	name := w.part.String()
+func (w *writer) run(ctx, stop context.Context, p sender, budget *budget) {
 	slots := make(chan struct{}, max(w.inflight, 1))
 	var pending sync.WaitGroup
 	defer pending.Wait()
@@ -78,14 +99,13 @@ func (w *writer) run(ctx, stop context.Context, p *client.Producer, budget *budg
 		}
 		start := w.clock()
 		pending.Add(1)
-		err := p.ProduceAsync(ctx, client.Record{Topic: w.part.Topic, Partition: w.part.Partition, Key: Key(seq), Value: Value(name, seq)},
-			func(pr client.Produced, err error) {
-				w.record(ctx, seq, start, pr, err)
-				<-slots
-				pending.Done()
-			})
+		err := p.send(ctx, w.part, seq, func(offset int64, err error) {
+			w.record(ctx, seq, start, offset, err)
+			<-slots
+			pending.Done()
+		})
 		if err != nil { // not accepted: no callback comes
-			w.record(ctx, seq, start, client.Produced{}, err)
+			w.record(ctx, seq, start, -1, err)
 			<-slots
 			pending.Done()
 		}
@@ -93,12 +113,12 @@ func (w *writer) run(ctx, stop context.Context, p *client.Producer, budget *budg
 }
 
 // record notes the outcome of write seq started at start.
-func (w *writer) record(ctx context.Context, seq, start int64, pr client.Produced, err error) {
+func (w *writer) record(ctx context.Context, seq, start, offset int64, err error) {
 	end := w.clock()
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if err == nil {
-		w.acked = append(w.acked, Acked{Seq: seq, Offset: pr.Offset})
+		w.acked = append(w.acked, Acked{Seq: seq, Offset: offset})
 		w.acks = append(w.acks, Ack{StartNs: start, AckNs: end})
 		return
 	}
@@ -197,10 +217,41 @@ type tail struct {
 	errCount        int
 }
 
+// polled is one record a consumer polled.
+type polled struct {
+	Topic     string
+	Partition int32
+	Offset    int64
+	Key       []byte
+}
+
+// poller reads a topic through one client: the SDK's consumer or a Kafka
+// client's.
+type poller interface {
+	// poll returns the records of one poll, and an error when a fetch
+	// failed (records may come with it).
+	poll(ctx context.Context) ([]polled, error)
+	close()
+}
+
+// sdkPoller polls through the Go SDK's consumer.
+type sdkPoller struct{ cs *client.Consumer }
+
+func (p sdkPoller) poll(ctx context.Context) ([]polled, error) {
+	recs, err := p.cs.Poll(ctx)
+	out := make([]polled, 0, len(recs))
+	for _, r := range recs {
+		out = append(out, polled{r.Topic, r.Partition, r.Offset, r.Key})
+	}
+	return out, err
+}
+
+func (p sdkPoller) close() { p.cs.Close() }
+
 // run polls until ctx ends.
-func (t *tail) run(ctx context.Context, cs *client.Consumer) {
+func (t *tail) run(ctx context.Context, cs poller) {
 	for ctx.Err() == nil {
-		recs, err := cs.Poll(ctx)
+		recs, err := cs.poll(ctx)
 		t.mu.Lock()
 		if err != nil && ctx.Err() == nil {
 			t.errCount++

@@ -76,6 +76,10 @@ type Options struct {
 	// HTTP): Write generates a test CA (Dir/tls/ca.pem, Plan.CAFile) and
 	// a certificate for each node, signed by it, for Host and localhost.
 	TLS bool
+	// HistoryIntervalMs is http.history_interval_ms, the time between two
+	// samples of the figures the console charts (0: the broker's default,
+	// 5000).
+	HistoryIntervalMs int
 }
 
 func (o Options) withDefaults() (Options, error) {
@@ -284,7 +288,11 @@ func (p *Plan) TOML(i int) string {
 	fmt.Fprintf(&b, "[shard]\ncount = %d\n\n", o.Shards)
 	fmt.Fprintf(&b, "[storage]\nfsync = %q\n\n", o.Fsync)
 	fmt.Fprintf(&b, "[log]\nlevel = %q\n\n", o.LogLevel)
-	fmt.Fprintf(&b, "[http]\njwt_secret = %q\n\n", o.JWTSecret)
+	fmt.Fprintf(&b, "[http]\njwt_secret = %q\n", o.JWTSecret)
+	if o.HistoryIntervalMs > 0 {
+		fmt.Fprintf(&b, "history_interval_ms = %d\n", o.HistoryIntervalMs)
+	}
+	b.WriteString("\n")
 	fmt.Fprintf(&b, "[cluster]\nsecret = %q\ndefault_replication_factor = %s\nheartbeat_interval_ms = %d\nelection_timeout_ms = %d\n\n",
 		n.Secret, rf, o.HeartbeatIntervalMs, o.ElectionTimeoutMs)
 	if o.TLS {
