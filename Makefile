@@ -27,14 +27,17 @@ build:
 run: build
 	./$(BIN)/corestream serve
 
-## test: vet, then every test (unit, simulation seeds, end-to-end); the
+## test: vet, then every test (unit, simulation seeds, end-to-end), the
+## failures listed again at the end; the
 ## NATS side of the bench is its own module (bench/peer) and imports the
 ## bench package, so it is vetted too: a dependency the bench gains must
 ## reach its go.sum as well.
 test:
 	$(GO) vet $(PKGS)
 	cd bench/peer && $(GO) vet ./...
-	$(GO) test -count=1 -timeout 15m $(PKGS)
+	@out=$$(mktemp); { $(GO) test -count=1 -timeout 15m $(PKGS) 2>&1; echo $$? > $$out.rc; } | tee $$out; \
+	rc=$$(cat $$out.rc); if [ "$$rc" != 0 ]; then echo "== the failures, again (the nodes' logs above can bury them):"; \
+	grep -E '^[[:space:]]*--- FAIL|^FAIL|^panic:|test timed out' $$out; fi; rm -f $$out $$out.rc; exit $$rc
 
 ## test-race: the unit tests under the race detector
 test-race:
@@ -100,14 +103,19 @@ lint:
 ## KAFKA_BENCH_RECORDS records; prints the load average, the medians and
 ## ranges of records/s and of the node's and the client's CPU per record
 ## (the node's read from /proc), and the Kafka/native ratios (BENCHMARKS.md,
-## "The Kafka port"). KAFKA_BENCH_CPUPROFILE=FILE also profiles the node.
-KAFKA_BENCH_COUNT   ?= 3
-KAFKA_BENCH_RECORDS ?= 1000000
+## "The Kafka port"). KAFKA_BENCH_CPUPROFILE=FILE also profiles the node;
+## KAFKA_BENCH_SHARDS=2 gives the node two shards, KAFKA_BENCH_PARTITIONS=4
+## the topic four partitions.
+KAFKA_BENCH_COUNT      ?= 3
+KAFKA_BENCH_RECORDS    ?= 1000000
+KAFKA_BENCH_SHARDS     ?= 1
+KAFKA_BENCH_PARTITIONS ?= 1
 .PHONY: bench-kafka
 bench-kafka: build
 	@mkdir -p bench/.out
 	@echo "load average before: $$(cut -d' ' -f1-3 /proc/loadavg), $$(nproc) CPUs"
-	CORESTREAM_BENCH_BIN=$(abspath $(BIN))/corestream CORESTREAM_BENCH_CPUPROFILE=$(KAFKA_BENCH_CPUPROFILE) \
+	CORESTREAM_BENCH_BIN=$(abspath $(BIN))/corestream CORESTREAM_BENCH_CPUPROFILE=$(KAFKA_BENCH_CPUPROFILE) CORESTREAM_BENCH_SHARDS=$(KAFKA_BENCH_SHARDS) \
+	  CORESTREAM_BENCH_PARTITIONS=$(KAFKA_BENCH_PARTITIONS) \
 	  $(GO) test ./bench -run '^$$' -bench KafkaPort -benchtime $(KAFKA_BENCH_RECORDS)x -count $(KAFKA_BENCH_COUNT) -timeout 30m \
 	  | grep -E '^(Benchmark|goos|goarch|cpu|ok|FAIL)' | tee bench/.out/kafka.txt
 	@echo "load average after: $$(cut -d' ' -f1-3 /proc/loadavg)"
