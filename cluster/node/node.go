@@ -290,6 +290,14 @@ func (n *Node) Stop(ctx context.Context) error {
 	// later ones at once, in the service's Fetch) rather than hold the
 	// stop until the connections are cut.
 	n.answerFetches()
+	// The coordinators resign first, as a Kafka broker's do at a
+	// controlled shutdown: the group and transaction calls they hold (a
+	// JoinGroup parked for a rebalance waits up to its rebalance timeout)
+	// are answered NOT_COORDINATOR, and later ones too, so that draining
+	// the front ends does not wait them out and their clients go to the
+	// next coordinator.
+	n.groups.Stop()
+	n.txns.Stop()
 	if n.http != nil {
 		if err := n.http.Stop(ctx); err != nil {
 			first = err
@@ -305,8 +313,6 @@ func (n *Node) Stop(ctx context.Context) error {
 			first = err
 		}
 	}
-	n.groups.Stop()
-	n.txns.Stop()
 	if n.peers != nil {
 		if err := n.peers.Shutdown(ctx); err != nil && first == nil {
 			first = err
