@@ -113,7 +113,14 @@ type conn struct {
 	// homing is the connection's way toward the shard its produce and
 	// fetch requests go to (Config.Mover).
 	homing frontend.Homing
+	// keys are the API keys of the latest requests by sequence number
+	// modulo their length: when a close times out, the log names the
+	// request the answers waited on.
+	keys [keysRing]int16
 }
+
+// keysRing is how many requests' API keys a connection remembers.
+const keysRing = 64
 
 // answer is a response frame, or pieces of one (a fetch answer whose
 // records are sent from files, fetchfiles.go), or none (a produce with
@@ -140,6 +147,17 @@ func (l *Listener) OnClose(c *netio.Conn, err error) {
 			a.dropped()
 			delete(st.ready, seq)
 		}
+	}
+	if st, ok := c.Context().(*conn); ok && errors.Is(err, netio.ErrCloseTimeout) && st.next > st.sent {
+		// A graceful close (a stop) waited for an answer that did not
+		// come: name the request it waited on.
+		waited := "unknown"
+		if st.next-st.sent <= keysRing {
+			waited = kmsg.NameForKey(st.keys[st.sent%keysRing])
+		}
+		l.cfg.Log.Warn("kafka connection closed with requests unanswered", "remote", c.RemoteAddr(),
+			"unanswered", st.next-st.sent, "waiting_on", waited)
+		return
 	}
 	if err != nil && !errors.Is(err, netio.ErrClosed) {
 		l.cfg.Log.Debug("kafka connection closed", "remote", c.RemoteAddr(), "err", err)
@@ -212,6 +230,7 @@ func (l *Listener) OnFrame(c *netio.Conn, frame []byte) {
 	st := c.Context().(*conn)
 	seq := st.next
 	st.next++
+	st.keys[seq%keysRing] = h.Key
 	reply := func(resp kmsg.Response) { st.deliver(c, seq, answer{frame: encodeResponse(h, resp)}) }
 	if req == nil {
 		l.refuse(c, st, seq, fmt.Errorf("%w %d (version %d, client %q)", ErrUnknownAPI, h.Key, h.Version, h.ClientID))

@@ -10,6 +10,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/corestream/corestream/tools/localcluster/launch"
 )
 
 // Two `consume --group` processes share a topic as Kafka's console
@@ -17,7 +19,11 @@ import (
 // partition and offset as the --format string says; interrupted, each
 // commits, leaves and exits 0, and the group is left empty with lag 0.
 func TestE2EConsumeGroup(t *testing.T) {
-	s := startServer(t, serverOpts{})
+	addrs, err := launch.FreeAddrs("127.0.0.1", 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := startServer(t, serverOpts{httpAddr: addrs[0]})
 	s.cliOK("", "topic", "create", "shared", "--partitions", "4")
 	const n = 200
 	var in strings.Builder
@@ -97,6 +103,32 @@ func TestE2EConsumeGroup(t *testing.T) {
 	if len(desc.Members) != 0 || desc.TotalLag != 0 || len(desc.Partitions) != 4 {
 		t.Fatalf("after both left: %+v, want no member, 4 partitions, lag 0", desc)
 	}
+	// The HTTP API and /metrics show the same: one number for lag.
+	var detail struct {
+		Lag        int64 `json:"lag"`
+		Partitions []struct {
+			Committed int64  `json:"committed"`
+			Lag       *int64 `json:"lag"`
+		} `json:"partitions"`
+	}
+	if err := json.Unmarshal(httpGet(t, "http://"+addrs[0]+"/v1/groups/cli-readers"), &detail); err != nil {
+		t.Fatal(err)
+	}
+	committed := int64(0)
+	for _, p := range detail.Partitions {
+		committed += p.Committed
+		if p.Lag == nil || *p.Lag != 0 {
+			t.Fatalf("GET /v1/groups/cli-readers: a partition's lag %v, want 0: %+v", p.Lag, detail)
+		}
+	}
+	if len(detail.Partitions) != 4 || detail.Lag != 0 || committed != n {
+		t.Fatalf("GET /v1/groups/cli-readers: %d partitions, lag %d, %d committed; want 4, 0, %d", len(detail.Partitions), detail.Lag, committed, n)
+	}
+	waitUntil(t, 20*time.Second, "the group's lag in /metrics", func() (bool, string) {
+		text := string(httpGet(t, "http://"+addrs[0]+"/metrics"))
+		v := metricValue(text, `corestream_group_lag_records{group="cli-readers"}`)
+		return v == 0, fmt.Sprintf("corestream_group_lag_records{group=\"cli-readers\"} = %v", v)
+	})
 }
 
 // The --format string's verbs and escapes, and a refusal of one it lacks.
