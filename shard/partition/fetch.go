@@ -211,6 +211,7 @@ func (r *Replica) read(req *FetchArgs) FetchResult {
 		// The records read lie in user offsets [req.Offset, the user
 		// offset after the last raft offset read); spans are in order.
 		end := r.log.UserOffset(spans[len(spans)-1].LastOffset + 1)
+		r.txns.settle(r.commit)
 		res.Aborted = r.txns.abortedIn(req.Offset, end, res.LogStartOffset, nil)
 	}
 	return res

@@ -41,11 +41,25 @@ type openTxn struct {
 	firstUser int64
 }
 
+// closingTxn is a transaction whose marker is in the log but not yet
+// committed: it is still open to readers (the LSO stays at its first
+// offset, as Kafka's does until the marker's commit), because a new
+// primary may not have the marker, and only then decided.
+type closingTxn struct {
+	producerID       int64
+	first, firstUser int64
+	// marker is the marker's raft offset, markerUser its user offset.
+	marker, markerUser int64
+	commit             bool
+}
+
 // txnState is a replica's open and aborted transactions.
-// Invariants: aborted is in marker order (LastOffset ascending); every
-// open transaction starts below the log end.
+// Invariants: aborted is in marker order (LastOffset ascending), and so
+// is closing (marker ascending, every marker above the commit index once
+// settled); every open or closing transaction starts below the log end.
 type txnState struct {
 	open    map[int64]openTxn
+	closing []closingTxn
 	aborted []AbortedTxn
 }
 
@@ -83,17 +97,37 @@ func (t *txnState) record(h *batch.Header, m batch.TxnMarker, isMarker bool, bas
 		return // a marker sent again, or for a partition the transaction did not write to
 	}
 	delete(t.open, m.ProducerID)
-	if !m.Commit {
-		t.aborted = append(t.aborted, AbortedTxn{ProducerID: m.ProducerID, FirstOffset: o.firstUser, LastOffset: userBase})
+	t.closing = append(t.closing, closingTxn{producerID: m.ProducerID, first: o.first, firstUser: o.firstUser,
+		marker: base, markerUser: userBase, commit: m.Commit})
+}
+
+// settle decides the closing transactions whose marker is at or below
+// commit, the replica's commit index (raft offset): an aborted one joins
+// the aborted list. Readers call it before they look.
+func (t *txnState) settle(commit int64) {
+	n := 0
+	for n < len(t.closing) && t.closing[n].marker <= commit {
+		if c := t.closing[n]; !c.commit {
+			t.aborted = append(t.aborted, AbortedTxn{ProducerID: c.producerID, FirstOffset: c.firstUser, LastOffset: c.markerUser})
+		}
+		n++
+	}
+	if n > 0 {
+		t.closing = slices.Delete(t.closing, 0, n)
 	}
 }
 
-// firstOpen is the raft and user offsets of the oldest open
-// transaction's first batch; ok is false when none is open.
+// firstOpen is the raft and user offsets of the oldest open or closing
+// transaction's first batch; ok is false when none is.
 func (t *txnState) firstOpen() (raft, user int64, ok bool) {
 	for _, o := range t.open {
 		if !ok || o.first < raft {
 			raft, user, ok = o.first, o.firstUser, true
+		}
+	}
+	for _, c := range t.closing {
+		if !ok || c.first < raft {
+			raft, user, ok = c.first, c.firstUser, true
 		}
 	}
 	return raft, user, ok
@@ -150,8 +184,10 @@ func (r *Replica) OpenTransactions() int { return len(r.txns.open) }
 
 // LastStableOffset is the user offset below which every transaction is
 // decided: the first offset of the oldest open transaction, if that is
-// below the high watermark, else the high watermark.
+// below the high watermark, else the high watermark. A transaction is
+// decided once its marker commits.
 func (r *Replica) LastStableOffset() int64 {
+	r.txns.settle(r.commit)
 	hw := r.HighWatermark()
 	if _, u, ok := r.txns.firstOpen(); ok && u < hw {
 		return u
@@ -163,6 +199,7 @@ func (r *Replica) LastStableOffset() int64 {
 // may return: the commit index, or the entry before the oldest open
 // transaction's first batch.
 func (r *Replica) stableEnd() int64 {
+	r.txns.settle(r.commit)
 	if f, _, ok := r.txns.firstOpen(); ok && f-1 < r.commit {
 		return f - 1
 	}

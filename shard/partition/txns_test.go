@@ -168,3 +168,30 @@ func TestTransactionsInAPartition(t *testing.T) {
 	r = e.open(segment.FsyncNever)
 	final(r)
 }
+
+// A transaction is decided when its marker commits, not when it is
+// appended: until then the LSO stays at its first offset and its abort
+// is not listed, because a new primary may not have the marker (Kafka
+// moves the LSO at the marker's commit too).
+func TestTransactionDecidedAtMarkerCommit(t *testing.T) {
+	st := newTxnState()
+	data := batch.TxnMarker{ProducerID: 10, ProducerEpoch: 0}
+	txn := batch.Header{ProducerID: 10, ProducerEpoch: 0, Attributes: batch.TransactionalBit, LastOffsetDelta: 1}
+	st.record(&txn, batch.TxnMarker{}, false, 5, 3) // raft 5-6, user 3-4
+	marker := batch.Header{ProducerID: 10, ProducerEpoch: 0, Attributes: batch.TransactionalBit | batch.ControlBit}
+	st.record(&marker, data, true, 8, 5) // the abort marker at raft 8, user 5
+	st.settle(7)
+	if raft, user, ok := st.firstOpen(); !ok || raft != 5 || user != 3 {
+		t.Fatalf("marker appended, not committed: first open %d/%d %v; want 5/3", raft, user, ok)
+	}
+	if got := st.abortedIn(0, 10, 0, nil); len(got) != 0 {
+		t.Fatalf("an abort not committed is listed: %v", got)
+	}
+	st.settle(8)
+	if _, _, ok := st.firstOpen(); ok {
+		t.Fatal("the marker committed: the transaction is still open")
+	}
+	if got, want := st.abortedIn(0, 10, 0, nil), []AbortedTxn{{ProducerID: 10, FirstOffset: 3, LastOffset: 5}}; !slices.Equal(got, want) {
+		t.Fatalf("aborted %v, want %v", got, want)
+	}
+}
