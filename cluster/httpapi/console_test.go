@@ -47,7 +47,14 @@ func (f *fakeService) DescribePartition(_ *shard.Shard, ref service.PartitionRef
 		done(service.PartitionDetail{}, service.Errorf(service.ErrNodeNotAvailable, "not the primary"))
 		return
 	}
-	go done(service.PartitionDetail{HighWatermark: end - 1, LogEndOffset: end, SizeBytes: 100 * end}, nil)
+	d := service.PartitionDetail{HighWatermark: end - 1, LogEndOffset: end, SizeBytes: 100 * end, LastStableOffset: end - 1}
+	if ref.Partition%2 == 1 { // a transaction open from offset 2
+		d.OpenTransactions, d.LastStableOffset = 1, 2
+	}
+	if ref.Partition%4 == 0 { // compacted
+		d.Compacted, d.DirtyRatio = true, 0.25
+	}
+	go done(d, nil)
 }
 
 // fakeTopics are n topics of parts partitions each, partition p led by
@@ -276,6 +283,19 @@ func TestHTTPListPartitions(t *testing.T) {
 			t.Errorf("partition %d (node 3, down): log %+v, want null", p.Partition, p.Log)
 		case lead != 3 && (p.Log == nil || p.Log.LogEndOffset != int64(p.Partition)+10 || p.Log.HighWatermark != int64(p.Partition)+9):
 			t.Errorf("partition %d (node %d): log %+v, want log end %d", p.Partition, lead, p.Log, p.Partition+10)
+		case lead != 3:
+			// The transaction and compaction figures, from this node's
+			// primaries and from node 2's alike.
+			wantOpen, wantLSO := int32(0), p.Log.HighWatermark
+			if p.Partition%2 == 1 {
+				wantOpen, wantLSO = 1, 2
+			}
+			if p.Log.OpenTransactions != wantOpen || p.Log.LastStableOffset != wantLSO {
+				t.Errorf("partition %d: %d open transactions, LSO %d; want %d, %d", p.Partition, p.Log.OpenTransactions, p.Log.LastStableOffset, wantOpen, wantLSO)
+			}
+			if compacted := p.Partition%4 == 0; compacted != (p.Log.DirtyRatio != nil) || compacted && *p.Log.DirtyRatio != 0.25 {
+				t.Errorf("partition %d: dirty ratio %v, want 0.25 only when compacted", p.Partition, p.Log.DirtyRatio)
+			}
 		}
 	}
 	if status, _, raw := get(t, "http://"+n1.Addr()+"/v1/partitions?topic=nope"); status != 404 || !strings.Contains(string(raw), "UNKNOWN_TOPIC_OR_PARTITION") {

@@ -75,6 +75,14 @@ type partitionLog struct {
 	HighWatermark  int64 `json:"high_watermark"`
 	LogEndOffset   int64 `json:"log_end_offset"`
 	SizeBytes      int64 `json:"size_bytes"`
+	// LastStableOffset is where read_committed reads stop (the first
+	// offset of the oldest open transaction, else the high watermark);
+	// OpenTransactions counts the producers with one open here.
+	LastStableOffset int64 `json:"last_stable_offset"`
+	OpenTransactions int32 `json:"open_transactions"`
+	// DirtyRatio is a compacted topic's share of sealed bytes not yet
+	// cleaned on the primary; null for a topic that is not compacted.
+	DirtyRatio *float64 `json:"dirty_ratio"`
 }
 
 // partitionsLogBody is the body of POST /v1/partitions/log.
@@ -260,8 +268,13 @@ func (h *API) localLogs(ctx context.Context, names []partitionName) []*partition
 				ch <- answer{i, nil}
 				return
 			}
-			ch <- answer{i, &partitionLog{LogStartOffset: d.LogStartOffset, HighWatermark: d.HighWatermark,
-				LogEndOffset: d.LogEndOffset, SizeBytes: d.SizeBytes}}
+			l := &partitionLog{LogStartOffset: d.LogStartOffset, HighWatermark: d.HighWatermark,
+				LogEndOffset: d.LogEndOffset, SizeBytes: d.SizeBytes, LastStableOffset: d.LastStableOffset,
+				OpenTransactions: d.OpenTransactions}
+			if d.Compacted {
+				l.DirtyRatio = &d.DirtyRatio
+			}
+			ch <- answer{i, l}
 		})
 	}
 	for range names {

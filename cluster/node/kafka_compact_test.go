@@ -15,6 +15,7 @@ import (
 
 	"github.com/corestream/corestream/client"
 	"github.com/corestream/corestream/cluster/config"
+	"github.com/corestream/corestream/cluster/service"
 	"github.com/corestream/corestream/segment"
 	"github.com/corestream/corestream/segment/batch"
 	"github.com/corestream/corestream/shard/partition"
@@ -88,6 +89,14 @@ func TestKafkaCompactedTopic(t *testing.T) {
 		}
 	} else {
 		t.Log("kcat is not installed (Debian: apt-get install kcat): its read is skipped")
+	}
+	// The partition says it is compacted, with its dirty share (what the
+	// console and the HTTP API show).
+	d, err := await(func(done func(service.PartitionDetail, error)) {
+		service.Service(n.svc).DescribePartition(nil, service.PartitionRef{Topic: "table", Generation: service.GenerationUnknown}, done)
+	})
+	if err != nil || !d.Compacted || d.DirtyRatio < 0 || d.DirtyRatio > 1 {
+		t.Errorf("describe the compacted partition: compacted %v, dirty ratio %v, %v", d.Compacted, d.DirtyRatio, err)
 	}
 	fams := scrape(t, n.Node)
 	for _, name := range []string{"corestream_cleaner_read_bytes_total", "corestream_cleaner_reclaimed_bytes_total",

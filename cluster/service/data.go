@@ -269,6 +269,12 @@ type PartitionDetail struct {
 	// producers with a transaction open here.
 	LastStableOffset int64
 	OpenTransactions int32
+	// Compacted says the topic is compacted (cleanup.policy compact);
+	// DirtyRatio is then the share of this replica's sealed bytes not
+	// cleaned since it opened (the cleaner starts a pass at the topic's
+	// min.cleanable.dirty.ratio).
+	Compacted  bool
+	DirtyRatio float64
 	// Producers are the idempotent and transactional producers the
 	// partition remembers (Kafka's DescribeProducers), by producer id.
 	Producers []ProducerState

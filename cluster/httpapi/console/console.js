@@ -220,12 +220,19 @@ function drawPartitionRows() {
     Math.max(0, partitionRows.length - count));
   const last = Math.min(partitionRows.length, first + count);
   const body = $("partitions").tBodies[0];
-  body.innerHTML = `<tr class="spacer"><td colspan="12"></td></tr>` + partitionRows.slice(first, last).join("") +
-    `<tr class="spacer"><td colspan="12"></td></tr>`;
+  body.innerHTML = `<tr class="spacer"><td colspan="14"></td></tr>` + partitionRows.slice(first, last).join("") +
+    `<tr class="spacer"><td colspan="14"></td></tr>`;
   const drawn = body.rows.length > 2 ? body.rows[1].getBoundingClientRect().height : 0;
   if (drawn > 0) rowHeightPx = drawn;
   body.rows[0].style.height = first * rowHeightPx + "px";
   body.rows[body.rows.length - 1].style.height = (partitionRows.length - last) * rowHeightPx + "px";
+}
+
+// txnCell is a partition's open transactions and, while any is open, the
+// last stable offset read_committed consumers stop at.
+function txnCell(log) {
+  if (!log.open_transactions) return "0";
+  return `<span class="warn">${log.open_transactions} (LSO ${log.last_stable_offset})</span>`;
 }
 
 // renderPartitions draws one page of GET /v1/partitions. It is exposed
@@ -239,7 +246,8 @@ function renderPartitions(page) {
       `<td>${esc(p.topic)}</td><td>${p.partition}</td><td>${p.primary_id > 0 ? p.primary_id : "none"}</td>` +
       `<td>${p.generation}</td><td>${p.preferred_primary_id}</td><td>${ids(p.replicas)}</td><td>${ids(p.in_sync)}</td>` +
       `<td>${ids(p.offline)}</td><td class="${p.state === "online" ? "" : p.state === "offline" ? "bad" : "warn"}">${p.state}</td>` +
-      `<td>${log ? log.high_watermark : "–"}</td><td>${log ? log.log_end_offset : "–"}</td><td>${log ? bytes(log.size_bytes) : "–"}</td></tr>`;
+      `<td>${log ? log.high_watermark : "–"}</td><td>${log ? log.log_end_offset : "–"}</td><td>${log ? bytes(log.size_bytes) : "–"}</td>` +
+      `<td>${log ? txnCell(log) : "–"}</td><td>${log && log.dirty_ratio != null ? Math.round(log.dirty_ratio * 100) + " %" : "–"}</td></tr>`;
   }
   partitionRows = rows;
   drawPartitionRows();

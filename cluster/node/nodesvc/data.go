@@ -230,6 +230,9 @@ func (s *Service) describeReplica(t *metadata.Topic, r *partition.Replica) servi
 	d := service.PartitionDetail{Route: s.PartitionRoute(t, r.Config().Partition), LogStartOffset: r.StartOffset(),
 		HighWatermark: r.HighWatermark(), LogEndOffset: l.UserEndOffset(), SizeBytes: l.Size(), Segments: int32(l.SegmentCount()),
 		LastStableOffset: r.LastStableOffset(), OpenTransactions: int32(r.OpenTransactions())}
+	if r.Compacted() {
+		d.Compacted, d.DirtyRatio = true, l.DirtyRatio()
+	}
 	for _, p := range r.Producers() {
 		d.Producers = append(d.Producers, service.ProducerState{ProducerID: p.ProducerID, ProducerEpoch: p.Epoch,
 			LastSequence: p.LastSequence, LastTimestampMs: p.LastTimestampMs, TxnStartOffset: p.TxnStart})
