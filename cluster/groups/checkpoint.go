@@ -12,7 +12,8 @@ import (
 // whole durable state again, between two markers:
 //
 //	checkpoint/begin   version(1) id(u64)
-//	<group and offset records: one per group record, one per offset>
+//	<group and offset records: one per group record, one per offset,
+//	 one per offset staged by an open transaction>
 //	checkpoint/end     version(1) id(u64) count(u64)
 //
 // count is the number of records between the markers. Replay resets the
@@ -56,9 +57,10 @@ type checkpointState struct {
 	// shadow is the state a checkpoint being replayed builds, nil when
 	// replay is not inside one; shadowID its id, shadowCount the
 	// records it held so far.
-	shadow      map[string]*group
-	shadowID    uint64
-	shadowCount uint64
+	shadow       map[string]*group
+	shadowStaged map[int64]map[string]map[TopicPartition]Offset
+	shadowID     uint64
+	shadowCount  uint64
 }
 
 // Loaded tells the coordinator that its replay is done: its state is
@@ -67,7 +69,7 @@ type checkpointState struct {
 func (c *Coordinator) Loaded() {
 	defer c.run()
 	c.ckpt.serving = true
-	c.ckpt.shadow = nil
+	c.ckpt.shadow, c.ckpt.shadowStaged = nil, nil
 }
 
 // countWritten adds batch's records to the counts towards the next
@@ -110,7 +112,7 @@ func (c *Coordinator) maybeCheckpoint() {
 
 // checkpointRecords are the records of the coordinator's state: per
 // group by name, its newest group record, then its offsets by topic and
-// partition.
+// partition; then the offsets open transactions staged.
 func (c *Coordinator) checkpointRecords() []Record {
 	names := make([]string, 0, len(c.groups))
 	for name := range c.groups {
@@ -127,7 +129,7 @@ func (c *Coordinator) checkpointRecords() []Record {
 			out = append(out, Record{Key: OffsetKey(name, tp), Value: encodeOffset(g.offsets[tp])})
 		}
 	}
-	return out
+	return append(out, c.stagedRecords()...)
 }
 
 // checkpointChunks are recs between checkpoint id's markers, cut into
@@ -180,7 +182,7 @@ func decodeCheckpointMarker(v []byte, end bool) (id, count uint64, err error) {
 func (c *Coordinator) replayCheckpointMarker(k string, v []byte) error {
 	switch k {
 	case loadKey:
-		c.ckpt.shadow = nil
+		c.ckpt.shadow, c.ckpt.shadowStaged = nil, nil
 		return nil
 	case checkpointBeginKey:
 		id, _, err := decodeCheckpointMarker(v, false)
@@ -188,6 +190,7 @@ func (c *Coordinator) replayCheckpointMarker(k string, v []byte) error {
 			return fmt.Errorf("%w (key %q)", err, k)
 		}
 		c.ckpt.shadow, c.ckpt.shadowID, c.ckpt.shadowCount = map[string]*group{}, id, 0
+		c.ckpt.shadowStaged = nil
 		c.ckpt.lastID = max(c.ckpt.lastID, id)
 		return nil
 	}
@@ -196,10 +199,10 @@ func (c *Coordinator) replayCheckpointMarker(k string, v []byte) error {
 		return fmt.Errorf("%w (key %q)", err, k)
 	}
 	if c.ckpt.shadow != nil && id == c.ckpt.shadowID && count == c.ckpt.shadowCount {
-		c.groups = c.ckpt.shadow
+		c.groups, c.staged = c.ckpt.shadow, c.ckpt.shadowStaged
 		c.ckpt.sinceRecords, c.ckpt.sinceBytes = 0, 0
 	}
-	c.ckpt.shadow = nil
+	c.ckpt.shadow, c.ckpt.shadowStaged = nil, nil
 	return nil
 }
 
@@ -211,10 +214,11 @@ func (c *Coordinator) replayInto(rec Record, apply func() error) error {
 		c.ckpt.sinceBytes += int64(len(rec.Key) + len(rec.Value))
 		return apply()
 	}
-	live := c.groups
-	c.groups = c.ckpt.shadow
+	live, liveStaged := c.groups, c.staged
+	c.groups, c.staged = c.ckpt.shadow, c.ckpt.shadowStaged
 	err := apply()
-	c.ckpt.shadow, c.groups = c.groups, live
+	c.ckpt.shadow, c.ckpt.shadowStaged = c.groups, c.staged
+	c.groups, c.staged = live, liveStaged
 	c.ckpt.shadowCount++
 	return err
 }

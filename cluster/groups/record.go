@@ -20,6 +20,11 @@ import (
 //	group/<group>                           groupValue: generation, protocol type,
 //	                                        protocol, leader, members
 //	offset/<group>/<topic>/<partition>      offsetValue: offset, metadata
+//	txnoffset/<group>/<producer id>/<topic>/<partition>
+//	                                        offsetValue: an offset staged by
+//	                                        the producer's open transaction
+//	                                        (TxnOffsetCommit), until its
+//	                                        marker writes the tombstone
 //
 // Group and topic names hold no '/' (the naming rule allows letters,
 // digits and "._-" only), so a key splits without escaping.
@@ -42,6 +47,7 @@ const recordVersion = 1
 const (
 	groupKeyPrefix  = "group/"
 	offsetKeyPrefix = "offset/"
+	txnKeyPrefix    = "txnoffset/"
 	loadKey         = "load"
 )
 
@@ -92,6 +98,32 @@ func OffsetKey(group string, tp TopicPartition) []byte {
 	return []byte(offsetKeyPrefix + group + "/" + tp.Topic + "/" + strconv.FormatInt(int64(tp.Partition), 10))
 }
 
+// TxnOffsetKey is the key of an offset of group that producer pid's
+// open transaction staged for one partition.
+func TxnOffsetKey(group string, pid int64, tp TopicPartition) []byte {
+	return []byte(txnKeyPrefix + group + "/" + strconv.FormatInt(pid, 10) + "/" + tp.Topic + "/" + strconv.FormatInt(int64(tp.Partition), 10))
+}
+
+// parseTxnOffsetKey splits a staged offset's key.
+func parseTxnOffsetKey(k string) (group string, pid int64, tp TopicPartition, err error) {
+	parts := strings.Split(strings.TrimPrefix(k, txnKeyPrefix), "/")
+	bad := func(why string) error {
+		return fmt.Errorf("%w: staged offset key %q %s", ErrCorruptRecord, k, why)
+	}
+	if len(parts) != 4 || parts[0] == "" || parts[2] == "" {
+		return "", 0, tp, bad("is not txnoffset/<group>/<producer id>/<topic>/<partition>")
+	}
+	pid, perr := strconv.ParseInt(parts[1], 10, 64)
+	if perr != nil || pid < 0 {
+		return "", 0, tp, bad("has producer id " + strconv.Quote(parts[1]))
+	}
+	p, perr := strconv.ParseInt(parts[3], 10, 32)
+	if perr != nil || p < 0 {
+		return "", 0, tp, bad("has partition " + strconv.Quote(parts[3]))
+	}
+	return parts[0], pid, TopicPartition{Topic: parts[2], Partition: int32(p)}, nil
+}
+
 // GroupOfKey is the group a record's key belongs to ("" for a key that
 // is not the coordinator's): the node places a record in the partition
 // of its group.
@@ -100,8 +132,8 @@ func GroupOfKey(key []byte) string {
 	switch {
 	case strings.HasPrefix(k, groupKeyPrefix):
 		return k[len(groupKeyPrefix):]
-	case strings.HasPrefix(k, offsetKeyPrefix):
-		rest := k[len(offsetKeyPrefix):]
+	case strings.HasPrefix(k, offsetKeyPrefix), strings.HasPrefix(k, txnKeyPrefix):
+		rest := k[strings.IndexByte(k, '/')+1:]
 		if i := strings.IndexByte(rest, '/'); i > 0 {
 			return rest[:i]
 		}

@@ -26,6 +26,8 @@ func (c *Coordinator) Replay(now time.Time, rec Record) error {
 		return c.replayCheckpointMarker(k, rec.Value)
 	case strings.HasPrefix(k, groupKeyPrefix), strings.HasPrefix(k, offsetKeyPrefix):
 		return c.replayInto(rec, func() error { return c.replayRecord(now, k, rec) })
+	case strings.HasPrefix(k, txnKeyPrefix):
+		return c.replayInto(rec, func() error { return c.replayStaged(k, rec) })
 	}
 	return fmt.Errorf("%w: key %q is neither a group nor an offset", ErrCorruptRecord, k)
 }
@@ -69,6 +71,25 @@ func (c *Coordinator) replayRecord(now time.Time, k string, rec Record) error {
 		return nil
 	}
 	return fmt.Errorf("%w: key %q is neither a group nor an offset", ErrCorruptRecord, k)
+}
+
+// replayStaged applies a staged offset's record (or its tombstone, the
+// transaction's end) to c.staged.
+func (c *Coordinator) replayStaged(k string, rec Record) error {
+	name, pid, tp, err := parseTxnOffsetKey(k)
+	if err != nil {
+		return err
+	}
+	if rec.IsTombstone() {
+		c.unstage(pid, name, tp)
+		return nil
+	}
+	o := Offset{TopicPartition: tp}
+	if err := decodeOffset(rec.Value, &o); err != nil {
+		return fmt.Errorf("%w (key %q)", err, k)
+	}
+	c.stage(pid, name, o)
+	return nil
 }
 
 // groupFor is the group named, made empty when there is none. Replay
