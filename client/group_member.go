@@ -40,6 +40,13 @@ func (g *GroupConsumer) run() {
 			if parts, err = g.sync(res); err == nil {
 				failures = 0
 				err = g.apply(res, parts)
+				if err != nil && g.ctx.Err() != nil {
+					// Closed while taking the assignment (Poll may
+					// have returned records of the partitions taken
+					// so far): Close commits and leaves under this
+					// generation, as after a heartbeat.
+					return
+				}
 				reason := reasonFenced
 				if err == nil {
 					reason = g.heartbeat()

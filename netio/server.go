@@ -376,11 +376,20 @@ func (s *Server) Shutdown(ctx context.Context) error {
 		return stopped
 	case <-ctx.Done():
 	}
+	var busy, unanswered atomic.Int64
 	_ = s.forEachLoop(context.Background(), func(lp *loop) {
 		for c := range lp.conns {
+			if c.inflight > 0 {
+				busy.Add(1)
+				unanswered.Add(int64(c.inflight))
+			}
 			c.Abort(ErrServerClosed)
 		}
 	})
+	if s.cfg.Logf != nil && busy.Load() > 0 {
+		// The drain ran out of time: say what it waited on.
+		s.cfg.Logf("netio: shutdown deadline passed with %d connections still owing %d answers; aborted", busy.Load(), unanswered.Load())
+	}
 	if s.open.Load() == 0 {
 		s.markDrained()
 	}

@@ -148,9 +148,10 @@ func (l *Listener) OnClose(c *netio.Conn, err error) {
 			delete(st.ready, seq)
 		}
 	}
-	if st, ok := c.Context().(*conn); ok && errors.Is(err, netio.ErrCloseTimeout) && st.next > st.sent {
+	if st, ok := c.Context().(*conn); ok && (errors.Is(err, netio.ErrCloseTimeout) || errors.Is(err, netio.ErrServerClosed)) && st.next > st.sent {
 		// A graceful close (a stop) waited for an answer that did not
-		// come: name the request it waited on.
+		// come, until its bound or the stop's deadline: name the request
+		// it waited on.
 		waited := "unknown"
 		if st.next-st.sent <= keysRing {
 			waited = kmsg.NameForKey(st.keys[st.sent%keysRing])
