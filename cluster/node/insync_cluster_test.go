@@ -2,6 +2,7 @@ package node
 
 import (
 	"bufio"
+	"flag"
 	"fmt"
 	"net/http/httptest"
 	"strconv"
@@ -22,8 +23,42 @@ func TestClusterInSyncStaysFullUnderLoad(t *testing.T) {
 	// What is tested is the in-sync rule, not the failure detector: a
 	// longer liveness timeout keeps a 2-core machine busy with other tests
 	// from declaring a peer down (which would rightly count its replicas
-	// as offline).
-	tc := startCluster(t, 3, func(c *config.Config) { c.Cluster.ElectionTimeoutMs = 3000 })
+	// as offline). TestClusterInSyncFiguresAtDefaults measures the same at
+	// the broker's default timeouts.
+	worst, worstAt, _, _ := inSyncUnderLoad(t, 4*time.Second, true, func(c *config.Config) { c.Cluster.ElectionTimeoutMs = 3000 })
+	if worst > 0 {
+		t.Fatalf("%d partitions reported under-replicated under load on a healthy cluster (%s)", worst, worstAt)
+	}
+}
+
+var inSyncFiguresFlag = flag.Bool("insync-figures", false,
+	"TestClusterInSyncFiguresAtDefaults: measure the in-sync sets under a saturating producer at the default timeouts")
+
+// The in-sync sets of a healthy 3-node cluster under one saturating
+// producer at the broker's default election timeout and replica lag
+// bound, over duration (issue 32): how many status samples saw a
+// partition under-replicated, and how many partitions at worst. A
+// measurement (it fails only if the producer does):
+//
+//	go test ./cluster/node -run TestClusterInSyncFiguresAtDefaults -v -insync-figures
+func TestClusterInSyncFiguresAtDefaults(t *testing.T) {
+	if !*inSyncFiguresFlag {
+		t.Skip("a measurement: run with -insync-figures")
+	}
+	worst, worstAt, bad, samples := inSyncUnderLoad(t, 30*time.Second, false, func(c *config.Config) {
+		d := config.Default()
+		c.Cluster.ElectionTimeoutMs, c.Cluster.HeartbeatIntervalMs, c.Cluster.ReplicaLagTimeMaxMs = d.Cluster.ElectionTimeoutMs, d.Cluster.HeartbeatIntervalMs, d.Cluster.ReplicaLagTimeMaxMs
+	})
+	t.Logf("at the default timeouts: %d of %d status samples saw a partition under-replicated; at worst %d (%s)", bad, samples, worst, worstAt)
+}
+
+// inSyncUnderLoad runs one saturating producer against a healthy 3-node
+// cluster (6 partitions, factor 3) for duration, sampling every node's
+// cluster status every 20 ms, and answers the most partitions seen
+// under-replicated, where, and how many of how many samples saw any.
+// strict fails the test at once when /metrics reports one.
+func inSyncUnderLoad(t *testing.T, duration time.Duration, strict bool, mutate func(*config.Config)) (worst int, worstAt string, bad, samples int) {
+	tc := startCluster(t, 3, mutate)
 	ctx, cl := tc.dial(t, 120*time.Second)
 	const parts = 6
 	createTopic(t, ctx, cl, client.TopicSpec{Name: "load", Partitions: parts, ReplicationFactor: 3})
@@ -73,19 +108,20 @@ func TestClusterInSyncStaysFullUnderLoad(t *testing.T) {
 	}()
 	// Watch every node's answers (cluster status and metadata come from
 	// one function) for the whole run.
-	var samples, worst int
-	var worstAt string
 	tick := time.NewTicker(20 * time.Millisecond)
 	defer tick.Stop()
-	for deadline := time.Now().Add(4 * time.Second); time.Now().Before(deadline); <-tick.C {
+	for deadline := time.Now().Add(duration); time.Now().Before(deadline); <-tick.C {
 		for i, n := range tc.nodes {
 			st := n.clusterStatus()
 			samples++
+			if st.UnderReplicated > 0 {
+				bad++
+			}
 			if int(st.UnderReplicated) > worst {
 				worst, worstAt = int(st.UnderReplicated), fmt.Sprintf("node %d after %d records", i+1, acked.Load())
 			}
 		}
-		if m := tc.metricsSum(t); m["partitions_under_replicated"] > 0 || m["partitions_led"] != parts {
+		if m := tc.metricsSum(t); strict && (m["partitions_under_replicated"] > 0 || m["partitions_led"] != parts) {
 			t.Fatalf("under load on a healthy cluster the metrics say %v partitions under-replicated, %v led (of %d)",
 				m["partitions_under_replicated"], m["partitions_led"], parts)
 		}
@@ -98,13 +134,11 @@ func TestClusterInSyncStaysFullUnderLoad(t *testing.T) {
 	if p := firstErr.Load(); p != nil {
 		t.Fatalf("produce failed (%d failures): %v", failed.Load(), *p)
 	}
-	t.Logf("%d records acknowledged in 4s; %d status samples; most under-replicated partitions seen: %d", acked.Load(), samples, worst)
+	t.Logf("%d records acknowledged in %v; %d status samples; most under-replicated partitions seen: %d", acked.Load(), duration, samples, worst)
 	if acked.Load() < 1000 {
 		t.Fatalf("only %d records acknowledged: not a load", acked.Load())
 	}
-	if worst > 0 {
-		t.Fatalf("%d partitions reported under-replicated under load on a healthy cluster (%s)", worst, worstAt)
-	}
+	return worst, worstAt, bad, samples
 }
 
 // A stopped node leaves the in-sync set of every partition it holds and is
