@@ -4,6 +4,7 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -69,28 +70,43 @@ func TestE2EClusterIdleCPU(t *testing.T) {
 	led := time.Now()
 	settle := 10 * time.Second
 	eventually(t, settle+time.Minute, "settling", func() bool { return time.Since(led) > settle })
-	var before []procTimes
-	for _, s := range c.nodes {
-		before = append(before, readProcTimes(t, s.cmd.Process.Pid))
-	}
-	start := time.Now()
-	eventually(t, *idleWindowFlag+time.Minute, "the idle window", func() bool { return time.Since(start) >= *idleWindowFlag })
-	wall := time.Since(start)
-	for i, s := range c.nodes {
-		pid := s.cmd.Process.Pid
-		after := readProcTimes(t, pid)
-		cpu := float64(after.cpuTicks-before[i].cpuTicks) / clockTicksPerSecond / wall.Seconds()
-		fds, _ := os.ReadDir(fmt.Sprintf("/proc/%d/fd", pid))
-		replicas := int32(0)
-		for _, nd := range st.Nodes {
-			if nd.ID == int32(i+1) {
-				replicas = nd.Replicas
-			}
+	// One window, and a second one for a node over the bound: the test
+	// shares two cores with the rest of the suite, and a node finishing
+	// work of the creation (a late primary move, a snapshot) in the first
+	// window is not idle cost. A node over the bound in both fails.
+	measure := func(window int) []float64 {
+		var before []procTimes
+		for _, s := range c.nodes {
+			before = append(before, readProcTimes(t, s.cmd.Process.Pid))
 		}
-		t.Logf("node %d: %d replicas; idle CPU %.1f%% of one core over %v; RSS %.1f MiB; %d threads; %d open files (provisional, shared 2-core machine)",
-			i+1, replicas, 100*cpu, wall.Round(time.Millisecond), float64(s.rssBytes())/(1<<20), after.threads, len(fds))
-		if cpu > idleCPUBound {
-			t.Errorf("node %d uses %.1f%% of a core while idle (bound %.0f%%)", i+1, 100*cpu, 100*idleCPUBound)
+		start := time.Now()
+		eventually(t, *idleWindowFlag+time.Minute, "the idle window", func() bool { return time.Since(start) >= *idleWindowFlag })
+		wall := time.Since(start)
+		out := make([]float64, len(c.nodes))
+		for i, s := range c.nodes {
+			pid := s.cmd.Process.Pid
+			after := readProcTimes(t, pid)
+			out[i] = float64(after.cpuTicks-before[i].cpuTicks) / clockTicksPerSecond / wall.Seconds()
+			fds, _ := os.ReadDir(fmt.Sprintf("/proc/%d/fd", pid))
+			replicas := int32(0)
+			for _, nd := range st.Nodes {
+				if nd.ID == int32(i+1) {
+					replicas = nd.Replicas
+				}
+			}
+			t.Logf("window %d: node %d: %d replicas; idle CPU %.1f%% of one core over %v; RSS %.1f MiB; %d threads; %d open files (provisional, shared 2-core machine)",
+				window, i+1, replicas, 100*out[i], wall.Round(time.Millisecond), float64(s.rssBytes())/(1<<20), after.threads, len(fds))
+		}
+		return out
+	}
+	first := measure(1)
+	if slices.IndexFunc(first, func(cpu float64) bool { return cpu > idleCPUBound }) < 0 {
+		return
+	}
+	second := measure(2)
+	for i := range first {
+		if first[i] > idleCPUBound && second[i] > idleCPUBound {
+			t.Errorf("node %d uses %.1f%% and %.1f%% of a core while idle in two windows (bound %.0f%%)", i+1, 100*first[i], 100*second[i], 100*idleCPUBound)
 		}
 	}
 }
