@@ -193,55 +193,125 @@ func (l *Listener) offsetCommit(c *netio.Conn, req *kmsg.OffsetCommitRequest, re
 // asked, or all it committed), -1 where none.
 func (l *Listener) offsetFetch(c *netio.Conn, req *kmsg.OffsetFetchRequest, reply func(kmsg.Response)) {
 	resp := req.ResponseKind().(*kmsg.OffsetFetchResponse)
-	fr := &service.FetchGroupOffsetsRequest{Group: req.Group, RequireStable: req.RequireStable}
-	for _, t := range req.Topics {
-		for _, p := range t.Partitions {
-			fr.Partitions = append(fr.Partitions, service.TopicPartition{Topic: t.Topic, Partition: p})
+	if req.Version < 8 {
+		var asked []service.TopicPartition
+		for _, t := range req.Topics {
+			for _, p := range t.Partitions {
+				asked = append(asked, service.TopicPartition{Topic: t.Topic, Partition: p})
+			}
 		}
+		l.groupOffsets(c, req.Group, asked, req.Topics == nil, req.RequireStable, func(a groupOffsetsAnswer) {
+			resp.ErrorCode = a.code
+			for _, t := range a.topics {
+				rt := kmsg.NewOffsetFetchResponseTopic()
+				rt.Topic = t.topic
+				for _, p := range t.parts {
+					rp := kmsg.NewOffsetFetchResponseTopicPartition()
+					rp.Partition, rp.Offset, rp.LeaderEpoch, rp.Metadata, rp.ErrorCode = p.partition, p.offset, -1, p.metadata, p.code
+					rt.Partitions = append(rt.Partitions, rp)
+				}
+				resp.Topics = append(resp.Topics, rt)
+			}
+			reply(resp)
+		})
+		return
 	}
-	if req.Topics != nil && len(fr.Partitions) == 0 {
+	// v8+: several groups in one request (KIP-709), each answered on its
+	// own, as this node coordinates it or not.
+	if len(req.Groups) == 0 {
 		reply(resp)
 		return
 	}
+	resp.Groups = make([]kmsg.OffsetFetchResponseGroup, len(req.Groups))
+	left := len(req.Groups)
+	for i, g := range req.Groups {
+		var asked []service.TopicPartition
+		for _, t := range g.Topics {
+			for _, p := range t.Partitions {
+				asked = append(asked, service.TopicPartition{Topic: t.Topic, Partition: p})
+			}
+		}
+		l.groupOffsets(c, g.Group, asked, g.Topics == nil, req.RequireStable, func(a groupOffsetsAnswer) {
+			rg := kmsg.NewOffsetFetchResponseGroup()
+			rg.Group, rg.ErrorCode = g.Group, a.code
+			for _, t := range a.topics {
+				rt := kmsg.NewOffsetFetchResponseGroupTopic()
+				rt.Topic = t.topic
+				for _, p := range t.parts {
+					rp := kmsg.NewOffsetFetchResponseGroupTopicPartition()
+					rp.Partition, rp.Offset, rp.LeaderEpoch, rp.Metadata, rp.ErrorCode = p.partition, p.offset, -1, p.metadata, p.code
+					rt.Partitions = append(rt.Partitions, rp)
+				}
+				rg.Topics = append(rg.Topics, rt)
+			}
+			resp.Groups[i] = rg
+			if left--; left == 0 {
+				reply(resp)
+			}
+		})
+	}
+}
+
+// groupOffsetsAnswer is one group's offsets as OffsetFetch answers them,
+// whatever its version: a group-level error code, and per topic the
+// partitions asked (or all the group committed), each with its offset,
+// metadata and error code.
+type groupOffsetsAnswer struct {
+	code   int16
+	topics []topicOffsetsAnswer
+}
+
+type topicOffsetsAnswer struct {
+	topic string
+	parts []partitionOffsetAnswer
+}
+
+type partitionOffsetAnswer struct {
+	partition int32
+	offset    int64
+	metadata  *string
+	code      int16
+}
+
+// groupOffsets reads group's committed offsets of asked (all with all)
+// and hands done the answer, on c's shard.
+func (l *Listener) groupOffsets(c *netio.Conn, group string, asked []service.TopicPartition, all, requireStable bool, done func(groupOffsetsAnswer)) {
+	if !all && len(asked) == 0 {
+		done(groupOffsetsAnswer{})
+		return
+	}
+	fr := &service.FetchGroupOffsetsRequest{Group: group, RequireStable: requireStable, Partitions: asked}
 	l.svc.FetchGroupOffsets(c.Shard(), fr, func(offs []service.CommittedOffset, err error) {
+		var a groupOffsetsAnswer
+		byTopic := map[string]int{}
+		add := func(topic string, p partitionOffsetAnswer) {
+			ti, ok := byTopic[topic]
+			if !ok {
+				ti = len(a.topics)
+				byTopic[topic] = ti
+				a.topics = append(a.topics, topicOffsetsAnswer{topic: topic})
+			}
+			a.topics[ti].parts = append(a.topics[ti].parts, p)
+		}
 		if err != nil {
 			code := errorCode(err)
 			if code != kerr.UnstableOffsetCommit.Code {
 				// Unstable offsets are a partition's answer only: a
 				// client retries them there, while it gives up on a
 				// group-level error.
-				resp.ErrorCode = code
+				a.code = code
 			}
-			for _, t := range req.Topics {
-				rt := kmsg.NewOffsetFetchResponseTopic()
-				rt.Topic = t.Topic
-				for _, p := range t.Partitions {
-					rp := kmsg.NewOffsetFetchResponseTopicPartition()
-					rp.Partition, rp.Offset, rp.ErrorCode = p, -1, code
-					rt.Partitions = append(rt.Partitions, rp)
-				}
-				resp.Topics = append(resp.Topics, rt)
+			for _, tp := range asked {
+				add(tp.Topic, partitionOffsetAnswer{partition: tp.Partition, offset: -1, code: code})
 			}
-			reply(resp)
+			done(a)
 			return
 		}
-		byTopic := map[string]int{}
 		for _, o := range offs {
-			ti, ok := byTopic[o.Topic]
-			if !ok {
-				ti = len(resp.Topics)
-				byTopic[o.Topic] = ti
-				rt := kmsg.NewOffsetFetchResponseTopic()
-				rt.Topic = o.Topic
-				resp.Topics = append(resp.Topics, rt)
-			}
-			rp := kmsg.NewOffsetFetchResponseTopicPartition()
-			rp.Partition, rp.Offset, rp.LeaderEpoch = o.Partition, o.Offset, -1
 			md := o.Metadata
-			rp.Metadata = &md
-			resp.Topics[ti].Partitions = append(resp.Topics[ti].Partitions, rp)
+			add(o.Topic, partitionOffsetAnswer{partition: o.Partition, offset: o.Offset, metadata: &md})
 		}
-		reply(resp)
+		done(a)
 	})
 }
 

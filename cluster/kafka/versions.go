@@ -55,9 +55,9 @@ var supported = []struct {
 	{listOffsetsKey, 1, 7},
 	{metadataKey, 0, 12},
 	// The group APIs (groups.go) stop before KIP-848's member epochs
-	// (OffsetCommit 9) and before batched groups (OffsetFetch 8).
+	// (OffsetCommit 9, OffsetFetch 9); OffsetFetch 8 batches groups.
 	{offsetCommitKey, 2, 8},
-	{offsetFetchKey, 1, 7},
+	{offsetFetchKey, 1, 8},
 	{findCoordinatorKey, 0, 4},
 	{joinGroupKey, 0, 9},
 	{heartbeatKey, 0, 4},
