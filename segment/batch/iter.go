@@ -170,3 +170,40 @@ func (it *Records) finish() {
 // iterator's buffers (or the batch itself): they are valid until the next
 // call to Next or Reset. REQUIRES: the last call to Next returned true.
 func (it *Records) Record() *Record { return &it.dec.rec }
+
+// EachRecord calls fn with the offset, key and value of every record at
+// or past from in buf, a run of whole batches as a fetch answers them
+// (a partial batch at its end is left for the next read), skipping
+// control batches; the slices alias buf. It returns the offset after
+// the last whole batch (from when there is none), or the first error
+// with the offset where it was found.
+func EachRecord(buf []byte, from int64, fn func(off int64, key, value []byte)) (next int64, err error) {
+	next = from
+	for len(buf) > 0 {
+		h, err := ReadHeader(buf)
+		if err != nil {
+			return from, fmt.Errorf("at offset %d: %w", next, err)
+		}
+		size := h.Size()
+		if size > len(buf) {
+			break // a partial batch at the end of the answer
+		}
+		if !h.IsControl() {
+			var it Records
+			if err := it.Reset(buf[:size]); err != nil {
+				return from, fmt.Errorf("at offset %d: %w", h.BaseOffset, err)
+			}
+			for it.Next() {
+				if r := it.Record(); r.Offset >= from {
+					fn(r.Offset, r.Key, r.Value)
+				}
+			}
+			if err := it.Err(); err != nil {
+				return from, fmt.Errorf("at offset %d: %w", h.BaseOffset, err)
+			}
+		}
+		next = max(next, h.LastOffset()+1)
+		buf = buf[size:]
+	}
+	return next, nil
+}

@@ -118,34 +118,9 @@ func (g *Scans) advance(r *partition.Replica) (int64, error) {
 // and answers the offset after the last whole batch. The key and value
 // alias buf.
 func eachGroupsRecord(buf []byte, from int64, fn func(off int64, key, value []byte)) (int64, error) {
-	next := from
-	for len(buf) > 0 {
-		h, err := batch.ReadHeader(buf)
-		if err != nil {
-			return from, fmt.Errorf("groupshost: reading %s at offset %d: %w", metadata.GroupsTopic, next, err)
-		}
-		size := h.Size()
-		if size > len(buf) {
-			break // a partial batch at the end of the answer
-		}
-		if h.Attributes&batch.ControlBit == 0 {
-			var it batch.Records
-			if err := it.Reset(buf[:size]); err != nil {
-				return from, fmt.Errorf("groupshost: reading %s at offset %d: %w", metadata.GroupsTopic, h.BaseOffset, err)
-			}
-			for it.Next() {
-				if r := it.Record(); r.Offset >= from {
-					fn(r.Offset, r.Key, r.Value)
-				}
-			}
-			if err := it.Err(); err != nil {
-				return from, fmt.Errorf("groupshost: reading %s at offset %d: %w", metadata.GroupsTopic, h.BaseOffset, err)
-			}
-		}
-		if h.LastOffset()+1 > next {
-			next = h.LastOffset() + 1
-		}
-		buf = buf[size:]
+	next, err := batch.EachRecord(buf, from, fn)
+	if err != nil {
+		return from, fmt.Errorf("groupshost: reading %s %w", metadata.GroupsTopic, err)
 	}
 	return next, nil
 }

@@ -67,38 +67,15 @@ func (h *Host) fetch(ts *txnsShard, pt *txnsPart, from int64, done func([]txns.R
 // offset after the last whole batch.
 func records(buf []byte, from int64) ([]txns.Record, int64, error) {
 	var out []txns.Record
-	next := from
-	for len(buf) > 0 {
-		hd, err := batch.ReadHeader(buf)
-		if err != nil {
-			return nil, from, fmt.Errorf("txnshost: reading %s at offset %d: %w", metadata.TransactionsTopic, next, err)
+	next, err := batch.EachRecord(buf, from, func(_ int64, key, value []byte) {
+		rec := txns.Record{Key: append([]byte(nil), key...)}
+		if value != nil {
+			rec.Value = append([]byte{}, value...)
 		}
-		size := hd.Size()
-		if size > len(buf) {
-			break // a partial batch at the end of the answer
-		}
-		if hd.Attributes&batch.ControlBit == 0 {
-			var it batch.Records
-			if err := it.Reset(buf[:size]); err != nil {
-				return nil, from, fmt.Errorf("txnshost: reading %s at offset %d: %w", metadata.TransactionsTopic, hd.BaseOffset, err)
-			}
-			for it.Next() {
-				if r := it.Record(); r.Offset >= from {
-					rec := txns.Record{Key: append([]byte(nil), r.Key...)}
-					if r.Value != nil {
-						rec.Value = append([]byte{}, r.Value...)
-					}
-					out = append(out, rec)
-				}
-			}
-			if err := it.Err(); err != nil {
-				return nil, from, fmt.Errorf("txnshost: reading %s at offset %d: %w", metadata.TransactionsTopic, hd.BaseOffset, err)
-			}
-		}
-		if hd.LastOffset()+1 > next {
-			next = hd.LastOffset() + 1
-		}
-		buf = buf[size:]
+		out = append(out, rec)
+	})
+	if err != nil {
+		return nil, from, fmt.Errorf("txnshost: reading %s %w", metadata.TransactionsTopic, err)
 	}
 	return out, next, nil
 }
