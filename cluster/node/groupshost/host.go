@@ -612,22 +612,13 @@ func (l *PartLog) ref() service.PartitionRef {
 // checkpoint were deleted: checkpoint.go) answers no records and
 // the log start.
 func (l *PartLog) Fetch(from int64, done func(recs []groups.Record, next int64, err error)) {
-	l.data.Fetch(l.sh, &service.FetchRequest{PartitionRef: l.ref(), Offset: from, MaxBytes: groupsLoadFetchBytesMax},
-		func(res service.FetchResult, err error) {
-			var buf []byte
-			if err == nil {
-				buf, err = res.Records.AppendTo(nil)
-				res.Records.Release()
-			}
-			switch {
-			case err != nil && res.LogStartOffset > from:
-				done(nil, res.LogStartOffset, nil)
-			case err != nil:
-				done(nil, from, err)
-			default:
-				done(groupsRecords(buf, from))
-			}
-		})
+	nodesvc.FetchCommitted(l.data.Fetch, l.sh, l.ref(), from, groupsLoadFetchBytesMax, func(buf []byte, at int64, err error) {
+		if err != nil {
+			done(nil, at, err)
+			return
+		}
+		done(groupsRecords(buf, at))
+	})
 }
 
 // groupsRecords splits fetched batches into the coordinator's records

@@ -362,10 +362,17 @@ func (s *Service) DescribeGroup(from *shard.Shard, group string, done func(servi
 // coordinators read them every tick); nil while the topic does not
 // exist, an error while the node has not loaded the metadata.
 func (s *Service) GroupsRoutes() ([]service.PartitionRoute, error) {
+	return s.internalRoutes(metadata.GroupsTopic)
+}
+
+// internalRoutes are the routes of an internal topic as Metadata answers
+// them, without counting a metadata request; nil while the topic does
+// not exist, an error while the node has not loaded the metadata.
+func (s *Service) internalRoutes(topic string) ([]service.PartitionRoute, error) {
 	if err := s.d.Ready(); err != nil {
 		return nil, s.svcErr(err)
 	}
-	t := s.d.View().Topics[metadata.GroupsTopic]
+	t := s.d.View().Topics[topic]
 	if t == nil {
 		return nil, nil
 	}

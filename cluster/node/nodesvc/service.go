@@ -287,3 +287,29 @@ func holds(reps []metadata.NodeID, self raftlite.NodeID) bool {
 	}
 	return false
 }
+
+// FetchCommitted reads the committed batches of an internal partition
+// (ref) from offset from on, at most maxBytes, through fetch (the
+// service's Fetch), and hands done their bytes and the offset they start
+// from: from, or the log start when from lies below it (segments deleted
+// below a coordinator's checkpoint, by compaction or retention), with no
+// bytes. The groups' and the transactions' coordinators replay their
+// partitions with it.
+func FetchCommitted(fetch func(*shard.Shard, *service.FetchRequest, func(service.FetchResult, error)), sh *shard.Shard,
+	ref service.PartitionRef, from int64, maxBytes uint32, done func(buf []byte, at int64, err error)) {
+	fetch(sh, &service.FetchRequest{PartitionRef: ref, Offset: from, MaxBytes: maxBytes}, func(res service.FetchResult, err error) {
+		var buf []byte
+		if err == nil {
+			buf, err = res.Records.AppendTo(nil)
+			res.Records.Release()
+		}
+		switch {
+		case err != nil && res.LogStartOffset > from:
+			done(nil, res.LogStartOffset, nil)
+		case err != nil:
+			done(nil, from, err)
+		default:
+			done(buf, from, nil)
+		}
+	})
+}

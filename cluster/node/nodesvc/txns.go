@@ -154,14 +154,7 @@ func (s *Service) TxnOffsetCommit(from *shard.Shard, req *service.TxnOffsetCommi
 // topic; nil while it does not exist, an error while the node has not
 // loaded the metadata.
 func (s *Service) TxnsRoutes() ([]service.PartitionRoute, error) {
-	if err := s.d.Ready(); err != nil {
-		return nil, s.svcErr(err)
-	}
-	t := s.d.View().Topics[metadata.TransactionsTopic]
-	if t == nil {
-		return nil, nil
-	}
-	return s.TopicMetadata(t).Partitions, nil
+	return s.internalRoutes(metadata.TransactionsTopic)
 }
 
 // CreateTxnsTopic asks the controller, on its shard, to create the

@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/corestream/corestream/cluster/metadata"
+	"github.com/corestream/corestream/cluster/node/nodesvc"
 	"github.com/corestream/corestream/cluster/service"
 	"github.com/corestream/corestream/cluster/txns"
 	"github.com/corestream/corestream/segment/batch"
@@ -45,22 +46,13 @@ func (h *Host) append(ts *txnsShard, pt *txnsPart, rec txns.Record, done func(in
 // the offset to read next; control batches are skipped. An offset below
 // the log start (compaction or retention) answers none and the start.
 func (h *Host) fetch(ts *txnsShard, pt *txnsPart, from int64, done func([]txns.Record, int64, error)) {
-	h.data.Fetch(ts.sh, &service.FetchRequest{PartitionRef: pt.ref(), Offset: from, MaxBytes: txnsLoadFetchBytesMax},
-		func(res service.FetchResult, err error) {
-			var buf []byte
-			if err == nil {
-				buf, err = res.Records.AppendTo(nil)
-				res.Records.Release()
-			}
-			switch {
-			case err != nil && res.LogStartOffset > from:
-				done(nil, res.LogStartOffset, nil)
-			case err != nil:
-				done(nil, from, err)
-			default:
-				done(records(buf, from))
-			}
-		})
+	nodesvc.FetchCommitted(h.data.Fetch, ts.sh, pt.ref(), from, txnsLoadFetchBytesMax, func(buf []byte, at int64, err error) {
+		if err != nil {
+			done(nil, at, err)
+			return
+		}
+		done(records(buf, at))
+	})
 }
 
 // records splits fetched batches into records at or past from, and the
